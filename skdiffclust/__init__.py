@@ -1,0 +1,20 @@
+"""skdiffclust: differentiable clustering estimators with scikit-learn's API.
+
+Importing the package is light: it neither imports torch nor compiles numba
+kernels (they compile on first use and are cached on disk).
+"""
+
+from skdiffclust.forest import (
+    SpanningForestClustering,
+    constraints_from_labels,
+    spanning_forest,
+)
+
+__version__ = "0.1.0.dev0"
+
+__all__ = [
+    "SpanningForestClustering",
+    "constraints_from_labels",
+    "spanning_forest",
+    "__version__",
+]

@@ -1,0 +1,1 @@
+"""Shared plumbing: input validation (and, later, seeding and torch helpers)."""

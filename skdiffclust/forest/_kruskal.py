@@ -1,0 +1,175 @@
+"""Numba kernels on edge lists: union-find, deterministic edge order, k-forests.
+
+Everything here works on plain arrays (edge endpoints and reduced distances) so
+that the same kernels serve feature input, precomputed similarities and the
+perturbed solver.
+"""
+
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True)
+def find_root(parent, i):
+    """Root of ``i`` in a union-find forest, with path halving."""
+    while parent[i] != i:
+        parent[i] = parent[parent[i]]
+        i = parent[i]
+    return i
+
+
+@njit(cache=True)
+def union_roots(parent, size, ra, rb):
+    """Merge two distinct roots by size; return the new root."""
+    if size[ra] < size[rb]:
+        ra, rb = rb, ra
+    parent[rb] = ra
+    size[ra] += size[rb]
+    return ra
+
+
+@njit(cache=True)
+def new_union_find(n):
+    return np.arange(n), np.ones(n, dtype=np.int64)
+
+
+@njit(cache=True)
+def edge_order(src, dst, dist):
+    """Order of edges by increasing distance, ties broken by (min, max) endpoint.
+
+    This is the order quitefastmst uses too, so every backend cuts ties alike.
+    """
+    n_edges = src.shape[0]
+    pair_key = np.empty(n_edges, dtype=np.int64)
+    n = 0
+    for e in range(n_edges):
+        n = max(n, src[e] + 1, dst[e] + 1)
+    for e in range(n_edges):
+        lo = min(src[e], dst[e])
+        hi = max(src[e], dst[e])
+        pair_key[e] = lo * n + hi
+    by_pair = np.argsort(pair_key, kind="mergesort")
+    by_dist = np.argsort(dist[by_pair], kind="mergesort")
+    return by_pair[by_dist]
+
+
+@njit(cache=True)
+def component_labels(n, src, dst):
+    """Label the connected components of a graph on n nodes, 0, 1, ... by first node."""
+    parent, size = new_union_find(n)
+    for e in range(src.shape[0]):
+        ra = find_root(parent, src[e])
+        rb = find_root(parent, dst[e])
+        if ra != rb:
+            union_roots(parent, size, ra, rb)
+    labels = np.full(n, -1, dtype=np.int64)
+    root_label = np.full(n, -1, dtype=np.int64)
+    n_labels = 0
+    for i in range(n):
+        r = find_root(parent, i)
+        if root_label[r] < 0:
+            root_label[r] = n_labels
+            n_labels += 1
+        labels[i] = root_label[r]
+    return labels, n_labels
+
+
+@njit(cache=True)
+def forest_from_tree(n, tree_src, tree_dst, tree_dist, fixed_src, fixed_dst,
+                     rooted, n_clusters):
+    """Maximum-weight k-forest from a spanning tree, must-link edges and a virtual root.
+
+    ``fixed_*`` are must-link edges, always kept. ``rooted`` marks the points tied to
+    a virtual root (node ``n``): points of must-link groups that pairwise cannot
+    link, which the root keeps apart. With these extra edges the forests form a
+    graphic matroid, so Kruskal over the tree alone is exact: adding edges to a
+    graph only ever removes edges from its minimum spanning tree.
+
+    Returns the indices of the kept tree edges (increasing distance) and the number
+    of clusters reached, which differs from ``n_clusters`` only when the
+    constraints make ``n_clusters`` infeasible.
+    """
+    parent, size = new_union_find(n + 1)
+    n_rooted_groups = 0
+    for e in range(fixed_src.shape[0]):
+        ra = find_root(parent, fixed_src[e])
+        rb = find_root(parent, fixed_dst[e])
+        if ra != rb:
+            union_roots(parent, size, ra, rb)
+    for i in range(n):
+        if rooted[i]:
+            ri = find_root(parent, i)
+            rr = find_root(parent, n)
+            if ri != rr:
+                n_rooted_groups += 1
+                union_roots(parent, size, ri, rr)
+    order = edge_order(tree_src, tree_dst, tree_dist)
+    accepted = np.empty(order.shape[0], dtype=np.int64)
+    n_accepted = 0
+    for e in order:
+        ra = find_root(parent, tree_src[e])
+        rb = find_root(parent, tree_dst[e])
+        if ra != rb:
+            union_roots(parent, size, ra, rb)
+            accepted[n_accepted] = e
+            n_accepted += 1
+    # With every accepted edge the augmented graph is connected: one cluster, or
+    # one per rooted group. Each dropped edge (weakest first) adds one cluster.
+    n_joined = max(n_rooted_groups, 1)
+    n_dropped = min(max(n_clusters - n_joined, 0), n_accepted)
+    return accepted[: n_accepted - n_dropped], n_joined + n_dropped
+
+
+@njit(cache=True)
+def greedy_forest_with_conflicts(n, src, dst, dist, fixed_src, fixed_dst, group,
+                                 conflict, n_clusters):
+    """Greedy (Kruskal) k-forest that never joins cannot-linked groups.
+
+    The heuristic of Stewart et al. (2023, section 9.1) for arbitrary cannot-link
+    structures: must-link edges first, then edges by decreasing similarity,
+    skipping any edge that would put a cannot-link pair in one component, until
+    ``n_clusters`` components remain. Conflicts are tracked per component: each
+    root carries the must-link group it contains (``-1`` for none) and groups merge
+    their rows of ``conflict``, which this function modifies.
+
+    Returns the indices of the accepted edges among ``src, dst`` and the number of
+    clusters reached.
+    """
+    parent, size = new_union_find(n)
+    n_components = n
+    for e in range(fixed_src.shape[0]):
+        ra = find_root(parent, fixed_src[e])
+        rb = find_root(parent, fixed_dst[e])
+        if ra != rb:
+            union_roots(parent, size, ra, rb)
+            n_components -= 1
+    root_group = np.full(n, -1, dtype=np.int64)
+    for i in range(n):
+        if group[i] >= 0:
+            root_group[find_root(parent, i)] = group[i]
+    order = edge_order(src, dst, dist)
+    accepted = np.empty(min(order.shape[0], n), dtype=np.int64)
+    n_accepted = 0
+    n_groups = conflict.shape[0]
+    for e in order:
+        if n_components <= n_clusters:
+            break
+        ra = find_root(parent, src[e])
+        rb = find_root(parent, dst[e])
+        if ra == rb:
+            continue
+        ga = root_group[ra]
+        gb = root_group[rb]
+        if ga >= 0 and gb >= 0 and conflict[ga, gb]:
+            continue
+        merged_group = ga if ga >= 0 else gb
+        if ga >= 0 and gb >= 0:
+            for h in range(n_groups):
+                conflict[ga, h] = conflict[ga, h] or conflict[gb, h]
+                conflict[h, ga] = conflict[ga, h]
+        r = union_roots(parent, size, ra, rb)
+        root_group[r] = merged_group
+        accepted[n_accepted] = e
+        n_accepted += 1
+        n_components -= 1
+    return accepted[:n_accepted], n_components

@@ -1,0 +1,321 @@
+"""Maximum-weight k-spanning forests: backends, constraints and the functional API.
+
+Plain-array glue between the estimator and the numba kernels. Every path builds a
+spanning tree first (Prim, a k-d tree Borůvka from quitefastmst, or a sort in 1-D),
+then cuts it with :func:`~skdiffclust.forest._kruskal.forest_from_tree`; only
+cannot-link structures that are not complete between groups need every edge.
+"""
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+from sklearn.metrics import pairwise_distances, pairwise_distances_chunked
+
+from skdiffclust._utils._validation import check_n_clusters
+from skdiffclust.exceptions import InfeasibleConstraintsWarning
+from skdiffclust.forest._kruskal import (
+    component_labels,
+    forest_from_tree,
+    greedy_forest_with_conflicts,
+)
+from skdiffclust.forest._mst import (
+    COSINE,
+    MINKOWSKI,
+    NUMBA_METRICS,
+    SQEUCLIDEAN,
+    prim_mst,
+    relax_keys,
+)
+
+EUCLIDEAN_METRICS = ("euclidean", "l2", "sqeuclidean")
+# metrics for which the distance between scalars is |x - y| (or its square)
+ABSOLUTE_DIFFERENCE_METRICS = EUCLIDEAN_METRICS + (
+    "manhattan", "cityblock", "l1", "chebyshev", "infinity", "minkowski",
+)
+KD_TREE_MAX_FEATURES = 20  # quitefastmst's k-d trees stop there
+AUTO_KD_TREE_MAX_FEATURES = 8  # beyond, Prim's O(n^2 d) sweep is faster
+# All-pairs edge lists (general cannot-links on feature input) above this size
+# are refused rather than risking the machine's memory.
+MAX_ALL_PAIRS_BYTES = 2 * 1024**3
+
+
+@dataclass(frozen=True)
+class SpanningForest:
+    """A k-spanning forest: its edges, their similarity weights and its clusters."""
+
+    edges: np.ndarray
+    weights: np.ndarray
+    labels: np.ndarray
+    n_clusters: int
+
+
+# --------------------------------------------------------------------------- trees
+def _numba_metric(metric, metric_params):
+    """Kernel code and power for metrics computed in numba, or ``None``."""
+    if not isinstance(metric, str) or metric not in NUMBA_METRICS:
+        return None
+    params = dict(metric_params or {})
+    p = float(params.pop("p", 2.0)) if metric == "minkowski" else 2.0
+    if params:
+        return None
+    if metric == "minkowski" and p == 2.0:
+        return SQEUCLIDEAN, p
+    return NUMBA_METRICS[metric], p
+
+
+def _is_euclidean(metric, metric_params):
+    code = _numba_metric(metric, metric_params)
+    return code is not None and code[0] == SQEUCLIDEAN
+
+
+def _choose_algorithm(algorithm, metric, metric_params, n_features):
+    if algorithm == "kd_tree":
+        if not _is_euclidean(metric, metric_params):
+            raise ValueError(
+                "algorithm='kd_tree' needs a Euclidean metric ('euclidean', 'l2', "
+                f"'sqeuclidean' or 'minkowski' with p=2), got metric={metric!r}."
+            )
+        if not 2 <= n_features <= KD_TREE_MAX_FEATURES:
+            raise ValueError(
+                "algorithm='kd_tree' needs between 2 and "
+                f"{KD_TREE_MAX_FEATURES} features, got {n_features}."
+            )
+        return "kd_tree"
+    if algorithm == "prim":
+        return "prim"
+    if n_features == 1 and metric in ABSOLUTE_DIFFERENCE_METRICS and not (
+        set(metric_params or {}) - {"p"}
+    ):
+        return "sort"
+    if _is_euclidean(metric, metric_params) and 2 <= n_features <= AUTO_KD_TREE_MAX_FEATURES:
+        return "kd_tree"
+    return "prim"
+
+
+def _tree_by_sort(x):
+    order = np.argsort(x, kind="stable")
+    src, dst = order[:-1], order[1:]
+    return src.astype(np.int64), dst.astype(np.int64), np.abs(x[dst] - x[src])
+
+
+def _tree_by_kd_tree(X):
+    import quitefastmst
+
+    dist, index = quitefastmst.mst_euclid(np.ascontiguousarray(X, dtype=np.float64))
+    return index[:, 0].astype(np.int64), index[:, 1].astype(np.int64), dist
+
+
+def _tree_by_python_prim(X, metric, metric_params):
+    """Prim with scikit-learn's pairwise_distances for metrics numba lacks."""
+    n = X.shape[0]
+    src = np.empty(n - 1, dtype=np.int64)
+    dst = np.empty(n - 1, dtype=np.int64)
+    dist = np.empty(n - 1)
+    remaining = np.arange(1, n)
+    key = np.full(n - 1, np.inf)
+    parent = np.zeros(n - 1, dtype=np.int64)
+    cur = 0
+    for it in range(n - 1):
+        m = n - 1 - it
+        row = pairwise_distances(
+            X[cur : cur + 1], X[remaining[:m]], metric=metric, **(metric_params or {})
+        ).ravel()
+        pos = relax_keys(row.astype(np.float64), key, parent, cur, m)
+        cur = remaining[pos]
+        src[it], dst[it], dist[it] = parent[pos], cur, key[pos]
+        last = m - 1
+        remaining[pos], key[pos], parent[pos] = remaining[last], key[last], parent[last]
+    return src, dst, dist
+
+
+def _tree_by_numba_prim(X, code, p):
+    if code == COSINE:
+        norms = np.linalg.norm(X, axis=1, keepdims=True)
+        X = X / np.where(norms > 0, norms, 1.0)
+    src, dst, reduced = prim_mst(X, False, code, p)
+    if code == SQEUCLIDEAN:
+        return src, dst, np.sqrt(np.maximum(reduced, 0.0))
+    if code == MINKOWSKI:
+        return src, dst, reduced ** (1.0 / p)
+    return src, dst, reduced
+
+
+def feature_tree(X, *, metric="euclidean", metric_params=None, algorithm="auto"):
+    """Minimum spanning tree of feature vectors: (src, dst, distance) per edge."""
+    n, d = X.shape
+    if n < 2:
+        empty = np.empty(0, dtype=np.int64)
+        return empty, empty, np.empty(0)
+    how = _choose_algorithm(algorithm, metric, metric_params, d)
+    if how == "sort":
+        src, dst, dist = _tree_by_sort(X[:, 0].astype(np.float64))
+    elif how == "kd_tree":
+        src, dst, dist = _tree_by_kd_tree(X)
+    else:
+        code = _numba_metric(metric, metric_params)
+        if code is None:
+            src, dst, dist = _tree_by_python_prim(X, metric, metric_params)
+        else:
+            src, dst, dist = _tree_by_numba_prim(X, *code)
+    if metric == "sqeuclidean":  # every backend above measured Euclidean distances
+        dist = dist**2
+    return src, dst, dist
+
+
+def similarity_tree(S):
+    """Maximum spanning tree of a similarity matrix: (src, dst, -similarity)."""
+    return prim_mst(S, True, 0, 2.0)
+
+
+# ------------------------------------------------------------------------- forests
+def _group_trees(tree_of_subset, members):
+    """Must-link edges: a maximum spanning tree inside each must-link group."""
+    parts_src, parts_dst, parts_dist = [], [], []
+    for group_members in members:
+        if group_members.size < 2:
+            continue
+        src, dst, dist = tree_of_subset(group_members)
+        parts_src.append(group_members[src])
+        parts_dst.append(group_members[dst])
+        parts_dist.append(dist)
+    if not parts_src:
+        empty = np.empty(0, dtype=np.int64)
+        return empty, empty, np.empty(0)
+    return np.concatenate(parts_src), np.concatenate(parts_dst), np.concatenate(parts_dist)
+
+
+def _warn_if_infeasible(n_reached, n_clusters):
+    if n_reached > n_clusters:
+        warnings.warn(
+            f"The cannot-link constraints keep {n_reached} clusters apart, more than "
+            f"n_clusters={n_clusters}; returning {n_reached} clusters.",
+            InfeasibleConstraintsWarning,
+            stacklevel=3,
+        )
+    elif n_reached < n_clusters:
+        warnings.warn(
+            f"The must-link constraints leave only {n_reached} clusters, fewer than "
+            f"n_clusters={n_clusters}; returning {n_reached} clusters.",
+            InfeasibleConstraintsWarning,
+            stacklevel=3,
+        )
+
+
+def _assemble(n, edge_src, edge_dst, edge_dist, n_reached, n_clusters):
+    edges = np.column_stack([edge_src, edge_dst]).astype(np.int64)
+    labels, n_labels = component_labels(n, edges[:, 0], edges[:, 1])
+    _warn_if_infeasible(n_labels, n_clusters)
+    return SpanningForest(
+        edges=edges, weights=-np.asarray(edge_dist, dtype=np.float64),
+        labels=labels, n_clusters=int(n_labels),
+    )
+
+
+def solve_forest(n, n_clusters, constraints, tree_of_subset, all_edges):
+    """Maximum-weight k-forest under constraints, whatever the input.
+
+    Parameters
+    ----------
+    n : int
+    n_clusters : int
+    constraints : Constraints or None
+    tree_of_subset : callable
+        ``tree_of_subset(indices or None) -> (src, dst, dist)``, a minimum spanning
+        tree (distance = minus similarity) of a subset of the samples.
+    all_edges : callable
+        ``all_edges() -> (src, dst, dist)`` for every pair, needed only for
+        cannot-link structures that are not complete between groups.
+    """
+    check_n_clusters(n_clusters, n)
+    if constraints is None or constraints.is_empty:
+        src, dst, dist = tree_of_subset(None)
+        no_rooted = np.zeros(n, dtype=bool)
+        empty = np.empty(0, dtype=np.int64)
+        kept, n_reached = forest_from_tree(n, src, dst, dist, empty, empty, no_rooted, n_clusters)
+        return _assemble(n, src[kept], dst[kept], dist[kept], n_reached, n_clusters)
+
+    fixed_src, fixed_dst, fixed_dist = _group_trees(tree_of_subset, constraints.members())
+    rooted = constraints.rooted_samples()
+    if rooted is not None:
+        src, dst, dist = tree_of_subset(None)
+        kept, n_reached = forest_from_tree(
+            n, src, dst, dist, fixed_src, fixed_dst, rooted, n_clusters
+        )
+        src, dst, dist = src[kept], dst[kept], dist[kept]
+    else:
+        src, dst, dist = all_edges()
+        accepted, n_reached = greedy_forest_with_conflicts(
+            n, src, dst, dist, fixed_src, fixed_dst, constraints.group,
+            constraints.conflict.copy(), n_clusters,
+        )
+        src, dst, dist = src[accepted], dst[accepted], dist[accepted]
+    return _assemble(
+        n,
+        np.concatenate([fixed_src, src]),
+        np.concatenate([fixed_dst, dst]),
+        np.concatenate([fixed_dist, dist]),
+        n_reached,
+        n_clusters,
+    )
+
+
+def _check_all_pairs_memory(n):
+    n_pairs = n * (n - 1) // 2
+    if n_pairs * 24 > MAX_ALL_PAIRS_BYTES:
+        raise ValueError(
+            f"These cannot-link constraints are not complete between must-link groups "
+            f"(unlike partial labels), so the greedy solver needs all {n_pairs} pairs "
+            f"of the {n} samples, more memory than allowed. Give the constraints as "
+            "partial labels y, or make every constrained group cannot-link with every "
+            "other one, to use the exact O(n)-memory solver."
+        )
+
+
+def forest_from_features(X, n_clusters, *, metric="euclidean", metric_params=None,
+                         algorithm="auto", constraints=None):
+    """Maximum-weight k-forest of feature vectors (similarity = minus distance)."""
+    n = X.shape[0]
+
+    def tree_of_subset(indices):
+        if indices is None:
+            return feature_tree(X, metric=metric, metric_params=metric_params,
+                                algorithm=algorithm)
+        # must-link groups are small: let 'auto' pick their backend
+        return feature_tree(X[indices], metric=metric, metric_params=metric_params,
+                            algorithm="prim" if algorithm == "prim" else "auto")
+
+    def all_edges():
+        _check_all_pairs_memory(n)
+        src, dst = np.triu_indices(n, k=1)
+        dist = np.empty(src.shape[0])
+        start = 0
+        for chunk in pairwise_distances_chunked(X, metric=metric, **(metric_params or {})):
+            rows = np.arange(start, start + chunk.shape[0])
+            lo = _triu_offset(rows[0], n)
+            hi = _triu_offset(rows[-1] + 1, n)
+            mask = np.triu(np.ones_like(chunk, dtype=bool), k=start + 1)
+            dist[lo:hi] = chunk[mask]
+            start += chunk.shape[0]
+        return src.astype(np.int64), dst.astype(np.int64), dist
+
+    return solve_forest(n, n_clusters, constraints, tree_of_subset, all_edges)
+
+
+def _triu_offset(row, n):
+    """Index in the row-major upper triangle (k=1) where ``row`` starts."""
+    return row * n - row * (row + 1) // 2
+
+
+def forest_from_similarity(S, n_clusters, *, constraints=None):
+    """Maximum-weight k-forest of a dense symmetric similarity matrix."""
+    n = S.shape[0]
+
+    def tree_of_subset(indices):
+        return similarity_tree(S if indices is None else S[np.ix_(indices, indices)])
+
+    def all_edges():
+        src, dst = np.triu_indices(n, k=1)
+        return src.astype(np.int64), dst.astype(np.int64), -S[src, dst].astype(np.float64)
+
+    return solve_forest(n, n_clusters, constraints, tree_of_subset, all_edges)

@@ -1,0 +1,188 @@
+"""SpanningForestClustering: single-linkage equivalence, inputs, errors, predict."""
+
+import pickle
+import tracemalloc
+
+import numpy as np
+import pytest
+from sklearn.cluster import AgglomerativeClustering
+from sklearn.metrics import adjusted_rand_score, pairwise_distances
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+
+from skdiffclust import SpanningForestClustering
+from tests._data import load_benchmark
+
+
+def _single_linkage(X, k, metric="euclidean"):
+    return AgglomerativeClustering(n_clusters=k, linkage="single", metric=metric).fit(X).labels_
+
+
+@pytest.mark.parametrize("n_samples,n_features", [(300, 2), (300, 5), (200, 12), (150, 40)])
+@pytest.mark.parametrize("n_clusters", [1, 2, 7])
+def test_same_partition_as_single_linkage(n_samples, n_features, n_clusters):
+    X = np.random.default_rng(n_features).standard_normal((n_samples, n_features))
+    labels = SpanningForestClustering(n_clusters=n_clusters).fit(X).labels_
+    assert adjusted_rand_score(labels, _single_linkage(X, n_clusters)) == 1.0
+
+
+@pytest.mark.parametrize("metric", ["manhattan", "cosine", "chebyshev"])
+def test_same_partition_as_single_linkage_for_other_metrics(metric):
+    X = np.random.default_rng(5).uniform(size=(250, 4))
+    labels = SpanningForestClustering(n_clusters=4, metric=metric).fit(X).labels_
+    assert adjusted_rand_score(labels, _single_linkage(X, 4, metric)) == 1.0
+
+
+@pytest.mark.shared_data
+@pytest.mark.parametrize("battery,name", [
+    ("fcps", "chainlink"), ("fcps", "atom"), ("fcps", "target"), ("fcps", "lsun"),
+    ("wut", "smile"), ("wut", "circles"),
+])
+def test_shape_datasets_match_single_linkage_and_truth(shared_data, battery, name):
+    X, truth, k = load_benchmark(shared_data, battery, name)
+    labels = SpanningForestClustering(n_clusters=k).fit(X).labels_
+    assert adjusted_rand_score(labels, _single_linkage(X, k)) == 1.0
+    # these shapes are exactly what single linkage recovers
+    assert adjusted_rand_score(labels, truth) == 1.0
+
+
+@pytest.mark.parametrize("similarity", ["neg_sq", "neg", "gaussian"])
+def test_precomputed_similarity_gives_the_feature_partition(similarity):
+    X = np.random.default_rng(7).standard_normal((200, 3))
+    D = pairwise_distances(X)
+    S = {"neg_sq": -(D**2), "neg": -D, "gaussian": np.exp(-(D**2))}[similarity]
+    pre = SpanningForestClustering(n_clusters=5, metric="precomputed").fit(S)
+    feat = SpanningForestClustering(n_clusters=5).fit(X)
+    np.testing.assert_array_equal(pre.labels_, feat.labels_)
+
+
+def test_ties_are_broken_deterministically():
+    # a regular grid: many equal distances
+    g = np.arange(6, dtype=float)
+    X = np.array([(a, b) for a in g for b in g])
+    runs = [SpanningForestClustering(n_clusters=4, algorithm="prim").fit(X) for _ in range(3)]
+    for est in runs[1:]:
+        np.testing.assert_array_equal(est.labels_, runs[0].labels_)
+        np.testing.assert_array_equal(est.forest_edges_, runs[0].forest_edges_)
+    S = -pairwise_distances(X, metric="sqeuclidean")
+    pre = SpanningForestClustering(n_clusters=4, metric="precomputed").fit(S)
+    np.testing.assert_array_equal(pre.labels_, runs[0].labels_)
+
+
+def test_forest_attributes_describe_the_forest():
+    X = np.random.default_rng(8).standard_normal((50, 2))
+    est = SpanningForestClustering(n_clusters=3).fit(X)
+    assert est.n_clusters_ == 3
+    assert est.forest_edges_.shape == (47, 2)
+    D = pairwise_distances(X)
+    np.testing.assert_allclose(est.forest_weights_, -D[est.forest_edges_[:, 0], est.forest_edges_[:, 1]])
+    # every edge joins two samples of the same cluster
+    assert np.all(est.labels_[est.forest_edges_[:, 0]] == est.labels_[est.forest_edges_[:, 1]])
+    assert set(np.unique(est.labels_)) == {0, 1, 2}
+
+
+def test_float32_input_is_supported():
+    X = np.random.default_rng(9).standard_normal((100, 3))
+    l64 = SpanningForestClustering(n_clusters=3).fit(X).labels_
+    l32 = SpanningForestClustering(n_clusters=3).fit(X.astype(np.float32)).labels_
+    assert adjusted_rand_score(l64, l32) == 1.0
+
+
+def test_predict_assigns_the_cluster_of_the_nearest_training_sample():
+    rng = np.random.default_rng(10)
+    X = np.concatenate([rng.normal(0, 0.1, (30, 2)), rng.normal(5, 0.1, (30, 2))])
+    est = SpanningForestClustering(n_clusters=2).fit(X)
+    np.testing.assert_array_equal(est.predict(X), est.labels_)
+    new = np.array([[0.2, -0.1], [4.8, 5.3]])
+    assert est.predict(new).tolist() == [est.labels_[0], est.labels_[30]]
+
+
+def test_predict_with_precomputed_similarities():
+    rng = np.random.default_rng(11)
+    X = np.concatenate([rng.normal(0, 0.1, (20, 2)), rng.normal(5, 0.1, (20, 2))])
+    new = np.array([[0.1, 0.1], [5.1, 4.9], [4.0, 4.0]])
+    est = SpanningForestClustering(n_clusters=2, metric="precomputed").fit(-pairwise_distances(X))
+    pred = est.predict(-pairwise_distances(new, X))
+    assert pred.tolist() == [est.labels_[0], est.labels_[20], est.labels_[20]]
+    with pytest.raises(ValueError, match="features"):
+        est.predict(-pairwise_distances(new, X[:10]))
+
+
+def test_pickle_round_trip_preserves_predictions():
+    X = np.random.default_rng(12).standard_normal((80, 3))
+    est = SpanningForestClustering(n_clusters=4).fit(X)
+    clone = pickle.loads(pickle.dumps(est))
+    np.testing.assert_array_equal(clone.predict(X[:10]), est.predict(X[:10]))
+
+
+def test_pipeline_passes_partial_labels_to_the_forest():
+    rng = np.random.default_rng(13)
+    X = rng.standard_normal((40, 2)) * [1, 100]
+    y = np.full(40, -1)
+    y[:2] = [0, 1]
+    pipe = make_pipeline(StandardScaler(), SpanningForestClustering(n_clusters=2)).fit(X, y)
+    labels = pipe[-1].labels_
+    assert labels[0] != labels[1]
+
+
+# --------------------------------------------------------------------- errors
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_non_finite_input_raises(bad):
+    X = np.random.default_rng(0).standard_normal((10, 2))
+    X[3, 1] = bad
+    with pytest.raises(ValueError, match="NaN|infinity"):
+        SpanningForestClustering().fit(X)
+
+
+def test_more_clusters_than_samples_raises():
+    X = np.random.default_rng(0).standard_normal((4, 2))
+    with pytest.raises(ValueError, match="n_clusters=5 must be <= n_samples=4"):
+        SpanningForestClustering(n_clusters=5).fit(X)
+
+
+def test_non_square_precomputed_input_raises():
+    with pytest.raises(ValueError, match="square"):
+        SpanningForestClustering(metric="precomputed").fit(np.zeros((4, 3)))
+
+
+def test_asymmetric_precomputed_input_raises():
+    S = np.random.default_rng(0).uniform(size=(5, 5))
+    with pytest.raises(ValueError, match="symmetric"):
+        SpanningForestClustering(metric="precomputed").fit(S)
+
+
+@pytest.mark.parametrize("params,match", [
+    ({"n_clusters": 0}, "n_clusters"),
+    ({"metric": "nope"}, "metric"),
+    ({"algorithm": "nope"}, "algorithm"),
+    ({"algorithm": "kd_tree", "metric": "manhattan"}, "kd_tree"),
+])
+def test_invalid_parameters_raise(params, match):
+    X = np.random.default_rng(0).standard_normal((10, 2))
+    with pytest.raises(ValueError, match=match):
+        SpanningForestClustering(**params).fit(X)
+
+
+def test_failed_fit_leaves_the_fitted_state_untouched():
+    X = np.random.default_rng(0).standard_normal((10, 2))
+    est = SpanningForestClustering(n_clusters=3).fit(X)
+    before = est.labels_.copy(), est.forest_edges_.copy()
+    with pytest.raises(ValueError, match="Contradictory"):
+        est.fit(X, must_link=[[0, 1]], cannot_link=[[1, 0]])
+    np.testing.assert_array_equal(est.labels_, before[0])
+    np.testing.assert_array_equal(est.forest_edges_, before[1])
+
+
+# --------------------------------------------------------------------- scale
+def test_a_million_points_in_2d_fit_in_memory():
+    # an n x n matrix would take 8 TB: finishing at all shows there is none
+    n = 1_000_000
+    X = np.random.default_rng(14).uniform(size=(n, 2))
+    y = np.full(n, -1)
+    y[:3] = [0, 1, 2]
+    tracemalloc.start()
+    est = SpanningForestClustering(n_clusters=3).fit(X, y)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert peak < 512 * 2**20
+    assert len(np.unique(est.labels_[:3])) == 3
