@@ -2,7 +2,7 @@
 
 import numbers
 
-import numpy as np
+from skdiffclust._utils._symmetry import max_asymmetry
 
 SYMMETRY_RTOL = 1e-5
 SYMMETRY_ATOL = 1e-8
@@ -15,10 +15,11 @@ def check_similarity_matrix(S, name="X"):
             f"{name} must be a square (n_samples, n_samples) similarity matrix, "
             f"got shape {S.shape}."
         )
-    if not np.allclose(S, S.T, rtol=SYMMETRY_RTOL, atol=SYMMETRY_ATOL):
+    asymmetry = max_asymmetry(S, SYMMETRY_RTOL, SYMMETRY_ATOL)
+    if asymmetry > 0:
         raise ValueError(
             f"{name} must be a symmetric similarity matrix; "
-            f"got max |{name} - {name}.T| = {np.max(np.abs(S - S.T)):.3g}."
+            f"|{name} - {name}.T| exceeds the tolerance by up to {asymmetry:.3g}."
         )
 
 

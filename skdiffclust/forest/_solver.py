@@ -35,6 +35,8 @@ ABSOLUTE_DIFFERENCE_METRICS = EUCLIDEAN_METRICS + (
 )
 KD_TREE_MAX_FEATURES = 20  # quitefastmst's k-d trees stop there
 AUTO_KD_TREE_MAX_FEATURES = 8  # beyond, Prim's O(n^2 d) sweep is faster
+KD_TREE_SINGLE_MIN_FEATURES = 5
+KD_TREE_SINGLE_LEAF_SIZE = 128
 # All-pairs edge lists (general cannot-links on feature input) above this size
 # are refused rather than risking the machine's memory.
 MAX_ALL_PAIRS_BYTES = 2 * 1024**3
@@ -102,7 +104,15 @@ def _tree_by_sort(x):
 def _tree_by_kd_tree(X):
     import quitefastmst
 
-    dist, index = quitefastmst.mst_euclid(np.ascontiguousarray(X, dtype=np.float64))
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    if X.shape[1] >= KD_TREE_SINGLE_MIN_FEATURES:
+        # measured on 20000-100000 points in 5-8 dimensions: 20-25% faster than
+        # quitefastmst's default (sesqui-tree, leaves of 32)
+        dist, index = quitefastmst.mst_euclid(
+            X, algorithm="single_kd_tree", max_leaf_size=KD_TREE_SINGLE_LEAF_SIZE
+        )
+    else:
+        dist, index = quitefastmst.mst_euclid(X)
     return index[:, 0].astype(np.int64), index[:, 1].astype(np.int64), dist
 
 

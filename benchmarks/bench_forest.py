@@ -1,0 +1,133 @@
+"""SpanningForestClustering against single-linkage peers, in one process.
+
+Times the warm fit of our forest and of scikit-learn's single linkage, scipy,
+fastcluster and quitefastmst (the spanning tree only: it stops before the cut and
+the labels, so it is a lower bound for any single-linkage clustering), and prints
+each peer's time divided by ours. Peers whose O(n^2) memory or time is out of reach
+at a size are skipped (``--full`` lifts the time limits).
+
+Usage::
+
+    pip install ".[benchmark]"
+    python benchmarks/bench_forest.py            # all sizes of the issue
+    python benchmarks/bench_forest.py --quick    # small sizes, for a smoke run
+"""
+
+import argparse
+import time
+
+import numpy as np
+from scipy.cluster.hierarchy import fcluster, linkage
+from scipy.spatial.distance import squareform
+from sklearn.cluster import AgglomerativeClustering
+from sklearn.metrics import adjusted_rand_score, pairwise_distances
+
+from skdiffclust import SpanningForestClustering
+
+FEATURE_CASES = [(10_000, 16), (20_000, 8), (100_000, 2), (1_000_000, 2)]
+PRECOMPUTED_N = 5_000
+N_CLUSTERS = 10
+# largest n each O(n^2) peer is run at (time or memory), unless --full
+PEER_MAX_N = {"sklearn": 20_000, "scipy": 20_000, "fastcluster": 20_000}
+PEER_MAX_N_FULL = {"sklearn": 100_000, "scipy": 20_000, "fastcluster": 100_000}
+
+
+def best_time(fn, repeats):
+    best, result = np.inf, None
+    for _ in range(repeats):
+        start = time.perf_counter()
+        result = fn()
+        best = min(best, time.perf_counter() - start)
+    return best, result
+
+
+def feature_peers(X, k):
+    import fastcluster
+    import quitefastmst
+
+    return {
+        "sklearn": lambda: AgglomerativeClustering(n_clusters=k, linkage="single").fit(X).labels_,
+        "scipy": lambda: fcluster(linkage(X, "single"), k, criterion="maxclust"),
+        "fastcluster": lambda: fcluster(fastcluster.linkage_vector(X, "single"), k, "maxclust"),
+        "quitefastmst (tree only)": lambda: quitefastmst.mst_euclid(X) and None,
+    }
+
+
+def precomputed_peers(D, k):
+    import fastcluster
+
+    condensed = squareform(D, checks=False)
+    return {
+        "sklearn": lambda: AgglomerativeClustering(
+            n_clusters=k, linkage="single", metric="precomputed").fit(D).labels_,
+        "scipy": lambda: fcluster(linkage(condensed, "single"), k, criterion="maxclust"),
+        "fastcluster": lambda: fcluster(fastcluster.linkage(condensed, "single"), k, "maxclust"),
+    }
+
+
+def report(title, ours, peer_times, agreement):
+    print(f"\n{title}")
+    print(f"  {'skdiffclust':<26} {ours:9.3f} s")
+    for name, (seconds, note) in peer_times.items():
+        if seconds is None:
+            print(f"  {name:<26} {'skipped':>9}   ({note})")
+        else:
+            print(f"  {name:<26} {seconds:9.3f} s   peer / ours = {seconds / ours:6.2f}x")
+    timed = {n: s for n, (s, _) in peer_times.items() if s is not None}
+    if timed:
+        fastest = min(timed, key=timed.get)
+        print(f"  fastest peer: {fastest}, ours is {timed[fastest] / ours:.2f}x its speed")
+    if agreement is not None:
+        print(f"  ARI(ours, reference single linkage) = {agreement:.3f}")
+
+
+def run_case(X, title, peers, ours_fn, limits, repeats):
+    n = X.shape[0]
+    ours, labels = best_time(ours_fn, repeats)
+    peer_times, reference = {}, None
+    for name, fn in peers.items():
+        key = name.split()[0]
+        if n > limits.get(key, np.inf):
+            peer_times[name] = (None, f"O(n^2) at n={n}; --full to try")
+            continue
+        seconds, peer_labels = best_time(fn, 1 if n > 20_000 else repeats)
+        peer_times[name] = (seconds, None)
+        if reference is None and peer_labels is not None:
+            reference = peer_labels
+    agreement = None if reference is None else adjusted_rand_score(labels, reference)
+    report(title, ours, peer_times, agreement)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes only")
+    parser.add_argument("--full", action="store_true", help="run slow peers too")
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    limits = PEER_MAX_N_FULL if args.full else PEER_MAX_N
+    cases = [(2000, 16), (4000, 8), (20000, 2)] if args.quick else FEATURE_CASES
+    n_pre = 1000 if args.quick else PRECOMPUTED_N
+    rng = np.random.default_rng(0)
+
+    # warm the numba kernels (compiled once, then cached on disk)
+    SpanningForestClustering(n_clusters=2, algorithm="prim").fit(rng.standard_normal((50, 3)))
+    SpanningForestClustering(n_clusters=2, metric="precomputed").fit(-np.eye(5))
+
+    print(f"warm fit times, best of {args.repeats}; n_clusters={N_CLUSTERS}")
+    for n, d in cases:
+        X = rng.standard_normal((n, d))
+        est = SpanningForestClustering(n_clusters=N_CLUSTERS)
+        run_case(X, f"features: n={n}, d={d}", feature_peers(X, N_CLUSTERS),
+                 lambda: est.fit(X).labels_, limits, args.repeats)
+
+    X = rng.standard_normal((n_pre, 8))
+    D = pairwise_distances(X)
+    S = -(D**2)
+    est = SpanningForestClustering(n_clusters=N_CLUSTERS, metric="precomputed")
+    run_case(D, f"precomputed: n={n_pre} (ours: similarity -D^2, peers: distances D)",
+             precomputed_peers(D, N_CLUSTERS), lambda: est.fit(S).labels_, limits,
+             args.repeats)
+
+
+if __name__ == "__main__":
+    main()
