@@ -57,18 +57,19 @@ class SpanningForestClustering(ClusterMixin, BaseEstimator):
         make that impossible (an :class:`~skdiffclust.exceptions.InfeasibleConstraintsWarning`
         is then issued).
 
-    forest_edges_ : ndarray of shape (n_samples - n_clusters_, 2)
-        The edges of the forest, as pairs of training sample indices.
+    forest_edges_ : ndarray of shape (n_edges, 2)
+        The edges of the forest, as pairs of training sample indices; there are
+        ``n_samples - n_clusters_`` of them.
 
-    forest_weights_ : ndarray of shape (n_samples - n_clusters_,)
+    forest_weights_ : ndarray of shape (n_edges,)
         The similarity of each edge: the input similarity for
         ``metric='precomputed'``, minus the distance otherwise.
 
     n_features_in_ : int
-        Number of features seen during :term:`fit`.
+        Number of features seen during ``fit``.
 
     feature_names_in_ : ndarray of shape (`n_features_in_`,)
-        Names of features seen during :term:`fit`. Defined only when `X`
+        Names of features seen during ``fit``. Defined only when `X`
         has feature names that are all strings.
 
     See Also
