@@ -33,6 +33,8 @@ NUMBA_METRICS = {
 }
 
 
+# One loop per metric, on purpose: a shared loop that branches on the metric per
+# pair (even inlined) ran Prim twice as slowly on 10000 x 16 points.
 @njit(cache=True, fastmath=True)
 def _sqeuclidean_rows(Xp, c, m, out):
     d = Xp.shape[1]
