@@ -222,6 +222,8 @@ def test_pairs_are_respected_and_match_the_reference_greedy(problem):
     for i, j in cl:
         assert est.labels_[i] != est.labels_[j]
     assert infeasible == (est.n_clusters_ != k)
+    if Constraints.from_pairs(n, ml, cl).rooted_samples() is not None:
+        return  # the rooted solver takes its must-link edges from the tree (tested below)
     # cannot-links are lifted to must-link groups before the greedy runs
     lifted = {(a, b) for i, j in cannot
               for a in [i, *np.flatnonzero(closure[i])]
@@ -258,8 +260,26 @@ def _best_constrained_forest(S, k, fixed_edges, group):
     return best
 
 
+def _must_link_edges(n, edges, group):
+    """Edges of a forest whose removal would split a must-link group."""
+    needed = []
+    for e in edges:
+        rest = [f for f in edges if f != e]
+        comp = list(range(n))
+        for i, j in rest:
+            ci, cj = comp[i], comp[j]
+            comp = [ci if c == cj else c for c in comp]
+        split = any(
+            len({comp[i] for i in range(n) if group[i] == g}) > 1
+            for g in set(group[group >= 0].tolist())
+        )
+        if split:
+            needed.append(e)
+    return needed
+
+
 @given(constrained_problems(labelled=True))
-def test_label_constrained_forest_is_optimal_given_must_link_trees(problem):
+def test_label_constrained_forest_is_optimal_given_its_must_link_edges(problem):
     S, k, y, _, _ = problem
     n = S.shape[0]
     if n > 7:
@@ -269,6 +289,24 @@ def test_label_constrained_forest_is_optimal_given_must_link_trees(problem):
         return
     group = np.where(y >= 0, y, -1)
     edges = [tuple(sorted(e)) for e in est.forest_edges_.tolist()]
-    fixed = [e for e in edges if group[e[0]] >= 0 and group[e[0]] == group[e[1]]]
+    fixed = _must_link_edges(n, edges, group)
     value = sum(S[e] for e in edges)
     assert value == pytest.approx(_best_constrained_forest(S, k, fixed, group), abs=1e-6)
+
+
+@given(constrained_problems(labelled=True))
+def test_constraints_change_nothing_when_single_linkage_satisfies_them(problem):
+    S, k, y, _, _ = problem
+    free = SpanningForestClustering(n_clusters=k, metric="precomputed").fit(S)
+    labelled = np.flatnonzero(y >= 0)
+    satisfied = all(
+        (free.labels_[i] == free.labels_[j]) == (y[i] == y[j])
+        for i, j in itertools.combinations(labelled, 2)
+    )
+    if not satisfied:
+        return
+    est, infeasible = _fit_precomputed(S, k, y, None, None)
+    assert not infeasible
+    assert {frozenset(e) for e in est.forest_edges_.tolist()} == {
+        frozenset(e) for e in free.forest_edges_.tolist()
+    }

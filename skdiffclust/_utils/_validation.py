@@ -2,10 +2,24 @@
 
 import numbers
 
+import numpy as np
+
 from skdiffclust._utils._symmetry import max_asymmetry
 
-SYMMETRY_RTOL = 1e-5
-SYMMETRY_ATOL = 1e-8
+def symmetry_tolerance(S):
+    """Tolerance on |S - S.T|: sqrt(machine epsilon) of S's dtype times its scale.
+
+    Relative to the whole matrix, so that float32 similarities computed from
+    distances (torch.cdist, matrix products) pass while real asymmetry does not.
+    """
+    if S.size == 0:
+        return 0.0
+    scale = max(abs(float(S.max())), abs(float(S.min())))
+    return float(np.sqrt(np.finfo(S.dtype).eps)) * scale
+
+
+def is_symmetric(S):
+    return max_asymmetry(S, 0.0, symmetry_tolerance(S)) == 0
 
 
 def check_similarity_matrix(S, name="X"):
@@ -15,7 +29,7 @@ def check_similarity_matrix(S, name="X"):
             f"{name} must be a square (n_samples, n_samples) similarity matrix, "
             f"got shape {S.shape}."
         )
-    asymmetry = max_asymmetry(S, SYMMETRY_RTOL, SYMMETRY_ATOL)
+    asymmetry = max_asymmetry(S, 0.0, symmetry_tolerance(S))
     if asymmetry > 0:
         raise ValueError(
             f"{name} must be a symmetric similarity matrix; "

@@ -67,10 +67,36 @@ class Constraints:
         rooted[np.isin(self.group, involved)] = True
         return rooted
 
-    @property
-    def n_forced_apart(self):
-        """Number of groups that pairwise cannot link (valid when rooted)."""
-        return int(np.count_nonzero(self.conflict.any(axis=1)))
+    def feasible_n_clusters(self):
+        """Range (lo, hi) of feasible numbers of clusters, or ``None`` if unknown.
+
+        Known exactly when the rooted solver applies: at least one cluster per
+        group that cannot link, at most one per must-link group or free sample.
+        """
+        if self.rooted_samples() is None:
+            return None
+        n_apart = int(np.count_nonzero(self.conflict.any(axis=1)))
+        n_nodes = int(np.count_nonzero(self.group < 0)) + self.n_groups
+        return max(n_apart, 1), n_nodes
+
+    def kernel_arrays(self):
+        """The constraints as the plain arrays the numba solvers take."""
+        members = self.members()
+        group_ptr = np.zeros(self.n_groups + 1, dtype=np.int64)
+        group_ptr[1:] = np.cumsum([m.size for m in members])
+        group_members = (np.concatenate(members) if members else np.empty(0)).astype(np.int64)
+        rooted = self.rooted_samples()
+        general = rooted is None
+        if general:
+            rooted = np.zeros(self.n_samples, dtype=bool)
+        return group_ptr, group_members, self.group, rooted, general, self.conflict
+
+    @staticmethod
+    def empty_kernel_arrays(n_samples):
+        """Kernel arrays meaning "no constraints"."""
+        return (np.zeros(1, dtype=np.int64), np.empty(0, dtype=np.int64),
+                np.full(n_samples, -1, dtype=np.int64), np.zeros(n_samples, dtype=bool),
+                False, np.zeros((0, 0), dtype=bool))
 
     @classmethod
     def from_pairs(cls, n_samples, must_link=None, cannot_link=None):

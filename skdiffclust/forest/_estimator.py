@@ -1,15 +1,19 @@
 """SpanningForestClustering: clusters as the trees of a maximum-weight k-spanning forest."""
 
-from numbers import Integral
+import warnings
+from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin, _fit_context
 from sklearn.neighbors import VALID_METRICS, NearestNeighbors
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils import TransformerTags
+from sklearn.utils._available_if import available_if
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from skdiffclust._utils._validation import check_similarity_matrix
-from skdiffclust.forest._constraints import Constraints
+from skdiffclust._utils._random import derive_seeds
+from skdiffclust.forest._constraints import UNLABELLED, Constraints
 from skdiffclust.forest._solver import forest_from_features, forest_from_similarity
 
 class SpanningForestClustering(ClusterMixin, BaseEstimator):
@@ -47,6 +51,50 @@ class SpanningForestClustering(ClusterMixin, BaseEstimator):
         tree for Euclidean data in at most 8 dimensions, a sort in one dimension,
         and Prim otherwise. Ignored when ``metric='precomputed'`` (always Prim).
 
+    embedding : {'linear', 'mlp'}, torch.nn.Module or None, default=None
+        ``None``: cluster the input as it is. Otherwise, first *learn through
+        clustering* (Stewart et al., 2023, section 4): train an embedding of the
+        features with the perturbed partial Fenchel-Young loss so that its spanning
+        forests agree with the partial labels ``y``, then cluster the embedded
+        samples. ``'linear'`` is a linear map, ``'mlp'`` a ReLU network with
+        ``hidden_layer_sizes``; a module is copied and trained (its output is the
+        embedding). Needs PyTorch (``pip install "skdiffclust[torch]"``).
+
+    n_components : int, default=2
+        Dimension of the ``'linear'`` and ``'mlp'`` embeddings.
+
+    hidden_layer_sizes : tuple of int, default=(128,)
+        Hidden layers of the ``'mlp'`` embedding.
+
+    epsilon : float, default=0.1
+        Noise amplitude of the perturbed forests, on similarities standardised per
+        batch.
+
+    n_perturbations : int, default=100
+        Monte-Carlo samples per gradient step.
+
+    batch_size : int, default=64
+        Samples per mini-batch (the paper's size); half labelled, half unlabelled
+        when both exist.
+
+    max_iter : int, default=100
+        Training epochs (passes of ``ceil(n_samples / batch_size)`` batches).
+
+    learning_rate : float, default=1e-3
+        Adam's learning rate (the paper uses 3e-4 over many more steps).
+
+    device : {'auto', 'cpu', 'cuda'}, default='auto'
+        Where the embedding is trained; ``'auto'`` picks CUDA when available. The
+        forests are always solved on the CPU. Fitted weights are NumPy arrays, so
+        ``predict`` and pickling never need a GPU.
+
+    random_state : int, RandomState instance or None, default=None
+        Seeds the weight initialisation, the batches and the noise. Same seed, same
+        data, same machine: same labels.
+
+    verbose : bool, default=False
+        Show a progress bar (tqdm) over the training epochs.
+
     Attributes
     ----------
     labels_ : ndarray of shape (n_samples,)
@@ -64,6 +112,16 @@ class SpanningForestClustering(ClusterMixin, BaseEstimator):
     forest_weights_ : ndarray of shape (n_edges,)
         The similarity of each edge: the input similarity for
         ``metric='precomputed'``, minus the distance otherwise.
+
+    embedding_state_ : dict of str to ndarray
+        Trained weights of the embedding (NumPy arrays). Only with ``embedding``.
+
+    loss_curve_ : list of float
+        Mean training loss of each epoch. Only with ``embedding``.
+
+    n_iter_ : int
+        With ``embedding``, the number of training epochs run (0 without labelled
+        samples). Without it, 1: the exact forest is a single pass.
 
     n_features_in_ : int
         Number of features seen during ``fit``.
@@ -86,15 +144,19 @@ class SpanningForestClustering(ClusterMixin, BaseEstimator):
     low-dimensional Euclidean data), then cut by union-find. Feature input never
     allocates an n x n matrix.
 
-    With constraints, must-links are taken transitively and their edges first (the
-    maximum spanning tree inside each must-linked group), then edges by decreasing
+    With constraints, must-links are taken transitively and cannot-links extend to
+    everything must-linked. The solver follows the greedy heuristic of Stewart et
+    al. (2023, section 9.1): must-link edges first, then edges by decreasing
     similarity, skipping any edge that would join a cannot-linked pair, until k
-    trees remain: the greedy heuristic of Stewart et al. (2023, section 9.1). When
-    the constrained groups pairwise cannot link, as with partial labels, the
-    problem keeps its matroid structure: the greedy forest is then the best forest
-    that contains the must-link trees and separates the groups, and it is computed
-    from the unconstrained spanning tree alone. Other cannot-link structures use
-    all n (n - 1) / 2 edges.
+    trees remain. When the constrained groups pairwise cannot link, as with partial
+    labels, tying them to a virtual root restores the matroid structure: the forest
+    is then the best one that contains its must-link edges and separates the
+    groups, computed from the unconstrained spanning tree alone (O(n) extra
+    memory). Its must-link edges are the group's own paths in that tree when they
+    cross no other group, and the group's maximum spanning tree otherwise, so that
+    constraints the unconstrained forest already satisfies change nothing. Other
+    cannot-link structures use the group's maximum spanning trees and all
+    n (n - 1) / 2 edges.
 
     Ties between equal similarities are broken by sample index, so results are
     deterministic.
@@ -124,14 +186,39 @@ class SpanningForestClustering(ClusterMixin, BaseEstimator):
         "metric": [StrOptions(set(VALID_METRICS["brute"])), callable],
         "metric_params": [dict, None],
         "algorithm": [StrOptions({"auto", "kd_tree", "prim"})],
+        "embedding": [StrOptions({"linear", "mlp"}), HasMethods(["forward"]), None],
+        "n_components": [Interval(Integral, 1, None, closed="left")],
+        "hidden_layer_sizes": ["array-like"],
+        "epsilon": [Interval(Real, 0, None, closed="neither")],
+        "n_perturbations": [Interval(Integral, 1, None, closed="left")],
+        "batch_size": [Interval(Integral, 2, None, closed="left")],
+        "max_iter": [Interval(Integral, 0, None, closed="left")],
+        "learning_rate": [Interval(Real, 0, None, closed="neither")],
+        "device": [StrOptions({"auto", "cpu", "cuda"})],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
     }
 
     def __init__(self, n_clusters=2, *, metric="euclidean", metric_params=None,
-                 algorithm="auto"):
+                 algorithm="auto", embedding=None, n_components=2,
+                 hidden_layer_sizes=(128,), epsilon=0.1, n_perturbations=100,
+                 batch_size=64, max_iter=100, learning_rate=1e-3, device="auto",
+                 random_state=None, verbose=False):
         self.n_clusters = n_clusters
         self.metric = metric
         self.metric_params = metric_params
         self.algorithm = algorithm
+        self.embedding = embedding
+        self.n_components = n_components
+        self.hidden_layer_sizes = hidden_layer_sizes
+        self.epsilon = epsilon
+        self.n_perturbations = n_perturbations
+        self.batch_size = batch_size
+        self.max_iter = max_iter
+        self.learning_rate = learning_rate
+        self.device = device
+        self.random_state = random_state
+        self.verbose = verbose
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None, *, must_link=None, cannot_link=None):
@@ -165,20 +252,113 @@ class SpanningForestClustering(ClusterMixin, BaseEstimator):
         if precomputed:
             check_similarity_matrix(X)
         constraints = _build_constraints(y, n_samples, must_link, cannot_link)
+        trained = {}
+        if self.embedding is not None:
+            trained = self._train_embedding(X, y)
+            X = trained.pop("embedded")
         if precomputed:
             forest = forest_from_similarity(X, self.n_clusters, constraints=constraints)
         else:
             forest = forest_from_features(
-                X, self.n_clusters, metric=self.metric,
-                metric_params=self.metric_params, algorithm=self.algorithm,
-                constraints=constraints,
+                X, self.n_clusters, metric=self._clustering_metric(),
+                metric_params=self._clustering_metric_params(),
+                algorithm=self.algorithm, constraints=constraints,
             )
+        for name, value in trained.items():
+            setattr(self, name, value)
+        if self.embedding is None:
+            self.n_iter_ = 1
         self._fit_X = None if precomputed else X
         self.labels_ = forest.labels
         self.n_clusters_ = forest.n_clusters
         self.forest_edges_ = forest.edges
         self.forest_weights_ = forest.weights
         return self
+
+    def _clustering_metric(self):
+        # embeddings are trained for (squared) Euclidean similarities
+        return "euclidean" if self.embedding is not None else self.metric
+
+    def _clustering_metric_params(self):
+        return None if self.embedding is not None else self.metric_params
+
+    def _train_embedding(self, X, y):
+        """Train the embedding; returns the fitted attributes and the embedded X."""
+        if self.metric == "precomputed":
+            raise ValueError(
+                "embedding needs feature vectors; it cannot be used with "
+                "metric='precomputed'."
+            )
+        torch_modules = _import_torch_training()
+        embedding_module, torch_utils = torch_modules
+        labels = (np.full(X.shape[0], UNLABELLED) if y is None
+                  else _partial_labels(y, X.shape[0]))
+        init_seed, train_seed = derive_seeds(self.random_state, 2)
+        module = embedding_module.make_embedding(
+            self.embedding, X.shape[1], self.n_components, self.hidden_layer_sizes,
+            torch_utils.make_generator(init_seed),
+        )
+        device = torch_utils.resolve_device(self.device)
+        if np.count_nonzero(labels != UNLABELLED) < 2:
+            warnings.warn(
+                "Fewer than two labelled samples in y: nothing to learn from, the "
+                "embedding keeps its initial weights.", UserWarning, stacklevel=3,
+            )
+            state, loss_curve, n_iter = torch_utils.state_to_numpy(module), [], 0
+        else:
+            state, loss_curve, n_iter = embedding_module.train_embedding(
+                module, X, labels, n_clusters=self.n_clusters, epsilon=self.epsilon,
+                n_perturbations=self.n_perturbations, batch_size=self.batch_size,
+                max_iter=self.max_iter, learning_rate=self.learning_rate,
+                device=device, seed=train_seed, verbose=self.verbose,
+            )
+        cpu_module = torch_utils.module_from_state(module, state)
+        return {
+            "embedding_state_": state,
+            "loss_curve_": loss_curve,
+            "n_iter_": n_iter,
+            "_embedding_template": cpu_module,
+            "embedded": torch_utils.apply_in_batches(cpu_module, X, "cpu"),
+        }
+
+    def _embed(self, X):
+        _, torch_utils = _import_torch_training()
+        module = torch_utils.module_from_state(self._embedding_template, self.embedding_state_)
+        return torch_utils.apply_in_batches(module, X, "cpu")
+
+    @available_if(lambda self: self.embedding is not None)
+    def fit_transform(self, X, y=None, **fit_params):
+        """Fit, then return the embedded training samples.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,), default=None
+            Partial labels, ``-1`` for unlabelled samples.
+        **fit_params : dict
+            ``must_link`` / ``cannot_link`` pairs, passed to :meth:`fit`.
+
+        Returns
+        -------
+        X_embedded : ndarray of shape (n_samples, n_components)
+        """
+        return self.fit(X, y, **fit_params)._fit_X
+
+    @available_if(lambda self: self.embedding is not None)
+    def transform(self, X):
+        """Embed samples with the trained embedding.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        X_embedded : ndarray of shape (n_samples, n_components)
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, dtype=[np.float64, np.float32], reset=False)
+        return self._embed(X)
 
     def predict(self, X):
         """Assign each sample to the cluster of its most similar training sample.
@@ -202,8 +382,11 @@ class SpanningForestClustering(ClusterMixin, BaseEstimator):
         if self.metric == "precomputed":
             nearest = np.argmax(X, axis=1)
         else:
+            if self.embedding is not None:
+                X = self._embed(X)
             neighbors = NearestNeighbors(
-                n_neighbors=1, metric=self.metric, metric_params=self.metric_params
+                n_neighbors=1, metric=self._clustering_metric(),
+                metric_params=self._clustering_metric_params(),
             ).fit(self._fit_X)
             nearest = neighbors.kneighbors(X, return_distance=False)[:, 0]
         return self.labels_[nearest]
@@ -211,7 +394,27 @@ class SpanningForestClustering(ClusterMixin, BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.pairwise = self.metric == "precomputed"
+        if self.embedding is not None:
+            tags.transformer_tags = TransformerTags()
         return tags
+
+
+def _import_torch_training():
+    try:
+        from skdiffclust._utils import _torch
+        from skdiffclust.forest import _embedding
+    except ImportError as error:
+        raise ImportError(
+            "SpanningForestClustering(embedding=...) needs PyTorch: "
+            'pip install "skdiffclust[torch]"'
+        ) from error
+    return _embedding, _torch
+
+
+def _partial_labels(y, n_samples):
+    from skdiffclust.forest._constraints import check_partial_labels
+
+    return check_partial_labels(y, n_samples)
 
 
 def _build_constraints(y, n_samples, must_link, cannot_link):

@@ -189,3 +189,105 @@ def greedy_forest_with_conflicts(n, src, dst, dist, fixed_src, fixed_dst, group,
         n_accepted += 1
         n_components -= 1
     return accepted[:n_accepted], n_components
+
+
+@njit(cache=True)
+def _root_tree(n, src, dst):
+    """BFS order from node 0, parent and parent-edge of each node of a spanning tree."""
+    degree = np.zeros(n + 1, dtype=np.int64)
+    for e in range(src.shape[0]):
+        degree[src[e] + 1] += 1
+        degree[dst[e] + 1] += 1
+    ptr = np.cumsum(degree)
+    fill = ptr[:-1].copy()
+    neighbour = np.empty(2 * src.shape[0], dtype=np.int64)
+    via = np.empty(2 * src.shape[0], dtype=np.int64)
+    for e in range(src.shape[0]):
+        for a, b in ((src[e], dst[e]), (dst[e], src[e])):
+            neighbour[fill[a]] = b
+            via[fill[a]] = e
+            fill[a] += 1
+    order = np.empty(n, dtype=np.int64)
+    parent = np.full(n, -1, dtype=np.int64)
+    parent_edge = np.full(n, -1, dtype=np.int64)
+    seen = np.zeros(n, dtype=np.bool_)
+    order[0], seen[0] = 0, True
+    head, tail = 0, 1
+    while head < tail:
+        v = order[head]
+        head += 1
+        for t in range(ptr[v], ptr[v + 1]):
+            w = neighbour[t]
+            if not seen[w]:
+                seen[w] = True
+                parent[w], parent_edge[w] = v, via[t]
+                order[tail] = w
+                tail += 1
+    return order[:tail], parent, parent_edge
+
+
+@njit(cache=True)
+def tree_connectors(n, tree_src, tree_dst, tree_dist, group_ptr, group_members, group,
+                    n_clusters):
+    """Must-link edges taken from the spanning tree itself.
+
+    A group's connector is the subtree of the spanning tree that spans its members
+    (their Steiner tree in it). It is used when it touches no sample of another
+    group and no other group's connector; otherwise the group is flagged to use its
+    own spanning tree instead. Taking the tree's own paths leaves the forest
+    unchanged whenever the unconstrained forest already satisfies the constraints,
+    so that the partial Fenchel-Young loss vanishes there. Free samples on these
+    paths join their group; if that leaves fewer than ``n_clusters`` possible
+    clusters, every group uses its own spanning tree instead.
+
+    Returns the connector edges (src, dst, dist) and, per group, whether it needs
+    its own spanning tree.
+    """
+    n_groups = group_ptr.shape[0] - 1
+    order, parent, parent_edge = _root_tree(n, tree_src, tree_dst)
+    used = np.zeros(n, dtype=np.bool_)
+    needs_own_tree = np.zeros(n_groups, dtype=np.bool_)
+    count = np.zeros(n, dtype=np.int64)
+    # accepted connectors share no sample (at most n - 1 edges), plus the tentative
+    # edges of the group being examined (at most n - 1 more)
+    chosen = np.empty(2 * n, dtype=np.int64)
+    n_chosen = 0
+    for g in range(n_groups):
+        size = group_ptr[g + 1] - group_ptr[g]
+        if size < 2:
+            continue
+        count[:] = 0
+        for t in range(group_ptr[g], group_ptr[g + 1]):
+            count[group_members[t]] = 1
+        for t in range(order.shape[0] - 1, 0, -1):
+            v = order[t]
+            count[parent[v]] += count[v]
+        start = n_chosen
+        clean = True
+        for t in range(1, order.shape[0]):
+            v = order[t]
+            if 0 < count[v] < size:
+                for end in (v, parent[v]):
+                    if used[end] or (group[end] >= 0 and group[end] != g):
+                        clean = False
+                chosen[n_chosen] = parent_edge[v]
+                n_chosen += 1
+        if clean:
+            for c in range(start, n_chosen):
+                used[tree_src[chosen[c]]] = True
+                used[tree_dst[chosen[c]]] = True
+        else:
+            n_chosen = start
+            needs_own_tree[g] = True
+    n_free = 0
+    n_absorbed = 0
+    for v in range(n):
+        if group[v] < 0:
+            n_free += 1
+            if used[v]:
+                n_absorbed += 1
+    if n_free + n_groups - n_absorbed < n_clusters:
+        n_chosen = 0
+        needs_own_tree[:] = True
+    picked = chosen[:n_chosen]
+    return tree_src[picked], tree_dst[picked], tree_dist[picked], needs_own_tree

@@ -18,6 +18,7 @@ from skdiffclust.forest._kruskal import (
     component_labels,
     forest_from_tree,
     greedy_forest_with_conflicts,
+    tree_connectors,
 )
 from skdiffclust.forest._mst import (
     COSINE,
@@ -27,6 +28,7 @@ from skdiffclust.forest._mst import (
     prim_mst,
     relax_keys,
 )
+from skdiffclust.forest._dense import constrained_forest, unconstrained_forest
 
 EUCLIDEAN_METRICS = ("euclidean", "l2", "sqeuclidean")
 # metrics for which the distance between scalars is |x - y| (or its square)
@@ -179,11 +181,11 @@ def similarity_tree(S):
 
 
 # ------------------------------------------------------------------------- forests
-def _group_trees(tree_of_subset, members):
-    """Must-link edges: a maximum spanning tree inside each must-link group."""
+def _group_trees(tree_of_subset, members, wanted):
+    """The minimum spanning tree inside each wanted must-link group."""
     parts_src, parts_dst, parts_dist = [], [], []
-    for group_members in members:
-        if group_members.size < 2:
+    for group_members, want in zip(members, wanted):
+        if group_members.size < 2 or not want:
             continue
         src, dst, dist = tree_of_subset(group_members)
         parts_src.append(group_members[src])
@@ -245,15 +247,26 @@ def solve_forest(n, n_clusters, constraints, tree_of_subset, all_edges):
         kept, n_reached = forest_from_tree(n, src, dst, dist, empty, empty, no_rooted, n_clusters)
         return _assemble(n, src[kept], dst[kept], dist[kept], n_reached, n_clusters)
 
-    fixed_src, fixed_dst, fixed_dist = _group_trees(tree_of_subset, constraints.members())
+    members = constraints.members()
     rooted = constraints.rooted_samples()
     if rooted is not None:
         src, dst, dist = tree_of_subset(None)
+        group_ptr, group_members, group, *_ = constraints.kernel_arrays()
+        path_src, path_dst, path_dist, needs_own_tree = tree_connectors(
+            n, src, dst, dist, group_ptr, group_members, group, n_clusters
+        )
+        own = _group_trees(tree_of_subset, members, needs_own_tree)
+        fixed_src = np.concatenate([path_src, own[0]])
+        fixed_dst = np.concatenate([path_dst, own[1]])
+        fixed_dist = np.concatenate([path_dist, own[2]])
         kept, n_reached = forest_from_tree(
             n, src, dst, dist, fixed_src, fixed_dst, rooted, n_clusters
         )
         src, dst, dist = src[kept], dst[kept], dist[kept]
     else:
+        fixed_src, fixed_dst, fixed_dist = _group_trees(
+            tree_of_subset, members, np.ones(len(members), dtype=bool)
+        )
         src, dst, dist = all_edges()
         accepted, n_reached = greedy_forest_with_conflicts(
             n, src, dst, dist, fixed_src, fixed_dst, constraints.group,
@@ -320,12 +333,12 @@ def _triu_offset(row, n):
 def forest_from_similarity(S, n_clusters, *, constraints=None):
     """Maximum-weight k-forest of a dense symmetric similarity matrix."""
     n = S.shape[0]
-
-    def tree_of_subset(indices):
-        return similarity_tree(S if indices is None else S[np.ix_(indices, indices)])
-
-    def all_edges():
-        src, dst = np.triu_indices(n, k=1)
-        return src.astype(np.int64), dst.astype(np.int64), -S[src, dst].astype(np.float64)
-
-    return solve_forest(n, n_clusters, constraints, tree_of_subset, all_edges)
+    check_n_clusters(n_clusters, n)
+    tree = similarity_tree(S)
+    if constraints is None or constraints.is_empty:
+        src, dst, dist, n_reached = unconstrained_forest(n, *tree, n_clusters)
+    else:
+        src, dst, dist, n_reached = constrained_forest(
+            S, n_clusters, *tree, *constraints.kernel_arrays()
+        )
+    return _assemble(n, src, dst, dist, n_reached, n_clusters)

@@ -1,0 +1,16 @@
+"""One ``random_state`` per estimator: the seeds of every generator derive from it."""
+
+import numpy as np
+from sklearn.utils import check_random_state
+
+MAX_SEED = 2**31 - 1
+
+
+def derive_seeds(random_state, n_seeds):
+    """``n_seeds`` integer seeds drawn once from ``random_state`` (never global state)."""
+    rng = check_random_state(random_state)
+    return [int(s) for s in rng.randint(0, MAX_SEED, size=n_seeds)]
+
+
+def numpy_generator(seed):
+    return np.random.default_rng(seed)

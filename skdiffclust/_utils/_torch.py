@@ -1,0 +1,94 @@
+"""Torch plumbing shared by the torch estimators: device, seeding, models, state.
+
+Imported only from training code paths, so that ``import skdiffclust`` never
+imports torch.
+"""
+
+import copy
+import math
+
+import numpy as np
+import torch
+from torch import nn
+
+DEVICES = ("auto", "cpu", "cuda")
+
+
+def resolve_device(device):
+    """``'auto'`` -> ``'cuda'`` when available, else ``'cpu'``; check ``'cuda'``."""
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if device == "cuda" and not torch.cuda.is_available():
+        raise ValueError("device='cuda' was requested but CUDA is not available.")
+    return torch.device(device)
+
+
+def make_generator(seed, device="cpu"):
+    """A local torch generator (global torch seeding is never touched)."""
+    generator = torch.Generator(device=device)
+    generator.manual_seed(int(seed))
+    return generator
+
+
+def _init_linear(layer, generator):
+    # nn.Linear's default initialisation, drawn from a local generator
+    nn.init.kaiming_uniform_(layer.weight, a=math.sqrt(5), generator=generator)
+    if layer.bias is not None:
+        bound = 1.0 / math.sqrt(layer.in_features) if layer.in_features > 0 else 0.0
+        nn.init.uniform_(layer.bias, -bound, bound, generator=generator)
+
+
+def build_mlp(n_inputs, hidden_layer_sizes, n_outputs, generator, activation=nn.ReLU):
+    """Linear layers (ReLU between them), initialised from ``generator``.
+
+    ``hidden_layer_sizes=()`` gives a single linear map.
+    """
+    sizes = [n_inputs, *hidden_layer_sizes, n_outputs]
+    layers = []
+    for i, (fan_in, fan_out) in enumerate(zip(sizes[:-1], sizes[1:])):
+        layer = nn.utils.skip_init(nn.Linear, fan_in, fan_out)
+        _init_linear(layer, generator)
+        layers.append(layer)
+        if i < len(sizes) - 2:
+            layers.append(activation())
+    return layers[0] if len(layers) == 1 else nn.Sequential(*layers)
+
+
+def state_to_numpy(module):
+    """The module's parameters and buffers as NumPy arrays (picklable, CPU)."""
+    return {name: value.detach().to("cpu").numpy().copy()
+            for name, value in module.state_dict().items()}
+
+
+def module_from_state(template, state):
+    """A CPU copy of ``template`` carrying the weights ``state``."""
+    module = copy.deepcopy(template).to("cpu")
+    module.load_state_dict({name: torch.as_tensor(np.asarray(value))
+                            for name, value in state.items()})
+    return module.eval()
+
+
+def module_dtype(module):
+    for parameter in module.parameters():
+        return parameter.dtype
+    return torch.float32
+
+
+def progress(iterable, verbose, description):
+    """A tqdm progress bar when ``verbose``, the iterable itself otherwise."""
+    if not verbose:
+        return iterable
+    from tqdm.auto import tqdm
+
+    return tqdm(iterable, desc=description)
+
+
+@torch.no_grad()
+def apply_in_batches(module, X, device, batch_size=4096):
+    """``module(X)`` for a NumPy X, in batches, returned as a float64 NumPy array."""
+    dtype = module_dtype(module)
+    outputs = []
+    for start in range(0, X.shape[0], batch_size):
+        chunk = torch.as_tensor(X[start : start + batch_size], dtype=dtype, device=device)
+        outputs.append(module(chunk).to("cpu", torch.float64).numpy())
+    return np.concatenate(outputs) if outputs else np.empty((0, 0))

@@ -1,0 +1,174 @@
+"""Differentiable spanning forests for PyTorch (Stewart et al., NeurIPS 2023).
+
+This module imports torch; the rest of skdiffclust does not.
+
+The operators take a symmetric similarity matrix ``S`` (n x n; larger means more
+similar, e.g. negative squared distances between embeddings) and perturb it with
+symmetric Gaussian noise ``epsilon * Z`` (independent entries above the diagonal).
+The Monte-Carlo samples are solved in parallel by numba kernels on the CPU; tensors
+on a GPU make a round trip to the CPU and the results come back to their device.
+"""
+
+import numpy as np
+import torch
+
+from skdiffclust.forest._constraints import constraints_from_labels as _labels_to_matrix
+from skdiffclust.forest._torch_ops import (
+    PartialFenchelYoungFunction,
+    PerturbedForestFunction,
+    PerturbedProblem,
+    check_feasible,
+    check_n_clusters,
+    check_perturbation,
+    parse_constraints,
+    seed_from_generator,
+    similarity_to_numpy,
+)
+
+__all__ = [
+    "constraints_from_labels",
+    "partial_fenchel_young_loss",
+    "perturbed_spanning_forest",
+]
+
+
+def _problem(S, n_clusters, epsilon, n_samples, constraints, generator):
+    array = similarity_to_numpy(S)
+    check_n_clusters(n_clusters, array.shape[0])
+    check_perturbation(epsilon, n_samples)
+    parsed = parse_constraints(constraints, array.shape[0])
+    check_feasible(parsed, n_clusters)
+    seed = seed_from_generator(generator)
+    return PerturbedProblem(array, n_clusters, epsilon, n_samples, parsed, seed)
+
+
+def perturbed_spanning_forest(S, n_clusters, *, epsilon=0.1, n_samples=100,
+                              constraints=None, generator=None, control_variate=True):
+    """Perturbed maximum-weight k-spanning forest, differentiable w.r.t. ``S``.
+
+    Monte-Carlo estimates of definition 6 of Stewart et al. (2023):
+    :math:`A_{k,\\varepsilon}^*(S) = E[A_k^*(S + \\varepsilon Z)]`,
+    :math:`F_{k,\\varepsilon}(S) = E[F_k(S + \\varepsilon Z)]` and
+    :math:`M_{k,\\varepsilon}^*(S) = E[M_k^*(S + \\varepsilon Z)]`, or their
+    constrained versions when ``constraints`` is given.
+
+    Parameters
+    ----------
+    S : torch.Tensor of shape (n, n)
+        Symmetric similarity matrix.
+    n_clusters : int
+        Number of trees k.
+    epsilon : float, default=0.1
+        Noise amplitude.
+    n_samples : int, default=100
+        Number of Monte-Carlo samples.
+    constraints : torch.Tensor or ndarray of shape (n, n), default=None
+        ``+1`` must-link, ``-1`` cannot-link, ``0`` unknown (see
+        :func:`constraints_from_labels`).
+    generator : torch.Generator, default=None
+        Source of the noise seed (torch's default generator if None).
+    control_variate : bool, default=True
+        Subtract the unperturbed forest in the score-function gradient of ``A_eps``
+        and ``M_eps``: same mean, lower variance.
+
+    Returns
+    -------
+    A_eps : torch.Tensor of shape (n, n)
+        Mean forest adjacency, in [0, 1], symmetric, zero diagonal.
+    F_eps : torch.Tensor of shape ()
+        Mean forest value :math:`\\langle A, S + \\varepsilon Z \\rangle` (both
+        triangles counted), whose gradient is exactly ``A_eps``.
+    M_eps : torch.Tensor of shape (n, n)
+        Mean connectivity, in [0, 1], symmetric, unit diagonal.
+
+    Notes
+    -----
+    Gradients flow to ``S`` from all three outputs: ``F_eps`` exactly (the forward
+    samples give ``A_eps``), ``A_eps`` and ``M_eps`` by the score-function
+    estimator :math:`E[\\langle G, Y \\rangle Z] / \\varepsilon`, which regenerates
+    the noise from its seed instead of solving again.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from skdiffclust.torch import perturbed_spanning_forest
+    >>> x = torch.tensor([0.0, 0.1, 1.0, 1.1])
+    >>> S = -(x[:, None] - x[None, :]) ** 2
+    >>> S.requires_grad_(True)
+    tensor(...)
+    >>> A, F, M = perturbed_spanning_forest(S, 2, epsilon=1e-3, n_samples=10)
+    >>> M.round().int()
+    tensor([[1, 1, 0, 0],
+            [1, 1, 0, 0],
+            [0, 0, 1, 1],
+            [0, 0, 1, 1]], dtype=torch.int32)
+    >>> F.backward()
+    >>> torch.equal(S.grad, A)
+    True
+    """
+    problem = _problem(S, n_clusters, epsilon, n_samples, constraints, generator)
+    return PerturbedForestFunction.apply(S, problem, bool(control_variate))
+
+
+def partial_fenchel_young_loss(S, constraints, n_clusters, *, epsilon=0.1, n_samples=100,
+                               generator=None):
+    """Perturbed partial Fenchel-Young loss between similarities and constraints.
+
+    :math:`\\bar L_{FY,\\varepsilon}(S; M_\\Omega) = F_{k,\\varepsilon}(S) -
+    F_{k,\\varepsilon}(S; M_\\Omega)` (Stewart et al., 2023, proposition 1), with
+    gradient :math:`A_{k,\\varepsilon}^*(S) - A_{k,\\varepsilon}^*(S; M_\\Omega)`;
+    both terms use the same noise draw. It is non-negative, and zero when the
+    best forests already satisfy the constraints.
+
+    Parameters
+    ----------
+    S : torch.Tensor of shape (n, n)
+        Symmetric similarity matrix.
+    constraints : torch.Tensor or ndarray of shape (n, n)
+        ``+1`` must-link, ``-1`` cannot-link, ``0`` unknown.
+    n_clusters : int
+        Number of trees k; must be feasible under the constraints.
+    epsilon : float, default=0.1
+    n_samples : int, default=100
+    generator : torch.Generator, default=None
+
+    Returns
+    -------
+    loss : torch.Tensor of shape ()
+
+    Examples
+    --------
+    >>> import torch
+    >>> from skdiffclust.torch import constraints_from_labels, partial_fenchel_young_loss
+    >>> emb = torch.tensor([[0.0], [0.1], [1.0], [1.1]], requires_grad=True)
+    >>> S = -torch.cdist(emb, emb) ** 2
+    >>> C = constraints_from_labels(torch.tensor([0, 1, -1, -1]))
+    >>> loss = partial_fenchel_young_loss(S, C, 2, n_samples=50)
+    >>> bool(loss > 0)
+    True
+    >>> loss.backward()
+    >>> emb.grad.shape
+    torch.Size([4, 1])
+    """
+    problem = _problem(S, n_clusters, epsilon, n_samples, constraints, generator)
+    if problem.constraints is None:
+        raise ValueError("constraints are required for the partial Fenchel-Young loss.")
+    return PartialFenchelYoungFunction.apply(S, problem)
+
+
+def constraints_from_labels(y):
+    """Constraint matrix from partial labels, as a tensor on the labels' device.
+
+    Parameters
+    ----------
+    y : torch.Tensor or array-like of shape (n,)
+        Integer labels, ``-1`` for unlabelled samples.
+
+    Returns
+    -------
+    constraints : torch.Tensor of shape (n, n), int8
+        ``+1`` same label, ``-1`` different labels, ``0`` where either is unlabelled.
+    """
+    device = y.device if isinstance(y, torch.Tensor) else "cpu"
+    labels = y.detach().to("cpu").numpy() if isinstance(y, torch.Tensor) else np.asarray(y)
+    return torch.as_tensor(_labels_to_matrix(labels)).to(device)

@@ -1,0 +1,133 @@
+"""Learning through clustering with SpanningForestClustering(embedding=...)."""
+
+import pickle
+
+import numpy as np
+import pytest
+import torch
+from sklearn.datasets import load_digits
+from sklearn.metrics import adjusted_rand_score
+from sklearn.model_selection import train_test_split
+
+from skdiffclust import SpanningForestClustering
+from skdiffclust.datasets import make_denoising
+
+pytestmark = pytest.mark.torch
+
+
+@pytest.fixture(scope="module")
+def denoising():
+    X, y = make_denoising(random_state=0)
+    X_val, y_val = make_denoising(random_state=1)
+    return X, y, X_val, y_val
+
+
+def _fit_denoising(X, y, **params):
+    settings = dict(embedding="linear", n_components=2, batch_size=32, max_iter=30,
+                    learning_rate=0.01, random_state=0, device="cpu")
+    settings.update(params)
+    return SpanningForestClustering(n_clusters=4, **settings).fit(X, y)
+
+
+def test_denoising_reaches_perfect_validation_clustering(denoising):
+    X, y, X_val, y_val = denoising
+    raw = SpanningForestClustering(n_clusters=4).fit(X_val).labels_
+    assert adjusted_rand_score(y_val, raw) < 0.5  # the noise hides the clusters
+    est = _fit_denoising(X, y)
+    embedded = est.transform(X_val)
+    learned = SpanningForestClustering(n_clusters=4).fit(embedded).labels_
+    assert adjusted_rand_score(y_val, learned) == 1.0
+    assert adjusted_rand_score(y_val, est.predict(X_val)) == 1.0
+    # the learned map ignores the noise columns
+    weight = est.embedding_state_["weight"]
+    assert np.abs(weight[:, 2:]).max() < 0.25 * np.abs(weight[:, :2]).max()
+    assert est.loss_curve_[-1] < 0.1 * est.loss_curve_[0]
+    assert est.n_iter_ == 30
+
+
+def test_same_random_state_gives_identical_fits(denoising):
+    X, y, X_val, _ = denoising
+    partial = np.where(np.arange(60) % 3 == 0, y, -1)
+    first = _fit_denoising(X, partial, max_iter=3)
+    second = _fit_denoising(X, partial, max_iter=3)
+    np.testing.assert_array_equal(first.labels_, second.labels_)
+    for name, value in first.embedding_state_.items():
+        np.testing.assert_array_equal(value, second.embedding_state_[name])
+    np.testing.assert_array_equal(first.transform(X_val), second.transform(X_val))
+
+
+def test_global_torch_random_state_is_left_alone(denoising):
+    X, y, _, _ = denoising
+    torch.manual_seed(123)
+    expected = torch.rand(3)
+    torch.manual_seed(123)
+    _fit_denoising(X, y, max_iter=2)
+    torch.testing.assert_close(torch.rand(3), expected)
+
+
+def test_fitted_state_is_numpy_and_pickles(denoising):
+    X, y, X_val, _ = denoising
+    est = _fit_denoising(X, y, max_iter=2)
+    assert all(isinstance(v, np.ndarray) for v in est.embedding_state_.values())
+    clone = pickle.loads(pickle.dumps(est))
+    np.testing.assert_array_equal(clone.predict(X_val), est.predict(X_val))
+    np.testing.assert_allclose(clone.transform(X_val), est.transform(X_val))
+
+
+def test_user_module_is_trained_on_a_copy(denoising):
+    X, y, X_val, y_val = denoising
+    module = torch.nn.Sequential(torch.nn.Linear(4, 2))
+    before = [p.detach().clone() for p in module.parameters()]
+    est = _fit_denoising(X, y, embedding=module)
+    for p, b in zip(module.parameters(), before):
+        torch.testing.assert_close(p.detach(), b)  # the user's module is not modified
+    assert est.transform(X_val).shape == (60, 2)
+    assert adjusted_rand_score(y_val, est.predict(X_val)) > 0.9
+
+
+def test_fit_without_labels_warns_and_keeps_the_initial_embedding(denoising):
+    X, _, _, _ = denoising
+    with pytest.warns(UserWarning, match="labelled"):
+        est = SpanningForestClustering(n_clusters=4, embedding="linear", random_state=0).fit(X)
+    assert est.n_iter_ == 0 and est.loss_curve_ == []
+
+
+def test_embedding_with_precomputed_similarity_raises():
+    S = -np.eye(5)
+    with pytest.raises(ValueError, match="precomputed"):
+        SpanningForestClustering(embedding="linear", metric="precomputed").fit(S, [0, 1, -1, -1, -1])
+
+
+def test_cuda_device_trains_there_or_raises_without_cuda(denoising):
+    X, y, X_val, _ = denoising
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="CUDA"):
+            _fit_denoising(X, y, device="cuda", max_iter=1)
+        return
+    est = _fit_denoising(X, y, device="cuda", max_iter=2)
+    assert all(isinstance(v, np.ndarray) for v in est.embedding_state_.values())
+    assert est.predict(X_val).shape == (60,)
+
+
+def test_semi_supervised_digits_cluster_held_out_points():
+    X, y = load_digits(return_X_y=True)
+    X_train, X_test, y_train, y_test = train_test_split(
+        X / 16.0, y, train_size=1200, random_state=0, stratify=y
+    )
+    partial = np.where(np.random.default_rng(0).random(1200) < 0.25, y_train, -1)
+    est = SpanningForestClustering(
+        n_clusters=10, embedding="mlp", n_components=16, max_iter=60,
+        learning_rate=3e-3, random_state=0, device="cpu",
+    ).fit(X_train, partial)
+    embedded = est.transform(X_test)
+    # the paper's protocol: cluster held-out mini-batches of 64 points
+    order = np.random.default_rng(1).permutation(len(y_test))
+    scores = []
+    for start in range(0, len(order) - 63, 64):
+        batch = order[start : start + 64]
+        k = len(np.unique(y_test[batch]))
+        labels = SpanningForestClustering(n_clusters=k).fit(embedded[batch]).labels_
+        scores.append(adjusted_rand_score(y_test[batch], labels))
+    assert np.mean(scores) >= 0.6
+    # new points joining the learned clusters
+    assert adjusted_rand_score(y_test, est.predict(X_test)) >= 0.85
