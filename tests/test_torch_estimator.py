@@ -131,3 +131,9 @@ def test_semi_supervised_digits_cluster_held_out_points():
     assert np.mean(scores) >= 0.6
     # new points joining the learned clusters
     assert adjusted_rand_score(y_test, est.predict(X_test)) >= 0.85
+
+
+def test_verbose_shows_a_progress_bar(denoising, capsys):
+    X, y, _, _ = denoising
+    _fit_denoising(X, y, max_iter=2, verbose=True)
+    assert "SpanningForestClustering" in capsys.readouterr().err
