@@ -8,7 +8,18 @@ import pytest
 EXAMPLES = sorted((Path(__file__).resolve().parents[1] / "examples").glob("plot_*.py"))
 
 
-@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
+def _needs_torch(path):
+    source = path.read_text()
+    return "import torch" in source or "embedding=" in source
+
+
+PARAMS = [
+    pytest.param(path, id=path.name, marks=[pytest.mark.torch] if _needs_torch(path) else [])
+    for path in EXAMPLES
+]
+
+
+@pytest.mark.parametrize("path", PARAMS)
 def test_example_runs(path, monkeypatch):
     import matplotlib
     matplotlib.use("Agg")
