@@ -9,12 +9,15 @@ from skdiffclust.forest import (
     constraints_from_labels,
     spanning_forest,
 )
+from skdiffclust.gemini import SparseGEMINI, gemini_value_and_grad
 
 __version__ = "0.1.0.dev0"
 
 __all__ = [
+    "SparseGEMINI",
     "SpanningForestClustering",
     "constraints_from_labels",
+    "gemini_value_and_grad",
     "spanning_forest",
     "__version__",
 ]

@@ -11,7 +11,7 @@ from sklearn.datasets import load_digits, make_moons
 from sklearn.metrics import adjusted_rand_score, normalized_mutual_info_score
 from sklearn.preprocessing import StandardScaler
 
-from skdiffclust import SpanningForestClustering
+from skdiffclust import SparseGEMINI, SpanningForestClustering
 
 
 def load(name):
@@ -39,11 +39,13 @@ def estimators(n_clusters, seed):
         ("SpanningForestClustering + labels",
          SpanningForestClustering(n_clusters=n_clusters), True),
     ]
+    rows.append(("SparseGEMINI (MMD one-vs-one)",
+                 SparseGEMINI(n_clusters=n_clusters, random_state=seed), False))
     if importlib.util.find_spec("torch") is not None:
         rows.append((
             "SpanningForestClustering mlp + labels",
             SpanningForestClustering(n_clusters=n_clusters, embedding="mlp", n_components=8,
-                                     max_iter=20, learning_rate=3e-3, random_state=seed),
+                                     max_iter=10, learning_rate=3e-3, random_state=seed),
             True,
         ))
     rows.append(("KMeans (scikit-learn, reference)",

@@ -3,7 +3,7 @@
 import numpy as np
 from sklearn.utils import check_random_state
 
-__all__ = ["make_denoising"]
+__all__ = ["make_celeux_one", "make_celeux_two", "make_denoising"]
 
 # the four means sampled in Stewart et al. (2023), appendix 11
 DENOISING_MEANS = np.array([
@@ -52,3 +52,111 @@ def make_denoising(n_per_cluster=15, *, cluster_std=0.2, noise_high=10.0, random
     signal = DENOISING_MEANS[y] + cluster_std * rng.standard_normal((y.size, 2))
     noise = rng.uniform(0.0, noise_high, size=(y.size, 2))
     return np.hstack([signal, noise]), y
+
+
+# Celeux et al. (2014) scenarios of the first synthetic dataset, as used by Ohl et al.
+# (2024, section 5.3): (n_samples, mean proximity alpha, non-informative variables)
+CELEUX_SCENARIOS = {
+    1: (30, 0.6, 20),
+    2: (30, 1.7, 20),
+    3: (300, 0.6, 20),
+    4: (300, 1.7, 20),
+    5: (300, 1.7, 95),
+}
+
+
+def make_celeux_one(scenario=5, *, random_state=None):
+    """First synthetic dataset of Celeux et al. (2014), scenarios 1 to 5.
+
+    Five informative variables from an equiprobable mixture of three Gaussians
+    with identity covariances and means ``-alpha 1``, ``alpha 1`` and ``0``,
+    followed by independent standard normal noise variables.
+
+    ========  =========  =====  ==================
+    scenario  n_samples  alpha  noise variables
+    ========  =========  =====  ==================
+    1         30         0.6    20
+    2         30         1.7    20
+    3         300        0.6    20
+    4         300        1.7    20
+    5         300        1.7    95
+    ========  =========  =====  ==================
+
+    Parameters
+    ----------
+    scenario : {1, 2, 3, 4, 5}, default=5
+    random_state : int, RandomState instance or None, default=None
+
+    Returns
+    -------
+    X : ndarray of shape (n_samples, 5 + n_noise)
+    y : ndarray of shape (n_samples,)
+        Mixture component of each sample.
+    informative : ndarray of shape (5 + n_noise,), bool
+        True for the five informative variables.
+
+    Examples
+    --------
+    >>> from skdiffclust.datasets import make_celeux_one
+    >>> X, y, informative = make_celeux_one(5, random_state=0)
+    >>> X.shape, int(informative.sum())
+    ((300, 100), 5)
+    """
+    if scenario not in CELEUX_SCENARIOS:
+        raise ValueError(f"scenario must be one of 1..5, got {scenario!r}.")
+    n_samples, alpha, n_noise = CELEUX_SCENARIOS[scenario]
+    rng = check_random_state(random_state)
+    y = rng.randint(0, 3, size=n_samples)
+    means = np.array([-alpha, alpha, 0.0])[y][:, None] * np.ones(5)
+    signal = means + rng.standard_normal((n_samples, 5))
+    noise = rng.standard_normal((n_samples, n_noise))
+    informative = np.zeros(5 + n_noise, dtype=bool)
+    informative[:5] = True
+    return np.hstack([signal, noise]), y, informative
+
+
+def _rotation(angle):
+    return np.array([[np.cos(angle), -np.sin(angle)], [np.sin(angle), np.cos(angle)]])
+
+
+def make_celeux_two(n_samples=2000, *, random_state=None):
+    """Second synthetic dataset of Celeux et al. (2014) (Ohl et al., 2024, eq. 16-17).
+
+    Two informative variables from an equiprobable mixture of four Gaussians (means
+    (0, 0), (4, 0), (0, 2), (4, 2), identity covariances); nine variables that
+    depend linearly on them, plus correlated noise; three independent noise
+    variables with means (3.2, 3.6, 4).
+
+    Parameters
+    ----------
+    n_samples : int, default=2000
+    random_state : int, RandomState instance or None, default=None
+
+    Returns
+    -------
+    X : ndarray of shape (n_samples, 14)
+    y : ndarray of shape (n_samples,)
+    informative : ndarray of shape (14,), bool
+        True for the two informative variables.
+    """
+    rng = check_random_state(random_state)
+    y = rng.randint(0, 4, size=n_samples)
+    centres = np.array([[0.0, 0.0], [4.0, 0.0], [0.0, 2.0], [4.0, 2.0]])
+    informative_part = centres[y] + rng.standard_normal((n_samples, 2))
+    intercept = np.array([0.0, 0.0, 0.4, 0.8, 1.2, 1.6, 2.0, 2.4, 2.8])
+    beta = np.array([
+        [0.5, 2.0, 0.0, -1.0, 2.0, 0.5, 4.0, 3.0, 2.0],
+        [1.0, 0.0, 3.0, 2.0, -4.0, 0.0, 0.5, 0.0, 1.0],
+    ])
+    covariance = np.zeros((9, 9))
+    covariance[:3, :3] = np.eye(3)
+    covariance[3:5, 3:5] = 0.5 * np.eye(2)
+    for start, diagonal, angle in ((5, [1.0, 3.0], np.pi / 3), (7, [2.0, 6.0], np.pi / 6)):
+        R = _rotation(angle)
+        covariance[start : start + 2, start : start + 2] = R.T @ np.diag(diagonal) @ R
+    noise = rng.multivariate_normal(np.zeros(9), covariance, size=n_samples)
+    redundant = intercept + informative_part @ beta + noise
+    independent = rng.standard_normal((n_samples, 3)) + np.array([3.2, 3.6, 4.0])
+    informative = np.zeros(14, dtype=bool)
+    informative[:2] = True
+    return np.hstack([informative_part, redundant, independent]), y, informative

@@ -2,13 +2,16 @@
 
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from skdiffclust import SpanningForestClustering
+from skdiffclust import SparseGEMINI, SpanningForestClustering
 
 ESTIMATORS = [
     SpanningForestClustering(),
     SpanningForestClustering(metric="manhattan", algorithm="prim"),
     SpanningForestClustering(metric="cosine"),
     SpanningForestClustering(metric="precomputed"),
+    SparseGEMINI(max_iter=20, random_state=0),
+    SparseGEMINI(gemini="wasserstein_ovo", hidden_layer_sizes=(), max_iter=5, random_state=0),
+    SparseGEMINI(gemini="mmd_ova", alpha=1.0, max_iter=10, random_state=0),
 ]
 
 PRECOMPUTED_FAILURES = {

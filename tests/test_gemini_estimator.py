@@ -1,0 +1,154 @@
+"""SparseGEMINI: feature selection along the path, fit, selector API, degenerate input."""
+
+import pickle
+import sys
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_breast_cancer, make_blobs
+from sklearn.metrics import adjusted_rand_score
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+
+from skdiffclust import SparseGEMINI
+from skdiffclust.datasets import make_celeux_one, make_celeux_two
+
+
+def test_scenario_5_path_keeps_the_informative_features():
+    exact, scores = [], []
+    for seed in range(3):
+        X, y, informative = make_celeux_one(5, random_state=1000 + seed)
+        model = SparseGEMINI(n_clusters=3, random_state=seed)
+        path = model.path(X)
+        exact.append(np.array_equal(model.get_support(), informative))
+        scores.append(adjusted_rand_score(y, model.labels_))
+        assert path.selected == model.get_support().sum()
+        assert path.n_features[0] == 100 and path.lambdas[0] == 0.0
+        assert np.all(np.diff(path.lambdas[1:]) > 0)
+    assert sum(exact) >= 2
+    assert np.mean(scores) >= 0.75
+
+
+def test_path_records_and_exit_lambdas_are_consistent():
+    X, _, informative = make_celeux_one(4, random_state=0)
+    model = SparseGEMINI(n_clusters=3, random_state=0)
+    path = model.path(X)
+    assert model.path_ is path
+    assert path.masks.shape == (len(path.lambdas), X.shape[1])
+    np.testing.assert_array_equal(path.masks.sum(axis=1), path.n_features)
+    assert np.all(np.diff(path.n_features) <= 0)  # features never come back
+    exits = model.feature_exit_lambdas_
+    assert np.all(np.isinf(exits[path.masks[-1]]))
+    assert np.all(np.isfinite(exits[~path.masks[-1]]))
+    # informative features leave last
+    assert exits[informative].min() >= np.median(exits[~informative])
+    for count, entry in path.models.items():
+        assert int((np.linalg.norm(entry["params"]["skip"], axis=1) > 0).sum()) == count
+
+
+def test_logistic_model_selects_features_too():
+    X, y, informative = make_celeux_one(4, random_state=3)
+    model = SparseGEMINI(n_clusters=3, hidden_layer_sizes=(), random_state=0)
+    model.path(X)
+    assert model.get_support()[informative].all()
+    assert adjusted_rand_score(y, model.labels_) > 0.55
+
+
+def test_wasserstein_path_on_a_small_problem():
+    X, y, informative = make_celeux_one(2, random_state=0)
+    model = SparseGEMINI(n_clusters=3, gemini="wasserstein_ovo", random_state=0,
+                         n_features_stop=5)
+    path = model.path(X)
+    assert path.n_features[-1] <= 5
+    assert np.all(np.isfinite(path.gemini))
+
+
+def test_dense_fit_clusters_blobs_and_keeps_every_feature():
+    X, y = make_blobs(n_samples=150, centers=3, n_features=4, random_state=0)
+    model = SparseGEMINI(n_clusters=3, random_state=0).fit(X)
+    assert adjusted_rand_score(y, model.labels_) > 0.9
+    assert model.get_support().all()
+    np.testing.assert_array_equal(model.predict(X), model.labels_)
+    proba = model.predict_proba(X)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    assert model.n_iter_ >= 1
+
+
+def test_alpha_removes_features_in_fit():
+    X, _, informative = make_celeux_one(4, random_state=0)
+    dense = SparseGEMINI(n_clusters=3, random_state=0).fit(X)
+    sparse = SparseGEMINI(n_clusters=3, alpha=100.0, random_state=0).fit(X)
+    assert sparse.get_support().sum() < dense.get_support().sum()
+    assert sparse.get_support()[informative].all()
+    assert sparse.transform(X).shape == (X.shape[0], sparse.get_support().sum())
+
+
+def test_groups_leave_together():
+    X, _, _ = make_celeux_two(n_samples=300, random_state=0)
+    groups = np.repeat(np.arange(7), 2)
+    model = SparseGEMINI(n_clusters=4, groups=groups, random_state=0, n_features_stop=4)
+    path = model.path(X)
+    for mask in path.masks:
+        assert np.all(mask[0::2] == mask[1::2])
+
+
+def test_same_random_state_same_result():
+    X, _, _ = make_celeux_one(4, random_state=0)
+    a = SparseGEMINI(n_clusters=3, random_state=5).fit(X)
+    b = SparseGEMINI(n_clusters=3, random_state=5).fit(X)
+    np.testing.assert_array_equal(a.labels_, b.labels_)
+    for name in a.params_:
+        np.testing.assert_array_equal(a.params_[name], b.params_[name])
+
+
+def test_pipeline_and_pickle():
+    X, y = load_breast_cancer(return_X_y=True)
+    pipe = make_pipeline(StandardScaler(), SparseGEMINI(n_clusters=2, random_state=0)).fit(X)
+    clone = pickle.loads(pickle.dumps(pipe))
+    np.testing.assert_array_equal(clone.predict(X), pipe.predict(X))
+    assert adjusted_rand_score(y, pipe[-1].labels_) > 0.5
+
+
+def test_labels_have_no_gaps_when_a_cluster_is_empty():
+    X, _ = make_blobs(n_samples=60, centers=2, random_state=0)
+    model = SparseGEMINI(n_clusters=5, random_state=0).fit(X)
+    used = np.unique(model.labels_)
+    np.testing.assert_array_equal(used, np.arange(used.size))
+
+
+@pytest.mark.parametrize("gemini", ["mmd_ova", "mmd_ovo", "wasserstein_ova", "mi"])
+def test_degenerate_data_gives_finite_weights(gemini):
+    X = np.ones((20, 3))  # identical samples: every MMD is sqrt(0)
+    X[:, 1] = 0.0  # and a constant feature
+    model = SparseGEMINI(n_clusters=2, gemini=gemini, max_iter=20, random_state=0).fit(X)
+    assert all(np.all(np.isfinite(v)) for v in model.params_.values())
+
+
+def test_bad_input_raises():
+    with pytest.raises(ValueError, match="n_clusters"):
+        SparseGEMINI(n_clusters=5).fit(np.random.default_rng(0).standard_normal((3, 2)))
+    X = np.random.default_rng(0).standard_normal((10, 2))
+    X[0, 0] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        SparseGEMINI().fit(X)
+    with pytest.raises(ValueError, match="groups"):
+        SparseGEMINI(groups=[0, 1, 2]).fit(np.zeros((10, 2)) + np.arange(10)[:, None])
+    with pytest.raises(ValueError, match="gemini"):
+        SparseGEMINI(gemini="nope").fit(np.zeros((10, 2)))
+
+
+def test_runs_without_torch():
+    import subprocess
+
+    code = (
+        "import sys\n"
+        "from skdiffclust import SparseGEMINI\n"
+        "from skdiffclust.datasets import make_celeux_one\n"
+        "X, y, _ = make_celeux_one(4, random_state=0)\n"
+        "model = SparseGEMINI(random_state=0, max_iter=10)\n"
+        "model.fit(X)\n"
+        "model.path(X)\n"
+        "print('torch' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
