@@ -1,0 +1,91 @@
+"""Metrics and scorers: brute force checks, model selection."""
+
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from sklearn.cluster import AgglomerativeClustering, KMeans
+from sklearn.datasets import make_blobs
+from sklearn.metrics import silhouette_score
+from sklearn.model_selection import GridSearchCV
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+
+from skdiffclust import SpanningForestClustering
+from skdiffclust.metrics import (
+    calinski_harabasz_scorer,
+    clustering_accuracy,
+    pair_confusion_error,
+    silhouette_scorer,
+)
+
+
+def _brute_force_accuracy(y_true, y_pred):
+    classes = np.unique(y_true)
+    clusters = np.unique(y_pred)
+    best = 0
+    # every injective assignment of clusters to classes (or classes to clusters)
+    if len(clusters) <= len(classes):
+        for target in itertools.permutations(classes, len(clusters)):
+            mapping = dict(zip(clusters, target))
+            best = max(best, sum(mapping[p] == t for p, t in zip(y_pred, y_true)))
+    else:
+        for source in itertools.permutations(clusters, len(classes)):
+            mapping = dict(zip(source, classes))
+            best = max(best, sum(mapping.get(p, None) == t for p, t in zip(y_pred, y_true)))
+    return best / len(y_true)
+
+
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 4)), min_size=1, max_size=25))
+def test_clustering_accuracy_equals_brute_force(pairs):
+    y_true, y_pred = (np.array(v) for v in zip(*pairs))
+    assert clustering_accuracy(y_true, y_pred) == pytest.approx(_brute_force_accuracy(y_true, y_pred))
+
+
+def test_clustering_accuracy_is_one_to_one():
+    # majority mapping would give 1.0 here (both clusters to class 0)
+    assert clustering_accuracy([0, 0, 0, 0], [0, 0, 1, 1]) == 0.5
+
+
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 3)), min_size=1, max_size=30))
+def test_pair_confusion_error_equals_connectivity_matrices(pairs):
+    y_true, y_pred = (np.array(v) for v in zip(*pairs))
+    M_true = y_true[:, None] == y_true[None, :]
+    M_pred = y_pred[:, None] == y_pred[None, :]
+    assert pair_confusion_error(y_true, y_pred) == pytest.approx(np.mean(M_true != M_pred))
+
+
+def test_metrics_reject_inconsistent_lengths():
+    with pytest.raises(ValueError):
+        clustering_accuracy([0, 1], [0, 1, 1])
+    with pytest.raises(ValueError):
+        pair_confusion_error([0, 1], [0])
+
+
+def test_scorers_work_with_and_without_predict():
+    X, _ = make_blobs(n_samples=90, centers=3, cluster_std=0.5, random_state=0)
+    kmeans = KMeans(n_clusters=3, n_init=4, random_state=0).fit(X)
+    assert silhouette_scorer(kmeans, X) == pytest.approx(silhouette_score(X, kmeans.predict(X)))
+    agglo = AgglomerativeClustering(n_clusters=3)  # no predict: fit_predict on X
+    assert silhouette_scorer(agglo, X) > 0.5
+    assert calinski_harabasz_scorer(agglo, X) > 10
+
+
+def test_single_cluster_scores_worst():
+    X, _ = make_blobs(n_samples=30, centers=3, random_state=0)
+    one = SpanningForestClustering(n_clusters=1).fit(X)
+    assert silhouette_scorer(one, X) == -1.0
+    assert calinski_harabasz_scorer(one, X) == 0.0
+
+
+def test_grid_search_picks_the_right_number_of_clusters():
+    X, _ = make_blobs(n_samples=150, centers=4, cluster_std=0.5, random_state=1)
+    X = X * [1.0, 50.0]  # scales differ: the pipeline's scaler matters
+    search = GridSearchCV(
+        make_pipeline(StandardScaler(), SpanningForestClustering()),
+        {"spanningforestclustering__n_clusters": [2, 3, 4, 5, 6]},
+        scoring=silhouette_scorer, cv=3,
+    ).fit(X)
+    assert search.best_params_["spanningforestclustering__n_clusters"] == 4
