@@ -57,7 +57,7 @@ def gemini_value_and_grad(proba, affinity, objective="mmd_ovo"):
     >>> proba = np.array([[0.9, 0.1], [0.8, 0.2], [0.1, 0.9], [0.2, 0.8]])
     >>> value, grad = gemini_value_and_grad(proba, X @ X.T, "mmd_ovo")
     >>> round(value, 3), grad.shape
-    (1.044, (4, 2))
+    (1.05, (4, 2))
     """
     if objective not in OBJECTIVES:
         raise ValueError(f"objective must be one of {OBJECTIVES}, got {objective!r}.")
