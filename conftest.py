@@ -11,5 +11,9 @@ if importlib.util.find_spec("torch") is None:
         "skdiffclust/forest/_torch_ops.py",
         "skdiffclust/forest/_embedding.py",
         "skdiffclust/_utils/_torch.py",
+        "skdiffclust/clam/_backprop.py",
+        "skdiffclust/clam/_dynamics.py",
+        "skdiffclust/clam/_estimator.py",  # its doctest fits a model
+        "skdiffclust/clam/_training.py",
         "tests/test_torch_*.py",
     ]

@@ -4,6 +4,7 @@ Importing the package is light: it neither imports torch nor compiles numba
 kernels (they compile on first use and are cached on disk).
 """
 
+from skdiffclust.clam import ClAM
 from skdiffclust.forest import (
     SpanningForestClustering,
     constraints_from_labels,
@@ -14,6 +15,7 @@ from skdiffclust.gemini import SparseGEMINI, gemini_value_and_grad
 __version__ = "0.1.0.dev0"
 
 __all__ = [
+    "ClAM",
     "SparseGEMINI",
     "SpanningForestClustering",
     "constraints_from_labels",

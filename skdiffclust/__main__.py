@@ -11,7 +11,7 @@ from sklearn.datasets import load_digits, make_moons
 from sklearn.metrics import adjusted_rand_score, normalized_mutual_info_score
 from sklearn.preprocessing import StandardScaler
 
-from skdiffclust import SparseGEMINI, SpanningForestClustering
+from skdiffclust import ClAM, SparseGEMINI, SpanningForestClustering
 
 
 def load(name):
@@ -42,6 +42,8 @@ def estimators(n_clusters, seed):
     rows.append(("SparseGEMINI (MMD one-vs-one)",
                  SparseGEMINI(n_clusters=n_clusters, random_state=seed), False))
     if importlib.util.find_spec("torch") is not None:
+        rows.append(("ClAM (beta=0.1)",
+                     ClAM(n_clusters=n_clusters, beta=0.1, random_state=seed), False))
         rows.append((
             "SpanningForestClustering mlp + labels",
             SpanningForestClustering(n_clusters=n_clusters, embedding="mlp", n_components=8,

@@ -8,9 +8,12 @@ import pytest
 EXAMPLES = sorted((Path(__file__).resolve().parents[1] / "examples").glob("plot_*.py"))
 
 
+TORCH_MARKERS = ("import torch", "embedding=", "ClAM(", "PRCut(")
+
+
 def _needs_torch(path):
     source = path.read_text()
-    return "import torch" in source or "embedding=" in source
+    return any(marker in source for marker in TORCH_MARKERS)
 
 
 PARAMS = [

@@ -1,0 +1,362 @@
+"""ClAM: the associative-memory dynamics, their gradients, and the estimator."""
+
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+import torch
+from sklearn.cluster import KMeans
+from sklearn.datasets import load_wine, make_blobs
+from sklearn.metrics import adjusted_rand_score, silhouette_score
+from sklearn.preprocessing import StandardScaler
+
+from skdiffclust.clam import ClAM
+from skdiffclust.clam._backprop import completion_loss_and_grads
+from skdiffclust.clam._dynamics import (
+    Memories,
+    completion_loss,
+    draw_masks,
+    recursion,
+    unit_rows,
+)
+from tests._data import load_benchmark
+
+pytestmark = pytest.mark.torch
+
+FAST = dict(max_iter=5, n_init=1, device="cpu", random_state=0)
+
+
+def _generator(seed=0):
+    return torch.Generator().manual_seed(seed)
+
+
+def _randn(*shape, seed=0):
+    return torch.randn(*shape, generator=_generator(seed), dtype=torch.float64)
+
+
+def _paper_step(x, prototypes, beta, alpha, log_weights=None, metric="euclidean"):
+    """One step of eq. 4 / 11 / 12 written as in the paper, with a (B, k, d) tensor."""
+    if metric == "cosine":
+        rho = prototypes / prototypes.norm(dim=1, keepdim=True)
+        logits = beta * (x @ rho.T)
+    else:
+        rho = prototypes
+        logits = -beta * ((rho[None, :, :] - x[:, None, :]) ** 2).sum(-1)
+    if log_weights is not None:
+        logits = logits + log_weights
+    sigma = torch.exp(logits) / torch.exp(logits).sum(1, keepdim=True)
+    if metric == "cosine":
+        moved = x + alpha * (rho[None] * sigma[..., None]).sum(1)
+        return moved / moved.norm(dim=1, keepdim=True)
+    return x + alpha * ((rho[None] - x[:, None]) * sigma[..., None]).sum(1)
+
+
+# -- dynamics ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("metric", ["euclidean", "cosine"])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_one_step_is_the_papers_update(metric, weighted):
+    prototypes, x = _randn(4, 3, seed=1), _randn(50, 3, seed=2)
+    if metric == "cosine":
+        x = unit_rows(x)
+    log_weights = _randn(4, seed=3) if weighted else None
+    memories = Memories(prototypes, 0.7, metric, log_weights)
+    expected = _paper_step(x, prototypes, 0.7, 0.2, log_weights, metric)
+    torch.testing.assert_close(memories.step(x, 0.2), expected)
+
+
+@pytest.mark.parametrize("beta", [0.1, 1.0, 10.0])
+@pytest.mark.parametrize("alpha", [0.02, 0.1, 1.0])
+@pytest.mark.parametrize("metric", ["euclidean", "cosine"])
+def test_energy_never_increases_along_the_recursion(beta, alpha, metric):
+    prototypes = _randn(6, 3, seed=1)
+    x = 3.0 * _randn(300, 3, seed=2)
+    if metric == "cosine":
+        x = unit_rows(x)
+    memories = Memories(prototypes, beta, metric, log_weights=_randn(6, seed=3))
+    energies = torch.stack([memories.energy(s) for s in recursion(
+        memories, x, 40, alpha, trajectory=True)])
+    increase = energies[1:] - energies[:-1]
+    assert increase.max() <= 1e-12 * energies.abs().max()
+    assert (energies[-1] < energies[0] - 1e-6).float().mean() > 0.9  # most points move
+
+
+def test_energy_never_increases_when_only_masked_coordinates_move():
+    prototypes, x = _randn(5, 8, seed=1), _randn(100, 8, seed=2)
+    masks = draw_masks(x.shape, 0.3, _generator(), "cpu")
+    free = masks.to(x.dtype)
+    memories = Memories(prototypes, 0.5)
+    states = recursion(memories, x, 20, 0.1, free=free, trajectory=True)
+    energies = torch.stack([memories.energy(s) for s in states])
+    assert (energies[1:] - energies[:-1]).max() <= 1e-12 * energies.abs().max()
+    torch.testing.assert_close(states[-1][~masks], x[~masks], rtol=0, atol=0)
+
+
+def test_large_beta_basins_are_the_voronoi_cells():
+    prototypes = _randn(5, 2, seed=4)
+    grid = torch.stack(torch.meshgrid(torch.linspace(-3, 3, 80, dtype=torch.float64),
+                                      torch.linspace(-3, 3, 80, dtype=torch.float64),
+                                      indexing="ij"), -1).reshape(-1, 2)
+    sq = torch.cdist(grid, prototypes) ** 2
+    voronoi = sq.argmin(1)
+    top2 = sq.topk(2, dim=1, largest=False).values
+    clear = (top2[:, 1] - top2[:, 0]) > 0.05  # not on a cell boundary
+
+    def basins(beta):
+        memories = Memories(prototypes, beta)
+        return memories.nearest(recursion(memories, grid, 10, 0.1))
+
+    sharp = basins(100.0)
+    assert torch.equal(sharp[clear], voronoi[clear])
+    assert (sharp == voronoi).float().mean() > 0.99
+    # small beta: the prototypes attract collectively and the basins differ
+    assert (basins(0.05) == voronoi).float().mean() < 0.9
+
+
+def test_recursion_is_stable_in_high_dimension():
+    # standardised data in d = 5000: squared distances ~ 2d, exp(-beta d^2) is 0
+    x, prototypes = _randn(64, 5000, seed=1).float(), _randn(8, 5000, seed=2).float()
+    naive = torch.exp(-((prototypes[None] - x[:, None]) ** 2).sum(-1))
+    assert torch.isnan(naive / naive.sum(1, keepdim=True)).all()  # the reference's 0/0
+    memories = Memories(prototypes, 1.0)
+    final = recursion(memories, x, 10, 0.1)
+    assert torch.isfinite(final).all()
+    assert torch.isfinite(memories.energy(final)).all()
+    assert torch.isfinite(memories.attraction(x)).all()
+
+
+# -- masks and loss ---------------------------------------------------------------
+
+
+def test_masks_hide_a_fixed_number_of_features_anywhere():
+    masks = draw_masks((2000, 200), 0.15, _generator(), "cpu")
+    assert (masks.sum(1) == 30).all()
+    low_dim = draw_masks((5000, 7), 0.15, _generator(), "cpu")
+    assert (low_dim.sum(1) == 1).all()  # d * mask_prob ~ 1: one feature, never none
+    frequency = low_dim.float().mean(0)
+    assert (frequency - 1 / 7).abs().max() < 0.02  # uniform, the first feature included
+    assert draw_masks((10, 2), 0.15, _generator(), "cpu") is None  # nothing to hide
+    assert draw_masks((10, 4), 0.0, _generator(), "cpu") is None
+
+
+def test_unmasked_loss_is_equation_8():
+    prototypes, x = _randn(4, 3, seed=1), _randn(30, 3, seed=2)
+    memories = Memories(prototypes, 0.5)
+    loss = completion_loss(memories, x, None, None, 10, 0.1)
+    expected = ((x - recursion(memories, x, 10, 0.1)) ** 2).sum(1)
+    torch.testing.assert_close(loss, expected)
+
+
+def test_masked_loss_scores_only_hidden_coordinates():
+    prototypes, x = _randn(4, 6, seed=1), _randn(30, 6, seed=2)
+    masks = draw_masks(x.shape, 0.3, _generator(), "cpu")
+    fill = x.mean(0)
+    loss = completion_loss(Memories(prototypes, 0.5), x, masks, fill, 10, 0.1)
+    start = torch.where(masks, fill, x)
+    final = recursion(Memories(prototypes, 0.5), start, 10, 0.1, free=masks.double())
+    torch.testing.assert_close(loss, (((x - final) * masks) ** 2).sum(1))
+
+
+@pytest.mark.parametrize("metric", ["euclidean", "cosine"])
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("mask_prob", [0.0, 0.3])
+def test_gradients_flow_to_the_prototypes(metric, weighted, mask_prob):
+    prototypes = _randn(2, 3, 5, seed=1).requires_grad_(True)  # 2 restarts
+    log_weights = _randn(2, 3, seed=2).requires_grad_(True) if weighted else None
+    x = _randn(8, 5, seed=3)
+    if metric == "cosine":
+        x = unit_rows(x)
+    masks = draw_masks((2, 8, 5), mask_prob, _generator(), "cpu")
+    fill = x.mean(0)
+
+    def objective(P, W=None):
+        memories = Memories(P, 0.8, metric, W)
+        return completion_loss(memories, x, masks, fill, 6, 0.2).mean(-1).sum()
+
+    inputs = (prototypes,) if log_weights is None else (prototypes, log_weights)
+    assert torch.autograd.gradcheck(objective, inputs, fast_mode=True)
+    objective(*inputs).backward()
+    assert (prototypes.grad.abs().sum(-1) > 0).all()  # every prototype learns
+    # the training loop's hand-written backward pass gives the same gradients
+    per_point, grad_P, grad_W = completion_loss_and_grads(
+        prototypes.detach(), None if log_weights is None else log_weights.detach(), x,
+        masks, fill, beta=0.8, metric=metric, n_steps=6, alpha=0.2)
+    torch.testing.assert_close(per_point.mean(-1).sum(), objective(*inputs).detach())
+    torch.testing.assert_close(grad_P, prototypes.grad)
+    if weighted:
+        torch.testing.assert_close(grad_W, log_weights.grad)
+
+
+# -- estimator ---------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def blobs():
+    X, y = make_blobs(n_samples=300, centers=4, cluster_std=0.6, random_state=0)
+    return X, y
+
+
+def test_blobs_are_recovered_and_predict_agrees(blobs):
+    X, y = blobs
+    clam = ClAM(n_clusters=4, max_iter=20, random_state=0, device="cpu").fit(X)
+    assert adjusted_rand_score(y, clam.labels_) > 0.95
+    np.testing.assert_array_equal(clam.predict(X), clam.labels_)
+    distances = clam.transform(X)
+    assert distances.shape == (300, 4)
+    np.testing.assert_array_equal(distances.argmin(1), clam.labels_)
+    assert clam.score(X) == pytest.approx(-clam.loss_)
+    assert 1 <= clam.n_iter_ <= 20 and len(clam.loss_curve_) == clam.n_iter_
+    assert isinstance(clam.cluster_centers_, np.ndarray)
+
+
+def test_wine_clusters_match_the_cultivars():
+    X, y = load_wine(return_X_y=True)
+    X = StandardScaler().fit_transform(X)
+    clam = ClAM(n_clusters=3, beta=0.3, max_iter=30, random_state=0, device="cpu").fit(X)
+    assert adjusted_rand_score(y, clam.labels_) > 0.85
+
+
+def test_ecoli_silhouette_reaches_the_papers_level(shared_data):
+    X, _, k = load_benchmark(shared_data, "uci", "ecoli")
+    X = StandardScaler().fit_transform(X)
+    kmeans = KMeans(k, n_init=10, random_state=0).fit(X)
+    best = max(
+        silhouette_score(X, ClAM(k, beta=beta, random_state=0, device="cpu").fit(X).labels_)
+        for beta in (0.1, 0.3, 1.0, 3.0)
+    )
+    assert best >= 0.30  # paper: 0.331
+    assert best >= silhouette_score(X, kmeans.labels_)
+
+
+def test_high_dimension_trains_without_nan_or_warnings():
+    X = np.random.default_rng(0).standard_normal((120, 5000))
+    X[:60, :200] += 3.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        clam = ClAM(n_clusters=2, batch_size=64, max_iter=3, random_state=0,
+                    device="cpu").fit(X)
+        distances = clam.transform(X)
+    assert np.isfinite(clam.cluster_centers_).all() and np.isfinite(clam.loss_)
+    assert np.isfinite(distances).all()
+    assert adjusted_rand_score(np.repeat([0, 1], 60), clam.labels_) == 1.0
+
+
+def test_same_random_state_same_labels(blobs):
+    X, _ = blobs
+    params = dict(n_clusters=4, max_iter=5, n_init=2, random_state=3, device="cpu")
+    first, second = ClAM(**params).fit(X), ClAM(**params).fit(X)
+    np.testing.assert_array_equal(first.labels_, second.labels_)
+    np.testing.assert_array_equal(first.cluster_centers_, second.cluster_centers_)
+    assert first.loss_ == second.loss_
+
+
+def test_global_random_states_are_left_alone(blobs):
+    X, _ = blobs
+    torch_state = torch.get_rng_state()
+    numpy_state = np.random.get_state()[1].copy()
+    threads = torch.get_num_threads()
+    ClAM(n_clusters=4, **FAST).fit(X)
+    assert torch.equal(torch.get_rng_state(), torch_state)
+    np.testing.assert_array_equal(np.random.get_state()[1], numpy_state)
+    assert torch.get_num_threads() == threads
+
+
+@pytest.mark.parametrize("params", [
+    dict(weighted=True), dict(mask_prob=0.0),
+    dict(mask_value="min"), dict(mask_value="max"), dict(init="random", n_init=3),
+    dict(step_size=0.5, n_steps=4),
+])
+def test_variants_cluster_blobs(blobs, params):
+    X, y = blobs
+    settings = dict(n_clusters=4, max_iter=20, random_state=0, device="cpu")
+    clam = ClAM(**{**settings, **params}).fit(X)
+    assert adjusted_rand_score(y, clam.labels_) > 0.9
+    assert np.isfinite(clam.cluster_centers_).all()
+
+
+def test_cosine_variant_clusters_directions_whatever_the_norms():
+    rng = np.random.default_rng(0)
+    directions = np.repeat(np.eye(4, 6) + 0.3, 50, axis=0)
+    y = np.repeat(np.arange(4), 50)
+    X = (directions + 0.1 * rng.standard_normal(directions.shape)) * rng.uniform(
+        0.2, 5.0, size=(200, 1))
+    clam = ClAM(n_clusters=4, metric="cosine", max_iter=20, random_state=0,
+                device="cpu").fit(X)
+    assert adjusted_rand_score(y, clam.labels_) > 0.95
+    assert adjusted_rand_score(y, KMeans(4, n_init=10, random_state=0).fit(X).labels_) < 0.5
+    scales = rng.uniform(0.1, 10.0, size=(200, 1))
+    np.testing.assert_array_equal(clam.predict(X * scales), clam.labels_)
+    np.testing.assert_allclose(np.linalg.norm(clam.cluster_centers_, axis=1), 1.0, rtol=1e-6)
+
+
+def test_weighted_variant_learns_normalised_weights(blobs):
+    X, _ = blobs
+    plain = ClAM(n_clusters=4, **FAST).fit(X)
+    np.testing.assert_allclose(plain.cluster_weights_, 0.25)
+    weighted = ClAM(n_clusters=4, weighted=True, max_iter=20, random_state=0,
+                    device="cpu").fit(X)
+    assert weighted.cluster_weights_.sum() == pytest.approx(1.0)
+    assert np.ptp(weighted.cluster_weights_) > 1e-3
+
+
+def test_max_iter_zero_keeps_the_given_prototypes():
+    prototypes = np.array([[0.0, 0.0], [4.0, 0.0], [0.0, 4.0]])
+    X = np.array([[0.1, 0.2], [3.9, 0.1], [0.2, 4.1], [4.2, -0.1]])
+    clam = ClAM(n_clusters=3, init=prototypes, max_iter=0, beta=5.0).fit(X)
+    np.testing.assert_array_equal(clam.labels_, [0, 1, 2, 1])
+    np.testing.assert_allclose(clam.cluster_centers_, prototypes)
+    assert clam.n_iter_ == 0 and clam.loss_curve_ == []
+
+
+def test_empty_clusters_are_numbered_last():
+    # a far-away prototype attracts no point: labels stay consecutive
+    prototypes = np.array([[100.0, 100.0], [0.0, 0.0], [4.0, 0.0]])
+    X = np.array([[0.1, 0.2], [3.9, 0.1], [0.2, -0.1], [4.2, -0.1]])
+    clam = ClAM(n_clusters=3, init=prototypes, max_iter=0, beta=5.0).fit(X)
+    np.testing.assert_array_equal(clam.labels_, [0, 1, 0, 1])
+    np.testing.assert_allclose(clam.cluster_centers_[2], [100.0, 100.0])
+    assert clam.predict([[99.0, 99.0]])[0] == 2
+
+
+def test_fitted_state_is_numpy_and_pickles(blobs):
+    X, _ = blobs
+    clam = ClAM(n_clusters=4, weighted=True, **FAST).fit(X)
+    clone = pickle.loads(pickle.dumps(clam))
+    np.testing.assert_array_equal(clone.predict(X), clam.predict(X))
+    np.testing.assert_allclose(clone.transform(X), clam.transform(X))
+    assert clone.score(X) == clam.score(X)
+    for name in ("cluster_centers_", "cluster_weights_", "labels_"):
+        assert type(getattr(clam, name)) is np.ndarray
+
+
+@pytest.mark.parametrize("params, X, message", [
+    (dict(n_clusters=5), np.zeros((3, 2)), "n_samples=3 should be >= n_clusters=5"),
+    (dict(n_clusters=2, init=np.zeros((3, 2))), np.zeros((4, 2)), "init must have shape"),
+    (dict(n_clusters=1, init=[[np.nan, 0.0]]), np.zeros((4, 2)), "NaN"),
+    (dict(beta=0.0), np.zeros((4, 2)), "beta"),
+    (dict(mask_prob=1.0), np.zeros((4, 2)), "mask_prob"),
+    (dict(step_size=1.5), np.zeros((4, 2)), "step_size"),
+    (dict(metric="manhattan"), np.zeros((4, 2)), "metric"),
+])
+def test_bad_input_gets_a_clear_error(params, X, message):
+    with pytest.raises(ValueError, match=message):
+        ClAM(**params).fit(X)
+
+
+def test_cuda_device_trains_there_or_raises_without_cuda(blobs):
+    X, _ = blobs
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="CUDA"):
+            ClAM(n_clusters=4, device="cuda", max_iter=1).fit(X)
+        return
+    on_gpu = ClAM(n_clusters=4, max_iter=10, random_state=0, device="cuda").fit(X)
+    assert type(on_gpu.cluster_centers_) is np.ndarray
+    assert adjusted_rand_score(on_gpu.labels_, on_gpu.predict(X)) == 1.0
+
+
+def test_verbose_shows_a_progress_bar(blobs, capsys):
+    X, _ = blobs
+    ClAM(n_clusters=4, verbose=True, **FAST).fit(X)
+    assert "ClAM" in capsys.readouterr().err
