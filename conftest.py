@@ -15,5 +15,8 @@ if importlib.util.find_spec("torch") is None:
         "skdiffclust/clam/_dynamics.py",
         "skdiffclust/clam/_estimator.py",  # its doctest fits a model
         "skdiffclust/clam/_training.py",
+        "skdiffclust/prcut/_estimator.py",  # its doctest fits a model
+        "skdiffclust/prcut/_loss.py",
+        "skdiffclust/prcut/_training.py",
         "tests/test_torch_*.py",
     ]

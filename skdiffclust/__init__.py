@@ -11,11 +11,13 @@ from skdiffclust.forest import (
     spanning_forest,
 )
 from skdiffclust.gemini import SparseGEMINI, gemini_value_and_grad
+from skdiffclust.prcut import PRCut
 
 __version__ = "0.1.0.dev0"
 
 __all__ = [
     "ClAM",
+    "PRCut",
     "SparseGEMINI",
     "SpanningForestClustering",
     "constraints_from_labels",

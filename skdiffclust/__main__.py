@@ -11,7 +11,7 @@ from sklearn.datasets import load_digits, make_moons
 from sklearn.metrics import adjusted_rand_score, normalized_mutual_info_score
 from sklearn.preprocessing import StandardScaler
 
-from skdiffclust import ClAM, SparseGEMINI, SpanningForestClustering
+from skdiffclust import ClAM, PRCut, SparseGEMINI, SpanningForestClustering
 
 
 def load(name):
@@ -44,6 +44,7 @@ def estimators(n_clusters, seed):
     if importlib.util.find_spec("torch") is not None:
         rows.append(("ClAM (beta=0.1)",
                      ClAM(n_clusters=n_clusters, beta=0.1, random_state=seed), False))
+        rows.append(("PRCut", PRCut(n_clusters=n_clusters, random_state=seed), False))
         rows.append((
             "SpanningForestClustering mlp + labels",
             SpanningForestClustering(n_clusters=n_clusters, embedding="mlp", n_components=8,

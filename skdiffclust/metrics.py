@@ -7,10 +7,13 @@ from sklearn.metrics.cluster import contingency_matrix, pair_confusion_matrix
 from sklearn.pipeline import Pipeline
 from sklearn.utils.validation import check_consistent_length, column_or_1d
 
+from skdiffclust.prcut import ratio_cut
+
 __all__ = [
     "calinski_harabasz_scorer",
     "clustering_accuracy",
     "pair_confusion_error",
+    "ratio_cut",
     "silhouette_scorer",
 ]
 

@@ -1,0 +1,258 @@
+"""Sparse similarity graphs for PRCut, their batch pairs, and the ratio cut.
+
+NumPy and SciPy only: the graph is built once, kept in CSR form (memory
+O(n_samples * n_neighbors), never n x n), and every training step reads the block
+of W between a left and a right batch straight from the CSR arrays.
+"""
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.csgraph import connected_components
+from sklearn.neighbors import NearestNeighbors
+
+AFFINITIES = ("nearest_neighbors", "rbf", "precomputed")
+
+# A cluster's share P-bar is floored at this fraction of the uniform share 1/k:
+# 1/P-bar and 1/P-bar^2 stay finite (and Adam's moments sane) as a cluster empties.
+PBAR_FLOOR_FRACTION = 1e-2
+
+
+def pbar_floor(n_clusters):
+    return PBAR_FLOOR_FRACTION / n_clusters
+
+
+def knn_affinity(X, n_neighbors, *, kernel="connectivity", rbf_gamma=None, n_jobs=None):
+    """Symmetric k-nearest-neighbour affinity of the rows of X, in CSR form.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+        Feature vectors.
+
+    n_neighbors : int
+        Neighbours of each sample (itself excluded); must be below ``n_samples``.
+
+    kernel : {'connectivity', 'rbf'}, default='connectivity'
+        ``'connectivity'``: W_ij = 1 when i is among the neighbours of j or j among
+        those of i (Ghriss & Monteleoni, 2025, section 4.4). ``'rbf'``: the same
+        edges weighted by exp(-rbf_gamma * ||x_i - x_j||^2).
+
+    rbf_gamma : float or None, default=None
+        Inverse squared bandwidth of ``'rbf'``. ``None``: one over the median
+        squared distance along the edges.
+
+    n_jobs : int or None, default=None
+        Parallel jobs of the neighbour search.
+
+    Returns
+    -------
+    W : scipy.sparse.csr_matrix of shape (n_samples, n_samples)
+        Symmetric, non-negative, zero diagonal, float64, at most
+        ``2 * n_samples * n_neighbors`` stored entries.
+    """
+    n_samples = X.shape[0]
+    if not 1 <= n_neighbors < n_samples:
+        raise ValueError(
+            f"n_neighbors={n_neighbors} must be between 1 and n_samples - 1 = "
+            f"{n_samples - 1}."
+        )
+    search = NearestNeighbors(n_neighbors=n_neighbors, n_jobs=n_jobs).fit(X)
+    # kneighbors() without X leaves each sample out of its own neighbours
+    distances, neighbors = search.kneighbors()
+    if kernel == "connectivity":
+        weights = np.ones(distances.size)
+    else:
+        squared = distances.ravel() ** 2
+        weights = np.exp(-_rbf_gamma(squared, rbf_gamma) * squared)
+        # far edges must stay edges (an underflow would silently delete them)
+        weights = np.maximum(weights, np.finfo(np.float64).tiny)
+    rows = np.repeat(np.arange(n_samples), n_neighbors)
+    W = sp.csr_matrix((weights, (rows, neighbors.ravel())),
+                      shape=(n_samples, n_samples))
+    # "i is a neighbour of j or j of i": the union of both directions
+    return _canonical(W.maximum(W.T))
+
+
+def _rbf_gamma(squared_distances, rbf_gamma):
+    if rbf_gamma is not None:
+        return float(rbf_gamma)
+    median = float(np.median(squared_distances))
+    if median > 0:
+        return 1.0 / median
+    positive = squared_distances[squared_distances > 0]
+    # all neighbours at distance 0 (duplicated samples): any bandwidth is as good
+    return 1.0 / float(positive.min()) if positive.size else 1.0
+
+
+def check_precomputed_affinity(affinity, name="X"):
+    """A user's affinity matrix as a canonical CSR graph, or a clear ValueError.
+
+    It must be square, finite, non-negative and symmetric. The diagonal is dropped:
+    a sample is never cut from itself (the paper assumes W_ii = 0).
+    """
+    if affinity.ndim != 2 or affinity.shape[0] != affinity.shape[1]:
+        raise ValueError(
+            f"With affinity='precomputed', {name} must be a square (n_samples, "
+            f"n_samples) affinity matrix, got shape {affinity.shape}."
+        )
+    W = sp.csr_matrix(affinity, dtype=np.float64)
+    if not np.all(np.isfinite(W.data)):
+        raise ValueError(f"The affinity matrix {name} contains NaN or infinite values.")
+    if W.data.size and W.data.min() < 0:
+        raise ValueError(
+            f"Negative values in data: the affinity matrix {name} "
+            f"must be non-negative; its smallest entry is {W.data.min():.3g}."
+        )
+    asymmetry = abs(W - W.T)
+    scale = float(W.data.max()) if W.data.size else 0.0
+    tolerance = np.sqrt(np.finfo(np.float32).eps) * scale
+    if asymmetry.nnz and asymmetry.data.max() > tolerance:
+        raise ValueError(
+            f"The affinity matrix {name} must be symmetric; |{name} - {name}.T| "
+            "reaches "
+            f"{asymmetry.data.max():.3g}."
+        )
+    return _canonical(W - sp.diags(W.diagonal()))
+
+
+def _canonical(W):
+    W = sp.csr_matrix(W, dtype=np.float64)
+    W.eliminate_zeros()
+    W.sum_duplicates()
+    W.sort_indices()
+    return W
+
+
+def n_connected_components(W):
+    """Number of connected components of the graph W."""
+    return int(connected_components(W, directed=False, return_labels=False))
+
+
+class BatchPairExtractor:
+    """The entries of W between a left batch and a right batch, as edge lists.
+
+    Only the rows of the left batch are read and their columns are mapped through
+    a position array, so one call costs O(batch_size * degree), whatever
+    n_samples; nothing is densified. The position array is allocated once and
+    restored after each call.
+
+    Parameters
+    ----------
+    W : scipy.sparse.csr_matrix of shape (n_samples, n_samples)
+        Canonical graph (sorted indices, no duplicates).
+    """
+
+    def __init__(self, W):
+        self.indptr = W.indptr.astype(np.int64)
+        self.indices = W.indices.astype(np.int64)
+        self.data = W.data
+        self.position = np.full(W.shape[0], -1, dtype=np.int64)
+
+    def __call__(self, left, right):
+        """Edges (i, j, W[left[i], right[j]]) with a non-zero weight.
+
+        Parameters
+        ----------
+        left, right : ndarray of int
+            Sample indices; ``right`` holds no duplicates.
+
+        Returns
+        -------
+        rows, cols : ndarray of int64
+            Positions in ``left`` and in ``right``.
+        weights : ndarray of float64
+        """
+        starts = self.indptr[left]
+        lengths = self.indptr[left + 1] - starts
+        # flat positions of the left rows' entries, without a Python loop
+        offsets = np.cumsum(lengths) - lengths
+        entries = np.repeat(starts - offsets, lengths) + np.arange(int(lengths.sum()))
+        self.position[right] = np.arange(right.size)
+        try:
+            cols = self.position[self.indices[entries]]
+        finally:
+            self.position[right] = -1
+        kept = cols >= 0
+        rows = np.repeat(np.arange(left.size), lengths)[kept]
+        return rows, cols[kept], self.data[entries[kept]]
+
+
+def ratio_cut(affinity, labels):
+    """Ratio cut of a partition of a similarity graph.
+
+    RatioCut = 1/2 * sum over clusters C of cut(C, complement of C) / |C|, the
+    quantity PRCut minimises (Ghriss & Monteleoni, 2025, eq. 1; von Luxburg, 2007).
+    Lower is better; it is 0 when no edge joins two clusters.
+
+    Parameters
+    ----------
+    affinity : {ndarray, sparse matrix} of shape (n_samples, n_samples)
+        Symmetric non-negative similarities W (e.g. ``PRCut().affinity_matrix_`` or
+        a k-nearest-neighbour graph). The diagonal is ignored.
+
+    labels : array-like of shape (n_samples,)
+        Cluster of each sample (any integer labels).
+
+    Returns
+    -------
+    ratio_cut : float
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skdiffclust.prcut import ratio_cut
+    >>> W = np.array([[0, 1, 0.1, 0], [1, 0, 0, 0], [0.1, 0, 0, 1], [0, 0, 1, 0]])
+    >>> float(ratio_cut(W, [0, 0, 1, 1]))  # one edge of weight 0.1 is cut
+    0.05
+    """
+    if sp.issparse(affinity):
+        W = sp.coo_matrix(affinity)
+    else:
+        W = sp.coo_matrix(np.asarray(affinity, dtype=np.float64))
+    if W.ndim != 2 or W.shape[0] != W.shape[1]:
+        raise ValueError(f"affinity must be a square matrix, got shape {W.shape}.")
+    labels = np.asarray(labels)
+    if labels.ndim != 1 or labels.shape[0] != W.shape[0]:
+        raise ValueError(
+            f"labels must have shape ({W.shape[0]},) to match the affinity, got "
+            f"{labels.shape}."
+        )
+    _, clusters = np.unique(labels, return_inverse=True)
+    sizes = np.bincount(clusters)
+    crossing = clusters[W.row] != clusters[W.col]
+    cut = np.bincount(clusters[W.row[crossing]], weights=W.data[crossing],
+                      minlength=sizes.size)
+    return 0.5 * float(np.sum(cut / sizes))
+
+
+def prcut_objective(W, P, gamma):
+    """The PRCut objective of soft assignments P on the whole graph.
+
+    ``sum_l cut_l / p_bar_l`` in units of the total weight of W, plus
+    ``gamma * KL(p_bar || uniform)``, with p_bar the mean of P (floored as in
+    training). For hard assignments the first term is ``4 n / sum(W)`` times the
+    ratio cut. O(nnz(W) * k) time, O(n * k) memory.
+
+    Parameters
+    ----------
+    W : scipy.sparse.csr_matrix of shape (n_samples, n_samples)
+    P : ndarray of shape (n_samples, n_clusters)
+    gamma : float
+
+    Returns
+    -------
+    bound, kl : float
+    """
+    total = W.sum()
+    k = P.shape[1]
+    p_bar = np.maximum(P.mean(0), pbar_floor(k))
+    if total > 0:
+        degrees = np.asarray(W.sum(1)).ravel()
+        # sum_ij W_ij (p_i + p_j - 2 p_i p_j) = 2 sum_i d_i p_i - 2 sum_i p_i (W p)_i
+        cut = 2.0 * (degrees @ P) - 2.0 * np.einsum("il,il->l", P, W @ P)
+        bound = float(np.sum(cut / p_bar) / total)
+    else:
+        bound = 0.0
+    mean = P.mean(0)
+    kl = float(np.sum(mean * np.log(np.maximum(mean, pbar_floor(k)) * k)))
+    return bound, kl

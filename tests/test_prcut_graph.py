@@ -1,0 +1,158 @@
+"""PRCut's graph code (NumPy/SciPy only): affinities, batch pairs, ratio cut."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given
+from hypothesis import strategies as st
+from scipy.sparse.csgraph import laplacian
+from sklearn.neighbors import kneighbors_graph
+
+from skdiffclust.prcut import ratio_cut
+from skdiffclust.prcut._graph import (
+    BatchPairExtractor,
+    check_precomputed_affinity,
+    knn_affinity,
+    prcut_objective,
+)
+from skdiffclust.prcut._inference import predict_probabilities
+
+
+def _random_graph(n, density, seed):
+    rng = np.random.default_rng(seed)
+    A = sp.random(n, n, density=density, random_state=rng, format="csr")
+    return check_precomputed_affinity(A + A.T)
+
+
+def test_knn_graph_is_the_symmetric_union_of_neighbourhoods():
+    X = np.random.default_rng(0).normal(size=(80, 3))
+    W = knn_affinity(X, 5)
+    directed = kneighbors_graph(X, 5, include_self=False).toarray()
+    np.testing.assert_array_equal(W.toarray(), np.maximum(directed, directed.T))
+    assert W.diagonal().sum() == 0
+    assert W.nnz <= 2 * 80 * 5
+
+
+def test_rbf_weights_the_same_edges_with_a_gaussian():
+    X = np.random.default_rng(1).normal(size=(60, 4))
+    connectivity = knn_affinity(X, 6)
+    W = knn_affinity(X, 6, kernel="rbf", rbf_gamma=0.5)
+    rows, cols = connectivity.nonzero()
+    expected = np.exp(-0.5 * ((X[rows] - X[cols]) ** 2).sum(1))
+    np.testing.assert_array_equal(W.nonzero()[0], rows)
+    np.testing.assert_allclose(np.asarray(W[rows, cols]).ravel(), expected, rtol=1e-12)
+
+
+def test_rbf_default_bandwidth_survives_identical_samples():
+    W = knn_affinity(np.ones((10, 2)), 3, kernel="rbf")
+    assert np.all(np.isfinite(W.data)) and np.all(W.data == 1.0)
+    assert W.nnz >= 10 * 3
+
+
+def test_knn_graph_rejects_too_many_neighbours():
+    with pytest.raises(ValueError, match="n_neighbors=10 must be between 1 and"):
+        knn_affinity(np.zeros((10, 2)), 10)
+
+
+def test_precomputed_affinity_dense_and_sparse_agree_and_lose_their_diagonal():
+    A = np.array([[5.0, 1.0, 0.0], [1.0, 2.0, 0.5], [0.0, 0.5, 0.0]])
+    dense = check_precomputed_affinity(A)
+    sparse = check_precomputed_affinity(sp.csr_matrix(A))
+    expected = A - np.diag(np.diag(A))
+    np.testing.assert_array_equal(dense.toarray(), expected)
+    np.testing.assert_array_equal(sparse.toarray(), expected)
+    assert dense.nnz == 4
+
+
+@pytest.mark.parametrize("A, message", [
+    (np.ones((3, 4)), "square"),
+    (np.array([[0.0, -1.0], [-1.0, 0.0]]), "Negative values in data"),
+    (np.array([[0.0, np.nan], [np.nan, 0.0]]), "NaN"),
+    (np.array([[0.0, 1.0], [0.5, 0.0]]), "symmetric"),
+])
+def test_precomputed_affinity_errors_are_clear(A, message):
+    with pytest.raises(ValueError, match=message):
+        check_precomputed_affinity(A)
+
+
+@given(n=st.integers(2, 40), n_left=st.integers(1, 40), n_right=st.integers(1, 40),
+       seed=st.integers(0, 2**16))
+def test_batch_pair_equals_the_dense_block(n, n_left, n_right, seed):
+    W = _random_graph(n, 0.3, seed)
+    rng = np.random.default_rng(seed)
+    left = rng.integers(0, n, size=n_left)  # the left batch may repeat samples
+    right = rng.permutation(n)[: min(n_right, n)]
+    rows, cols, weights = BatchPairExtractor(W)(left, right)
+    block = np.zeros((left.size, right.size))
+    np.add.at(block, (rows, cols), weights)
+    np.testing.assert_array_equal(block, W.toarray()[np.ix_(left, right)])
+    assert np.all(weights > 0)
+
+
+def test_batch_pair_extractor_restores_its_position_array():
+    W = _random_graph(30, 0.2, 0)
+    extract = BatchPairExtractor(W)
+    extract(np.arange(10), np.arange(5, 20))
+    assert np.all(extract.position == -1)
+
+
+def _ratio_cut_by_definition(W, labels):
+    W = np.asarray(W)
+    total = 0.0
+    for cluster in np.unique(labels):
+        inside = labels == cluster
+        total += W[np.ix_(inside, ~inside)].sum() / inside.sum()
+    return 0.5 * total
+
+
+@given(n=st.integers(2, 30), k=st.integers(1, 5), seed=st.integers(0, 2**16))
+def test_ratio_cut_matches_its_definition_and_the_laplacian_form(n, k, seed):
+    W = _random_graph(n, 0.4, seed)
+    labels = np.random.default_rng(seed).integers(0, k, size=n)
+    value = ratio_cut(W, labels)
+    np.testing.assert_allclose(value, _ratio_cut_by_definition(W.toarray(), labels),
+                               rtol=1e-12, atol=1e-12)
+    # eq. 3: RatioCut = 1/2 Tr(F^T L F), F the ratio-assignment matrix
+    clusters = np.unique(labels)
+    F = np.stack([(labels == c) / np.sqrt(np.sum(labels == c)) for c in clusters], 1)
+    trace = 0.5 * np.trace(F.T @ laplacian(W.toarray()) @ F)
+    np.testing.assert_allclose(value, trace, rtol=1e-10, atol=1e-12)
+
+
+def test_ratio_cut_ignores_label_names_and_accepts_dense_input():
+    W = _random_graph(20, 0.3, 3)
+    labels = np.random.default_rng(3).integers(0, 3, size=20)
+    renamed = np.array([7, -1, 42])[labels]
+    assert ratio_cut(W, labels) == pytest.approx(ratio_cut(W.toarray(), renamed))
+
+
+def test_ratio_cut_is_zero_for_connected_components():
+    W = sp.block_diag([np.ones((3, 3)), np.ones((4, 4))]).tocsr()
+    assert ratio_cut(W, [0, 0, 0, 1, 1, 1, 1]) == 0.0
+    assert ratio_cut(W, [0, 0, 1, 1, 1, 1, 1]) > 0.0
+
+
+def test_ratio_cut_checks_shapes():
+    with pytest.raises(ValueError, match="labels must have shape"):
+        ratio_cut(np.zeros((3, 3)), [0, 1])
+    with pytest.raises(ValueError, match="square"):
+        ratio_cut(np.zeros((3, 2)), [0, 1, 2])
+
+
+def test_objective_of_hard_assignments_is_the_scaled_ratio_cut():
+    W = _random_graph(40, 0.2, 5)
+    labels = np.arange(40) % 4  # balanced: the P-bar floor is inactive
+    P = np.eye(4)[labels]
+    bound, kl = prcut_objective(W, P, gamma=1.0)
+    assert bound == pytest.approx(4 * 40 / W.sum() * ratio_cut(W, labels))
+    assert kl == pytest.approx(0.0, abs=1e-12)
+
+
+def test_numpy_forward_is_a_softmax_and_reads_sparse_rows():
+    rng = np.random.default_rng(0)
+    coefs = [rng.normal(size=(5, 4)), rng.normal(size=(4, 3))]
+    intercepts = [rng.normal(size=4), rng.normal(size=3)]
+    X = sp.random(6, 5, density=0.5, random_state=0, format="csr")
+    P = predict_probabilities(X, coefs, intercepts)
+    np.testing.assert_allclose(P.sum(1), 1.0)
+    np.testing.assert_allclose(P, predict_probabilities(X.toarray(), coefs, intercepts))

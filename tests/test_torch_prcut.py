@@ -1,0 +1,291 @@
+"""PRCut: the eq. 8 gradient, training, and the estimator's behaviour."""
+
+import pickle
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import torch
+from scipy.optimize import linear_sum_assignment
+from sklearn.cluster import SpectralClustering
+from sklearn.datasets import load_digits, make_blobs
+from sklearn.metrics import adjusted_rand_score, confusion_matrix
+
+from skdiffclust._utils._torch import make_generator
+from skdiffclust.prcut import PRCut
+from skdiffclust.prcut._graph import knn_affinity, pbar_floor
+from skdiffclust.prcut._inference import predict_probabilities
+from skdiffclust.prcut._loss import (
+    ProportionAverage,
+    bound_and_gradient,
+    bound_of_batch_mean,
+    kl_to_uniform,
+    surrogate,
+)
+from skdiffclust.prcut._training import AssignmentNetwork
+
+pytestmark = pytest.mark.torch
+
+FAST = dict(max_iter=150, batch_size=64, learning_rate=0.05, n_iter_no_change=30,
+            device="cpu")
+
+
+def hungarian_accuracy(y_true, y_pred):
+    """Accuracy of the best one-to-one matching of clusters to classes."""
+    counts = confusion_matrix(y_true, y_pred)
+    rows, cols = linear_sum_assignment(-counts)
+    return counts[rows, cols].sum() / len(y_true)
+
+
+def _random_pair(seed, n_left=7, n_right=5, k=3, n_edges=20):
+    generator = torch.Generator().manual_seed(seed)
+    logits = torch.randn(n_left + n_right, k, generator=generator, dtype=torch.float64)
+    probabilities = torch.softmax(logits, 1)
+    p_left, p_right = probabilities[:n_left].clone(), probabilities[n_left:].clone()
+    # repeated edges and samples on both sides are allowed
+    rows = torch.randint(0, n_left, (n_edges,), generator=generator)
+    cols = torch.randint(0, n_right, (n_edges,), generator=generator)
+    weights = torch.rand(n_edges, generator=generator, dtype=torch.float64) + 0.1
+    return p_left, p_right, rows, cols, weights
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_eq8_gradient_equals_autograd_of_the_bound_with_the_batch_mean(seed):
+    p_left, p_right, rows, cols, weights = _random_pair(seed)
+    p_left.requires_grad_(True)
+    p_right.requires_grad_(True)
+    bound_of_batch_mean(p_left, p_right, rows, cols, weights).backward()
+    p_bar = torch.cat([p_left, p_right]).mean(0).detach()
+    bound, grad_left, grad_right = bound_and_gradient(
+        p_left.detach(), p_right.detach(), rows, cols, weights, p_bar,
+        p_left.shape[0] + p_right.shape[0],
+    )
+    torch.testing.assert_close(bound, bound_of_batch_mean(p_left, p_right, rows, cols,
+                                                          weights).detach())
+    torch.testing.assert_close(grad_left, p_left.grad, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(grad_right, p_right.grad, rtol=1e-12, atol=1e-12)
+
+
+def test_surrogate_backpropagates_the_bound_gradient_into_the_network():
+    network = AssignmentNetwork(4, (6,), 3, make_generator(0)).double()
+    X = torch.randn(12, 4, generator=torch.Generator().manual_seed(1),
+                    dtype=torch.float64)
+    _, _, rows, cols, weights = _random_pair(2, n_left=6, n_right=6)
+    P = torch.softmax(network(X), 1)
+    bound_of_batch_mean(P[:6], P[6:], rows, cols, weights).backward()
+    expected = [p.grad.clone() for p in network.parameters()]
+    network.zero_grad()
+    P = torch.softmax(network(X), 1)
+    _, grad_left, grad_right = bound_and_gradient(
+        P[:6].detach(), P[6:].detach(), rows, cols, weights, P.mean(0).detach(), 12)
+    surrogate(P[:6], P[6:], grad_left, grad_right).backward()
+    for parameter, grad in zip(network.parameters(), expected):
+        torch.testing.assert_close(parameter.grad, grad, rtol=1e-10, atol=1e-12)
+
+
+def test_an_emptying_cluster_gives_finite_gradients():
+    p_left, p_right, rows, cols, weights = _random_pair(3)
+    p_left[:, 2], p_right[:, 2] = 0.0, 0.0  # cluster 2 is empty
+    average = ProportionAverage(3, 0.8, 0.05, "cpu", torch.float64)
+    for _ in range(50):
+        p_bar = average.update(torch.cat([p_left, p_right]).mean(0))
+    assert p_bar[2] == pbar_floor(3)
+    bound, grad_left, grad_right = bound_and_gradient(
+        p_left, p_right, rows, cols, weights, p_bar, 12)
+    assert torch.isfinite(bound) and torch.isfinite(grad_left).all()
+    assert torch.isfinite(grad_right).all()
+    mean = torch.tensor([0.5, 0.5, 0.0], dtype=torch.float64, requires_grad=True)
+    kl_to_uniform(mean, pbar_floor(3)).backward()
+    assert torch.isfinite(mean.grad).all()
+
+
+def test_a_batch_pair_without_edges_gives_no_ratio_cut_signal():
+    p_left, p_right, _, _, _ = _random_pair(4)
+    empty = torch.empty(0, dtype=torch.int64)
+    bound, grad_left, grad_right = bound_and_gradient(
+        p_left, p_right, empty, empty, torch.empty(0, dtype=torch.float64),
+        torch.full((3,), 1 / 3, dtype=torch.float64), 12)
+    assert bound == 0 and not grad_left.any() and not grad_right.any()
+
+
+def test_proportion_average_starts_uniform_and_tracks_the_batches():
+    average = ProportionAverage(2, 0.8, 0.05, "cpu", torch.float64)
+    first = average.update(torch.tensor([1.0, 0.0], dtype=torch.float64))
+    torch.testing.assert_close(first, torch.tensor([0.9, 0.1], dtype=torch.float64))
+    for _ in range(500):
+        value = average.update(torch.tensor([0.3, 0.7], dtype=torch.float64))
+    torch.testing.assert_close(value, torch.tensor([0.3, 0.7], dtype=torch.float64))
+
+
+@pytest.mark.parametrize("hidden", [(), (5, 4)])
+def test_numpy_forward_matches_the_torch_network(hidden):
+    network = AssignmentNetwork(3, hidden, 4, make_generator(0)).double()
+    X = np.random.default_rng(0).normal(size=(10, 3))
+    with torch.no_grad():
+        expected = torch.softmax(network(torch.as_tensor(X)), 1).numpy()
+    coefs, intercepts = network.weights_as_numpy()
+    np.testing.assert_allclose(predict_probabilities(X, coefs, intercepts), expected,
+                               rtol=1e-10)
+
+
+@pytest.fixture(scope="module")
+def digits():
+    return load_digits(return_X_y=True)
+
+
+def test_digits_accuracy_at_least_spectral_clustering_on_the_same_graph(digits):
+    X, y = digits
+    model = PRCut(n_clusters=10, n_neighbors=10, random_state=0, device="cpu").fit(X)
+    W = model.affinity_matrix_
+    np.testing.assert_array_equal(W.toarray(), knn_affinity(X, 10).toarray())
+    spectral = SpectralClustering(10, affinity="precomputed", random_state=0).fit(W)
+    ours = hungarian_accuracy(y, model.labels_)
+    theirs = hungarian_accuracy(y, spectral.labels_)
+    assert ours >= theirs - 0.02
+    assert ours > 0.8
+    assert model.n_clusters_ == 10
+
+
+@pytest.fixture(scope="module")
+def blobs():
+    X, y = make_blobs(n_samples=150, centers=3, cluster_std=1.0, random_state=1)
+    return X, y
+
+
+def test_linear_prcut_recovers_blobs_and_predicts_its_own_labels(blobs):
+    X, y = blobs
+    model = PRCut(n_clusters=3, random_state=0, **FAST).fit(X)
+    assert adjusted_rand_score(y, model.labels_) > 0.9
+    np.testing.assert_array_equal(model.predict(X), model.labels_)
+    proba = model.predict_proba(X)
+    assert proba.shape == (150, 3)
+    np.testing.assert_allclose(proba.sum(1), 1.0)
+    assert model.labels_.dtype == np.int64
+
+
+def test_same_random_state_gives_the_same_fit(blobs):
+    X, _ = blobs
+    first = PRCut(n_clusters=3, hidden_layer_sizes=(8,), random_state=3, **FAST).fit(X)
+    second = PRCut(n_clusters=3, hidden_layer_sizes=(8,), random_state=3, **FAST).fit(X)
+    np.testing.assert_array_equal(first.labels_, second.labels_)
+    for a, b in zip(first.coefs_ + first.intercepts_,
+                    second.coefs_ + second.intercepts_):
+        np.testing.assert_array_equal(a, b)
+    assert first.n_iter_ == second.n_iter_
+
+
+def test_global_random_states_and_torch_threads_are_left_alone(blobs):
+    X, _ = blobs
+    torch_state = torch.get_rng_state()
+    numpy_state = np.random.get_state()[1].copy()
+    threads = torch.get_num_threads()
+    PRCut(n_clusters=3, random_state=0, **FAST).fit(X)
+    assert torch.equal(torch.get_rng_state(), torch_state)
+    np.testing.assert_array_equal(np.random.get_state()[1], numpy_state)
+    assert torch.get_num_threads() == threads
+
+
+def test_n_init_keeps_the_lowest_objective(blobs):
+    X, _ = blobs
+    params = dict(n_clusters=3, random_state=1, gamma=1.0, **FAST)
+    single = PRCut(n_init=1, **params).fit(X)
+    several = PRCut(n_init=3, **params).fit(X)
+    # the first of the three trainings is the single one (same derived seeds)
+    assert several.objective_ <= single.objective_
+
+
+def test_early_stopping_reports_the_real_number_of_steps(blobs):
+    X, _ = blobs
+    model = PRCut(n_clusters=3, random_state=0, max_iter=5000, batch_size=64,
+                  n_iter_no_change=20, tol=1e-2, device="cpu").fit(X)
+    assert model.n_iter_ < 5000
+    assert len(model.loss_curve_) == -(-model.n_iter_ // 20)
+
+
+def test_precomputed_affinity_dense_or_sparse_and_predict_from_affinity_rows(blobs):
+    X, y = blobs
+    W = knn_affinity(X, 10)
+    sparse = PRCut(n_clusters=3, affinity="precomputed", random_state=0, **FAST).fit(W)
+    dense = PRCut(n_clusters=3, affinity="precomputed", random_state=0,
+                  **FAST).fit(W.toarray())
+    assert adjusted_rand_score(sparse.labels_, dense.labels_) == 1.0
+    np.testing.assert_array_equal(sparse.predict(W), sparse.labels_)
+    np.testing.assert_array_equal(sparse.predict(W.toarray()), sparse.labels_)
+    with pytest.raises(ValueError, match="Negative values"):
+        PRCut(affinity="precomputed", **FAST).fit(-W.toarray())
+    with pytest.raises(ValueError, match="symmetric"):
+        PRCut(affinity="precomputed", **FAST).fit(sp.triu(W).tocsr())
+
+
+def test_fitted_state_is_numpy_and_pickles(blobs):
+    X, _ = blobs
+    model = PRCut(n_clusters=3, hidden_layer_sizes=(8,), random_state=0, **FAST).fit(X)
+    assert all(isinstance(a, np.ndarray) for a in model.coefs_ + model.intercepts_)
+    clone = pickle.loads(pickle.dumps(model))
+    np.testing.assert_array_equal(clone.predict(X), model.predict(X))
+
+
+def test_too_many_neighbours_are_clipped_with_a_warning():
+    X = np.random.default_rng(0).normal(size=(12, 2))
+    with pytest.warns(UserWarning, match="n_neighbors=20 >= n_samples=12"):
+        model = PRCut(n_clusters=2, n_neighbors=20, random_state=0, **FAST).fit(X)
+    assert model.affinity_matrix_.nnz == 12 * 11
+
+
+def test_a_disconnected_graph_warns_and_trains_to_finite_weights():
+    X = np.concatenate([np.zeros((10, 2)), np.ones((10, 2)) * 100])
+    X += np.random.default_rng(0).normal(scale=0.1, size=X.shape)
+    with pytest.warns(UserWarning, match="not connected"):
+        model = PRCut(n_clusters=2, n_neighbors=3, random_state=0, **FAST).fit(X)
+    assert all(np.isfinite(a).all() for a in model.coefs_ + model.intercepts_)
+    assert adjusted_rand_score(np.repeat([0, 1], 10), model.labels_) == 1.0
+
+
+def test_identical_samples_warn_and_share_one_cluster():
+    with pytest.warns(UserWarning, match="identical"):
+        model = PRCut(n_clusters=3, n_neighbors=4, random_state=0,
+                      **FAST).fit(np.ones((20, 3)))
+    assert np.unique(model.labels_).tolist() == [0]
+    assert model.n_clusters_ == 1
+    assert all(np.isfinite(a).all() for a in model.coefs_ + model.intercepts_)
+
+
+def test_empty_clusters_are_removed_and_labels_stay_consecutive(blobs):
+    X, _ = blobs
+    with pytest.warns(UserWarning, match="clusters are removed|of the n_clusters"):
+        model = PRCut(n_clusters=12, gamma=0.0, random_state=0, **FAST).fit(X)
+    assert model.n_clusters_ < 12
+    np.testing.assert_array_equal(np.unique(model.labels_),
+                                  np.arange(model.n_clusters_))
+    assert model.predict_proba(X).shape == (150, model.n_clusters_)
+    np.testing.assert_array_equal(model.predict(X), model.labels_)
+
+
+@pytest.mark.parametrize("params, X, error, match", [
+    (dict(), np.array([[0.0, np.nan], [1.0, 1.0], [2.0, 2.0]]), ValueError, "NaN"),
+    (dict(n_clusters=5), np.zeros((4, 2)), ValueError,
+     "n_clusters=5 must be <= n_samples=4"),
+    (dict(hidden_layer_sizes=(4, 0)), np.zeros((4, 2)), ValueError,
+     "hidden_layer_sizes"),
+    (dict(affinity="precomputed"), np.ones((3, 4)), ValueError, "square"),
+    (dict(gamma=-1.0), np.zeros((4, 2)), ValueError, "gamma"),
+])
+def test_bad_input_gets_a_clear_error(params, X, error, match):
+    with pytest.raises(error, match=match):
+        PRCut(**{"n_clusters": 2, **FAST, **params}).fit(X)
+
+
+def test_verbose_shows_a_progress_bar(blobs, capsys):
+    X, _ = blobs
+    PRCut(n_clusters=3, random_state=0, verbose=True, **{**FAST, "max_iter": 5}).fit(X)
+    assert "PRCut" in capsys.readouterr().err
+
+
+def test_importing_prcut_does_not_import_torch():
+    code = ("import sys, skdiffclust.prcut; from skdiffclust.prcut import ratio_cut; "
+            "print('torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.split() == ["False"]
