@@ -26,7 +26,15 @@ extensions = [
 ]
 
 autosummary_generate = True
-autodoc_default_options = {"members": True, "inherited-members": False}
+# scikit-learn's generated metadata-routing methods are documented by scikit-learn
+autodoc_default_options = {
+    "members": True,
+    "inherited-members": False,
+    "exclude-members": ",".join([
+        "set_fit_request", "set_predict_request", "set_transform_request",
+        "set_score_request", "set_path_request", "get_metadata_routing", "set_output",
+    ]),
+}
 numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False
 exclude_patterns = ["_build", "auto_examples/*.ipynb", "auto_examples/*.py"]
