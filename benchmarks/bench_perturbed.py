@@ -79,7 +79,8 @@ def main():
             reference = JAXCLUST_SECONDS.get((n, n_samples))
             note = (f"{reference:.0f} s forward: {reference / adj_time:,.0f}x slower"
                     if reference else "")
-            print(f"{n:5d} {n_samples:8d} {loss_time * 1e3:11.1f} ms {adj_time * 1e3:11.1f} ms  {note}")
+            print(f"{n:5d} {n_samples:8d} {loss_time * 1e3:11.1f} ms "
+                  f"{adj_time * 1e3:11.1f} ms  {note}")
 
 
 if __name__ == "__main__":

@@ -94,7 +94,8 @@ def probe_accuracy(embed):
 
 
 results = {
-    "partial Fenchel-Young (ours)": (model.transform, *batch_clustering(model.transform(X_test), y_test)),
+    "partial Fenchel-Young (ours)": (
+        model.transform, *batch_clustering(model.transform(X_test), y_test)),
     "cross-entropy baseline": (baseline_embed, *batch_clustering(baseline_embed(X_test), y_test)),
 }
 for name, (embed, error, ari) in results.items():

@@ -12,13 +12,13 @@ on a GPU make a round trip to the CPU and the results come back to their device.
 import numpy as np
 import torch
 
+from skdiffclust._utils._validation import check_n_clusters
 from skdiffclust.forest._constraints import constraints_from_labels as _labels_to_matrix
 from skdiffclust.forest._torch_ops import (
     PartialFenchelYoungFunction,
     PerturbedForestFunction,
     PerturbedProblem,
     check_feasible,
-    check_n_clusters,
     check_perturbation,
     parse_constraints,
     seed_from_generator,

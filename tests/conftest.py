@@ -16,6 +16,7 @@ from tests._data import SHARED_DATA  # noqa: E402
 settings.register_profile("skdiffclust", deadline=None, max_examples=60, derandomize=True)
 settings.load_profile("skdiffclust")
 
+
 @pytest.fixture(scope="session", autouse=True)
 def warm_numba_kernels():
     """Compile (or load from cache) every kernel once, before any test is timed."""

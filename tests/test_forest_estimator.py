@@ -75,7 +75,8 @@ def test_forest_attributes_describe_the_forest():
     assert est.n_clusters_ == 3
     assert est.forest_edges_.shape == (47, 2)
     D = pairwise_distances(X)
-    np.testing.assert_allclose(est.forest_weights_, -D[est.forest_edges_[:, 0], est.forest_edges_[:, 1]])
+    i, j = est.forest_edges_.T
+    np.testing.assert_allclose(est.forest_weights_, -D[i, j])
     # every edge joins two samples of the same cluster
     assert np.all(est.labels_[est.forest_edges_[:, 0]] == est.labels_[est.forest_edges_[:, 1]])
     assert set(np.unique(est.labels_)) == {0, 1, 2}

@@ -14,8 +14,8 @@ from skdiffclust.metrics import calinski_harabasz_scorer, silhouette_scorer
 
 SEARCHES = {
     "spanning_forest": (SpanningForestClustering(), {"n_clusters": [2, 3, 4]}),
-    "sparse_gemini": (SparseGEMINI(max_iter=20, random_state=0), {"n_clusters": [2, 3],
-                                                                  "gemini": ["mmd_ovo", "mmd_ova"]}),
+    "sparse_gemini": (SparseGEMINI(max_iter=20, random_state=0),
+                      {"n_clusters": [2, 3], "gemini": ["mmd_ovo", "mmd_ova"]}),
 }
 
 

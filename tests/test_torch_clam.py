@@ -11,9 +11,10 @@ from sklearn.datasets import load_wine, make_blobs
 from sklearn.metrics import adjusted_rand_score, silhouette_score
 from sklearn.preprocessing import StandardScaler
 
-from skdiffclust.clam import ClAM
+from skdiffclust.clam import ClAM, _kernels, _training
 from skdiffclust.clam._backprop import completion_loss_and_grads
 from skdiffclust.clam._dynamics import (
+    LOGIT_FLOOR,
     Memories,
     completion_loss,
     draw_masks,
@@ -187,6 +188,143 @@ def test_gradients_flow_to_the_prototypes(metric, weighted, mask_prob):
     torch.testing.assert_close(grad_P, prototypes.grad)
     if weighted:
         torch.testing.assert_close(grad_W, log_weights.grad)
+
+
+# -- the numba kernels of the CPU path ---------------------------------------------
+
+
+def _hidden_and_masks(rng, shape, n_hidden):
+    """Hidden features (R, B, h) as the CPU path draws them, and the same as torch
+    masks; all features and no masks for the unmasked loss (h = 0)."""
+    n_restarts, n_rows, n_features = shape
+    if n_hidden == 0:
+        return np.broadcast_to(np.arange(n_features), shape).copy(), None
+    hidden = _kernels.hidden_features(rng.random((n_restarts, n_rows, n_hidden)),
+                                      n_features)
+    masks = np.zeros(shape, dtype=bool)
+    np.put_along_axis(masks, hidden, True, axis=2)
+    return hidden, torch.as_tensor(masks)
+
+
+@pytest.mark.parametrize("dtype, rtol", [(np.float64, 1e-10), (np.float32, 1e-5)])
+@pytest.mark.parametrize("metric", ["euclidean", "cosine"])
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("n_hidden", [0, 3])
+def test_numba_batch_gradients_are_the_torch_ones(dtype, rtol, metric, weighted, n_hidden):
+    # against torch in float64: float32 torch is itself 1e-5 away from it at times
+    rng = np.random.default_rng(0)
+    n_restarts, n_rows, k, d = 3, 16, 5, 9
+    x = rng.standard_normal((n_rows, d))
+    if metric == "cosine":
+        x /= np.linalg.norm(x, axis=1, keepdims=True)
+    P = rng.standard_normal((n_restarts, k, d))
+    W = rng.standard_normal((n_restarts, k)) if weighted else np.zeros((n_restarts, k))
+    fill = x.mean(0)
+    hidden, masks = _hidden_and_masks(rng, (n_restarts, n_rows, d), n_hidden)
+    loss, grad_P, grad_W = _kernels.batch_loss_and_grads(
+        x.astype(dtype), hidden, P.astype(dtype), W.astype(dtype), fill.astype(dtype),
+        start_from_fill=n_hidden > 0, beta=0.4, cosine=metric == "cosine", n_steps=8,
+        alpha=0.15)
+    expected = completion_loss_and_grads(
+        torch.as_tensor(P), torch.as_tensor(W) if weighted else None, torch.as_tensor(x),
+        masks, torch.as_tensor(fill), beta=0.4, metric=metric, n_steps=8, alpha=0.15)
+
+    def assert_close(actual, desired):  # relative to the largest entry
+        desired = desired.numpy()
+        assert np.abs(actual - desired).max() <= rtol * np.abs(desired).max()
+
+    assert_close(loss, expected[0])
+    assert_close(grad_P, expected[1])
+    if weighted:
+        assert_close(grad_W, expected[2])
+
+
+@pytest.mark.parametrize("params", [
+    dict(), dict(metric="cosine", weighted=True), dict(mask_prob=0.0),
+])
+def test_cpu_and_torch_trainers_agree_on_the_same_draws(params):
+    # the same initial prototypes, permutations and masks: the two paths are the
+    # same algorithm, so they end at the same prototypes (float64: to rounding)
+    X, _ = make_blobs(n_samples=50, n_features=6, centers=3, random_state=0)
+    metric, weighted = params.get("metric", "euclidean"), params.get("weighted", False)
+    if metric == "cosine":
+        X = X / np.linalg.norm(X, axis=1, keepdims=True)
+    initial = np.stack([X[[0, 10, 20]], X[[5, 15, 25]]])
+    dynamics = _training.Dynamics(beta=0.7, n_steps=6, alpha=0.2, metric=metric)
+    settings = dict(weighted=weighted, mask_prob=params.get("mask_prob", 0.3),
+                    batch_size=8, learning_rate=0.05, seed=0)
+    cpu = _training.CPUTrainer(X, X.mean(0), initial, dynamics, **settings)
+    gpu_path = _training.TorchTrainer(X, X.mean(0), initial, dynamics, device="cpu",
+                                      **settings)
+    for _ in range(3):
+        order, hidden = cpu.rng.permutation(len(X)), cpu._draw_hidden()
+        np.testing.assert_allclose(cpu.epoch_with(order, hidden),
+                                   gpu_path.epoch_with(order, hidden), rtol=1e-10)
+    for actual, desired in zip(cpu.parameters(), gpu_path.parameters()):
+        np.testing.assert_allclose(actual, desired, rtol=1e-9, atol=1e-12)
+    assert not np.allclose(cpu.parameters()[0], initial)  # training moved them
+
+
+def test_stopped_restarts_are_left_alone():
+    X, _ = make_blobs(n_samples=40, n_features=4, centers=2, random_state=0)
+    initial = np.stack([X[[0, 1]], X[[2, 3]]])
+    dynamics = _training.Dynamics(beta=1.0, n_steps=5, alpha=0.2, metric="euclidean")
+    cpu = _training.CPUTrainer(X.astype(np.float32), X.mean(0), initial, dynamics,
+                               weighted=False, mask_prob=0.25, batch_size=16,
+                               learning_rate=0.1, seed=0)
+    losses = cpu.epoch(np.array([True, False]))
+    assert np.isfinite(losses[0]) and np.isnan(losses[1])
+    np.testing.assert_array_equal(cpu.parameters()[0][1], initial[1].astype(np.float32))
+    assert not np.allclose(cpu.parameters()[0][0], initial[0])
+
+
+def test_hidden_features_are_distinct_and_uniform():
+    draws = np.random.default_rng(0).random((2, 20000, 3))
+    hidden = _kernels.hidden_features(draws, 7)
+    assert hidden.shape == (2, 20000, 3)
+    assert (np.sort(hidden, axis=2)[..., 1:] != np.sort(hidden, axis=2)[..., :-1]).all()
+    frequency = np.bincount(hidden.ravel(), minlength=7) / hidden.size
+    assert np.abs(frequency - 1 / 7).max() < 0.01
+
+
+@pytest.mark.parametrize("dtype, max_ulps", [(np.float64, 4), (np.float32, 2)])
+def test_vectorised_exp_is_accurate(dtype, max_ulps):
+    x = np.linspace(LOGIT_FLOOR, 0.0, 100_001).astype(dtype)[None]
+    weights, total = np.empty_like(x), np.zeros(x.shape[1], dtype)
+    exp = (_kernels._exp_weights_single if dtype == np.float32
+           else _kernels._exp_weights_double)
+    exp(x, np.zeros(x.shape[1], dtype), dtype(LOGIT_FLOOR), x.shape[1], weights,
+        total, np.empty_like(x))
+    expected = np.exp(x.astype(np.float64))
+    ulp = np.spacing(expected.astype(dtype))
+    assert (np.abs(weights - expected) <= max_ulps * ulp).all()
+    np.testing.assert_array_equal(total, weights[0])
+
+
+@pytest.mark.parametrize("metric", ["euclidean", "cosine"])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_inference_is_the_torch_recursion(metric, weighted):
+    X = _randn(200, 5, seed=1)
+    if metric == "cosine":
+        X = unit_rows(X)
+    prototypes, log_weights = _randn(4, 5, seed=2), _randn(4, seed=3) if weighted else None
+    memories = Memories(prototypes, 0.6, metric, log_weights)
+    dynamics = _training.Dynamics(beta=0.6, n_steps=7, alpha=0.2, metric=metric)
+    labels, distances = _training.converge(
+        X.numpy(), prototypes.numpy(), None if log_weights is None else log_weights.numpy(),
+        dynamics)
+    final = recursion(memories, X, 7, 0.2)
+    np.testing.assert_allclose(distances, memories.distances(final).numpy(), rtol=1e-10,
+                               atol=1e-12)
+    np.testing.assert_array_equal(labels, memories.nearest(final).numpy())
+    # the loss, with the masks it draws from its seed
+    fill = X.mean(0)
+    loss = _training.evaluate_loss(
+        X.numpy(), fill.numpy(), prototypes[None].numpy(),
+        None if log_weights is None else log_weights[None].numpy(), dynamics, 0.4, seed=5)
+    _, masks = _hidden_and_masks(np.random.default_rng(5), (1, 200, 5), 2)
+    expected = completion_loss(memories, X, masks[0], fill, 7, 0.2).mean()
+    np.testing.assert_allclose(loss, [float(expected)], rtol=1e-12)
 
 
 # -- estimator ---------------------------------------------------------------------

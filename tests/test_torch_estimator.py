@@ -94,8 +94,9 @@ def test_fit_without_labels_warns_and_keeps_the_initial_embedding(denoising):
 
 def test_embedding_with_precomputed_similarity_raises():
     S = -np.eye(5)
+    model = SpanningForestClustering(embedding="linear", metric="precomputed")
     with pytest.raises(ValueError, match="precomputed"):
-        SpanningForestClustering(embedding="linear", metric="precomputed").fit(S, [0, 1, -1, -1, -1])
+        model.fit(S, [0, 1, -1, -1, -1])
 
 
 def test_cuda_device_trains_there_or_raises_without_cuda(denoising):

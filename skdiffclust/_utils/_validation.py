@@ -6,6 +6,7 @@ import numpy as np
 
 from skdiffclust._utils._symmetry import max_asymmetry
 
+
 def symmetry_tolerance(S):
     """Tolerance on |S - S.T|: sqrt(machine epsilon) of S's dtype times its scale.
 

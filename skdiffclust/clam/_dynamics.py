@@ -34,6 +34,10 @@ dimension.
 Internally the recursion works on points stored feature-major, ``(..., d, B)``,
 with logits of shape ``(..., k, B)``: torch's CPU softmax over a short last axis
 (k) is an order of magnitude slower than over a leading one.
+
+The estimator trains with these (``draw_masks``, and ``_backprop``) on CUDA; on
+the CPU, and for inference, it runs the same maths in the numba kernels of
+``_kernels``, which the tests check against this module.
 """
 
 import torch

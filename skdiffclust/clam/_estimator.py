@@ -104,8 +104,9 @@ class ClAM(TransformerMixin, ClusterMixin, BaseEstimator):
 
     device : {'auto', 'cpu', 'cuda'}, default='auto'
         Where the prototypes are trained; ``'auto'`` picks CUDA when available.
-        Inference (``labels_``, ``predict``, ``transform``, ``score``) runs on the
-        CPU, so fitted estimators need no GPU.
+        The CPU trains with numba kernels, CUDA with torch. Inference
+        (``labels_``, ``predict``, ``transform``, ``score``) runs on the CPU, so
+        fitted estimators need no GPU.
 
     random_state : int, RandomState instance or None, default=None
         Seeds the initialisation, the batches and the masks. Same seed, same
@@ -157,26 +158,30 @@ class ClAM(TransformerMixin, ClusterMixin, BaseEstimator):
     One recursion step is ``x <- x + alpha * sum_mu (rho_mu - x)
     softmax_mu(-beta ||rho_mu - x||^2)`` with ``alpha = step_size``, i.e.
     ``x <- (1 - alpha) x + alpha p @ R``: a gradient step on the energy. It is
-    computed with matrix products and a softmax over logits, so that it costs
+    computed from inner products and a softmax over logits, so that it costs
     ``O(n k d)`` per step and neither under- nor overflows in high dimension (the
     reference code's raw ``exp`` gives 0/0 there).
 
     Training follows algorithm 1 of the paper: each example hides some features
     (replaced by ``mask_value``), only those evolve during the T steps, and the
     loss is the squared error on them; Adam minimises it with backpropagation
-    through the T steps (written out by hand: a few matrix products per step,
-    2-5x faster than autograd on small batches). Inference starts from the
-    complete point and assigns it to the prototype nearest to where it ends.
-    Since a point only travels part of the way in T steps, prototypes sit beyond
-    their cluster's mean. Training runs in float32; inference in float64, so that
-    a point's label does not depend on the other points of its batch. On the CPU,
-    small problems run on one torch thread (restored after the call): threading
-    costs more than it gains on such small matrix products.
+    through the T steps, written out by hand. On the CPU, each epoch is one call
+    of numba kernels (one thread) that follow only the hidden coordinates of each
+    example, so that a step costs ``O(k h)`` per example for ``h`` hidden
+    features instead of ``O(k d)``; on CUDA it runs in torch, a few matrix
+    products per step. The two compute the same updates (they draw their batches
+    and masks from different generators). Inference starts from the complete
+    point and assigns it to the prototype nearest to where it ends. Since a point
+    only travels part of the way in T steps, prototypes sit beyond their
+    cluster's mean. Training runs in float32; inference in float64, on the CPU
+    (numba kernels that compute each point on its own), so that a point's label
+    does not depend on the other points of its batch.
 
     ClAM costs T forward and backward steps per point and epoch, on small
-    batches: on the UCI sets it fits in 0.2 to 2 s, 40 to 90 times the time of
-    scikit-learn's ``KMeans(n_init=10)`` on one thread
-    (``benchmarks/bench_clam.py``).
+    batches: on the CPU, it fits the UCI sets of ``benchmarks/bench_clam.py`` in
+    0.01 to 0.1 s, 1 to 3 times the time of scikit-learn's ``KMeans(n_init=10)``
+    on one thread (a torch training loop on the CPU took about 2 s, 40 to 100
+    times KMeans).
 
     The paper selects beta, T and the other hyperparameters per dataset by the
     silhouette coefficient; use :class:`~sklearn.model_selection.GridSearchCV`
@@ -289,32 +294,27 @@ class ClAM(TransformerMixin, ClusterMixin, BaseEstimator):
         return self
 
     def _train(self, training, points, fill, initial, dynamics, device, seed):
-        """Algorithm 1 for every restart (one thread for small CPU problems)."""
-        n_restarts, k, d = initial.shape
-        work = n_restarts * min(self.batch_size, points.shape[0]) * k * d
-        with training.cpu_threads_for(work, device):
-            return training.train_restarts(
-                points, fill, initial, dynamics, weighted=self.weighted,
-                mask_prob=self.mask_prob, batch_size=self.batch_size,
-                max_iter=self.max_iter, learning_rate=self.learning_rate, tol=self.tol,
-                n_iter_no_change=self.n_iter_no_change, device=device, seed=seed,
-                verbose=self.verbose,
-            )
+        """Algorithm 1 for every restart."""
+        return training.train_restarts(
+            points, fill, initial, dynamics, weighted=self.weighted,
+            mask_prob=self.mask_prob, batch_size=self.batch_size,
+            max_iter=self.max_iter, learning_rate=self.learning_rate, tol=self.tol,
+            n_iter_no_change=self.n_iter_no_change, device=device, seed=seed,
+            verbose=self.verbose,
+        )
 
     def _keep_best(self, training, points, fill, trained, dynamics, score_seed):
         """The restart of lowest loss (same masks for all), and its labels."""
-        work = training.inference_work(points, trained.prototypes)
-        with training.cpu_threads_for(work, "cpu"):
-            log_weights = trained.log_weights if self.weighted else None
-            losses = training.evaluate_loss(points, fill, trained.prototypes, log_weights,
-                                            dynamics, self.mask_prob, score_seed)
-            best = _best_restart(losses, trained.prototypes)
-            prototypes = trained.prototypes[best]
-            if self.metric == "cosine":
-                prototypes = _unit_rows(prototypes)
-            weights = _normalised_weights(trained.log_weights[best])
-            labels, _ = training.converge(
-                points, prototypes, np.log(weights) if self.weighted else None, dynamics)
+        log_weights = trained.log_weights if self.weighted else None
+        losses = training.evaluate_loss(points, fill, trained.prototypes, log_weights,
+                                        dynamics, self.mask_prob, score_seed)
+        best = _best_restart(losses, trained.prototypes)
+        prototypes = trained.prototypes[best]
+        if self.metric == "cosine":
+            prototypes = _unit_rows(prototypes)
+        weights = _normalised_weights(trained.log_weights[best])
+        labels, _ = training.converge(
+            points, prototypes, np.log(weights) if self.weighted else None, dynamics)
         return {"prototypes": prototypes, "weights": weights, "labels": labels,
                 "loss": float(losses[best]), "n_iter": int(trained.n_iter[best]),
                 "loss_curve": trained.loss_curves[best]}
@@ -365,9 +365,8 @@ class ClAM(TransformerMixin, ClusterMixin, BaseEstimator):
         training, _ = _import_torch_training()
         points = self._check_X(X)
         prototypes = self.cluster_centers_.astype(np.float32)
-        with training.cpu_threads_for(training.inference_work(points, prototypes[None]), "cpu"):
-            return training.converge(points, prototypes, self._log_weights(),
-                                     self._dynamics(training))
+        return training.converge(points, prototypes, self._log_weights(),
+                                 self._dynamics(training))
 
     def predict(self, X):
         """Cluster of each point: the prototype nearest to where its dynamics end.
@@ -423,12 +422,11 @@ class ClAM(TransformerMixin, ClusterMixin, BaseEstimator):
         training, _ = _import_torch_training()
         log_weights = self._log_weights()
         prototypes = self.cluster_centers_[None].astype(np.float32)
-        with training.cpu_threads_for(training.inference_work(points, prototypes), "cpu"):
-            losses = training.evaluate_loss(
-                points, self._mask_fill, prototypes,
-                None if log_weights is None else log_weights[None],
-                self._dynamics(training), self.mask_prob, self._score_seed,
-            )
+        losses = training.evaluate_loss(
+            points, self._mask_fill, prototypes,
+            None if log_weights is None else log_weights[None],
+            self._dynamics(training), self.mask_prob, self._score_seed,
+        )
         return -float(losses[0])
 
 

@@ -1,44 +1,31 @@
-"""Training ClAM's prototypes (algorithm 1 of Saha et al., 2023), all restarts at once.
+"""Training ClAM's prototypes (algorithm 1 of Saha et al., 2023), all restarts at once,
+and inference.
 
 The ``n_init`` restarts are independent problems stacked along a leading dimension:
 prototypes of shape ``(R, k, d)``, one Adam state and one learning rate per
-restart. On small data the cost of a step is torch's per-operation overhead, so
-running the restarts together costs about as much as running one.
+restart. Two trainers run the same mini-batch Adam: :class:`CPUTrainer` by the
+numba kernels of ``_kernels`` (one call per epoch), :class:`TorchTrainer` in torch
+for CUDA (one Python step per batch, whose per-operation overhead would dominate
+on a CPU). Inference (labels, distances, loss) always runs on the CPU, by the
+numba kernels, in float64.
 """
 
-from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
+from skdiffclust._utils._random import numpy_generator
 from skdiffclust._utils._torch import make_generator, progress
+from skdiffclust.clam import _kernels as kernels
 from skdiffclust.clam._backprop import completion_loss_and_grads
-from skdiffclust.clam._dynamics import Memories, completion_loss, draw_masks, recursion
+from skdiffclust.clam._dynamics import COSINE, draw_masks, hidden_count
 
 # learning-rate schedule of the paper (appendix B.1, table 5)
 PLATEAU_FACTOR = 0.8
 PLATEAU_PATIENCE = 5
 PLATEAU_THRESHOLD = 1e-3
 MIN_LEARNING_RATE = 1e-5
-EVAL_BATCH = 4096
-# below this many multiply-adds per matrix product, torch's CPU threading costs
-# more than it gains (and much more on a loaded machine): run on one thread
-SMALL_WORK = 1 << 22
-
-
-@contextmanager
-def cpu_threads_for(work, device):
-    """One torch thread for small CPU work, restored afterwards."""
-    if torch.device(device).type != "cpu" or work >= SMALL_WORK:
-        yield
-        return
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)
 
 
 @dataclass
@@ -49,9 +36,6 @@ class Dynamics:
     n_steps: int
     alpha: float
     metric: str
-
-    def memories(self, prototypes, log_weights=None):
-        return Memories(prototypes, self.beta, self.metric, log_weights)
 
 
 @dataclass
@@ -68,8 +52,8 @@ class BatchedAdam:
     Elementwise, hence exactly R independent Adam optimisers.
     """
 
-    def __init__(self, params, learning_rate, n_restarts, betas=(0.9, 0.999),
-                 eps=1e-8):
+    def __init__(self, params, learning_rate, n_restarts,
+                 betas=(kernels.ADAM_BETA1, kernels.ADAM_BETA2), eps=kernels.ADAM_EPS):
         self.params = params
         self.lr = np.full(n_restarts, float(learning_rate))
         self.betas = betas
@@ -128,7 +112,6 @@ class Plateau:
         optimizer.lr = np.where(self.active, optimizer.lr, 0.0)
 
 
-@torch.no_grad()
 def train_restarts(X, fill, init_prototypes, dynamics, *, weighted, mask_prob, batch_size,
                    max_iter, learning_rate, tol, n_iter_no_change, device, seed, verbose):
     """Algorithm 1 for ``R`` restarts at once.
@@ -143,106 +126,246 @@ def train_restarts(X, fill, init_prototypes, dynamics, *, weighted, mask_prob, b
     dynamics : Dynamics
     weighted : bool
         Learn per-prototype log-weights (eq. 10-11).
+    device : torch.device
+        The CPU trains with numba kernels (:class:`CPUTrainer`), other devices with
+        torch (:class:`TorchTrainer`).
 
     Returns
     -------
     TrainedRestarts
     """
-    dtype = torch.float64 if X.dtype == np.float64 else torch.float32
-    generator = make_generator(seed, device)
-    X_t = torch.as_tensor(X, dtype=dtype, device=device)
-    fill_t = torch.as_tensor(fill, dtype=dtype, device=device)
-    n_restarts, k, _ = init_prototypes.shape
-    prototypes = torch.tensor(init_prototypes, dtype=dtype, device=device)
-    log_weights = torch.zeros((n_restarts, k), dtype=dtype, device=device)
-    params = [prototypes, log_weights] if weighted else [prototypes]
-    optimizer = BatchedAdam(params, learning_rate, n_restarts)
+    trainer_class = CPUTrainer if torch.device(device).type == "cpu" else TorchTrainer
+    trainer = trainer_class(X, fill, init_prototypes, dynamics, weighted=weighted,
+                            mask_prob=mask_prob, batch_size=batch_size,
+                            learning_rate=learning_rate, seed=seed, device=device)
+    n_restarts = init_prototypes.shape[0]
     schedule = Plateau(n_restarts, tol, n_iter_no_change)
-    n_samples = X.shape[0]
-    batch_size = min(batch_size, n_samples)
     n_iter = np.zeros(n_restarts, dtype=int)
     curves = [[] for _ in range(n_restarts)]
     for _ in progress(range(max_iter), verbose, "ClAM"):
-        order = torch.randperm(n_samples, generator=generator, device=device)
-        epoch_loss = torch.zeros(n_restarts, dtype=dtype, device=device)
-        for start in range(0, n_samples, batch_size):
-            batch = X_t[order[start : start + batch_size]]
-            masks = draw_masks((n_restarts,) + batch.shape, mask_prob, generator, device)
-            # restarts are independent: the gradient of their summed losses is
-            # each restart's own gradient
-            per_point, *grads = completion_loss_and_grads(
-                prototypes, log_weights if weighted else None, batch, masks, fill_t,
-                beta=dynamics.beta, metric=dynamics.metric, n_steps=dynamics.n_steps,
-                alpha=dynamics.alpha,
-            )
-            optimizer.step(grads)
-            epoch_loss += per_point.sum(-1)
-        losses = (epoch_loss / n_samples).cpu().numpy().astype(np.float64)
+        losses = trainer.epoch(schedule.active)
         for r in np.flatnonzero(schedule.active):
             curves[r].append(float(losses[r]))
         n_iter += schedule.active
-        schedule.update(losses, optimizer)
+        schedule.update(losses, trainer.optimizer)
         if not schedule.active.any():
             break
-    return TrainedRestarts(
-        prototypes=prototypes.cpu().numpy(),
-        log_weights=log_weights.cpu().numpy(),
-        n_iter=n_iter,
-        loss_curves=curves,
-    )
+    prototypes, log_weights = trainer.parameters()
+    return TrainedRestarts(prototypes=prototypes, log_weights=log_weights, n_iter=n_iter,
+                           loss_curves=curves)
 
 
-def inference_work(X, prototypes):
-    """Multiply-adds of one matrix product of inference (for ``cpu_threads_for``)."""
-    n_restarts, k, d = prototypes.shape
-    return n_restarts * min(X.shape[0], EVAL_BATCH) * k * d
+class TorchTrainer:
+    """Mini-batch Adam in torch, one Python step per batch (the path for CUDA).
+
+    Draws the permutations and masks from a torch generator seeded with ``seed``.
+    """
+
+    def __init__(self, X, fill, init_prototypes, dynamics, *, weighted, mask_prob,
+                 batch_size, learning_rate, seed, device):
+        self.dtype = torch.float64 if X.dtype == np.float64 else torch.float32
+        self.device = device
+        self.generator = make_generator(seed, device)
+        self.X = torch.as_tensor(X, dtype=self.dtype, device=device)
+        self.fill = torch.as_tensor(fill, dtype=self.dtype, device=device)
+        n_restarts, k, _ = init_prototypes.shape
+        self.prototypes = torch.tensor(init_prototypes, dtype=self.dtype, device=device)
+        self.log_weights = torch.zeros((n_restarts, k), dtype=self.dtype, device=device)
+        self.weighted = weighted
+        params = [self.prototypes, self.log_weights] if weighted else [self.prototypes]
+        self.optimizer = BatchedAdam(params, learning_rate, n_restarts)
+        self.dynamics = dynamics
+        self.mask_prob = mask_prob
+        self.batch_size = min(batch_size, X.shape[0])
+
+    def epoch(self, active=None):
+        """One epoch; returns each restart's mean loss. A stopped restart (zero
+        learning rate) is computed too, and left unchanged."""
+        order = torch.randperm(self.X.shape[0], generator=self.generator,
+                               device=self.device)
+        return self._run(order, lambda shape, start: draw_masks(
+            shape, self.mask_prob, self.generator, self.device))
+
+    def epoch_with(self, order, hidden):
+        """One epoch on a given permutation and hidden features (R, n, h), as drawn by
+        :class:`CPUTrainer` (h = d, all of them, for the unmasked loss)."""
+        n_restarts, n_samples, n_hidden = hidden.shape
+        n_features = self.X.shape[1]
+        masks = None
+        if n_hidden < n_features:
+            masks = np.zeros((n_restarts, n_samples, n_features), dtype=bool)
+            np.put_along_axis(masks, hidden, True, axis=2)
+            masks = torch.as_tensor(masks, device=self.device)
+        order = torch.as_tensor(order, device=self.device)
+        return self._run(order, lambda shape, start: None if masks is None else
+                         masks[:, start : start + shape[1]])
+
+    @torch.no_grad()
+    def _run(self, order, masks_for):
+        n_samples = self.X.shape[0]
+        n_restarts = self.prototypes.shape[0]
+        dynamics = self.dynamics
+        epoch_loss = torch.zeros(n_restarts, dtype=self.dtype, device=self.device)
+        for start in range(0, n_samples, self.batch_size):
+            batch = self.X[order[start : start + self.batch_size]]
+            masks = masks_for((n_restarts,) + batch.shape, start)
+            # restarts are independent: the gradient of their summed losses is
+            # each restart's own gradient
+            per_point, *grads = completion_loss_and_grads(
+                self.prototypes, self.log_weights if self.weighted else None, batch, masks,
+                self.fill, beta=dynamics.beta, metric=dynamics.metric,
+                n_steps=dynamics.n_steps, alpha=dynamics.alpha,
+            )
+            self.optimizer.step(grads)
+            epoch_loss += per_point.sum(-1)
+        return (epoch_loss / n_samples).cpu().numpy().astype(np.float64)
+
+    def parameters(self):
+        return self.prototypes.cpu().numpy(), self.log_weights.cpu().numpy()
 
 
-def _tensor(array, dtype):
-    return None if array is None else torch.as_tensor(np.asarray(array), dtype=dtype)
+@dataclass
+class AdamState:
+    """Adam's moments (m_P, v_P, m_W, v_W), per-restart learning rates and step
+    count, for the numba kernels (the state of :class:`BatchedAdam`)."""
+
+    moments: tuple
+    lr: np.ndarray
+    steps: int = 0
 
 
-@torch.no_grad()
+class CPUTrainer:
+    """Mini-batch Adam by the numba kernels of ``_kernels``, one call per epoch.
+
+    Same algorithm and maths as :class:`TorchTrainer` (``epoch_with`` takes the
+    same arguments), but without its per-operation overhead, which is most of the
+    cost of small batches on a CPU. Draws the permutations and masks from a NumPy
+    generator seeded with ``seed``. ``device`` is ignored (always the CPU).
+    """
+
+    def __init__(self, X, fill, init_prototypes, dynamics, *, weighted, mask_prob,
+                 batch_size, learning_rate, seed, device="cpu"):
+        self.X = np.ascontiguousarray(X)
+        self.fill = np.asarray(fill, dtype=X.dtype)
+        self.rng = numpy_generator(seed)
+        self.prototypes = np.array(init_prototypes, dtype=X.dtype)
+        n_restarts, k, _ = self.prototypes.shape
+        self.log_weights = np.zeros((n_restarts, k), dtype=X.dtype)
+        moments = tuple(np.zeros_like(p) for p in (self.prototypes, self.prototypes,
+                                                   self.log_weights, self.log_weights))
+        self.optimizer = AdamState(moments, np.full(n_restarts, float(learning_rate)))
+        self.dynamics = dynamics
+        self.weighted = weighted
+        self.n_hidden = hidden_count(mask_prob, X.shape[1])
+        self.batch_size = min(batch_size, X.shape[0])
+        self._every_feature = None  # the "hidden" features of the unmasked loss
+
+    def epoch(self, active=None):
+        """One epoch; returns each restart's mean loss (NaN for stopped restarts,
+        which are not computed: their zero learning rate leaves them unchanged)."""
+        order = self.rng.permutation(self.X.shape[0])
+        return self.epoch_with(order, self._draw_hidden(), active)
+
+    def _draw_hidden(self):
+        n_restarts = self.prototypes.shape[0]
+        n_samples, n_features = self.X.shape
+        if self.n_hidden == 0:  # the unmasked loss: every coordinate evolves
+            if self._every_feature is None:
+                self._every_feature = np.broadcast_to(
+                    np.arange(n_features), (n_restarts, n_samples, n_features)).copy()
+            return self._every_feature
+        draws = self.rng.random((n_restarts, n_samples, self.n_hidden))
+        return kernels.hidden_features(draws, n_features)
+
+    def epoch_with(self, order, hidden, active=None):
+        """One epoch on a given permutation and hidden features (R, n, h)."""
+        n_restarts = self.prototypes.shape[0]
+        active = np.ones(n_restarts, dtype=bool) if active is None else active
+        dynamics, state = self.dynamics, self.optimizer
+        state.steps, totals = kernels.train_epoch(
+            self.X, np.asarray(order, dtype=np.int64), hidden, self.fill,
+            self.n_hidden > 0, np.flatnonzero(active), self.prototypes,
+            self.log_weights, state.moments, state.lr, state.steps, self.weighted,
+            dynamics.beta, dynamics.metric == COSINE, dynamics.n_steps, dynamics.alpha,
+            self.batch_size,
+        )
+        return np.where(active, totals / self.X.shape[0], np.nan)
+
+    def parameters(self):
+        return self.prototypes.copy(), self.log_weights.copy()
+
+
+# the inference kernels go through the points a chunk at a time, with a workspace
+# of about this many floats (a few MB: it stays in cache)
+INFERENCE_WORKSPACE = 1 << 18
+
+
+def _chunk_rows(n_restarts, n_clusters, n_features, n_hidden, n_steps):
+    """Points per chunk of the inference kernels, for ``INFERENCE_WORKSPACE``."""
+    per_lane = (n_hidden * (3 * n_clusters + n_steps + 4) + 2 * n_features
+                + n_clusters * (n_steps + 7) + 2 * n_steps + 7)  # allocate_workspace
+    return max(1, min(1024, INFERENCE_WORKSPACE // per_lane) // n_restarts)
+
+
+def _float64(array):
+    return np.ascontiguousarray(array, dtype=np.float64)
+
+
 def evaluate_loss(X, fill, prototypes, log_weights, dynamics, mask_prob, seed):
     """Mean completion loss of each restart on ``X``, with masks drawn from ``seed``.
 
     Every restart sees the same masks, so the losses compare the restarts; the same
     seed gives the same masks on the same data (``score`` uses this too).
-    Computed on the CPU, in float64 (see ``converge``).
+    Computed on the CPU by the numba kernels, in float64 (see ``converge``).
     """
-    dtype = torch.float64
-    generator = make_generator(seed)
-    memories = dynamics.memories(_tensor(prototypes, dtype), _tensor(log_weights, dtype))
-    fill_t = _tensor(fill, dtype)
-    total = torch.zeros(prototypes.shape[0], dtype=torch.float64)
-    for start in range(0, X.shape[0], EVAL_BATCH):
-        batch = _tensor(X[start : start + EVAL_BATCH], dtype)
-        masks = draw_masks(batch.shape, mask_prob, generator, "cpu")
-        if masks is not None:
-            masks = masks.expand(prototypes.shape[0], *masks.shape)
-        per_point = completion_loss(memories, batch, masks, fill_t,
-                                    dynamics.n_steps, dynamics.alpha)
-        total += per_point.sum(-1).to(torch.float64)
-    return (total / max(X.shape[0], 1)).numpy()
+    n_restarts, k, n_features = prototypes.shape
+    n_samples = X.shape[0]
+    n_hidden = hidden_count(mask_prob, n_features)
+    if n_hidden == 0:  # the unmasked loss of eq. 8
+        hidden = np.broadcast_to(np.arange(n_features), (1, n_samples, n_features))
+    else:
+        draws = numpy_generator(seed).random((1, n_samples, n_hidden))
+        hidden = kernels.hidden_features(draws, n_features)
+    hidden = np.repeat(hidden, n_restarts, axis=0)  # the same masks for every restart
+    W = np.zeros((n_restarts, k)) if log_weights is None else _float64(log_weights)
+    totals = kernels.completion_losses(
+        _float64(X), hidden, _float64(prototypes), W, _float64(fill), n_hidden > 0,
+        dynamics.beta, dynamics.metric == COSINE, dynamics.n_steps, dynamics.alpha,
+        _chunk_rows(n_restarts, k, n_features, hidden.shape[2], dynamics.n_steps),
+    )
+    return totals / max(n_samples, 1)
 
 
-@torch.no_grad()
 def converge(X, prototypes, log_weights, dynamics):
     """Labels (nearest prototype of x^T) and distances of x^T to every prototype.
 
     Inference of algorithm 1 (lines 16-25), on the CPU, for one set of prototypes;
     ``X`` is prepared as for training (unit rows for the spherical variant). It runs
-    in float64: in float32, BLAS kernels round a row differently depending on its
-    position in the batch, and the result of a point would depend on its neighbours.
+    in float64, and every point's arithmetic is its own (the numba lanes), so that
+    the result of a point does not depend on the other points of its batch.
     """
-    dtype = torch.float64
-    memories = dynamics.memories(_tensor(prototypes, dtype), _tensor(log_weights, dtype))
-    labels, distances = [], []
-    for start in range(0, X.shape[0], EVAL_BATCH):
-        batch = _tensor(X[start : start + EVAL_BATCH], dtype)
-        final = recursion(memories, batch, dynamics.n_steps, dynamics.alpha)
-        labels.append(memories.nearest(final).numpy())
-        distances.append(memories.distances(final).to(torch.float64).numpy())
-    if not labels:
-        return np.empty(0, dtype=np.intp), np.empty((0, prototypes.shape[0]))
-    return np.concatenate(labels).astype(np.intp), np.concatenate(distances)
+    k, n_features = prototypes.shape
+    if X.shape[0] == 0:
+        return np.empty(0, dtype=np.intp), np.empty((0, k))
+    P = _float64(prototypes)
+    W = np.zeros((1, k)) if log_weights is None else _float64(log_weights)[None]
+    cosine = dynamics.metric == COSINE
+    final = kernels.converged_points(
+        _float64(X), P[None], W, dynamics.beta, cosine, dynamics.n_steps,
+        dynamics.alpha, _chunk_rows(1, k, n_features, n_features, dynamics.n_steps),
+    )
+    if cosine:
+        directions = _unit_rows(P)
+        labels = (final @ directions.T).argmax(1)
+        distances = 1.0 - _unit_rows(final) @ directions.T
+    else:
+        squared = ((final * final).sum(1)[:, None] + (P * P).sum(1)[None, :]
+                   - 2.0 * final @ P.T)
+        squared = np.maximum(squared, 0.0)
+        labels = squared.argmin(1)
+        distances = np.sqrt(squared)
+    return labels.astype(np.intp), distances
+
+
+def _unit_rows(X):
+    return X / np.maximum(np.linalg.norm(X, axis=1, keepdims=True), np.finfo(X.dtype).tiny)

@@ -16,6 +16,7 @@ from skdiffclust._utils._random import derive_seeds
 from skdiffclust.forest._constraints import UNLABELLED, Constraints
 from skdiffclust.forest._solver import forest_from_features, forest_from_similarity
 
+
 class SpanningForestClustering(ClusterMixin, BaseEstimator):
     """Clustering by maximum-weight k-spanning forests, optionally constrained.
 

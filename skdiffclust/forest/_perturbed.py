@@ -78,7 +78,8 @@ def _box_muller(radius_bits, angle_bits, z0, z1, m):
         sin_phi = phi * (_ONE + phi2 * (np.float32(-1 / 6) + phi2 * (np.float32(1 / 120) + phi2 * (
             np.float32(-1 / 5040) + phi2 * np.float32(1 / 362880)))))
         cos_phi = _ONE + phi2 * (np.float32(-0.5) + phi2 * (np.float32(1 / 24) + phi2 * (
-            np.float32(-1 / 720) + phi2 * (np.float32(1 / 40320) + phi2 * np.float32(-1 / 3628800)))))
+            np.float32(-1 / 720) + phi2 * (np.float32(1 / 40320)
+                                           + phi2 * np.float32(-1 / 3628800)))))
         a = (cos_phi - sin_phi) * _SQRT_HALF  # cos(pi/4 + phi)
         b = (cos_phi + sin_phi) * _SQRT_HALF  # sin(pi/4 + phi)
         cos_angle = a if quadrant == _ZERO else (

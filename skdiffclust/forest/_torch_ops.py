@@ -15,7 +15,7 @@ the forests themselves are combinatorial and cheap next to the noise). Gradients
 import numpy as np
 import torch
 
-from skdiffclust._utils._validation import check_n_clusters, is_symmetric
+from skdiffclust._utils._validation import is_symmetric
 from skdiffclust.forest._constraints import Constraints
 from skdiffclust.forest._perturbed import (
     adjacency_inner,
@@ -41,7 +41,8 @@ def similarity_to_numpy(S):
     if not isinstance(S, torch.Tensor):
         raise TypeError(f"S must be a torch.Tensor, got {type(S).__name__}.")
     if S.ndim != 2 or S.shape[0] != S.shape[1]:
-        raise ValueError(f"S must be a square (n, n) similarity matrix, got shape {tuple(S.shape)}.")
+        raise ValueError(
+            f"S must be a square (n, n) similarity matrix, got shape {tuple(S.shape)}.")
     if not torch.is_floating_point(S):
         raise TypeError(f"S must be a floating point tensor, got dtype {S.dtype}.")
     dtype = np.float64 if S.dtype == torch.float64 else np.float32

@@ -15,7 +15,6 @@ from skdiffclust._utils._random import derive_seeds
 from skdiffclust._utils._torch_free import progress_bar
 from skdiffclust.gemini._models import SKIP, init_params, predict_proba
 from skdiffclust.gemini._objectives import OBJECTIVES
-from skdiffclust.gemini._proximal import group_norms
 from skdiffclust.gemini._training import (
     GeminiPath,
     Problem,
@@ -311,7 +310,8 @@ default='mmd_ovo'
         group, n_groups = _check_groups(self.groups, n_features)
         hidden = tuple(int(h) for h in np.atleast_1d(self.hidden_layer_sizes))
         if any(h < 1 for h in hidden):
-            raise ValueError(f"hidden_layer_sizes must be positive, got {self.hidden_layer_sizes}.")
+            raise ValueError(
+                f"hidden_layer_sizes must be positive, got {self.hidden_layer_sizes}.")
         init_seed, batch_seed = derive_seeds(self.random_state, 2)
         params = init_params(n_features, hidden, self.n_clusters,
                              np.random.default_rng(init_seed))
@@ -353,7 +353,8 @@ default='mmd_ovo'
         """
         check_is_fitted(self)
         X = validate_data(self, X, dtype=[np.float64, np.float32], reset=False)
-        return predict_proba(self.params_, X.astype(np.float64, copy=False))[:, self._cluster_order]
+        proba = predict_proba(self.params_, X.astype(np.float64, copy=False))
+        return proba[:, self._cluster_order]
 
     def predict(self, X):
         """Most probable cluster of each sample.

@@ -345,8 +345,9 @@ class PRCut(ClusterMixin, BaseEstimator):
 
         Returns
         -------
-        proba : ndarray of shape (n_queries, n_clusters_)
-            Each row sums to 1.
+        proba : ndarray of shape (n_queries, n_found_clusters)
+            One column per cluster of ``labels_`` (``n_clusters_`` of them);
+            each row sums to 1.
         """
         check_is_fitted(self)
         sparse = "csr" if self.affinity == "precomputed" else False

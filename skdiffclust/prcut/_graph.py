@@ -180,7 +180,7 @@ class BatchPairExtractor:
 def ratio_cut(affinity, labels):
     """Ratio cut of a partition of a similarity graph.
 
-    RatioCut = 1/2 * sum over clusters C of cut(C, complement of C) / |C|, the
+    ``RatioCut = 1/2 * sum_C cut(C, complement of C) / size(C)``, the
     quantity PRCut minimises (Ghriss & Monteleoni, 2025, eq. 1; von Luxburg, 2007).
     Lower is better; it is 0 when no edge joins two clusters.
 
