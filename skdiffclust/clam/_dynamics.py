@@ -42,13 +42,10 @@ the CPU, and for inference, it runs the same maths in the numba kernels of
 
 import torch
 
+from skdiffclust.clam._kernels import LOGIT_FLOOR
+
 EUCLIDEAN = "euclidean"
 COSINE = "cosine"
-# Logits more than 46 below the largest are raised to that floor, so attraction
-# weights are never below about 1e-20 / k. Such weights cannot change a float32 or
-# float64 sum whose largest term is at least 1 / k, but without the floor they and
-# their gradients would be subnormal numbers, on which CPUs are 10-100x slower.
-LOGIT_FLOOR = -46.0
 
 
 def squared_norms(x):

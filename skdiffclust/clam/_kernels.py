@@ -32,7 +32,11 @@ import math
 import numpy as np
 from numba import njit
 
-from skdiffclust.clam._dynamics import LOGIT_FLOOR
+# Logits more than 46 below the largest are raised to that floor, so attraction
+# weights are never below about 1e-20 / k. Such weights cannot change a float32 or
+# float64 sum whose largest term is at least 1 / k, but without the floor they and
+# their gradients would be subnormal numbers, on which CPUs are 10-100x slower.
+LOGIT_FLOOR = -46.0
 
 # Adam's defaults (also those of ``_training.BatchedAdam``)
 ADAM_BETA1 = 0.9
@@ -248,7 +252,7 @@ def _gather_lanes(X, rows, hidden, restarts, P, offset, fill, start_from_fill, w
 @njit(cache=True, error_model="numpy")
 def _softmax_lanes(logits, p, n_lanes, floor, largest, total, exp_scratch):
     """``p = softmax(logits)`` over the k axis for each lane, logits floored at
-    ``floor`` below their largest (``_dynamics.LOGIT_FLOOR``)."""
+    ``floor`` below their largest (``LOGIT_FLOOR``)."""
     k = logits.shape[0]
     for lane in range(n_lanes):
         largest[lane] = logits[0, lane]
