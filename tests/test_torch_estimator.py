@@ -138,3 +138,15 @@ def test_verbose_shows_a_progress_bar(denoising, capsys):
     X, y, _, _ = denoising
     _fit_denoising(X, y, max_iter=2, verbose=True)
     assert "SpanningForestClustering" in capsys.readouterr().err
+
+
+@pytest.mark.filterwarnings("error")
+def test_read_only_float32_input_trains_without_warnings(denoising):
+    # torch warns when it is handed read-only memory it cannot share (memory maps)
+    X, y, X_val, _ = denoising
+    X = X.astype(np.float32)
+    X.setflags(write=False)
+    est = _fit_denoising(X, y, max_iter=2)
+    frozen = X_val.astype(np.float32)
+    frozen.setflags(write=False)
+    assert est.transform(frozen).shape == (X_val.shape[0], 2)

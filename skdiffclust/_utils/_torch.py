@@ -54,6 +54,18 @@ def build_mlp(n_inputs, hidden_layer_sizes, n_outputs, generator, activation=nn.
     return layers[0] if len(layers) == 1 else nn.Sequential(*layers)
 
 
+def tensor_from_numpy(array, dtype, device):
+    """``array`` as a tensor, sharing its memory when torch can.
+
+    torch cannot share a read-only array (a memory map, a broadcast view): it is
+    copied instead of warning that writes would be undefined.
+    """
+    array = np.asarray(array)
+    if not array.flags.writeable:
+        return torch.tensor(array, dtype=dtype, device=device)
+    return torch.as_tensor(array, dtype=dtype, device=device)
+
+
 def state_to_numpy(module):
     """The module's parameters and buffers as NumPy arrays (picklable, CPU)."""
     return {name: value.detach().to("cpu").numpy().copy()
@@ -89,6 +101,6 @@ def apply_in_batches(module, X, device, batch_size=4096):
     dtype = module_dtype(module)
     outputs = []
     for start in range(0, X.shape[0], batch_size):
-        chunk = torch.as_tensor(X[start : start + batch_size], dtype=dtype, device=device)
+        chunk = tensor_from_numpy(X[start : start + batch_size], dtype, device)
         outputs.append(module(chunk).to("cpu", torch.float64).numpy())
     return np.concatenate(outputs) if outputs else np.empty((0, 0))

@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from skdiffclust._utils._random import numpy_generator
-from skdiffclust._utils._torch import make_generator, progress
+from skdiffclust._utils._torch import make_generator, progress, tensor_from_numpy
 from skdiffclust.clam import _kernels as kernels
 from skdiffclust.clam._backprop import completion_loss_and_grads
 from skdiffclust.clam._dynamics import COSINE, draw_masks, hidden_count
@@ -166,7 +166,7 @@ class TorchTrainer:
         self.dtype = torch.float64 if X.dtype == np.float64 else torch.float32
         self.device = device
         self.generator = make_generator(seed, device)
-        self.X = torch.as_tensor(X, dtype=self.dtype, device=device)
+        self.X = tensor_from_numpy(X, self.dtype, device)
         self.fill = torch.as_tensor(fill, dtype=self.dtype, device=device)
         n_restarts, k, _ = init_prototypes.shape
         self.prototypes = torch.tensor(init_prototypes, dtype=self.dtype, device=device)

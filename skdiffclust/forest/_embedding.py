@@ -18,6 +18,7 @@ from skdiffclust._utils._torch import (
     make_generator,
     progress,
     state_to_numpy,
+    tensor_from_numpy,
 )
 from skdiffclust.forest._constraints import Constraints
 from skdiffclust.forest._torch_ops import (
@@ -99,7 +100,7 @@ def train_embedding(module, X, y, *, n_clusters, epsilon, n_perturbations, batch
     module = module.to(device)
     module.train()
     dtype = next(module.parameters()).dtype
-    X_device = torch.as_tensor(X, dtype=dtype, device=device)
+    X_device = tensor_from_numpy(X, dtype, device)
     optimizer = torch.optim.Adam(module.parameters(), lr=learning_rate)
     sampler = BatchSampler(y, batch_size, rng)
     steps_per_epoch = max(math.ceil(X.shape[0] / batch_size), 1)

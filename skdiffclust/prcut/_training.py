@@ -14,7 +14,12 @@ import scipy.sparse as sp
 import torch
 from torch import nn
 
-from skdiffclust._utils._torch import build_mlp, make_generator, progress
+from skdiffclust._utils._torch import (
+    build_mlp,
+    make_generator,
+    progress,
+    tensor_from_numpy,
+)
 from skdiffclust.prcut._graph import BatchPairExtractor
 from skdiffclust.prcut._loss import (
     ProportionAverage,
@@ -84,7 +89,7 @@ class FeatureBatches:
             self.indices = torch.as_tensor(X.indices.astype(np.int64), device=device)
             self.values = torch.as_tensor(X.data, dtype=dtype, device=device)
         else:
-            self.X = torch.as_tensor(X, dtype=dtype, device=device)
+            self.X = tensor_from_numpy(X, dtype, device)
 
     def __call__(self, index):
         if not self.sparse:
