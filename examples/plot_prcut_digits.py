@@ -10,7 +10,9 @@ graph with its eigenvectors and runs k-means there; PRCut (Ghriss & Monteleoni,
 expected ratio cut, one pair of mini-batches at a time.
 
 We report the accuracy (best one-to-one matching of clusters to digits), the NMI
-and the ratio cut on the graph. The KL weight ``gamma`` sets how much PRCut pays
+and the ratio cut on the graph. A one-hidden-layer network (``hidden_layer_sizes``)
+finds a lower ratio cut than the linear model on these pixels, and recovers the
+digits best. The KL weight ``gamma`` sets how much PRCut pays
 for unbalanced clusters: with the paper's value (100) the clusters are nearly
 equal in size, like the digits; with a small value the ratio cut may favour
 small, well-separated groups, as spectral clustering's partition does.
@@ -21,25 +23,20 @@ small, well-separated groups, as spectral clustering's partition does.
 # --------------------------
 import matplotlib.pyplot as plt
 import numpy as np
-from scipy.optimize import linear_sum_assignment
 from sklearn.cluster import SpectralClustering
 from sklearn.datasets import load_digits
-from sklearn.metrics import confusion_matrix, normalized_mutual_info_score
+from sklearn.metrics import normalized_mutual_info_score
 
-from skdiffclust.prcut import PRCut, ratio_cut
-
-
-def hungarian_accuracy(y_true, y_pred):
-    counts = confusion_matrix(y_true, y_pred)
-    rows, cols = linear_sum_assignment(-counts)
-    return counts[rows, cols].sum() / len(y_true)
-
+from skdiffclust.metrics import clustering_accuracy, ratio_cut
+from skdiffclust.prcut import PRCut
 
 X, y = load_digits(return_X_y=True)
 models = {
     "PRCut, gamma=100": PRCut(n_clusters=10, n_neighbors=10, random_state=0).fit(X),
     "PRCut, gamma=3": PRCut(n_clusters=10, n_neighbors=10, gamma=3.0,
                             random_state=0).fit(X),
+    "PRCut, MLP (256,)": PRCut(n_clusters=10, n_neighbors=10, hidden_layer_sizes=(256,),
+                               random_state=0).fit(X),
 }
 W = models["PRCut, gamma=100"].affinity_matrix_
 labels = {name: model.labels_ for name, model in models.items()}
@@ -49,7 +46,7 @@ labels["true digits"] = y
 
 print(f"{'':<20} {'accuracy':>8} {'NMI':>6} {'ratio cut':>9}")
 for name, found in labels.items():
-    print(f"{name:<20} {hungarian_accuracy(y, found):8.3f} "
+    print(f"{name:<20} {clustering_accuracy(y, found):8.3f} "
           f"{normalized_mutual_info_score(y, found):6.3f} {ratio_cut(W, found):9.3f}")
 
 # %%
