@@ -13,8 +13,7 @@ if importlib.util.find_spec("torch") is None:
         "skdiffclust/_utils/_torch.py",
         "skdiffclust/clam/_backprop.py",
         "skdiffclust/clam/_dynamics.py",
-        "skdiffclust/clam/_estimator.py",  # its doctest fits a model
-        "skdiffclust/clam/_training.py",
+        "skdiffclust/clam/_torch_training.py",
         "skdiffclust/prcut/_estimator.py",  # its doctest fits a model
         "skdiffclust/prcut/_loss.py",
         "skdiffclust/prcut/_training.py",

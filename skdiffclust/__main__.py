@@ -41,9 +41,9 @@ def estimators(n_clusters, seed):
     ]
     rows.append(("SparseGEMINI (MMD one-vs-one)",
                  SparseGEMINI(n_clusters=n_clusters, random_state=seed), False))
+    rows.append(("ClAM (beta=0.1)",
+                 ClAM(n_clusters=n_clusters, beta=0.1, random_state=seed), False))
     if importlib.util.find_spec("torch") is not None:
-        rows.append(("ClAM (beta=0.1)",
-                     ClAM(n_clusters=n_clusters, beta=0.1, random_state=seed), False))
         rows.append(("PRCut", PRCut(n_clusters=n_clusters, random_state=seed), False))
         rows.append((
             "SpanningForestClustering mlp + labels",

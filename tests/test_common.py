@@ -1,8 +1,14 @@
-"""scikit-learn's estimator checks over every estimator of the package."""
+"""scikit-learn's estimator checks over every estimator that needs no torch.
+
+ClAM trains on the CPU without torch, so it is here; the estimators and settings
+that need torch are checked in ``test_torch_common*.py``.
+"""
 
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from skdiffclust import SparseGEMINI, SpanningForestClustering
+from skdiffclust import ClAM, SparseGEMINI, SpanningForestClustering
+
+CLAM_FAST = dict(max_iter=3, n_init=1, device="cpu", random_state=0)
 
 ESTIMATORS = [
     SpanningForestClustering(),
@@ -12,6 +18,9 @@ ESTIMATORS = [
     SparseGEMINI(max_iter=20, random_state=0),
     SparseGEMINI(gemini="wasserstein_ovo", hidden_layer_sizes=(), max_iter=5, random_state=0),
     SparseGEMINI(gemini="mmd_ova", alpha=1.0, max_iter=10, random_state=0),
+    ClAM(**CLAM_FAST),
+    ClAM(metric="cosine", weighted=True, **CLAM_FAST),
+    ClAM(init="random", mask_prob=0.0, n_init=2, max_iter=3, device="cpu", random_state=0),
 ]
 
 PRECOMPUTED_FAILURES = {

@@ -8,7 +8,7 @@ import pytest
 EXAMPLES = sorted((Path(__file__).resolve().parents[1] / "examples").glob("plot_*.py"))
 
 
-TORCH_MARKERS = ("import torch", "embedding=", "ClAM(", "PRCut(")
+TORCH_MARKERS = ("import torch", "embedding=", "PRCut(")
 
 
 def _needs_torch(path):

@@ -23,6 +23,19 @@ def test_import_is_light():
     assert out.split() == ["False", "0"]
 
 
+def test_clam_trains_and_predicts_on_the_cpu_without_importing_torch():
+    out = _run_python(
+        "import pickle, sys\n"
+        "from sklearn.datasets import make_blobs\n"
+        "from skdiffclust import ClAM\n"
+        "X, _ = make_blobs(60, centers=3, random_state=0)\n"
+        "model = pickle.loads(pickle.dumps(\n"
+        "    ClAM(n_clusters=3, max_iter=5, device='cpu', random_state=0).fit(X)))\n"
+        "print('torch' in sys.modules, (model.predict(X) == model.labels_).all())\n"
+    )
+    assert out.split() == ["False", "True"]
+
+
 def test_public_names():
     assert set(skdiffclust.__all__) >= {
         "SpanningForestClustering", "spanning_forest", "constraints_from_labels"

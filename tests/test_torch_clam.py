@@ -11,7 +11,7 @@ from sklearn.datasets import load_wine, make_blobs
 from sklearn.metrics import adjusted_rand_score, silhouette_score
 from sklearn.preprocessing import StandardScaler
 
-from skdiffclust.clam import ClAM, _kernels, _training
+from skdiffclust.clam import ClAM, _kernels, _torch_training, _training
 from skdiffclust.clam._backprop import completion_loss_and_grads
 from skdiffclust.clam._dynamics import (
     LOGIT_FLOOR,
@@ -254,8 +254,8 @@ def test_cpu_and_torch_trainers_agree_on_the_same_draws(params):
     settings = dict(weighted=weighted, mask_prob=params.get("mask_prob", 0.3),
                     batch_size=8, learning_rate=0.05, seed=0)
     cpu = _training.CPUTrainer(X, X.mean(0), initial, dynamics, **settings)
-    gpu_path = _training.TorchTrainer(X, X.mean(0), initial, dynamics, device="cpu",
-                                      **settings)
+    gpu_path = _torch_training.TorchTrainer(X, X.mean(0), initial, dynamics, device="cpu",
+                                            **settings)
     for _ in range(3):
         order, hidden = cpu.rng.permutation(len(X)), cpu._draw_hidden()
         np.testing.assert_allclose(cpu.epoch_with(order, hidden),

@@ -86,15 +86,6 @@ def module_dtype(module):
     return torch.float32
 
 
-def progress(iterable, verbose, description):
-    """A tqdm progress bar when ``verbose``, the iterable itself otherwise."""
-    if not verbose:
-        return iterable
-    from tqdm.auto import tqdm
-
-    return tqdm(iterable, desc=description)
-
-
 @torch.no_grad()
 def apply_in_batches(module, X, device, batch_size=4096):
     """``module(X)`` for a NumPy X, in batches, returned as a float64 NumPy array."""

@@ -1,4 +1,4 @@
-"""Progress reporting without torch (tqdm is optional)."""
+"""Progress reporting without torch."""
 
 
 def progress_bar(verbose, description, total=None):
@@ -10,3 +10,12 @@ def progress_bar(verbose, description, total=None):
     except ImportError:
         return None
     return tqdm(total=total, desc=description)
+
+
+def progress(iterable, verbose, description):
+    """A tqdm progress bar when ``verbose``, the iterable itself otherwise."""
+    if not verbose:
+        return iterable
+    from tqdm.auto import tqdm
+
+    return tqdm(iterable, desc=description)

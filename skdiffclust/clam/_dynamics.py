@@ -42,10 +42,7 @@ the CPU, and for inference, it runs the same maths in the numba kernels of
 
 import torch
 
-from skdiffclust.clam._kernels import LOGIT_FLOOR
-
-EUCLIDEAN = "euclidean"
-COSINE = "cosine"
+from skdiffclust.clam._kernels import COSINE, EUCLIDEAN, LOGIT_FLOOR, hidden_count
 
 
 def squared_norms(x):
@@ -176,11 +173,6 @@ def recursion(memories, x0, n_steps, alpha, free=None, trajectory=False):
     x0_fm = x0.transpose(-1, -2).contiguous()
     xt = _recursion_fm(memories, x0_fm, n_steps, alpha, free_fm, states)
     return states if trajectory else xt.transpose(-1, -2)
-
-
-def hidden_count(mask_prob, n_features):
-    """Features hidden per example: ``mask_prob * n_features``, rounded half up."""
-    return min(int(mask_prob * n_features + 0.5), n_features)
 
 
 def draw_masks(shape, mask_prob, generator, device):

@@ -103,10 +103,11 @@ class ClAM(TransformerMixin, ClusterMixin, BaseEstimator):
         See ``tol``.
 
     device : {'auto', 'cpu', 'cuda'}, default='auto'
-        Where the prototypes are trained; ``'auto'`` picks CUDA when available.
-        The CPU trains with numba kernels, CUDA with torch. Inference
-        (``labels_``, ``predict``, ``transform``, ``score``) runs on the CPU, so
-        fitted estimators need no GPU.
+        Where the prototypes are trained; ``'auto'`` picks CUDA when PyTorch is
+        installed and sees one. The CPU trains with numba kernels and needs no
+        PyTorch; CUDA trains with torch. Inference (``labels_``, ``predict``,
+        ``transform``, ``score``) runs on the CPU, so fitted estimators need
+        neither a GPU nor PyTorch.
 
     random_state : int, RandomState instance or None, default=None
         Seeds the initialisation, the batches and the masks. Same seed, same
@@ -272,8 +273,8 @@ class ClAM(TransformerMixin, ClusterMixin, BaseEstimator):
             raise ValueError(
                 f"n_samples={X.shape[0]} should be >= n_clusters={self.n_clusters}."
             )
-        training, torch_utils = _import_torch_training()
-        device = torch_utils.resolve_device(self.device)
+        training = _training_module()
+        device = _resolve_device(self.device)
         init_seed, train_seed, score_seed = derive_seeds(self.random_state, 3)
         points = self._points(X)
         fill = _mask_fill(points, self.mask_value)
@@ -320,7 +321,7 @@ class ClAM(TransformerMixin, ClusterMixin, BaseEstimator):
                 "loss_curve": trained.loss_curves[best]}
 
     def _points(self, X):
-        # a writable float32 copy (torch warns on read-only arrays); unit rows for cosine
+        # a float32 copy for training; unit rows for the spherical variant
         points = np.array(X, dtype=np.float32)
         return _unit_rows(points) if self.metric == "cosine" else points
 
@@ -362,7 +363,7 @@ class ClAM(TransformerMixin, ClusterMixin, BaseEstimator):
         return self._points(X)
 
     def _converge(self, X):
-        training, _ = _import_torch_training()
+        training = _training_module()
         points = self._check_X(X)
         prototypes = self.cluster_centers_.astype(np.float32)
         return training.converge(points, prototypes, self._log_weights(),
@@ -419,7 +420,7 @@ class ClAM(TransformerMixin, ClusterMixin, BaseEstimator):
         score : float
         """
         points = self._check_X(X)
-        training, _ = _import_torch_training()
+        training = _training_module()
         log_weights = self._log_weights()
         prototypes = self.cluster_centers_[None].astype(np.float32)
         losses = training.evaluate_loss(
@@ -430,13 +431,26 @@ class ClAM(TransformerMixin, ClusterMixin, BaseEstimator):
         return -float(losses[0])
 
 
-def _import_torch_training():
+def _training_module():
+    # imported on first use, so that ``import skdiffclust`` does not import numba
+    from skdiffclust.clam import _training
+
+    return _training
+
+
+def _resolve_device(device):
+    """'cpu' (the numba kernels, no torch needed) or the torch device for CUDA."""
+    if device == "cpu":
+        return "cpu"
     try:
-        from skdiffclust._utils import _torch
-        from skdiffclust.clam import _training
+        from skdiffclust._utils._torch import resolve_device
     except ImportError as error:
-        raise ImportError('ClAM needs PyTorch: pip install "skdiffclust[torch]"') from error
-    return _training, _torch
+        if device == "auto":
+            return "cpu"
+        raise ImportError(
+            'ClAM(device="cuda") trains with PyTorch: pip install "skdiffclust[torch]"'
+        ) from error
+    return resolve_device(device)
 
 
 def _unit_rows(X):

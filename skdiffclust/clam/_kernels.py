@@ -32,6 +32,9 @@ import math
 import numpy as np
 from numba import njit
 
+EUCLIDEAN = "euclidean"
+COSINE = "cosine"
+
 # Logits more than 46 below the largest are raised to that floor, so attraction
 # weights are never below about 1e-20 / k. Such weights cannot change a float32 or
 # float64 sum whose largest term is at least 1 / k, but without the floor they and
@@ -48,6 +51,11 @@ SMALLEST_NORMAL = np.finfo(np.float32).tiny
 
 
 # -- masks ---------------------------------------------------------------------------
+
+
+def hidden_count(mask_prob, n_features):
+    """Features hidden per example: ``mask_prob * n_features``, rounded half up."""
+    return min(int(mask_prob * n_features + 0.5), n_features)
 
 
 @njit(cache=True)

@@ -1,25 +1,23 @@
 """Training ClAM's prototypes (algorithm 1 of Saha et al., 2023), all restarts at once,
-and inference.
+and inference. Needs no torch.
 
 The ``n_init`` restarts are independent problems stacked along a leading dimension:
 prototypes of shape ``(R, k, d)``, one Adam state and one learning rate per
 restart. Two trainers run the same mini-batch Adam: :class:`CPUTrainer` by the
-numba kernels of ``_kernels`` (one call per epoch), :class:`TorchTrainer` in torch
-for CUDA (one Python step per batch, whose per-operation overhead would dominate
-on a CPU). Inference (labels, distances, loss) always runs on the CPU, by the
-numba kernels, in float64.
+numba kernels of ``_kernels`` (one call per epoch), and, for CUDA,
+``_torch_training.TorchTrainer`` in torch (one Python step per batch, whose
+per-operation overhead would dominate on a CPU). Inference (labels, distances,
+loss) always runs on the CPU, by the numba kernels, in float64.
 """
 
 from dataclasses import dataclass
 
 import numpy as np
-import torch
 
 from skdiffclust._utils._random import numpy_generator
-from skdiffclust._utils._torch import make_generator, progress, tensor_from_numpy
+from skdiffclust._utils._torch_free import progress
 from skdiffclust.clam import _kernels as kernels
-from skdiffclust.clam._backprop import completion_loss_and_grads
-from skdiffclust.clam._dynamics import COSINE, draw_masks, hidden_count
+from skdiffclust.clam._kernels import COSINE, hidden_count
 
 # learning-rate schedule of the paper (appendix B.1, table 5)
 PLATEAU_FACTOR = 0.8
@@ -44,36 +42,6 @@ class TrainedRestarts:
     log_weights: np.ndarray  # (R, k)
     n_iter: np.ndarray  # (R,) epochs run by each restart
     loss_curves: list  # R lists of epoch losses
-
-
-class BatchedAdam:
-    """Adam (Kingma & Ba) on stacked restarts, with one learning rate per restart.
-
-    Elementwise, hence exactly R independent Adam optimisers.
-    """
-
-    def __init__(self, params, learning_rate, n_restarts,
-                 betas=(kernels.ADAM_BETA1, kernels.ADAM_BETA2), eps=kernels.ADAM_EPS):
-        self.params = params
-        self.lr = np.full(n_restarts, float(learning_rate))
-        self.betas = betas
-        self.eps = eps
-        self.t = 0
-        self.moments = [(torch.zeros_like(p), torch.zeros_like(p)) for p in params]
-
-    def step(self, grads):
-        """Update the parameters in place from their gradients (same order)."""
-        self.t += 1
-        beta1, beta2 = self.betas
-        correction1 = 1 - beta1**self.t
-        correction2 = 1 - beta2**self.t
-        for param, (m, v), grad in zip(self.params, self.moments, grads):
-            m.mul_(beta1).add_(grad, alpha=1 - beta1)
-            v.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
-            lr = torch.as_tensor(self.lr / correction1, dtype=param.dtype,
-                                 device=param.device).reshape((-1,) + (1,) * (param.dim() - 1))
-            denom = (v / correction2).sqrt_().add_(self.eps)
-            param.addcdiv_(m * lr, denom, value=-1.0)
 
 
 class Plateau:
@@ -126,15 +94,18 @@ def train_restarts(X, fill, init_prototypes, dynamics, *, weighted, mask_prob, b
     dynamics : Dynamics
     weighted : bool
         Learn per-prototype log-weights (eq. 10-11).
-    device : torch.device
-        The CPU trains with numba kernels (:class:`CPUTrainer`), other devices with
-        torch (:class:`TorchTrainer`).
+    device : str or torch.device
+        The CPU trains with numba kernels (:class:`CPUTrainer`), CUDA with torch
+        (``_torch_training.TorchTrainer``).
 
     Returns
     -------
     TrainedRestarts
     """
-    trainer_class = CPUTrainer if torch.device(device).type == "cpu" else TorchTrainer
+    if getattr(device, "type", device) == "cpu":
+        trainer_class = CPUTrainer
+    else:
+        from skdiffclust.clam._torch_training import TorchTrainer as trainer_class
     trainer = trainer_class(X, fill, init_prototypes, dynamics, weighted=weighted,
                             mask_prob=mask_prob, batch_size=batch_size,
                             learning_rate=learning_rate, seed=seed, device=device)
@@ -155,79 +126,10 @@ def train_restarts(X, fill, init_prototypes, dynamics, *, weighted, mask_prob, b
                            loss_curves=curves)
 
 
-class TorchTrainer:
-    """Mini-batch Adam in torch, one Python step per batch (the path for CUDA).
-
-    Draws the permutations and masks from a torch generator seeded with ``seed``.
-    """
-
-    def __init__(self, X, fill, init_prototypes, dynamics, *, weighted, mask_prob,
-                 batch_size, learning_rate, seed, device):
-        self.dtype = torch.float64 if X.dtype == np.float64 else torch.float32
-        self.device = device
-        self.generator = make_generator(seed, device)
-        self.X = tensor_from_numpy(X, self.dtype, device)
-        self.fill = torch.as_tensor(fill, dtype=self.dtype, device=device)
-        n_restarts, k, _ = init_prototypes.shape
-        self.prototypes = torch.tensor(init_prototypes, dtype=self.dtype, device=device)
-        self.log_weights = torch.zeros((n_restarts, k), dtype=self.dtype, device=device)
-        self.weighted = weighted
-        params = [self.prototypes, self.log_weights] if weighted else [self.prototypes]
-        self.optimizer = BatchedAdam(params, learning_rate, n_restarts)
-        self.dynamics = dynamics
-        self.mask_prob = mask_prob
-        self.batch_size = min(batch_size, X.shape[0])
-
-    def epoch(self, active=None):
-        """One epoch; returns each restart's mean loss. A stopped restart (zero
-        learning rate) is computed too, and left unchanged."""
-        order = torch.randperm(self.X.shape[0], generator=self.generator,
-                               device=self.device)
-        return self._run(order, lambda shape, start: draw_masks(
-            shape, self.mask_prob, self.generator, self.device))
-
-    def epoch_with(self, order, hidden):
-        """One epoch on a given permutation and hidden features (R, n, h), as drawn by
-        :class:`CPUTrainer` (h = d, all of them, for the unmasked loss)."""
-        n_restarts, n_samples, n_hidden = hidden.shape
-        n_features = self.X.shape[1]
-        masks = None
-        if n_hidden < n_features:
-            masks = np.zeros((n_restarts, n_samples, n_features), dtype=bool)
-            np.put_along_axis(masks, hidden, True, axis=2)
-            masks = torch.as_tensor(masks, device=self.device)
-        order = torch.as_tensor(order, device=self.device)
-        return self._run(order, lambda shape, start: None if masks is None else
-                         masks[:, start : start + shape[1]])
-
-    @torch.no_grad()
-    def _run(self, order, masks_for):
-        n_samples = self.X.shape[0]
-        n_restarts = self.prototypes.shape[0]
-        dynamics = self.dynamics
-        epoch_loss = torch.zeros(n_restarts, dtype=self.dtype, device=self.device)
-        for start in range(0, n_samples, self.batch_size):
-            batch = self.X[order[start : start + self.batch_size]]
-            masks = masks_for((n_restarts,) + batch.shape, start)
-            # restarts are independent: the gradient of their summed losses is
-            # each restart's own gradient
-            per_point, *grads = completion_loss_and_grads(
-                self.prototypes, self.log_weights if self.weighted else None, batch, masks,
-                self.fill, beta=dynamics.beta, metric=dynamics.metric,
-                n_steps=dynamics.n_steps, alpha=dynamics.alpha,
-            )
-            self.optimizer.step(grads)
-            epoch_loss += per_point.sum(-1)
-        return (epoch_loss / n_samples).cpu().numpy().astype(np.float64)
-
-    def parameters(self):
-        return self.prototypes.cpu().numpy(), self.log_weights.cpu().numpy()
-
-
 @dataclass
 class AdamState:
     """Adam's moments (m_P, v_P, m_W, v_W), per-restart learning rates and step
-    count, for the numba kernels (the state of :class:`BatchedAdam`)."""
+    count, for the numba kernels (the state of ``_torch_training.BatchedAdam``)."""
 
     moments: tuple
     lr: np.ndarray
@@ -237,7 +139,7 @@ class AdamState:
 class CPUTrainer:
     """Mini-batch Adam by the numba kernels of ``_kernels``, one call per epoch.
 
-    Same algorithm and maths as :class:`TorchTrainer` (``epoch_with`` takes the
+    Same algorithm and maths as ``_torch_training.TorchTrainer`` (``epoch_with`` takes the
     same arguments), but without its per-operation overhead, which is most of the
     cost of small batches on a CPU. Draws the permutations and masks from a NumPy
     generator seeded with ``seed``. ``device`` is ignored (always the CPU).

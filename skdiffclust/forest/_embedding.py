@@ -16,10 +16,10 @@ import torch
 from skdiffclust._utils._torch import (
     build_mlp,
     make_generator,
-    progress,
     state_to_numpy,
     tensor_from_numpy,
 )
+from skdiffclust._utils._torch_free import progress
 from skdiffclust.forest._constraints import Constraints
 from skdiffclust.forest._torch_ops import (
     PartialFenchelYoungFunction,

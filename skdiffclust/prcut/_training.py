@@ -17,9 +17,9 @@ from torch import nn
 from skdiffclust._utils._torch import (
     build_mlp,
     make_generator,
-    progress,
     tensor_from_numpy,
 )
+from skdiffclust._utils._torch_free import progress
 from skdiffclust.prcut._graph import BatchPairExtractor
 from skdiffclust.prcut._loss import (
     ProportionAverage,
