@@ -10,12 +10,18 @@ graph with its eigenvectors and runs k-means there; PRCut (Ghriss & Monteleoni,
 expected ratio cut, one pair of mini-batches at a time.
 
 We report the accuracy (best one-to-one matching of clusters to digits), the NMI
-and the ratio cut on the graph. A one-hidden-layer network (``hidden_layer_sizes``)
-finds a lower ratio cut than the linear model on these pixels, and recovers the
-digits best. The KL weight ``gamma`` sets how much PRCut pays
-for unbalanced clusters: with the paper's value (100) the clusters are nearly
-equal in size, like the digits; with a small value the ratio cut may favour
-small, well-separated groups, as spectral clustering's partition does.
+and the ratio cut on the graph, for three settings of PRCut:
+
+* the paper's: a linear model and the KL weight ``gamma=100``, which makes the
+  clusters nearly equal in size, like the digits;
+* the same with one hidden layer (``hidden_layer_sizes``), which recovers the
+  digits best;
+* a small ``gamma`` with ``annealing`` (not in the paper): the hardness part of
+  the bound is raised from 0.01 to 1 during the first 80% of the steps, so the
+  partition grows out of the graph's smoothest directions, those of spectral
+  clustering, and ten trainings keep the lowest objective. It finds a lower
+  ratio cut than spectral clustering, with unbalanced clusters as spectral
+  clustering's are, and a higher accuracy.
 """
 
 # %%
@@ -33,10 +39,10 @@ from skdiffclust.prcut import PRCut
 X, y = load_digits(return_X_y=True)
 models = {
     "PRCut, gamma=100": PRCut(n_clusters=10, n_neighbors=10, random_state=0).fit(X),
-    "PRCut, gamma=3": PRCut(n_clusters=10, n_neighbors=10, gamma=3.0,
-                            random_state=0).fit(X),
     "PRCut, MLP (256,)": PRCut(n_clusters=10, n_neighbors=10, hidden_layer_sizes=(256,),
                                random_state=0).fit(X),
+    "PRCut, annealed": PRCut(n_clusters=10, n_neighbors=10, gamma=1.0, annealing=0.8,
+                             n_init=10, random_state=0).fit(X),
 }
 W = models["PRCut, gamma=100"].affinity_matrix_
 labels = {name: model.labels_ for name, model in models.items()}
@@ -52,8 +58,10 @@ for name, found in labels.items():
 # %%
 # Cluster sizes and training curve
 # --------------------------------
-# Spectral clustering's lower ratio cut comes with unbalanced clusters (a small,
-# well separated group of ones; threes and nines merged).
+# The low ratio cuts come with unbalanced clusters: spectral clustering's has a
+# small, well separated group of ones and merges threes and nines; the annealed
+# PRCut keeps the small group of ones too. The objective of the annealed
+# training rises while the hardness grows, then falls.
 fig, (ax_sizes, ax_curve) = plt.subplots(1, 2, figsize=(11, 4))
 width = 0.8 / len(labels)
 for i, (name, found) in enumerate(labels.items()):

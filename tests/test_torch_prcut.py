@@ -14,7 +14,7 @@ from sklearn.datasets import load_digits, make_blobs
 from sklearn.metrics import adjusted_rand_score, confusion_matrix
 
 from skdiffclust._utils._torch import make_generator
-from skdiffclust.prcut import PRCut
+from skdiffclust.prcut import PRCut, ratio_cut
 from skdiffclust.prcut._graph import knn_affinity, pbar_floor
 from skdiffclust.prcut._inference import predict_probabilities
 from skdiffclust.prcut._loss import (
@@ -24,7 +24,7 @@ from skdiffclust.prcut._loss import (
     kl_to_uniform,
     surrogate,
 )
-from skdiffclust.prcut._training import AssignmentNetwork
+from skdiffclust.prcut._training import AssignmentNetwork, hardness_schedule
 
 pytestmark = pytest.mark.torch
 
@@ -51,19 +51,20 @@ def _random_pair(seed, n_left=7, n_right=5, k=3, n_edges=20):
     return p_left, p_right, rows, cols, weights
 
 
+@pytest.mark.parametrize("hardness", [1.0, 0.3, 0.01])
 @pytest.mark.parametrize("seed", range(5))
-def test_eq8_gradient_equals_autograd_of_the_bound_with_the_batch_mean(seed):
+def test_eq8_gradient_equals_autograd_of_the_bound_with_the_batch_mean(seed, hardness):
     p_left, p_right, rows, cols, weights = _random_pair(seed)
     p_left.requires_grad_(True)
     p_right.requires_grad_(True)
-    bound_of_batch_mean(p_left, p_right, rows, cols, weights).backward()
+    bound_of_batch_mean(p_left, p_right, rows, cols, weights, hardness).backward()
     p_bar = torch.cat([p_left, p_right]).mean(0).detach()
     bound, grad_left, grad_right = bound_and_gradient(
         p_left.detach(), p_right.detach(), rows, cols, weights, p_bar,
-        p_left.shape[0] + p_right.shape[0],
+        p_left.shape[0] + p_right.shape[0], hardness,
     )
-    torch.testing.assert_close(bound, bound_of_batch_mean(p_left, p_right, rows, cols,
-                                                          weights).detach())
+    torch.testing.assert_close(bound, bound_of_batch_mean(
+        p_left, p_right, rows, cols, weights, hardness).detach())
     torch.testing.assert_close(grad_left, p_left.grad, rtol=1e-12, atol=1e-12)
     torch.testing.assert_close(grad_right, p_right.grad, rtol=1e-12, atol=1e-12)
 
@@ -88,7 +89,7 @@ def test_surrogate_backpropagates_the_bound_gradient_into_the_network():
 def test_an_emptying_cluster_gives_finite_gradients():
     p_left, p_right, rows, cols, weights = _random_pair(3)
     p_left[:, 2], p_right[:, 2] = 0.0, 0.0  # cluster 2 is empty
-    average = ProportionAverage(3, 0.8, 0.05, "cpu", torch.float64)
+    average = ProportionAverage(3, 0.8, "cpu", torch.float64)
     for _ in range(50):
         p_bar = average.update(torch.cat([p_left, p_right]).mean(0))
     assert p_bar[2] == pbar_floor(3)
@@ -111,10 +112,12 @@ def test_a_batch_pair_without_edges_gives_no_ratio_cut_signal():
 
 
 def test_proportion_average_starts_uniform_and_tracks_the_batches():
-    average = ProportionAverage(2, 0.8, 0.05, "cpu", torch.float64)
+    average = ProportionAverage(2, 0.8, "cpu", torch.float64)
     first = average.update(torch.tensor([1.0, 0.0], dtype=torch.float64))
     torch.testing.assert_close(first, torch.tensor([0.9, 0.1], dtype=torch.float64))
-    for _ in range(500):
+    second = average.update(torch.tensor([0.0, 1.0], dtype=torch.float64))
+    torch.testing.assert_close(second, torch.tensor([0.18, 0.82], dtype=torch.float64))
+    for _ in range(50):
         value = average.update(torch.tensor([0.3, 0.7], dtype=torch.float64))
     torch.testing.assert_close(value, torch.tensor([0.3, 0.7], dtype=torch.float64))
 
@@ -146,6 +149,34 @@ def test_digits_accuracy_at_least_spectral_clustering_on_the_same_graph(digits):
     assert ours >= theirs - 0.02
     assert ours > 0.8
     assert model.n_clusters_ == 10
+
+
+def test_annealed_digits_ratio_cut_below_spectral_clustering_on_the_same_graph(digits):
+    X, y = digits
+    model = PRCut(n_clusters=10, n_neighbors=10, gamma=1.0, annealing=0.8, n_init=10,
+                  random_state=0, device="cpu").fit(X)
+    W = model.affinity_matrix_
+    spectral = SpectralClustering(10, affinity="precomputed", random_state=0).fit(W)
+    assert model.n_clusters_ == 10
+    assert ratio_cut(W, model.labels_) < ratio_cut(W, spectral.labels_)
+    assert (hungarian_accuracy(y, model.labels_)
+            >= hungarian_accuracy(y, spectral.labels_) - 0.02)
+
+
+def test_hardness_rises_geometrically_to_the_papers_bound_then_stays():
+    hardness = hardness_schedule(4)
+    values = [hardness(step) for step in range(1, 8)]
+    np.testing.assert_allclose(values[:4], [1e-2, 10 ** -1.5, 1e-1, 10 ** -0.5])
+    assert values[4:] == [1.0, 1.0, 1.0]
+    assert hardness_schedule(0)(1) == 1.0
+
+
+def test_early_stopping_waits_for_the_end_of_annealing(blobs):
+    X, _ = blobs
+    model = PRCut(n_clusters=3, random_state=0, max_iter=1000, batch_size=64,
+                  n_iter_no_change=20, tol=10.0, annealing=0.5, device="cpu").fit(X)
+    # tol=10: the first window after annealing sets the best, two more stop
+    assert model.n_iter_ == 500 + 3 * 20
 
 
 @pytest.fixture(scope="module")

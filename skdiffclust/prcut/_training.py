@@ -29,8 +29,9 @@ from skdiffclust.prcut._loss import (
     surrogate,
 )
 
-# P-bar follows roughly the last 1 / MIN_PBAR_RATE steps (see ProportionAverage)
-MIN_PBAR_RATE = 0.05
+# hardness at the first annealing step: small enough that the uniform assignment
+# is stable, so that the partition grows out of the graph's smoothest directions
+HARDNESS_START = 1e-2
 
 
 class AssignmentNetwork(nn.Module):
@@ -170,9 +171,19 @@ def torch_threads(n_threads):
         torch.set_num_threads(previous)
 
 
+def hardness_schedule(n_annealing_steps):
+    """Hardness s of each step: geometric from HARDNESS_START to 1 over the first
+    ``n_annealing_steps`` steps, then 1 (the paper's bound)."""
+    def hardness(step):
+        if step > n_annealing_steps:
+            return 1.0
+        return HARDNESS_START ** (1.0 - (step - 1) / n_annealing_steps)
+    return hardness
+
+
 def train_prcut(X, graph, *, n_clusters, hidden_layer_sizes, batch_size, max_iter,
-                learning_rate, momentum, gamma, tol, n_iter_no_change, device,
-                init_seed, batch_seed, verbose, description="PRCut"):
+                learning_rate, momentum, gamma, annealing, tol, n_iter_no_change,
+                device, init_seed, batch_seed, verbose, description="PRCut"):
     """Train the assignment network on the graph (algorithm 1).
 
     Parameters
@@ -181,6 +192,9 @@ def train_prcut(X, graph, *, n_clusters, hidden_layer_sizes, batch_size, max_ite
         The network's input (features, or rows of a precomputed affinity).
     graph : scipy.sparse.csr_matrix of shape (n_samples, n_samples)
         Canonical affinity graph.
+    annealing : float
+        Fraction of ``max_iter`` over which the hardness of the bound is raised
+        to 1 (see ``_loss``); early stopping starts after it.
 
     Returns
     -------
@@ -200,10 +214,11 @@ def train_prcut(X, graph, *, n_clusters, hidden_layer_sizes, batch_size, max_ite
     features = FeatureBatches(X, device, dtype)
     sampler = PairSampler(X.shape[0], batch_size, np.random.default_rng(batch_seed))
     extract = BatchPairExtractor(graph)
-    p_bar_average = ProportionAverage(n_clusters, momentum, MIN_PBAR_RATE, device,
-                                      dtype)
+    p_bar_average = ProportionAverage(n_clusters, momentum, device, dtype)
     floor = pbar_floor(n_clusters)
     stopping = EarlyStopping(n_iter_no_change, tol)
+    n_annealing_steps = int(round(annealing * max_iter))
+    hardness = hardness_schedule(n_annealing_steps)
     objectives, n_iter = [], 0
     network.train()
     for n_iter in progress(range(1, max_iter + 1), verbose, description):
@@ -217,7 +232,7 @@ def train_prcut(X, graph, *, n_clusters, hidden_layer_sizes, batch_size, max_ite
         p_bar = p_bar_average.update(batch_mean)
         bound, grad_left, grad_right = bound_and_gradient(
             p_left.detach(), p_right.detach(), rows, cols, weights, p_bar,
-            probabilities.shape[0],
+            probabilities.shape[0], hardness(n_iter),
         )
         kl = kl_to_uniform(batch_mean, floor)
         loss = surrogate(p_left, p_right, grad_left, grad_right) + gamma * kl
@@ -225,7 +240,7 @@ def train_prcut(X, graph, *, n_clusters, hidden_layer_sizes, batch_size, max_ite
         loss.backward()
         optimizer.step()
         objectives.append(float(bound) + gamma * float(kl.detach()))
-        if stopping(objectives[-1]):
+        if n_iter > n_annealing_steps and stopping(objectives[-1]):
             break
     network.eval()
     coefs, intercepts = network.weights_as_numpy()
