@@ -357,15 +357,23 @@ def test_wine_clusters_match_the_cultivars():
 
 
 def test_ecoli_silhouette_reaches_the_papers_level(shared_data):
+    # The paper picks beta per dataset by silhouette; one fit's silhouette is chaotic
+    # in the floating-point rounding (0.17 to 0.41 on ecoli), so the bound is on the
+    # median over five seeds of the beta grid's best, which 25 of 26 seeds pass alone.
     X, _, k = load_benchmark(shared_data, "uci", "ecoli")
     X = StandardScaler().fit_transform(X)
     kmeans = KMeans(k, n_init=10, random_state=0).fit(X)
-    best = max(
-        silhouette_score(X, ClAM(k, beta=beta, random_state=0, device="cpu").fit(X).labels_)
-        for beta in (0.1, 0.3, 1.0, 3.0)
-    )
-    assert best >= 0.30  # paper: 0.331
-    assert best >= silhouette_score(X, kmeans.labels_)
+
+    def best_over_beta(seed):
+        return max(
+            silhouette_score(X, ClAM(k, beta=beta, random_state=seed, device="cpu")
+                             .fit(X).labels_)
+            for beta in (0.1, 0.3, 1.0, 3.0)
+        )
+
+    typical = np.median([best_over_beta(seed) for seed in range(5)])
+    assert typical >= 0.30  # paper: 0.331
+    assert typical >= silhouette_score(X, kmeans.labels_)
 
 
 def test_high_dimension_trains_without_nan_or_warnings():
