@@ -8,6 +8,7 @@ import pytest
 import torch
 from sklearn.cluster import KMeans
 from sklearn.datasets import load_wine, make_blobs
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import adjusted_rand_score, silhouette_score
 from sklearn.preprocessing import StandardScaler
 
@@ -254,13 +255,25 @@ def test_cpu_and_torch_trainers_agree_on_the_same_draws(params):
     settings = dict(weighted=weighted, mask_prob=params.get("mask_prob", 0.3),
                     batch_size=8, learning_rate=0.05, seed=0)
     cpu = _training.CPUTrainer(X, X.mean(0), initial, dynamics, **settings)
-    gpu_path = _torch_training.TorchTrainer(X, X.mean(0), initial, dynamics, device="cpu",
-                                            **settings)
+    task = _torch_training.CompletionTask(
+        X, X.mean(0), initial, dynamics, weighted=weighted, mask_prob=settings["mask_prob"],
+        device="cpu", generator=None)
+    optimizer = torch.optim.Adam(task.parameters(), lr=settings["learning_rate"])
     for _ in range(3):
         order, hidden = cpu.rng.permutation(len(X)), cpu._draw_hidden()
-        np.testing.assert_allclose(cpu.epoch_with(order, hidden),
-                                   gpu_path.epoch_with(order, hidden), rtol=1e-10)
-    for actual, desired in zip(cpu.parameters(), gpu_path.parameters()):
+        masks = np.zeros((2, len(X), X.shape[1]), dtype=bool)
+        np.put_along_axis(masks, hidden, True, axis=2)
+        total = np.zeros(2)
+        for start in range(0, len(X), settings["batch_size"]):
+            batch = torch.as_tensor(order[start : start + settings["batch_size"]])
+            batch_masks = None if params.get("mask_prob") == 0.0 else torch.as_tensor(
+                masks[:, start : start + settings["batch_size"]])
+            optimizer.zero_grad()
+            total += task.loss_with_masks(batch, batch_masks).numpy() * len(batch)
+            optimizer.step()
+        np.testing.assert_allclose(cpu.epoch_with(order, hidden), total / len(X), rtol=1e-10)
+    torch_parameters = (task.prototypes.numpy(), task.log_weights.numpy())
+    for actual, desired in zip(cpu.parameters(), torch_parameters):
         np.testing.assert_allclose(actual, desired, rtol=1e-9, atol=1e-12)
     assert not np.allclose(cpu.parameters()[0], initial)  # training moved them
 
@@ -381,6 +394,7 @@ def test_high_dimension_trains_without_nan_or_warnings():
     X[:60, :200] += 3.0
     with warnings.catch_warnings():
         warnings.simplefilter("error")
+        warnings.simplefilter("ignore", ConvergenceWarning)  # max_iter=3 is on purpose
         clam = ClAM(n_clusters=2, batch_size=64, max_iter=3, random_state=0,
                     device="cpu").fit(X)
         distances = clam.transform(X)
@@ -453,7 +467,7 @@ def test_max_iter_zero_keeps_the_given_prototypes():
     clam = ClAM(n_clusters=3, init=prototypes, max_iter=0, beta=5.0).fit(X)
     np.testing.assert_array_equal(clam.labels_, [0, 1, 2, 1])
     np.testing.assert_allclose(clam.cluster_centers_, prototypes)
-    assert clam.n_iter_ == 0 and clam.loss_curve_ == []
+    assert clam.n_iter_ == 0 and clam.loss_curve_.size == 0
 
 
 def test_empty_clusters_are_numbered_last():

@@ -1,112 +1,110 @@
-"""ClAM's training on CUDA, in torch: mini-batch Adam over stacked restarts.
+"""ClAM's training on CUDA: the masked completion loss as a task for the torch engine.
 
-One Python step per batch, with the hand-written backward pass of ``_backprop``;
-the CPU runs the same updates in the numba kernels (``_training.CPUTrainer``).
+The ``n_init`` restarts are one batched model (prototypes of shape (R, k, d));
+their gradients come from the hand-written backward pass of ``_backprop``, and
+``torch.optim.Adam`` (elementwise, hence R independent Adams) updates them. The
+CPU trains with the same maths in the numba kernels (``_training.CPUTrainer``).
+
+To keep the step capturable in a CUDA graph, nothing in it depends on the host:
+the masks of a whole epoch are drawn before it (random keys of shape
+(n_batches, R, batch_size, d)), and the step reads its own with a step counter
+that lives on the device.
 """
 
 import numpy as np
 import torch
 
-from skdiffclust._utils._torch import make_generator, tensor_from_numpy
-from skdiffclust.clam import _kernels as kernels
+from skdiffclust._training._torch import UniformBatches, make_generator, train
+from skdiffclust._utils._torch import tensor_from_numpy
 from skdiffclust.clam._backprop import completion_loss_and_grads
-from skdiffclust.clam._dynamics import draw_masks
+from skdiffclust.clam._kernels import hidden_count
+from skdiffclust.clam._training import PLATEAU_SCHEDULE, trained_restarts
 
 
-class BatchedAdam:
-    """Adam (Kingma & Ba) on stacked restarts, with one learning rate per restart.
-
-    Elementwise, hence exactly R independent Adam optimisers.
-    """
-
-    def __init__(self, params, learning_rate, n_restarts,
-                 betas=(kernels.ADAM_BETA1, kernels.ADAM_BETA2), eps=kernels.ADAM_EPS):
-        self.params = params
-        self.lr = np.full(n_restarts, float(learning_rate))
-        self.betas = betas
-        self.eps = eps
-        self.t = 0
-        self.moments = [(torch.zeros_like(p), torch.zeros_like(p)) for p in params]
-
-    def step(self, grads):
-        """Update the parameters in place from their gradients (same order)."""
-        self.t += 1
-        beta1, beta2 = self.betas
-        correction1 = 1 - beta1**self.t
-        correction2 = 1 - beta2**self.t
-        for param, (m, v), grad in zip(self.params, self.moments, grads):
-            m.mul_(beta1).add_(grad, alpha=1 - beta1)
-            v.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
-            lr = torch.as_tensor(self.lr / correction1, dtype=param.dtype,
-                                 device=param.device).reshape((-1,) + (1,) * (param.dim() - 1))
-            denom = (v / correction2).sqrt_().add_(self.eps)
-            param.addcdiv_(m * lr, denom, value=-1.0)
+def masks_from_keys(keys, n_hidden):
+    """Boolean masks hiding the ``n_hidden`` features of smallest key in each row."""
+    hidden = keys.topk(n_hidden, dim=-1, largest=False, sorted=False).indices
+    masks = torch.zeros(keys.shape, dtype=torch.bool, device=keys.device)
+    return masks.scatter_(-1, hidden, True)
 
 
-class TorchTrainer:
-    """Mini-batch Adam in torch, one Python step per batch (the path for CUDA).
+class CompletionTask:
+    """One Adam step of algorithm 1 for every restart, on a batch of points."""
 
-    Draws the permutations and masks from a torch generator seeded with ``seed``.
-    """
+    capturable = True
 
-    def __init__(self, X, fill, init_prototypes, dynamics, *, weighted, mask_prob,
-                 batch_size, learning_rate, seed, device):
+    def __init__(self, X, fill, init_prototypes, dynamics, *, weighted, mask_prob, device,
+                 generator):
         self.dtype = torch.float64 if X.dtype == np.float64 else torch.float32
-        self.device = device
-        self.generator = make_generator(seed, device)
+        self.device, self.generator = device, generator
         self.X = tensor_from_numpy(X, self.dtype, device)
         self.fill = torch.as_tensor(fill, dtype=self.dtype, device=device)
         n_restarts, k, _ = init_prototypes.shape
         self.prototypes = torch.tensor(init_prototypes, dtype=self.dtype, device=device)
         self.log_weights = torch.zeros((n_restarts, k), dtype=self.dtype, device=device)
         self.weighted = weighted
-        params = [self.prototypes, self.log_weights] if weighted else [self.prototypes]
-        self.optimizer = BatchedAdam(params, learning_rate, n_restarts)
         self.dynamics = dynamics
-        self.mask_prob = mask_prob
-        self.batch_size = min(batch_size, X.shape[0])
-
-    def epoch(self, active=None):
-        """One epoch; returns each restart's mean loss. A stopped restart (zero
-        learning rate) is computed too, and left unchanged."""
-        order = torch.randperm(self.X.shape[0], generator=self.generator,
-                               device=self.device)
-        return self._run(order, lambda shape, start: draw_masks(
-            shape, self.mask_prob, self.generator, self.device))
-
-    def epoch_with(self, order, hidden):
-        """One epoch on a given permutation and hidden features (R, n, h), as drawn by
-        :class:`CPUTrainer` (h = d, all of them, for the unmasked loss)."""
-        n_restarts, n_samples, n_hidden = hidden.shape
-        n_features = self.X.shape[1]
-        masks = None
-        if n_hidden < n_features:
-            masks = np.zeros((n_restarts, n_samples, n_features), dtype=bool)
-            np.put_along_axis(masks, hidden, True, axis=2)
-            masks = torch.as_tensor(masks, device=self.device)
-        order = torch.as_tensor(order, device=self.device)
-        return self._run(order, lambda shape, start: None if masks is None else
-                         masks[:, start : start + shape[1]])
-
-    @torch.no_grad()
-    def _run(self, order, masks_for):
-        n_samples = self.X.shape[0]
-        n_restarts = self.prototypes.shape[0]
-        dynamics = self.dynamics
-        epoch_loss = torch.zeros(n_restarts, dtype=self.dtype, device=self.device)
-        for start in range(0, n_samples, self.batch_size):
-            batch = self.X[order[start : start + self.batch_size]]
-            masks = masks_for((n_restarts,) + batch.shape, start)
-            # restarts are independent: the gradient of their summed losses is
-            # each restart's own gradient
-            per_point, *grads = completion_loss_and_grads(
-                self.prototypes, self.log_weights if self.weighted else None, batch, masks,
-                self.fill, beta=dynamics.beta, metric=dynamics.metric,
-                n_steps=dynamics.n_steps, alpha=dynamics.alpha,
-            )
-            self.optimizer.step(grads)
-            epoch_loss += per_point.sum(-1)
-        return (epoch_loss / n_samples).cpu().numpy().astype(np.float64)
+        self.n_hidden = hidden_count(mask_prob, X.shape[1])
+        self.keys = None  # the epoch's mask keys, drawn by start_epoch
+        self.step_index = torch.zeros((), dtype=torch.int64, device=device)
 
     def parameters(self):
-        return self.prototypes.cpu().numpy(), self.log_weights.cpu().numpy()
+        return [self.prototypes, self.log_weights] if self.weighted else [self.prototypes]
+
+    def prepare_epoch(self, n_batches, batch_size):
+        """Draw the mask keys of an epoch (in place after the first, so that a
+        captured step keeps reading the same tensor) and rewind the step counter."""
+        if self.n_hidden == 0:
+            return
+        shape = (n_batches, self.prototypes.shape[0], batch_size, self.X.shape[1])
+        if self.keys is None or self.keys.shape != shape:
+            self.keys = torch.empty(shape, dtype=torch.float32, device=self.device)
+        self.keys.uniform_(generator=self.generator)
+        self.step_index.zero_()
+
+    def loss(self, batch):
+        masks = None
+        if self.n_hidden:
+            keys = self.keys.index_select(0, self.step_index).squeeze(0)
+            masks = masks_from_keys(keys, self.n_hidden)
+            self.step_index.add_(1)
+        return None, self.loss_with_masks(batch, masks)
+
+    @torch.no_grad()
+    def loss_with_masks(self, batch, masks):
+        """Write the gradients of the restarts' mean losses into ``.grad`` and return
+        each restart's mean loss on the batch (R,)."""
+        dynamics = self.dynamics
+        per_point, grad_P, grad_W = completion_loss_and_grads(
+            self.prototypes, self.log_weights if self.weighted else None, self.X[batch],
+            masks, self.fill, beta=dynamics.beta, metric=dynamics.metric,
+            n_steps=dynamics.n_steps, alpha=dynamics.alpha,
+        )
+        # restarts are independent: the gradient of their summed losses is each
+        # restart's own gradient
+        self.prototypes.grad = grad_P
+        if self.weighted:
+            self.log_weights.grad = grad_W
+        return per_point.mean(-1)
+
+
+def train_on_device(X, fill, init_prototypes, dynamics, *, weighted, mask_prob, batch_size,
+                    max_iter, learning_rate, tol, n_iter_no_change, device, seed, verbose):
+    """Algorithm 1 for every restart with the torch engine; returns TrainedRestarts."""
+    generator = make_generator(seed, device)
+    task = CompletionTask(X, fill, init_prototypes, dynamics, weighted=weighted,
+                          mask_prob=mask_prob, device=device, generator=generator)
+    sampler = UniformBatches(X.shape[0], batch_size, generator, device)
+    task.start_epoch = lambda epoch: task.prepare_epoch(sampler.n_batches,
+                                                        sampler.batch_size)
+
+    def plateau(optimizer):
+        settings = dict(PLATEAU_SCHEDULE)
+        return torch.optim.lr_scheduler.ReduceLROnPlateau(
+            optimizer, mode="min", threshold_mode="rel", **settings)
+
+    result = train(task, sampler, learning_rate=learning_rate, max_iter=max_iter, tol=tol,
+                   n_iter_no_change=n_iter_no_change, name="ClAM", device=device,
+                   verbose=verbose, scheduler=plateau)
+    return trained_restarts(task.prototypes.cpu().numpy(), task.log_weights.cpu().numpy(),
+                            result)

@@ -14,16 +14,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from skdiffclust._training import run_epochs
+from skdiffclust._training._optim import ReduceOnPlateau
 from skdiffclust._utils._random import numpy_generator
-from skdiffclust._utils._torch_free import progress
 from skdiffclust.clam import _kernels as kernels
 from skdiffclust.clam._kernels import COSINE, hidden_count
 
 # learning-rate schedule of the paper (appendix B.1, table 5)
-PLATEAU_FACTOR = 0.8
-PLATEAU_PATIENCE = 5
-PLATEAU_THRESHOLD = 1e-3
-MIN_LEARNING_RATE = 1e-5
+PLATEAU_SCHEDULE = dict(factor=0.8, patience=5, threshold=1e-3, min_lr=1e-5)
 
 
 @dataclass
@@ -41,48 +39,33 @@ class TrainedRestarts:
     prototypes: np.ndarray  # (R, k, d)
     log_weights: np.ndarray  # (R, k)
     n_iter: np.ndarray  # (R,) epochs run by each restart
-    loss_curves: list  # R lists of epoch losses
+    loss_curves: list  # R arrays of epoch losses
 
 
-class Plateau:
-    """Per-restart reduce-on-plateau and early stopping on the epoch loss.
+class _LearningRates:
+    """The per-restart learning rates of an optimiser state, as one scheduled rate
+    (every restart gets the same schedule)."""
 
-    The learning rate is multiplied by 0.8 after more than 5 epochs without a
-    relative gain of 1e-3 (floor 1e-5); a restart stops after ``n_iter_no_change``
-    epochs without a relative gain of ``tol``.
-    """
+    def __init__(self, optimizer):
+        self.optimizer = optimizer
 
-    def __init__(self, n_restarts, tol, n_iter_no_change):
-        self.tol = tol
-        self.n_iter_no_change = n_iter_no_change
-        self.plateau_best = np.full(n_restarts, np.inf)
-        self.plateau_bad = np.zeros(n_restarts, dtype=int)
-        self.stop_best = np.full(n_restarts, np.inf)
-        self.stop_bad = np.zeros(n_restarts, dtype=int)
-        self.active = np.ones(n_restarts, dtype=bool)
+    @property
+    def learning_rate(self):
+        return float(self.optimizer.lr[0])
 
-    def update(self, losses, optimizer):
-        improved = losses < self.plateau_best * (1 - PLATEAU_THRESHOLD)
-        self.plateau_best = np.where(improved, losses, self.plateau_best)
-        self.plateau_bad = np.where(improved, 0, self.plateau_bad + 1)
-        reduce = self.plateau_bad > PLATEAU_PATIENCE
-        reduced = np.maximum(optimizer.lr * PLATEAU_FACTOR, MIN_LEARNING_RATE)
-        optimizer.lr = np.where(reduce, reduced, optimizer.lr)
-        self.plateau_bad[reduce] = 0
-
-        finite = np.isfinite(self.stop_best)
-        margin = self.tol * np.abs(np.where(finite, self.stop_best, 0.0))
-        gained = ~finite | (losses < self.stop_best - margin)
-        self.stop_best = np.where(gained, losses, np.minimum(self.stop_best, losses))
-        self.stop_bad = np.where(gained, 0, self.stop_bad + 1)
-        self.active &= self.stop_bad < self.n_iter_no_change
-        # a stopped restart is frozen: a zero learning rate leaves it unchanged
-        optimizer.lr = np.where(self.active, optimizer.lr, 0.0)
+    @learning_rate.setter
+    def learning_rate(self, value):
+        self.optimizer.lr[:] = value
 
 
 def train_restarts(X, fill, init_prototypes, dynamics, *, weighted, mask_prob, batch_size,
                    max_iter, learning_rate, tol, n_iter_no_change, device, seed, verbose):
-    """Algorithm 1 for ``R`` restarts at once.
+    """Algorithm 1 for ``R`` restarts at once, on the engine's epoch loop.
+
+    The restarts train together and stop together, when the sum of their epoch
+    losses has converged (the engine's stopping rule); the learning rate follows
+    the paper's plateau schedule (x0.8 after more than 5 epochs without a
+    relative gain of 1e-3, down to 1e-5).
 
     Parameters
     ----------
@@ -96,34 +79,38 @@ def train_restarts(X, fill, init_prototypes, dynamics, *, weighted, mask_prob, b
         Learn per-prototype log-weights (eq. 10-11).
     device : str or torch.device
         The CPU trains with numba kernels (:class:`CPUTrainer`), CUDA with torch
-        (``_torch_training.TorchTrainer``).
+        (``_torch_training``).
 
     Returns
     -------
     TrainedRestarts
     """
-    if getattr(device, "type", device) == "cpu":
-        trainer_class = CPUTrainer
-    else:
-        from skdiffclust.clam._torch_training import TorchTrainer as trainer_class
-    trainer = trainer_class(X, fill, init_prototypes, dynamics, weighted=weighted,
-                            mask_prob=mask_prob, batch_size=batch_size,
-                            learning_rate=learning_rate, seed=seed, device=device)
-    n_restarts = init_prototypes.shape[0]
-    schedule = Plateau(n_restarts, tol, n_iter_no_change)
-    n_iter = np.zeros(n_restarts, dtype=int)
-    curves = [[] for _ in range(n_restarts)]
-    for _ in progress(range(max_iter), verbose, "ClAM"):
-        losses = trainer.epoch(schedule.active)
-        for r in np.flatnonzero(schedule.active):
-            curves[r].append(float(losses[r]))
-        n_iter += schedule.active
-        schedule.update(losses, trainer.optimizer)
-        if not schedule.active.any():
-            break
+    if getattr(device, "type", device) != "cpu":
+        from skdiffclust.clam._torch_training import train_on_device
+
+        return train_on_device(
+            X, fill, init_prototypes, dynamics, weighted=weighted, mask_prob=mask_prob,
+            batch_size=batch_size, max_iter=max_iter, learning_rate=learning_rate, tol=tol,
+            n_iter_no_change=n_iter_no_change, device=device, seed=seed, verbose=verbose,
+        )
+    trainer = CPUTrainer(X, fill, init_prototypes, dynamics, weighted=weighted,
+                         mask_prob=mask_prob, batch_size=batch_size,
+                         learning_rate=learning_rate, seed=seed, device=device)
+    schedule = ReduceOnPlateau(_LearningRates(trainer.optimizer), **PLATEAU_SCHEDULE)
+    result = run_epochs(trainer.epoch, max_iter=max_iter, tol=tol,
+                        n_iter_no_change=n_iter_no_change, name="ClAM", verbose=verbose,
+                        on_epoch_end=schedule.step)
     prototypes, log_weights = trainer.parameters()
-    return TrainedRestarts(prototypes=prototypes, log_weights=log_weights, n_iter=n_iter,
-                           loss_curves=curves)
+    return trained_restarts(prototypes, log_weights, result)
+
+
+def trained_restarts(prototypes, log_weights, result):
+    """The restarts' parameters with the engine's record of their training."""
+    n_restarts = prototypes.shape[0]
+    curves = result.loss_curve.reshape(result.n_iter, n_restarts)
+    return TrainedRestarts(prototypes=prototypes, log_weights=log_weights,
+                           n_iter=np.full(n_restarts, result.n_iter),
+                           loss_curves=[curves[:, r].copy() for r in range(n_restarts)])
 
 
 @dataclass

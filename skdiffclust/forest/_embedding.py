@@ -13,13 +13,14 @@ import math
 import numpy as np
 import torch
 
+from skdiffclust._training._torch import PooledBatches, train
+from skdiffclust._utils._random import derive_seeds
 from skdiffclust._utils._torch import (
     build_mlp,
     make_generator,
     state_to_numpy,
     tensor_from_numpy,
 )
-from skdiffclust._utils._torch_free import progress
 from skdiffclust.forest._constraints import Constraints
 from skdiffclust.forest._torch_ops import (
     PartialFenchelYoungFunction,
@@ -29,7 +30,6 @@ from skdiffclust.forest._torch_ops import (
 )
 
 UNLABELLED = -1
-_EMPTY = np.empty(0, dtype=np.int64)
 
 
 def make_embedding(embedding, n_features, n_components, hidden_layer_sizes, generator):
@@ -59,69 +59,76 @@ def batch_n_clusters(constraints, n_clusters):
     return int(min(max(n_clusters, lo), hi))
 
 
-class BatchSampler:
+def batch_sampler(y, batch_size, generator, device):
     """Batches of half labelled, half unlabelled samples (the paper's scheme).
 
-    Each half cycles through its own shuffled order; with only labelled (or only
-    unlabelled) samples, batches are plain shuffled slices.
+    Each half cycles through its own permutations; with only labelled (or only
+    unlabelled) samples, batches are plain shuffled slices. ``ceil(n / batch_size)``
+    batches per epoch.
+    """
+    labelled = np.flatnonzero(y != UNLABELLED)
+    unlabelled = np.flatnonzero(y == UNLABELLED)
+    n_batches = max(math.ceil(y.shape[0] / batch_size), 1)
+    if labelled.size and unlabelled.size:
+        n_labelled = min(max(batch_size // 2, 1), labelled.size)
+        n_unlabelled = min(batch_size - n_labelled, unlabelled.size)
+        pools, sizes = [labelled, unlabelled], [n_labelled, n_unlabelled]
+    else:
+        pool = labelled if labelled.size else unlabelled
+        pools, sizes = [pool], [min(batch_size, pool.size)]
+    return PooledBatches(pools, sizes, n_batches, generator, device)
+
+
+class PartialFenchelYoungTask:
+    """The engine's task: the partial Fenchel-Young loss of a batch's embeddings.
+
+    The perturbed forests are solved on the CPU (``_torch_ops``): each step copies
+    the batch's similarity matrix to the host, so the step cannot be captured.
     """
 
-    def __init__(self, y, batch_size, rng):
-        self.rng = rng
-        self.batch_size = batch_size
-        labelled = np.flatnonzero(y != UNLABELLED)
-        unlabelled = np.flatnonzero(y == UNLABELLED)
-        if labelled.size and unlabelled.size:
-            n_labelled = min(max(batch_size // 2, 1), labelled.size)
-            n_unlabelled = min(batch_size - n_labelled, unlabelled.size)
-            self.streams = [[labelled, n_labelled, _EMPTY, 0],
-                            [unlabelled, n_unlabelled, _EMPTY, 0]]
-        else:
-            pool = labelled if labelled.size else unlabelled
-            self.streams = [[pool, min(batch_size, pool.size), _EMPTY, 0]]
+    capturable = False
 
-    def _take(self, stream):
-        pool, size, order, position = stream
-        if position + size > len(order):
-            order = np.concatenate([order[position:], self.rng.permutation(pool)])
-            position = 0
-        stream[2], stream[3] = order, position + size
-        return order[position : position + size]
+    def __init__(self, module, X, y, *, n_clusters, epsilon, n_perturbations,
+                 noise_generator):
+        self.module, self.X, self.y = module, X, y
+        self.n_clusters, self.epsilon = n_clusters, epsilon
+        self.n_perturbations = n_perturbations
+        self.noise_generator = noise_generator
 
-    def __call__(self):
-        return np.concatenate([self._take(stream) for stream in self.streams])
+    def parameters(self):
+        return self.module.parameters()
+
+    def loss(self, batch):
+        index = batch.to("cpu").numpy()
+        constraints = Constraints.from_labels(self.y[index], index.size)
+        if constraints.is_empty:  # no pair to learn from: no step
+            return None, torch.zeros((), device=self.X.device)
+        S = standardized_similarity(self.module(self.X[batch]))
+        problem = PerturbedProblem(
+            similarity_to_numpy(S), batch_n_clusters(constraints, self.n_clusters),
+            self.epsilon, self.n_perturbations, constraints,
+            seed_from_generator(self.noise_generator),
+        )
+        loss = PartialFenchelYoungFunction.apply(S, problem)
+        return loss, loss.detach()
 
 
 def train_embedding(module, X, y, *, n_clusters, epsilon, n_perturbations, batch_size,
-                    max_iter, learning_rate, device, seed, verbose):
-    """Adam on the partial Fenchel-Young loss; returns (state, loss_curve, n_iter)."""
-    rng = np.random.default_rng(seed)
-    noise_generator = make_generator(rng.integers(2**31 - 1))
+                    max_iter, learning_rate, tol, n_iter_no_change, device, seed, verbose,
+                    n_threads=1):
+    """Adam on the partial Fenchel-Young loss; returns (state, TrainingResult)."""
+    batch_seed, noise_seed = derive_seeds(seed, 2)
     module = module.to(device)
     module.train()
     dtype = next(module.parameters()).dtype
-    X_device = tensor_from_numpy(X, dtype, device)
-    optimizer = torch.optim.Adam(module.parameters(), lr=learning_rate)
-    sampler = BatchSampler(y, batch_size, rng)
-    steps_per_epoch = max(math.ceil(X.shape[0] / batch_size), 1)
-    loss_curve = []
-    for _ in progress(range(max_iter), verbose, "SpanningForestClustering"):
-        epoch_loss = 0.0
-        for _ in range(steps_per_epoch):
-            batch = sampler()
-            constraints = Constraints.from_labels(y[batch], batch.size)
-            if constraints.is_empty:
-                continue  # no pair to learn from
-            S = standardized_similarity(module(X_device[batch]))
-            problem = PerturbedProblem(
-                similarity_to_numpy(S), batch_n_clusters(constraints, n_clusters),
-                epsilon, n_perturbations, constraints, seed_from_generator(noise_generator),
-            )
-            loss = PartialFenchelYoungFunction.apply(S, problem)
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-            epoch_loss += loss.item()
-        loss_curve.append(epoch_loss / steps_per_epoch)
+    task = PartialFenchelYoungTask(
+        module, tensor_from_numpy(X, dtype, device), y, n_clusters=n_clusters,
+        epsilon=epsilon, n_perturbations=n_perturbations,
+        noise_generator=make_generator(noise_seed),
+    )
+    sampler = batch_sampler(y, batch_size, make_generator(batch_seed, device), device)
+    result = train(task, sampler, learning_rate=learning_rate, max_iter=max_iter, tol=tol,
+                   n_iter_no_change=n_iter_no_change, name="SpanningForestClustering",
+                   device=device, verbose=verbose, n_threads=n_threads)
     module.eval()
-    return state_to_numpy(module), loss_curve, max_iter
+    return state_to_numpy(module), result

@@ -79,10 +79,21 @@ class SpanningForestClustering(ClusterMixin, BaseEstimator):
         when both exist.
 
     max_iter : int, default=100
-        Training epochs (passes of ``ceil(n_samples / batch_size)`` batches).
+        Maximum number of training epochs (passes of ``ceil(n_samples /
+        batch_size)`` batches); a ``ConvergenceWarning`` says when they ran out
+        before the loss converged.
 
-    learning_rate : float, default=1e-3
-        Adam's learning rate (the paper uses 3e-4 over many more steps).
+    learning_rate : float, default=1e-2
+        Adam's learning rate. The paper uses 3e-4 over many more steps; at 1e-3,
+        the paper's own denoising problem learns nothing in 100 epochs.
+
+    tol : float, default=1e-3
+        Training stops when the epoch's mean loss has not decreased by more than
+        ``tol`` times its best value for ``n_iter_no_change`` epochs (or reached
+        zero: every batch's constraints are met by its forests).
+
+    n_iter_no_change : int, default=10
+        Patience of the stopping rule, in epochs.
 
     device : {'auto', 'cpu', 'cuda'}, default='auto'
         Where the embedding is trained; ``'auto'`` picks CUDA when available. The
@@ -117,7 +128,7 @@ class SpanningForestClustering(ClusterMixin, BaseEstimator):
     embedding_state_ : dict of str to ndarray
         Trained weights of the embedding (NumPy arrays). Only with ``embedding``.
 
-    loss_curve_ : list of float
+    loss_curve_ : ndarray of shape (n_iter_,)
         Mean training loss of each epoch. Only with ``embedding``.
 
     n_iter_ : int
@@ -195,6 +206,8 @@ class SpanningForestClustering(ClusterMixin, BaseEstimator):
         "batch_size": [Interval(Integral, 2, None, closed="left")],
         "max_iter": [Interval(Integral, 0, None, closed="left")],
         "learning_rate": [Interval(Real, 0, None, closed="neither")],
+        "tol": [Interval(Real, 0, None, closed="left")],
+        "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
         "device": [StrOptions({"auto", "cpu", "cuda"})],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
@@ -203,7 +216,8 @@ class SpanningForestClustering(ClusterMixin, BaseEstimator):
     def __init__(self, n_clusters=2, *, metric="euclidean", metric_params=None,
                  algorithm="auto", embedding=None, n_components=2,
                  hidden_layer_sizes=(128,), epsilon=0.1, n_perturbations=100,
-                 batch_size=64, max_iter=100, learning_rate=1e-3, device="auto",
+                 batch_size=64, max_iter=100, learning_rate=1e-2, tol=1e-3,
+                 n_iter_no_change=10, device="auto",
                  random_state=None, verbose=False):
         self.n_clusters = n_clusters
         self.metric = metric
@@ -217,6 +231,8 @@ class SpanningForestClustering(ClusterMixin, BaseEstimator):
         self.batch_size = batch_size
         self.max_iter = max_iter
         self.learning_rate = learning_rate
+        self.tol = tol
+        self.n_iter_no_change = n_iter_no_change
         self.device = device
         self.random_state = random_state
         self.verbose = verbose
@@ -305,14 +321,16 @@ class SpanningForestClustering(ClusterMixin, BaseEstimator):
                 "Fewer than two labelled samples in y: nothing to learn from, the "
                 "embedding keeps its initial weights.", UserWarning, stacklevel=3,
             )
-            state, loss_curve, n_iter = torch_utils.state_to_numpy(module), [], 0
+            state, loss_curve, n_iter = torch_utils.state_to_numpy(module), np.empty(0), 0
         else:
-            state, loss_curve, n_iter = embedding_module.train_embedding(
+            state, result = embedding_module.train_embedding(
                 module, X, labels, n_clusters=self.n_clusters, epsilon=self.epsilon,
                 n_perturbations=self.n_perturbations, batch_size=self.batch_size,
-                max_iter=self.max_iter, learning_rate=self.learning_rate,
-                device=device, seed=train_seed, verbose=self.verbose,
+                max_iter=self.max_iter, learning_rate=self.learning_rate, tol=self.tol,
+                n_iter_no_change=self.n_iter_no_change, device=device, seed=train_seed,
+                verbose=self.verbose,
             )
+            loss_curve, n_iter = result.loss_curve, result.n_iter
         cpu_module = torch_utils.module_from_state(module, state)
         return {
             "embedding_state_": state,

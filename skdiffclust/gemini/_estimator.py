@@ -10,9 +10,11 @@ from sklearn.neighbors import VALID_METRICS
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 from threadpoolctl import threadpool_limits
+from tqdm.auto import tqdm
 
+from skdiffclust._training import warn_not_converged
+from skdiffclust._training._progress import EpochProgress
 from skdiffclust._utils._random import derive_seeds
-from skdiffclust._utils._torch_free import progress_bar
 from skdiffclust.gemini._models import SKIP, init_params, predict_proba
 from skdiffclust.gemini._objectives import OBJECTIVES
 from skdiffclust.gemini._training import (
@@ -83,7 +85,8 @@ default='mmd_ovo'
         Growth of the penalty between path steps.
 
     max_iter : int, default=100
-        Epochs per training step (early stopping may end a step sooner).
+        Maximum number of epochs of each training (the dense fit, the penalised
+        fit, each step of the path).
 
     batch_size : int, default=None
         Samples per batch; ``None`` uses all samples (the GEMINI then sees the whole
@@ -102,17 +105,20 @@ default='mmd_ovo'
         least this fraction of the best GEMINI along the path.
 
     tol : float, default=0.01
-        A step stops when the penalised objective has not improved by this
-        relative amount for ``n_iter_no_change`` epochs.
+        A training (the dense fit, or one step of the path) stops when the
+        penalised GEMINI has not improved by more than ``tol`` times its scale
+        (the larger of its best and its first value) for ``n_iter_no_change``
+        epochs; ``max_iter`` epochs without that give a ``ConvergenceWarning``.
 
     n_iter_no_change : int, default=10
-        See ``tol``.
+        Patience of the stopping rule, in epochs.
 
     random_state : int, RandomState instance or None, default=None
         Seeds the initial weights and the batches.
 
     verbose : bool, default=False
-        Show a progress bar (tqdm) along the path.
+        Show a progress bar (tqdm): over the epochs in :meth:`fit`, over the
+        penalty steps in :meth:`path`.
 
     Attributes
     ----------
@@ -133,7 +139,12 @@ default='mmd_ovo'
         After :meth:`path`: the recorded steps (see :meth:`path`).
 
     n_iter_ : int
-        Number of training epochs run in total.
+        Training epochs of the fitted model: those of :meth:`fit` (the dense fit,
+        then the penalised one if ``alpha > 0``), or, after :meth:`path`, those of
+        the dense fit and of every step up to the selected model's.
+
+    loss_curve_ : ndarray of shape (n_iter_,)
+        Minus the penalised GEMINI of each of these epochs (lower is better).
 
     n_features_in_ : int
         Number of features seen during ``fit``.
@@ -236,16 +247,17 @@ default='mmd_ovo'
         self : object
         """
         X, problem, params, rng = self._setup(X)
-        with threadpool_limits(limits=1, user_api="blas"):
-            epochs, _ = train_epochs(params, problem, penalty=0.0, optimizer="adam",
-                                     learning_rate=self.learning_rate,
-                                     max_iter=self.max_iter, rng=rng)
-            if self.alpha > 0:
-                more, _ = train_epochs(params, problem, penalty=self.alpha, optimizer="sgd",
-                                       learning_rate=self.learning_rate,
-                                       max_iter=self.max_iter, rng=rng)
-                epochs += more
-        self._set_fitted(X, params, problem, epochs)
+        phases = [(0.0, "adam")] + ([(self.alpha, "sgd")] if self.alpha > 0 else [])
+        curves = []
+        with threadpool_limits(limits=1, user_api="blas"), EpochProgress(
+                self.verbose, "SparseGEMINI", self.max_iter * len(phases)) as bar:
+            for penalty, optimizer in phases:
+                result, _ = train_epochs(params, problem, penalty=penalty,
+                                         optimizer=optimizer,
+                                         learning_rate=self.learning_rate,
+                                         max_iter=self.max_iter, rng=rng, progress=bar)
+                curves.append(result.loss_curve)
+        self._set_fitted(X, params, problem, np.concatenate(curves))
         return self
 
     @_fit_context(prefer_skip_nested_validation=True)
@@ -272,10 +284,10 @@ default='mmd_ovo'
             Also stored as ``path_``.
         """
         X, problem, params, rng = self._setup(X)
-        bar = progress_bar(self.verbose, "SparseGEMINI path")
+        bar = tqdm(desc="SparseGEMINI path", unit="step") if self.verbose else None
         try:
             with threadpool_limits(limits=1, user_api="blas"):
-                records, models, epochs = run_path(
+                records, models = run_path(
                     params, problem, lambda_start=self.lambda_start,
                     lambda_multiplier=self.lambda_multiplier,
                     n_features_stop=self.n_features_stop, max_iter=self.max_iter,
@@ -291,10 +303,17 @@ default='mmd_ovo'
             masks=np.asarray(records["masks"]),
             gemini=np.asarray(records["gemini"]),
             n_epochs=np.asarray(records["n_epochs"]),
+            converged=np.asarray(records["converged"]),
             models=models,
             selected=selected,
         )
-        self._set_fitted(X, models[selected]["params"], problem, epochs)
+        # the selected model's training: the dense fit and every step up to its own
+        last_step = models[selected]["step"]
+        if not path.converged[: last_step + 1].all():
+            warn_not_converged("SparseGEMINI.path", self.max_iter, self.tol,
+                               self.n_iter_no_change)
+        self._set_fitted(X, models[selected]["params"], problem,
+                         np.concatenate(records["loss_curve"][: last_step + 1]))
         self.path_ = path
         self.feature_exit_lambdas_ = _exit_lambdas(path)
         return path
@@ -324,7 +343,7 @@ default='mmd_ovo'
         )
         return X, problem, params, np.random.default_rng(batch_seed)
 
-    def _set_fitted(self, X, params, problem, epochs):
+    def _set_fitted(self, X, params, problem, loss_curve):
         proba = predict_proba(params, X)
         if not np.all(np.isfinite(proba)):
             raise FloatingPointError(
@@ -338,7 +357,8 @@ default='mmd_ovo'
         self.labels_ = np.argmax(proba[:, order], axis=1)
         self.feature_importances_ = np.sqrt((params[SKIP] ** 2).sum(axis=1))
         self._support = feature_mask(selected_groups(params, problem), problem)
-        self.n_iter_ = int(epochs)
+        self.loss_curve_ = loss_curve
+        self.n_iter_ = int(loss_curve.shape[0])
 
     def predict_proba(self, X):
         """Cluster probabilities p(y=k|x), columns ordered like the labels.

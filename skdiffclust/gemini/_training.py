@@ -1,9 +1,10 @@
-"""Training loops of Sparse GEMINI: epochs at a fixed penalty, and the lambda path.
+"""Training of Sparse GEMINI: epochs at a fixed penalty, and the lambda path.
 
 Ohl et al. (2024, sections 4.1 and 5.2): a dense fit with Adam, then proximal SGD
-(momentum 0.9) along geometrically increasing penalties, each step running until
-the penalised objective stops improving by ``tol`` (relative) for
-``n_iter_no_change`` epochs or ``max_iter`` epochs pass.
+(momentum 0.9) along geometrically increasing penalties. Each training runs on
+the engine's epoch loop (:func:`skdiffclust._training.run_epochs`): it stops
+when minus the penalised GEMINI has not improved by ``tol`` (relative) for
+``n_iter_no_change`` epochs, or after ``max_iter`` epochs.
 """
 
 from dataclasses import dataclass, field
@@ -11,10 +12,10 @@ from dataclasses import dataclass, field
 import numpy as np
 from sklearn.metrics import pairwise_distances, pairwise_kernels
 
+from skdiffclust._training import run_epochs
+from skdiffclust._training._optim import Adam, SGDMomentum
 from skdiffclust.gemini._models import (
     SKIP,
-    Adam,
-    SGDMomentum,
     backward,
     copy_params,
     forward,
@@ -100,14 +101,18 @@ def proximal_step(params, problem, threshold):
                                             threshold)
 
 
-def train_epochs(params, problem, *, penalty, optimizer, learning_rate, max_iter, rng):
-    """Train in place at a fixed penalty; returns (epochs run, last GEMINI)."""
-    optimizer = Adam(params, learning_rate) if optimizer == "adam" else SGDMomentum(
-        params, learning_rate
-    )
-    history, epochs, gemini = [], 0, np.nan
-    patience = problem.n_iter_no_change
-    for epochs in range(1, max_iter + 1):
+def train_epochs(params, problem, *, penalty, optimizer, learning_rate, max_iter, rng,
+                 warn=True, progress=None):
+    """Train in place at a fixed penalty (ascending the penalised GEMINI).
+
+    Returns the engine's TrainingResult (its ``loss_curve`` is minus the penalised
+    GEMINI of each epoch) and the GEMINI of the last epoch.
+    """
+    optimizer = (Adam if optimizer == "adam" else SGDMomentum)(
+        params, learning_rate, maximize=True)
+    last = {"gemini": np.nan}
+
+    def epoch():
         values = []
         for rows in problem.batches(rng):
             value, grads = gemini_and_gradients(params, problem, rows)
@@ -115,14 +120,13 @@ def train_epochs(params, problem, *, penalty, optimizer, learning_rate, max_iter
             if penalty > 0:
                 proximal_step(params, problem, learning_rate * penalty)
             values.append(value)
-        gemini = float(np.mean(values))
-        history.append(gemini - penalty * problem.penalty(params))
-        if len(history) > patience:
-            # stop when the last `patience` epochs gained less than `tol`, relatively
-            before = history[-1 - patience]
-            if history[-1] < before + problem.tol * abs(before):
-                break
-    return epochs, gemini
+        last["gemini"] = float(np.mean(values))
+        return -(last["gemini"] - penalty * problem.penalty(params))
+
+    result = run_epochs(epoch, max_iter=max_iter, tol=problem.tol,
+                        n_iter_no_change=problem.n_iter_no_change, name="SparseGEMINI",
+                        warn=warn, progress=progress)
+    return result, last["gemini"]
 
 
 def selected_groups(params, problem):
@@ -145,6 +149,8 @@ class GeminiPath:
         GEMINI of the model after each step (computed with all features).
     n_epochs : ndarray of shape (n_steps,)
         Epochs run at each step.
+    converged : ndarray of shape (n_steps,)
+        Whether each step's training converged before ``max_iter`` epochs.
     models : dict of int to dict
         For each number of features reached, the first model with that many
         features (NumPy parameters) and its GEMINI.
@@ -157,6 +163,7 @@ class GeminiPath:
     masks: np.ndarray
     gemini: np.ndarray
     n_epochs: np.ndarray
+    converged: np.ndarray
     models: dict
     selected: int
 
@@ -167,37 +174,45 @@ def feature_mask(group_mask, problem):
 
 def run_path(params, problem, *, lambda_start, lambda_multiplier, n_features_stop,
              max_iter, learning_rate, rng, progress):
-    """Dense Adam fit, then proximal SGD along lambda; returns (path records, epochs)."""
-    records = {"lambdas": [], "n_features": [], "masks": [], "gemini": [], "n_epochs": []}
+    """Dense Adam fit, then proximal SGD along lambda.
+
+    Returns the path records (one entry per step: lambdas, n_features, masks,
+    gemini, n_epochs, converged, loss_curve) and the first model reaching each
+    number of features, with the index of its step.
+    """
+    records = {name: [] for name in ("lambdas", "n_features", "masks", "gemini",
+                                     "n_epochs", "converged", "loss_curve")}
     models = {}
 
-    def record(lam, epochs):
+    def record(lam, result):
         mask = feature_mask(selected_groups(params, problem), problem)
         gemini = full_gemini(params, problem, rng)
         count = int(mask.sum())
         for name, value in (("lambdas", lam), ("n_features", count), ("masks", mask),
-                            ("gemini", gemini), ("n_epochs", epochs)):
+                            ("gemini", gemini), ("n_epochs", result.n_iter),
+                            ("converged", result.converged),
+                            ("loss_curve", result.loss_curve)):
             records[name].append(value)
         if count not in models:
-            models[count] = {"params": copy_params(params), "gemini": gemini, "lambda": lam}
+            models[count] = {"params": copy_params(params), "gemini": gemini, "lambda": lam,
+                             "step": len(records["lambdas"]) - 1}
         return count
 
-    epochs, _ = train_epochs(params, problem, penalty=0.0, optimizer="adam",
-                             learning_rate=learning_rate, max_iter=max_iter, rng=rng)
-    total_epochs = epochs
-    count = record(0.0, epochs)
+    result, _ = train_epochs(params, problem, penalty=0.0, optimizer="adam",
+                             learning_rate=learning_rate, max_iter=max_iter, rng=rng,
+                             warn=False)
+    count = record(0.0, result)
     lam = lambda_start
-    bar = progress
     while count > n_features_stop and count > 0:
-        epochs, _ = train_epochs(params, problem, penalty=lam, optimizer="sgd",
-                                 learning_rate=learning_rate, max_iter=max_iter, rng=rng)
-        total_epochs += epochs
-        count = record(lam, epochs)
-        if bar is not None:
-            bar.set_postfix(n_features=count, lam=f"{lam:.3g}")
-            bar.update(1)
+        result, _ = train_epochs(params, problem, penalty=lam, optimizer="sgd",
+                                 learning_rate=learning_rate, max_iter=max_iter, rng=rng,
+                                 warn=False)
+        count = record(lam, result)
+        if progress is not None:
+            progress.set_postfix(n_features=count, lam=f"{lam:.3g}")
+            progress.update(1)
         lam *= lambda_multiplier
-    return records, models, total_epochs
+    return records, models
 
 
 def select_model(models, selection_threshold):

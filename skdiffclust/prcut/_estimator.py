@@ -11,6 +11,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from skdiffclust._utils._random import derive_seeds
 from skdiffclust.prcut._graph import (
+    affinity_from_neighbors,
     check_precomputed_affinity,
     knn_affinity,
     n_connected_components,
@@ -82,40 +83,43 @@ class PRCut(ClusterMixin, BaseEstimator):
         cuts (see the digits example).
 
     batch_size : int, default=1024
-        Size of the left and of the right batch; capped at ``n_samples``.
+        Size of the left and of the right batch; capped at ``n_samples``. An
+        epoch is ``max(n_samples // batch_size, 1)`` batch pairs.
 
-    max_iter : int, default=2000
-        Maximum number of gradient steps (batch pairs).
+    max_iter : int, default=500
+        Maximum number of epochs; a ``ConvergenceWarning`` says when they ran out
+        before the objective converged.
 
     learning_rate : float, default=1e-2
         Adam's step size.
 
-    tol : float, default=1e-2
-        Early stopping: training ends when the mean objective over a window of
-        ``n_iter_no_change`` steps has not decreased by at least ``tol`` below the
-        best window, twice in a row.
+    tol : float, default=1e-3
+        Training stops when the epoch's mean objective has not decreased by more
+        than ``tol`` times its scale (the larger of its best and its first value)
+        for ``n_iter_no_change`` epochs.
 
-    n_iter_no_change : int, default=100
-        Length of the windows over which the objective is averaged.
+    n_iter_no_change : int, default=10
+        Patience of the stopping rule, in epochs.
 
     n_init : int, default=1
         Number of trainings from different initialisations; the one with the
         lowest objective on the whole graph is kept.
 
     device : {'auto', 'cpu', 'cuda'}, default='auto'
-        Where the network is trained; ``'auto'`` picks CUDA when available. The
-        graph stays on the CPU. Fitted weights are NumPy arrays.
+        Where the network is trained; ``'auto'`` picks CUDA when available. On
+        CUDA the kNN graph is built there too (exact, blockwise) and the data, the
+        graph and the batches stay on the device. Fitted weights are NumPy arrays.
 
     n_jobs : int, default=None
         CPU threads of the neighbour search and of torch's CPU training; ``None``
-        means 1, ``-1`` all cores.
+        means 1, ``-1`` all cores. Results do not depend on it.
 
     random_state : int, RandomState instance or None, default=None
         Seeds the initialisations and the batches. Same seed, same data, same
         machine (on the CPU): same labels.
 
     verbose : bool, default=False
-        Show a progress bar (tqdm) over the gradient steps.
+        Show a progress bar (tqdm) over the training epochs.
 
     Attributes
     ----------
@@ -142,12 +146,12 @@ class PRCut(ClusterMixin, BaseEstimator):
         Objective of the kept network on the whole graph: the ratio-cut bound
         (in units of the graph's total weight) plus ``gamma`` times the KL term.
 
-    loss_curve_ : ndarray
-        Mean mini-batch objective over each window of ``n_iter_no_change`` steps
-        of the kept training (during annealing, with the annealed bound).
+    loss_curve_ : ndarray of shape (n_iter_,)
+        Mean mini-batch objective of each epoch of the kept training (during
+        annealing, with the annealed bound).
 
     n_iter_ : int
-        Gradient steps of the kept training.
+        Epochs of the kept training.
 
     n_features_in_ : int
         Number of features seen during ``fit``.
@@ -237,8 +241,8 @@ class PRCut(ClusterMixin, BaseEstimator):
 
     def __init__(self, n_clusters=8, *, affinity="nearest_neighbors", n_neighbors=10,
                  rbf_gamma=None, hidden_layer_sizes=(), gamma=100.0, momentum=0.8,
-                 annealing=0.0, batch_size=1024, max_iter=2000, learning_rate=1e-2, tol=1e-2,
-                 n_iter_no_change=100, n_init=1, device="auto", n_jobs=None,
+                 annealing=0.0, batch_size=1024, max_iter=500, learning_rate=1e-2, tol=1e-3,
+                 n_iter_no_change=10, n_init=1, device="auto", n_jobs=None,
                  random_state=None, verbose=False):
         self.n_clusters = n_clusters
         self.affinity = affinity
@@ -288,10 +292,11 @@ class PRCut(ClusterMixin, BaseEstimator):
             raise ValueError(
                 f"n_clusters={self.n_clusters} must be <= n_samples={n_samples}."
             )
-        graph = self._build_graph(X)
+        device = _import_training()[1].resolve_device(self.device)
+        graph = self._build_graph(X, device)
         _warn_on_degenerate_graph(graph, X, precomputed)
         objective, coefs, intercepts, curve, n_iter, P = self._train_networks(
-            X, graph, hidden)
+            X, graph, hidden, device)
         used = np.unique(P.argmax(1))
         if used.size < self.n_clusters:
             warnings.warn(
@@ -313,37 +318,34 @@ class PRCut(ClusterMixin, BaseEstimator):
         self.labels_ = P.argmax(1).astype(np.int64)
         return self
 
-    def _train_networks(self, X, graph, hidden):
+    def _train_networks(self, X, graph, hidden, device):
         """Train ``n_init`` networks; keep the one of lowest objective on the graph."""
         inputs, shift, scale = _network_inputs(X, self.affinity == "precomputed")
-        training, torch_utils = _import_training()
+        training = _import_training()[0]
         seeds = derive_seeds(self.random_state, 2 * self.n_init)
-        device = torch_utils.resolve_device(self.device)
         best = None
-        with training.torch_threads(_n_threads(self.n_jobs)):
-            for init in range(self.n_init):
-                coefs, intercepts, curve, n_iter = training.train_prcut(
-                    inputs, graph, n_clusters=self.n_clusters,
-                    hidden_layer_sizes=hidden, batch_size=self.batch_size,
-                    max_iter=self.max_iter, learning_rate=self.learning_rate,
-                    momentum=self.momentum, gamma=self.gamma,
-                    annealing=self.annealing, tol=self.tol,
-                    n_iter_no_change=self.n_iter_no_change, device=device,
-                    init_seed=seeds[2 * init], batch_seed=seeds[2 * init + 1],
-                    verbose=self.verbose,
-                    description=f"PRCut {init + 1}/{self.n_init}",
-                )
-                _check_finite(coefs, intercepts)
-                coefs, intercepts = _fold_standardisation(coefs, intercepts, shift,
-                                                          scale)
-                P = predict_probabilities(X, coefs, intercepts)
-                bound, kl = prcut_objective(graph, P, self.gamma)
-                objective = bound + self.gamma * kl
-                if best is None or objective < best[0]:
-                    best = (objective, coefs, intercepts, curve, n_iter, P)
+        for init in range(self.n_init):
+            name = "PRCut" if self.n_init == 1 else f"PRCut ({init + 1}/{self.n_init})"
+            coefs, intercepts, result = training.train_prcut(
+                inputs, graph, n_clusters=self.n_clusters,
+                hidden_layer_sizes=hidden, batch_size=self.batch_size,
+                max_iter=self.max_iter, learning_rate=self.learning_rate,
+                momentum=self.momentum, gamma=self.gamma,
+                annealing=self.annealing, tol=self.tol,
+                n_iter_no_change=self.n_iter_no_change, device=device,
+                init_seed=seeds[2 * init], batch_seed=seeds[2 * init + 1],
+                verbose=self.verbose, n_threads=_n_threads(self.n_jobs), name=name,
+            )
+            _check_finite(coefs, intercepts)
+            coefs, intercepts = _fold_standardisation(coefs, intercepts, shift, scale)
+            P = predict_probabilities(X, coefs, intercepts)
+            bound, kl = prcut_objective(graph, P, self.gamma)
+            objective = bound + self.gamma * kl
+            if best is None or objective < best[0]:
+                best = (objective, coefs, intercepts, result.loss_curve, result.n_iter, P)
         return best
 
-    def _build_graph(self, X):
+    def _build_graph(self, X, device):
         if self.affinity == "precomputed":
             return check_precomputed_affinity(X)
         n_neighbors = self.n_neighbors
@@ -355,6 +357,12 @@ class PRCut(ClusterMixin, BaseEstimator):
             )
             n_neighbors = X.shape[0] - 1
         kernel = "connectivity" if self.affinity == "nearest_neighbors" else "rbf"
+        if device.type == "cuda":
+            from skdiffclust.prcut._device import knn_search
+
+            distances, neighbors = knn_search(X, n_neighbors, device)
+            return affinity_from_neighbors(distances, neighbors, kernel=kernel,
+                                           rbf_gamma=self.rbf_gamma)
         return knn_affinity(X, n_neighbors, kernel=kernel, rbf_gamma=self.rbf_gamma,
                             n_jobs=self.n_jobs)
 

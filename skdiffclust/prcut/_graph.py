@@ -59,6 +59,16 @@ def knn_affinity(X, n_neighbors, *, kernel="connectivity", rbf_gamma=None, n_job
     search = NearestNeighbors(n_neighbors=n_neighbors, n_jobs=n_jobs).fit(X)
     # kneighbors() without X leaves each sample out of its own neighbours
     distances, neighbors = search.kneighbors()
+    return affinity_from_neighbors(distances, neighbors, kernel=kernel, rbf_gamma=rbf_gamma)
+
+
+def affinity_from_neighbors(distances, neighbors, *, kernel="connectivity", rbf_gamma=None):
+    """The symmetric affinity W of :func:`knn_affinity` from a neighbour search.
+
+    ``distances`` and ``neighbors`` have shape (n_samples, n_neighbors): each
+    sample's neighbours (itself excluded) and their Euclidean distances.
+    """
+    n_samples, n_neighbors = neighbors.shape
     if kernel == "connectivity":
         weights = np.ones(distances.size)
     else:

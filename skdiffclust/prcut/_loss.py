@@ -48,7 +48,7 @@ def bound_and_gradient(p_left, p_right, rows, cols, weights, p_bar, n_rows,
     rows, cols : Tensor of int64, shape (n_edges,)
         Positions of each edge in the left and right batches.
     weights : Tensor of shape (n_edges,)
-        W[left[rows], right[cols]], all positive.
+        W[left[rows], right[cols]], non-negative (padding edges have weight 0).
     p_bar : Tensor of shape (n_clusters,)
         Mean probability of each cluster (positive).
     n_rows : int
@@ -66,12 +66,7 @@ def bound_and_gradient(p_left, p_right, rows, cols, weights, p_bar, n_rows,
     grad_left, grad_right : Tensor
         dbound/dp_left and dbound/dp_right, shaped like p_left and p_right.
     """
-    total = weights.sum()
-    if weights.numel() == 0 or not total > 0:
-        # no edge between the batches: nothing to cut, no signal (and no 0/0)
-        return (p_left.new_zeros(()), torch.zeros_like(p_left),
-                torch.zeros_like(p_right))
-    w = (weights / total).to(p_left.dtype)[:, None]
+    w = _normalised_weights(weights, p_left.dtype)
     p_i, p_j = p_left[rows], p_right[cols]
     cut = (w * _edge_term(p_i, p_j, hardness)).sum(0)
     bound = (cut / p_bar).sum()
@@ -84,6 +79,16 @@ def bound_and_gradient(p_left, p_right, rows, cols, weights, p_bar, n_rows,
     grad_right = (_scatter_rows(w * (hardness - 2.0 * p_i), cols, p_right)
                   + softness * _scatter_rows(w, cols, p_right[:, :1]) * p_right)
     return bound, grad_left / p_bar - shared, grad_right / p_bar - shared
+
+
+def _normalised_weights(weights, dtype):
+    """Edge weights over their total, as a column; all 0 for a block without edges.
+
+    Written without a branch on the total, so that nothing waits for the device.
+    """
+    total = weights.sum()
+    safe_total = torch.where(total > 0, total, torch.ones_like(total))
+    return (weights / safe_total).to(dtype)[:, None]
 
 
 def _edge_term(p_i, p_j, hardness):
@@ -102,8 +107,7 @@ def bound_of_batch_mean(p_left, p_right, rows, cols, weights, hardness=1.0):
 
     What eq. 8 differentiates; used to check it against autograd.
     """
-    total = weights.sum()
-    w = (weights / total).to(p_left.dtype)[:, None]
+    w = _normalised_weights(weights, p_left.dtype)
     p_i, p_j = p_left[rows], p_right[cols]
     cut = (w * _edge_term(p_i, p_j, hardness)).sum(0)
     p_bar = torch.cat([p_left, p_right]).mean(0)
@@ -139,7 +143,9 @@ class ProportionAverage:
         self.floor = pbar_floor(n_clusters)
 
     def update(self, batch_mean):
-        """Fold in a batch's mean probabilities; return the floored P-bar."""
-        self.value = ((1.0 - self.momentum) * self.value
-                      + self.momentum * batch_mean.detach())
+        """Fold in a batch's mean probabilities; return the floored P-bar.
+
+        In place, so that a captured CUDA graph keeps updating the same tensor.
+        """
+        self.value.mul_(1.0 - self.momentum).add_(batch_mean.detach(), alpha=self.momentum)
         return self.value.clamp_min(self.floor)

@@ -1,26 +1,21 @@
-"""PRCut training loop (Ghriss & Monteleoni, 2025, algorithm 1), in torch.
+"""PRCut's training task (Ghriss & Monteleoni, 2025, algorithm 1), for the engine.
 
-Each step draws a left and a right batch, reads the block of the sparse graph
-between them as an edge list, and moves the network along the eq. 8 gradient of
-the ratio-cut bound (through its stop-gradient surrogate) plus the gradient of
-gamma * KL(batch mean || uniform).
+Each step draws a left and a right batch (on the training device), reads the block
+of the graph between them as an edge list (``_device``), and moves the network
+along the eq. 8 gradient of the ratio-cut bound (through its stop-gradient
+surrogate) plus the gradient of gamma * KL(batch mean || uniform). The epoch
+loop, Adam, the stopping rule and the device handling are the engine's
+(:mod:`skdiffclust._training._torch`).
 """
-
-import contextlib
-import math
 
 import numpy as np
 import scipy.sparse as sp
 import torch
 from torch import nn
 
-from skdiffclust._utils._torch import (
-    build_mlp,
-    make_generator,
-    tensor_from_numpy,
-)
-from skdiffclust._utils._torch_free import progress
-from skdiffclust.prcut._graph import BatchPairExtractor
+from skdiffclust._training._torch import PairedBatches, train
+from skdiffclust._utils._torch import build_mlp, make_generator, tensor_from_numpy
+from skdiffclust.prcut._device import PaddedGraph, device_graph
 from skdiffclust.prcut._loss import (
     ProportionAverage,
     bound_and_gradient,
@@ -93,8 +88,11 @@ class FeatureBatches:
             self.X = tensor_from_numpy(X, dtype, device)
 
     def __call__(self, index):
+        """Rows ``index`` (an index tensor on the device); sparse rows are gathered
+        on the host."""
         if not self.sparse:
-            return self.X[torch.as_tensor(index, device=self.device)]
+            return self.X[index]
+        index = index.to("cpu").numpy()
         starts = self.indptr[index]
         lengths = self.indptr[index + 1] - starts
         offsets = np.cumsum(lengths) - lengths
@@ -103,72 +101,6 @@ class FeatureBatches:
         return SparseRows(self.indices[entries],
                           torch.as_tensor(offsets, device=self.device),
                           self.values[entries])
-
-
-class PairSampler:
-    """Left and right batches, each cycling through its own shuffled order.
-
-    Without replacement within a batch (the batch-pair extraction needs distinct
-    right samples); every sample is visited once per pass of each stream.
-    """
-
-    def __init__(self, n_samples, batch_size, rng):
-        self.n_samples, self.rng = n_samples, rng
-        self.batch_size = min(batch_size, n_samples)
-        self.streams = [[np.empty(0, dtype=np.int64), 0] for _ in range(2)]
-
-    def _take(self, stream):
-        order, position = stream
-        if position + self.batch_size > order.size:
-            # the batch never holds a sample twice: the fresh order omits the rest
-            rest = order[position:]
-            fresh = self.rng.permutation(self.n_samples)
-            fresh = fresh[~np.isin(fresh, rest)] if rest.size else fresh
-            order, position = np.concatenate([rest, fresh]), 0
-        stream[0], stream[1] = order, position + self.batch_size
-        return order[position : position + self.batch_size]
-
-    def __call__(self):
-        return self._take(self.streams[0]), self._take(self.streams[1])
-
-
-class EarlyStopping:
-    """Stop when the objective, averaged over windows of ``window`` steps, has not
-    gone ``tol`` below the best window for two windows in a row.
-
-    Single steps are too noisy to compare (a batch pair holds few edges); window
-    means are not."""
-
-    def __init__(self, window, tol):
-        self.window, self.tol = window, tol
-        self.best, self.total, self.count, self.strikes = math.inf, 0.0, 0, 0
-
-    def __call__(self, objective):
-        self.total += objective
-        self.count += 1
-        if self.count < self.window:
-            return False
-        mean, self.total, self.count = self.total / self.count, 0.0, 0
-        if mean < self.best - self.tol:
-            self.best, self.strikes = mean, 0
-        else:
-            self.strikes += 1
-        return self.strikes >= 2
-
-
-@contextlib.contextmanager
-def torch_threads(n_threads):
-    """Run with ``n_threads`` intra-op CPU threads, then restore the previous count.
-
-    The batches are small: on a shared machine, more threads than free cores make
-    every step wait for the slowest (measured: 20x slower on 2 busy cores).
-    """
-    previous = torch.get_num_threads()
-    torch.set_num_threads(n_threads)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)
 
 
 def hardness_schedule(n_annealing_steps):
@@ -181,9 +113,48 @@ def hardness_schedule(n_annealing_steps):
     return hardness
 
 
+class RatioCutTask:
+    """The engine's task: one step of algorithm 1 on a batch pair.
+
+    Capturable in a CUDA graph when nothing changes on the host from step to step:
+    no annealing schedule, a padded device graph and dense features.
+    """
+
+    def __init__(self, network, features, graph, *, n_clusters, momentum, gamma,
+                 n_annealing_steps, device, dtype):
+        self.network, self.features, self.graph = network, features, graph
+        self.gamma = gamma
+        self.p_bar_average = ProportionAverage(n_clusters, momentum, device, dtype)
+        self.floor = pbar_floor(n_clusters)
+        self.hardness = hardness_schedule(n_annealing_steps)
+        self.n_steps = 0
+        self.capturable = (n_annealing_steps == 0 and isinstance(graph, PaddedGraph)
+                           and not features.sparse)
+
+    def parameters(self):
+        return self.network.parameters()
+
+    def loss(self, batch):
+        self.n_steps += 1
+        left, right = batch[0], batch[1]
+        rows, cols, weights = self.graph(left, right)
+        probabilities = torch.softmax(self.network(self.features(torch.cat([left, right]))), 1)
+        n_left = left.shape[0]
+        p_left, p_right = probabilities[:n_left], probabilities[n_left:]
+        batch_mean = probabilities.mean(0)
+        p_bar = self.p_bar_average.update(batch_mean)
+        bound, grad_left, grad_right = bound_and_gradient(
+            p_left.detach(), p_right.detach(), rows, cols, weights, p_bar,
+            probabilities.shape[0], self.hardness(self.n_steps),
+        )
+        kl = kl_to_uniform(batch_mean, self.floor)
+        loss = surrogate(p_left, p_right, grad_left, grad_right) + self.gamma * kl
+        return loss, (bound + self.gamma * kl).detach()
+
+
 def train_prcut(X, graph, *, n_clusters, hidden_layer_sizes, batch_size, max_iter,
                 learning_rate, momentum, gamma, annealing, tol, n_iter_no_change,
-                device, init_seed, batch_seed, verbose, description="PRCut"):
+                device, init_seed, batch_seed, verbose, n_threads=1, name="PRCut"):
     """Train the assignment network on the graph (algorithm 1).
 
     Parameters
@@ -192,63 +163,38 @@ def train_prcut(X, graph, *, n_clusters, hidden_layer_sizes, batch_size, max_ite
         The network's input (features, or rows of a precomputed affinity).
     graph : scipy.sparse.csr_matrix of shape (n_samples, n_samples)
         Canonical affinity graph.
+    max_iter : int
+        Maximum number of epochs (``n_samples // batch_size`` batch pairs each,
+        at least one).
     annealing : float
         Fraction of ``max_iter`` over which the hardness of the bound is raised
-        to 1 (see ``_loss``); early stopping starts after it.
+        to 1 (see ``_loss``); the stopping rule applies after it.
 
     Returns
     -------
     coefs, intercepts : list of ndarray
         Trained weights, float64 NumPy arrays: layer l maps h to
         ``h @ coefs[l] + intercepts[l]``.
-    objective_curve : ndarray
-        Mean objective (bound + gamma * KL) over each window of
-        ``n_iter_no_change`` steps.
-    n_iter : int
-        Steps run.
+    result : TrainingResult
+        Epochs run, the objective (bound + gamma * KL) of each, convergence.
     """
     dtype = torch.float32
+    device = torch.device(device)
     network = AssignmentNetwork(X.shape[1], hidden_layer_sizes, n_clusters,
                                 make_generator(init_seed)).to(device)
-    optimizer = torch.optim.Adam(network.parameters(), lr=learning_rate)
-    features = FeatureBatches(X, device, dtype)
-    sampler = PairSampler(X.shape[0], batch_size, np.random.default_rng(batch_seed))
-    extract = BatchPairExtractor(graph)
-    p_bar_average = ProportionAverage(n_clusters, momentum, device, dtype)
-    floor = pbar_floor(n_clusters)
-    stopping = EarlyStopping(n_iter_no_change, tol)
-    n_annealing_steps = int(round(annealing * max_iter))
-    hardness = hardness_schedule(n_annealing_steps)
-    objectives, n_iter = [], 0
+    sampler = PairedBatches(X.shape[0], batch_size, make_generator(batch_seed, device),
+                            device)
+    n_annealing_epochs = int(round(annealing * max_iter))
+    task = RatioCutTask(
+        network, FeatureBatches(X, device, dtype), device_graph(graph, device, dtype),
+        n_clusters=n_clusters, momentum=momentum, gamma=gamma,
+        n_annealing_steps=n_annealing_epochs * sampler.n_batches, device=device,
+        dtype=dtype,
+    )
     network.train()
-    for n_iter in progress(range(1, max_iter + 1), verbose, description):
-        left, right = sampler()
-        rows, cols, weights = (torch.as_tensor(a, device=device)
-                               for a in extract(left, right))
-        batch = features(np.concatenate([left, right]))
-        probabilities = torch.softmax(network(batch), 1)
-        p_left, p_right = probabilities[: left.size], probabilities[left.size :]
-        batch_mean = probabilities.mean(0)
-        p_bar = p_bar_average.update(batch_mean)
-        bound, grad_left, grad_right = bound_and_gradient(
-            p_left.detach(), p_right.detach(), rows, cols, weights, p_bar,
-            probabilities.shape[0], hardness(n_iter),
-        )
-        kl = kl_to_uniform(batch_mean, floor)
-        loss = surrogate(p_left, p_right, grad_left, grad_right) + gamma * kl
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-        objectives.append(float(bound) + gamma * float(kl.detach()))
-        if n_iter > n_annealing_steps and stopping(objectives[-1]):
-            break
+    result = train(task, sampler, learning_rate=learning_rate, max_iter=max_iter, tol=tol,
+                   n_iter_no_change=n_iter_no_change, name=name, device=device,
+                   verbose=verbose, min_epochs=n_annealing_epochs, n_threads=n_threads)
     network.eval()
     coefs, intercepts = network.weights_as_numpy()
-    return coefs, intercepts, _window_means(objectives, n_iter_no_change), n_iter
-
-
-def _window_means(values, window):
-    values = np.asarray(values, dtype=np.float64)
-    n_windows = -(-values.size // window)
-    return np.array([values[i * window : (i + 1) * window].mean()
-                     for i in range(n_windows)])
+    return coefs, intercepts, result

@@ -1,0 +1,129 @@
+"""Fit time of the trained estimators on the CPU and on CUDA, in one process.
+
+For each trained estimator, the same fit (same data, same random_state) runs with
+``device='cpu'`` and with ``device='cuda'``; the script prints both times, their
+ratio and the quality of each fit (ARI against the generating labels):
+
+* ClAM, 200,000 x 32 blobs (standardised), k=20;
+* PRCut, 1,000,000 x 32 blobs, k=10, the kNN graph included;
+* SpanningForestClustering(embedding='mlp', batch_size=256) on digits with 25% of
+  the labels (ARI of the held-out half, clustered in the learned embedding).
+
+Each fit runs once after a warm-up fit on a small sample (numba compilation,
+CUDA context and kernel caches are not timed). Without CUDA the CUDA column says
+so. ``--quick`` divides the sizes by 20, to check the script on a laptop.
+
+Usage: ``python benchmarks/bench_gpu.py [--quick] [--only clam,prcut,forest]``.
+"""
+
+import argparse
+import platform
+import time
+import warnings
+
+import numpy as np
+from sklearn.datasets import load_digits, make_blobs
+from sklearn.metrics import adjusted_rand_score
+from sklearn.model_selection import train_test_split
+from sklearn.preprocessing import StandardScaler
+
+
+def blobs(n_samples, n_centers, seed=0):
+    X, y = make_blobs(n_samples=n_samples, n_features=32, centers=n_centers,
+                      random_state=seed)
+    return StandardScaler().fit_transform(X).astype(np.float32), y
+
+
+def timed(fit):
+    start = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = fit()
+    return time.perf_counter() - start, result
+
+
+def clam_case(scale):
+    from skdiffclust import ClAM
+
+    X, y = blobs(200_000 // scale, 20)
+
+    def run(device, data=X):
+        model = ClAM(n_clusters=20, device=device, random_state=0).fit(data)
+        return adjusted_rand_score(y[: data.shape[0]], model.labels_)
+    return "ClAM 200k x 32, k=20", run, X[:2000]
+
+
+def prcut_case(scale):
+    from skdiffclust import PRCut
+
+    X, y = blobs(1_000_000 // scale, 10)
+
+    def run(device, data=X):
+        model = PRCut(n_clusters=10, device=device, random_state=0).fit(data)
+        return adjusted_rand_score(y[: data.shape[0]], model.labels_)
+    return "PRCut 1M x 32, k=10 (graph included)", run, X[:5000]
+
+
+def forest_case(scale):
+    from skdiffclust import SpanningForestClustering
+
+    X, y = load_digits(return_X_y=True)
+    X = StandardScaler().fit_transform(X)
+    X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.5,
+                                                        random_state=0, stratify=y)
+    partial = np.where(np.random.default_rng(0).random(y_train.size) < 0.25, y_train, -1)
+    max_iter = 100 if scale == 1 else 5
+
+    def run(device, data=X_train):
+        model = SpanningForestClustering(
+            n_clusters=10, embedding="mlp", n_components=16, batch_size=256,
+            max_iter=max_iter, device=device, random_state=0,
+        ).fit(data, partial[: data.shape[0]])
+        held_out = SpanningForestClustering(n_clusters=10).fit(model.transform(X_test))
+        return adjusted_rand_score(y_test, held_out.labels_)
+    return "SpanningForestClustering mlp, digits, batch 256", run, X_train[:300]
+
+
+CASES = {"clam": clam_case, "prcut": prcut_case, "forest": forest_case}
+
+
+def cuda_device_name():
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="sizes divided by 20")
+    parser.add_argument("--only", default="clam,prcut,forest")
+    args = parser.parse_args()
+    scale = 20 if args.quick else 1
+    gpu = cuda_device_name()
+    machine = platform.processor() or platform.machine()
+    print(f"CPU: {machine}; GPU: {gpu or 'none (CUDA unavailable)'}"
+          + ("; --quick: sizes divided by 20" if args.quick else ""))
+    header = (f"{'case':<48} {'cpu s':>8} {'cuda s':>8} {'cpu/cuda':>9} {'ARI cpu':>8} "
+              f"{'ARI cuda':>9}")
+    print(header)
+    print("-" * len(header))
+    for key in args.only.split(","):
+        name, run, warm_data = CASES[key](scale)
+        devices = ["cpu"] + (["cuda"] if gpu else [])
+        times, scores = {}, {}
+        for device in devices:
+            timed(lambda: run(device, warm_data))  # compile / initialise, not timed
+            times[device], scores[device] = timed(lambda: run(device))
+        if gpu:
+            print(f"{name:<48} {times['cpu']:8.2f} {times['cuda']:8.2f} "
+                  f"{times['cpu'] / times['cuda']:8.1f}x {scores['cpu']:8.3f} "
+                  f"{scores['cuda']:9.3f}", flush=True)
+        else:
+            print(f"{name:<48} {times['cpu']:8.2f} {'n/a':>8} {'n/a':>9} "
+                  f"{scores['cpu']:8.3f} {'n/a':>9}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

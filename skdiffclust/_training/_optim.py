@@ -1,0 +1,123 @@
+"""The optimisers of the NumPy / numba backend (the torch backend uses torch.optim).
+
+* :func:`adam_update`: Adam's update of one array, a numba kernel, so that training
+  loops written in numba (ClAM's epoch) call it per step without leaving numba;
+* :class:`Adam`: the same update for NumPy arrays held in a dict (SparseGEMINI);
+* :class:`SGDMomentum`: SGD with heavy-ball momentum, the optimiser of Sparse
+  GEMINI's proximal path (Ohl et al., 2024);
+* :class:`ReduceOnPlateau`: torch's ``ReduceLROnPlateau(mode='min',
+  threshold_mode='rel')`` for these optimisers.
+
+Every update is torch.optim.Adam's: ``m <- b1 m + (1 - b1) g``,
+``v <- b2 v + (1 - b2) g^2``, ``p <- p - (lr / c1) m / (sqrt(v / c2) + eps)`` with
+the bias corrections ``c_i = 1 - b_i^t``.
+"""
+
+import math
+
+import numpy as np
+from numba import njit
+
+ADAM_BETA1 = 0.9
+ADAM_BETA2 = 0.999
+ADAM_EPS = 1e-8
+
+
+@njit(cache=True, error_model="numpy")
+def adam_update(param, grad, m, v, step_size, correction2):
+    """One Adam step on ``param`` in place (C-contiguous arrays of one shape).
+
+    ``step_size`` is ``lr / (1 - beta1^t)`` and ``correction2`` is
+    ``1 - beta2^t``; ``m`` and ``v`` are updated in place.
+    """
+    flat_p, flat_g = param.reshape(-1), grad.reshape(-1)
+    flat_m, flat_v = m.reshape(-1), v.reshape(-1)
+    for i in range(flat_p.shape[0]):
+        g = flat_g[i]
+        flat_m[i] = ADAM_BETA1 * flat_m[i] + (1.0 - ADAM_BETA1) * g
+        flat_v[i] = ADAM_BETA2 * flat_v[i] + (1.0 - ADAM_BETA2) * g * g
+        flat_p[i] -= step_size * flat_m[i] / (math.sqrt(flat_v[i] / correction2) + ADAM_EPS)
+
+
+def bias_corrections(step):
+    """``(1 - beta1^t, 1 - beta2^t)`` at Adam step ``t`` (counted from 1)."""
+    return 1.0 - ADAM_BETA1**step, 1.0 - ADAM_BETA2**step
+
+
+class Adam:
+    """Adam on a dict of NumPy arrays, updated in place.
+
+    Parameters
+    ----------
+    params : dict of str to ndarray
+        The parameters (float64, C-contiguous); their moments are kept per name.
+    learning_rate : float
+    maximize : bool, default=False
+        Ascend the objective (its gradient is given) instead of descending.
+    """
+
+    def __init__(self, params, learning_rate, maximize=False):
+        self.learning_rate = float(learning_rate)
+        self.maximize = maximize
+        self.m = {name: np.zeros_like(value) for name, value in params.items()}
+        self.v = {name: np.zeros_like(value) for name, value in params.items()}
+        self.t = 0
+
+    def step(self, params, grads):
+        """Update ``params[name]`` from ``grads[name]`` for every name in ``grads``."""
+        self.t += 1
+        correction1, correction2 = bias_corrections(self.t)
+        step_size = self.learning_rate / correction1
+        for name, grad in grads.items():
+            grad = np.ascontiguousarray(-grad if self.maximize else grad, dtype=np.float64)
+            adam_update(params[name], grad, self.m[name], self.v[name], step_size,
+                        correction2)
+
+
+class SGDMomentum:
+    """SGD with heavy-ball momentum on a dict of NumPy arrays.
+
+    ``velocity <- momentum * velocity + g``, ``p <- p - lr * velocity`` (ascending
+    when ``maximize``). Its step size is the learning rate itself, which is what a
+    proximal step after it must use as the threshold scale (Adam's adaptive steps
+    are not).
+    """
+
+    def __init__(self, params, learning_rate, momentum=0.9, maximize=False):
+        self.learning_rate = float(learning_rate)
+        self.momentum = momentum
+        self.maximize = maximize
+        self.velocity = {name: np.zeros_like(value) for name, value in params.items()}
+
+    def step(self, params, grads):
+        sign = 1.0 if self.maximize else -1.0
+        for name, grad in grads.items():
+            self.velocity[name] = self.momentum * self.velocity[name] + grad
+            params[name] += sign * self.learning_rate * self.velocity[name]
+
+
+class ReduceOnPlateau:
+    """Multiply a learning rate by ``factor`` after a plateau of the epoch objective.
+
+    An epoch improves when its objective is below ``best * (1 - threshold)``
+    (torch's relative threshold mode); after more than ``patience`` epochs without
+    improvement the rate is multiplied by ``factor``, down to ``min_lr``. The rate
+    lives in ``holder.learning_rate`` (any object with that attribute).
+    """
+
+    def __init__(self, holder, *, factor, patience, threshold, min_lr):
+        self.holder = holder
+        self.factor, self.patience = factor, patience
+        self.threshold, self.min_lr = threshold, min_lr
+        self.best = math.inf
+        self.n_bad = 0
+
+    def step(self, objective):
+        if objective < self.best * (1.0 - self.threshold):
+            self.best, self.n_bad = objective, 0
+        else:
+            self.n_bad += 1
+        if self.n_bad > self.patience:
+            self.holder.learning_rate = max(self.holder.learning_rate * self.factor,
+                                            self.min_lr)
+            self.n_bad = 0

@@ -1,0 +1,120 @@
+"""PRCut's graph on the training device: exact kNN search and batch-pair edges, in torch.
+
+The CSR graph of ``_graph`` is read on the host. On the training device the graph
+is held as a padded neighbour list ("ELL" layout): row i lists the neighbours of
+sample i and their weights, padded to the largest degree with a sentinel sample
+of weight 0. The block of W between a left and a right batch is then a gather of
+the left rows and a lookup of their neighbours' positions in the right batch:
+fixed shapes, no host synchronisation, nothing densified. Graphs with a few
+very-high-degree samples (a skewed precomputed affinity) would waste memory in
+this layout; they keep the host CSR extractor instead (:func:`device_graph`).
+"""
+
+import numpy as np
+import torch
+
+from skdiffclust.prcut._graph import BatchPairExtractor
+
+# ELL padding may cost at most this many times the stored entries (plus one slot
+# per row) before the host CSR path is preferred
+MAX_PADDING_RATIO = 4
+
+
+class PaddedGraph:
+    """The graph as padded neighbour lists on a device; see the module docstring."""
+
+    def __init__(self, W, device, dtype):
+        n = W.shape[0]
+        degrees = np.diff(W.indptr)
+        width = max(int(degrees.max()) if n else 0, 1)
+        neighbours = np.full((n, width), n, dtype=np.int64)  # sentinel: sample n
+        weights = np.zeros((n, width), dtype=np.float64)
+        slot = np.arange(W.indptr[-1]) - np.repeat(W.indptr[:-1], degrees)
+        rows = np.repeat(np.arange(n), degrees)
+        neighbours[rows, slot] = W.indices
+        weights[rows, slot] = W.data
+        self.neighbours = torch.as_tensor(neighbours, device=device)
+        self.weights = torch.as_tensor(weights, dtype=dtype, device=device)
+        # position in the right batch of each sample (-1: absent); entry n is
+        # the sentinel's, always -1
+        self.position = torch.full((n + 1,), -1, dtype=torch.int64, device=device)
+        self.device = device
+
+    def __call__(self, left, right):
+        """Edges between ``left`` and ``right`` (index tensors on the device).
+
+        Returns ``rows``, ``cols`` (positions in the batches) and ``weights`` of
+        shape (len(left) * width,); padding and neighbours outside the right
+        batch have weight 0 (and column 0), so they contribute nothing.
+        """
+        positions = torch.arange(right.shape[0], device=self.device)
+        self.position.index_copy_(0, right, positions)
+        cols = self.position[self.neighbours[left]]  # (n_left, width)
+        self.position.index_fill_(0, right, -1)
+        inside = cols >= 0
+        weights = torch.where(inside, self.weights[left], 0.0)
+        rows = torch.arange(left.shape[0], device=self.device)[:, None].expand_as(cols)
+        return rows.reshape(-1), cols.clamp_min(0).reshape(-1), weights.reshape(-1)
+
+
+class HostGraph:
+    """The CSR extractor of ``_graph`` behind the same interface (a host round trip
+    per step on CUDA)."""
+
+    def __init__(self, W, device, dtype):
+        self.extract = BatchPairExtractor(W)
+        self.device, self.dtype = device, dtype
+
+    def __call__(self, left, right):
+        rows, cols, weights = self.extract(left.to("cpu").numpy(), right.to("cpu").numpy())
+        return (torch.as_tensor(rows, device=self.device),
+                torch.as_tensor(cols, device=self.device),
+                torch.as_tensor(weights, dtype=self.dtype, device=self.device))
+
+
+def device_graph(W, device, dtype):
+    """:class:`PaddedGraph` unless its padding would waste memory, else :class:`HostGraph`."""
+    n = W.shape[0]
+    width = int(np.diff(W.indptr).max()) if n else 0
+    if n * width <= MAX_PADDING_RATIO * W.nnz + n:
+        return PaddedGraph(W, device, dtype)
+    return HostGraph(W, device, dtype)
+
+
+def knn_search(X, n_neighbors, device, block_rows=None):
+    """Exact k nearest neighbours of every row of X (itself excluded), on ``device``.
+
+    Blockwise: squared distances of ``block_rows`` rows to all rows by a matrix
+    product, then ``topk``; memory O(block_rows * n). Distances are computed in
+    float32 from features centred in float64 (so that a large offset does not
+    cost precision), then recomputed exactly for the selected pairs.
+
+    Returns ``(distances, neighbours)`` as NumPy arrays of shape (n, n_neighbors).
+    """
+    X = np.asarray(X, dtype=np.float64)
+    X = X - X.mean(axis=0)
+    n = X.shape[0]
+    points = torch.as_tensor(X, dtype=torch.float32, device=device)
+    sq_norms = (points * points).sum(1)
+    if block_rows is None:
+        block_rows = max(1, min(n, (1 << 26) // max(n, 1)))
+    neighbours = torch.empty((n, n_neighbors), dtype=torch.int64, device=device)
+    for start in range(0, n, block_rows):
+        stop = min(start + block_rows, n)
+        block = points[start:stop]
+        squared = sq_norms[start:stop, None] + sq_norms[None, :] - 2.0 * block @ points.T
+        rows = torch.arange(stop - start, device=device)
+        squared[rows, rows + start] = float("inf")  # never its own neighbour
+        neighbours[start:stop] = squared.topk(n_neighbors, dim=1, largest=False).indices
+    neighbours = neighbours.to("cpu").numpy()
+    return _exact_distances(X, neighbours), neighbours
+
+
+def _exact_distances(X, neighbours):
+    """Euclidean distances of each row to its listed neighbours, in float64 chunks."""
+    out = np.empty(neighbours.shape)
+    step = max(1, (1 << 24) // max(neighbours.shape[1] * X.shape[1], 1))
+    for start in range(0, X.shape[0], step):
+        diff = X[start : start + step, None, :] - X[neighbours[start : start + step]]
+        out[start : start + step] = np.sqrt((diff * diff).sum(-1))
+    return out

@@ -1,0 +1,269 @@
+"""The training engine: stopping rule, epoch loop, optimisers, device batches."""
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+
+from skdiffclust._training import StoppingRule, run_epochs
+from skdiffclust._training._optim import (
+    Adam,
+    ReduceOnPlateau,
+    SGDMomentum,
+    adam_update,
+    bias_corrections,
+)
+
+
+def _stop_epoch(objectives, **rule):
+    stopping = StoppingRule(**rule)
+    for epoch, objective in enumerate(objectives, start=1):
+        if stopping.update(objective):
+            return epoch
+    return None
+
+
+def test_patience_counts_epochs_without_relative_improvement():
+    # improvements of 10% then a plateau: stops n_iter_no_change epochs into it
+    objectives = [10.0, 9.0, 8.1, 8.1, 8.1, 8.1, 8.1]
+    assert _stop_epoch(objectives, tol=1e-3, n_iter_no_change=3) == 6
+    assert _stop_epoch(objectives, tol=1e-3, n_iter_no_change=5) is None
+
+
+def test_tol_is_relative_to_the_objectives_scale():
+    # gains of 0.5% of the objective count as improvement at tol=1e-3, not at 1e-2
+    objectives = [100.0 * 0.995**t for t in range(12)]
+    assert _stop_epoch(objectives, tol=1e-3, n_iter_no_change=3) is None
+    assert _stop_epoch(objectives, tol=1e-2, n_iter_no_change=3) == 4
+    # the same gains in other units give the same decisions
+    scaled = [1e-6 * value for value in objectives]
+    assert _stop_epoch(scaled, tol=1e-2, n_iter_no_change=3) == 4
+
+
+def test_a_loss_decaying_to_zero_converges():
+    # relative to |best| alone, a geometric decay would never converge
+    objectives = [10.0 * 0.5**t for t in range(40)]
+    assert _stop_epoch(objectives, tol=1e-3, n_iter_no_change=5) is not None
+
+
+def test_negative_objectives_improve_downwards():
+    objectives = [-1.0, -2.0, -3.0, -3.0, -3.0]
+    assert _stop_epoch(objectives, tol=1e-3, n_iter_no_change=2) == 5
+
+
+def test_warm_up_epochs_never_stop():
+    objectives = [1.0] * 10
+    assert _stop_epoch(objectives, tol=1e-3, n_iter_no_change=2, min_epochs=6) == 8
+
+
+def test_run_epochs_records_each_epoch_and_warns_when_max_iter_runs_out():
+    values = iter([5.0, 4.0, 3.0, 2.0])
+    with pytest.warns(ConvergenceWarning, match="Est ran max_iter=4"):
+        result = run_epochs(lambda: next(values), max_iter=4, tol=1e-3,
+                            n_iter_no_change=2, name="Est")
+    assert result.n_iter == 4 and not result.converged
+    np.testing.assert_array_equal(result.loss_curve, [5.0, 4.0, 3.0, 2.0])
+
+
+def test_run_epochs_stops_without_warning_once_converged():
+    calls = []
+
+    def epoch():
+        calls.append(None)
+        return 1.0
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        result = run_epochs(epoch, max_iter=100, tol=1e-3, n_iter_no_change=3, name="Est")
+    assert result.converged and result.n_iter == len(calls) == 4
+
+
+def test_restarts_keep_their_own_curves_and_stop_on_their_sum():
+    values = iter([[3.0, 5.0], [2.0, 5.0], [2.0, 5.0], [2.0, 5.0]])
+    seen = []
+    result = run_epochs(lambda: next(values), max_iter=4, tol=1e-3, n_iter_no_change=2,
+                        name="Est", on_epoch_end=seen.append)
+    assert result.converged and result.n_iter == 4
+    assert result.loss_curve.shape == (4, 2)
+    assert seen == [8.0, 7.0, 7.0, 7.0]
+
+
+def test_zero_epochs_train_nothing_and_do_not_warn():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        result = run_epochs(lambda: pytest.fail("no epoch expected"), max_iter=0, tol=0.1,
+                            n_iter_no_change=1, name="Est")
+    assert result.n_iter == 0 and result.loss_curve.shape == (0,)
+
+
+def test_a_non_finite_objective_raises_naming_the_estimator():
+    with pytest.raises(FloatingPointError, match="Est's training diverged"):
+        run_epochs(lambda: math.nan, max_iter=3, tol=0.1, n_iter_no_change=1, name="Est")
+
+
+def _reference_adam(p, grads, lr):
+    m = v = 0.0
+    for t, g in enumerate(grads, start=1):
+        m = 0.9 * m + 0.1 * g
+        v = 0.999 * v + 0.001 * g * g
+        p = p - lr * (m / (1 - 0.9**t)) / (np.sqrt(v / (1 - 0.999**t)) + 1e-8)
+    return p
+
+
+def test_adam_follows_kingma_and_ba():
+    rng = np.random.default_rng(0)
+    grads = [rng.standard_normal((3, 4)) for _ in range(5)]
+    params = {"w": np.ones((3, 4))}
+    adam = Adam(params, 0.1)
+    for grad in grads:
+        adam.step(params, {"w": grad})
+    np.testing.assert_allclose(params["w"], _reference_adam(np.ones((3, 4)), grads, 0.1),
+                               rtol=1e-12)
+    # the kernel the numba training loops call is the same update
+    p, m, v = np.ones(4), np.zeros(4), np.zeros(4)
+    for t, grad in enumerate(grads, start=1):
+        c1, c2 = bias_corrections(t)
+        adam_update(p, np.ascontiguousarray(grad[0]), m, v, 0.1 / c1, c2)
+    np.testing.assert_allclose(p, params["w"][0], rtol=1e-12)
+
+
+def test_maximising_optimisers_ascend():
+    params = {"w": np.zeros(2)}
+    Adam(params, 0.1, maximize=True).step(params, {"w": np.array([1.0, -1.0])})
+    assert params["w"][0] > 0 > params["w"][1]
+    params = {"w": np.zeros(2)}
+    sgd = SGDMomentum(params, 0.1, maximize=True)
+    sgd.step(params, {"w": np.array([1.0, -1.0])})
+    sgd.step(params, {"w": np.array([1.0, -1.0])})
+    np.testing.assert_allclose(params["w"], [0.1 + 0.19, -0.29])
+
+
+class _Rate:
+    learning_rate = 1.0
+
+
+def test_plateau_schedule_lowers_the_rate_after_its_patience():
+    rate = _Rate()
+    schedule = ReduceOnPlateau(rate, factor=0.5, patience=2, threshold=1e-3, min_lr=0.2)
+    for objective in [5.0, 4.0, 4.0, 4.0]:
+        schedule.step(objective)
+    assert rate.learning_rate == 1.0
+    schedule.step(4.0)
+    assert rate.learning_rate == 0.5
+    for _ in range(10):
+        schedule.step(4.0)
+    assert rate.learning_rate == 0.2
+
+
+@pytest.mark.torch
+def test_numpy_adam_and_plateau_match_torch():
+    import torch
+
+    rng = np.random.default_rng(1)
+    grads = [rng.standard_normal(6) for _ in range(8)]
+    weight = torch.zeros(6, dtype=torch.float64, requires_grad=True)
+    optimizer = torch.optim.Adam([weight], lr=0.05)
+    params = {"w": np.zeros(6)}
+    adam = Adam(params, 0.05)
+    for grad in grads:
+        weight.grad = torch.as_tensor(grad)
+        optimizer.step()
+        adam.step(params, {"w": grad})
+    np.testing.assert_allclose(params["w"], weight.detach().numpy(), rtol=1e-12)
+
+    objectives = [3.0, 2.0, 2.0, 1.999, 2.0, 2.0, 2.0, 2.0, 1.0, 1.0, 1.0, 1.0, 1.0]
+    scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(
+        optimizer, factor=0.8, patience=2, threshold=1e-3, min_lr=1e-5)
+    rate = _Rate()
+    ours = ReduceOnPlateau(rate, factor=0.8, patience=2, threshold=1e-3, min_lr=1e-5)
+    for objective in objectives:
+        scheduler.step(objective)
+        ours.step(objective)
+        assert math.isclose(rate.learning_rate, optimizer.param_groups[0]["lr"] / 0.05)
+
+
+@pytest.mark.torch
+def test_device_batches_are_distinct_seeded_and_pooled():
+    import torch
+
+    from skdiffclust._training._torch import PairedBatches, PooledBatches, UniformBatches
+
+    def generator(seed):
+        return torch.Generator().manual_seed(seed)
+
+    batches = UniformBatches(10, 4, generator(0), "cpu").epoch()
+    assert batches.shape == (2, 4)
+    assert len(set(batches.flatten().tolist())) == 8  # a permutation's prefix
+    again = UniformBatches(10, 4, generator(0), "cpu").epoch()
+    assert torch.equal(batches, again)
+    assert UniformBatches(3, 8, generator(0), "cpu").epoch().shape == (1, 3)
+
+    pairs = PairedBatches(10, 5, generator(0), "cpu").epoch()
+    assert pairs.shape == (2, 2, 5)
+
+    labelled, unlabelled = np.arange(3), np.arange(3, 20)
+    pooled = PooledBatches([labelled, unlabelled], [2, 6], 4, generator(0), "cpu").epoch()
+    assert pooled.shape == (4, 8)
+    assert (pooled[:, :2] < 3).all() and (pooled[:, 2:] >= 3).all()
+    # a small pool cycles through whole permutations of itself
+    first_three = pooled[:, :2].flatten()[:3].tolist()
+    assert sorted(first_three) == [0, 1, 2]
+
+
+class _Quadratic:
+    """A task whose minimum is known: mean squared distance of a point to the data."""
+
+    capturable = True
+
+    def __init__(self, data, device):
+        import torch
+
+        self.data = data
+        self.point = torch.zeros(data.shape[1], device=device, requires_grad=True)
+
+    def parameters(self):
+        return [self.point]
+
+    def loss(self, batch):
+        loss = ((self.data[batch] - self.point) ** 2).sum(1).mean()
+        return loss, loss.detach()
+
+
+def _train_quadratic(device):
+    import torch
+
+    from skdiffclust._training._torch import UniformBatches, train
+
+    data = torch.as_tensor(np.random.default_rng(0).normal(3.0, 1.0, (256, 2)),
+                           dtype=torch.float32, device=device)
+    task = _Quadratic(data, device)
+    generator = torch.Generator(device=device).manual_seed(0)
+    result = train(task, UniformBatches(256, 32, generator, device), learning_rate=0.1,
+                   max_iter=300, tol=1e-4, n_iter_no_change=5, name="Quadratic",
+                   device=device)
+    return task.point.detach().cpu().numpy(), result, data.mean(0).cpu().numpy()
+
+
+@pytest.mark.torch
+def test_torch_engine_trains_a_task_to_its_minimum_and_restores_threads():
+    import torch
+
+    threads = torch.get_num_threads()
+    point, result, mean = _train_quadratic("cpu")
+    assert result.converged and result.n_iter < 300
+    np.testing.assert_allclose(point, mean, atol=0.05)
+    assert torch.get_num_threads() == threads
+
+
+@pytest.mark.torch
+def test_torch_engine_on_cuda_captures_the_step_and_trains():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA device")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # capture must not fail
+        point, result, mean = _train_quadratic("cuda")
+    assert result.converged
+    np.testing.assert_allclose(point, mean, atol=0.05)
