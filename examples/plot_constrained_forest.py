@@ -21,6 +21,7 @@ import numpy as np
 from sklearn.metrics import adjusted_rand_score
 
 from skdiffclust import SpanningForestClustering, constraints_from_labels, spanning_forest
+from skdiffclust.inspection import SpanningForestDisplay
 
 rng = np.random.default_rng(0)
 left = rng.normal([-3, 0], 0.6, size=(150, 2))
@@ -39,11 +40,9 @@ constrained = SpanningForestClustering(n_clusters=2).fit(X, partial)
 
 fig, axes = plt.subplots(1, 2, figsize=(10, 4))
 for ax, model, title in [(axes[0], plain, "no labels"), (axes[1], constrained, "4 labels")]:
-    for i, j in model.forest_edges_:
-        ax.plot(X[[i, j], 0], X[[i, j], 1], color="0.75", linewidth=0.6, zorder=1)
-    ax.scatter(X[:, 0], X[:, 1], c=model.labels_, cmap="coolwarm", s=10, zorder=2)
-    labelled = partial >= 0
-    ax.scatter(X[labelled, 0], X[labelled, 1], marker="*", s=200, c="k", zorder=3)
+    # forest edges in grey, samples coloured by tree, the labelled samples as stars
+    SpanningForestDisplay.from_estimator(model, X, partial, ax=ax,
+                                         scatter_kwargs={"cmap": "coolwarm", "s": 10})
     ari = adjusted_rand_score(y, model.labels_[blobs])
     ax.set_title(f"{title}: ARI on the blobs={ari:.2f}")
 fig.tight_layout()

@@ -7,7 +7,8 @@ Spanning forests find arbitrary shapes
 k-spanning forest of the similarity graph: the trees of the forest are the
 clusters. This is single linkage, so it follows elongated and nested shapes that
 centroid methods such as k-means cut through. The fitted forest is available as
-``forest_edges_``, which we draw below.
+``forest_edges_``, which :class:`~skdiffclust.inspection.SpanningForestDisplay`
+draws below.
 """
 
 # %%
@@ -20,6 +21,7 @@ from sklearn.datasets import make_blobs, make_circles, make_moons
 from sklearn.metrics import adjusted_rand_score
 
 from skdiffclust import SpanningForestClustering
+from skdiffclust.inspection import SpanningForestDisplay
 
 datasets = {
     "moons": make_moons(n_samples=400, noise=0.05, random_state=0),
@@ -33,14 +35,13 @@ for column, (name, (X, y)) in enumerate(datasets.items()):
     forest = SpanningForestClustering(n_clusters=k).fit(X)
     kmeans = KMeans(n_clusters=k, n_init=10, random_state=0).fit(X)
 
-    ax = axes[0, column]
-    for i, j in forest.forest_edges_:
-        ax.plot(X[[i, j], 0], X[[i, j], 1], color="0.7", linewidth=0.6, zorder=1)
-    ax.scatter(X[:, 0], X[:, 1], c=forest.labels_, s=8, cmap="tab10", zorder=2)
-    ax.set_title(f"{name}: spanning forest, ARI={adjusted_rand_score(y, forest.labels_):.2f}")
+    # the forest's edges in grey, the samples coloured by tree
+    SpanningForestDisplay.from_estimator(forest, X, ax=axes[0, column])
+    axes[0, column].set_title(
+        f"{name}: spanning forest, ARI={adjusted_rand_score(y, forest.labels_):.2f}")
 
     ax = axes[1, column]
-    ax.scatter(X[:, 0], X[:, 1], c=kmeans.labels_, s=8, cmap="tab10")
+    ax.scatter(X[:, 0], X[:, 1], c=kmeans.labels_, s=8, cmap="tab10", vmin=0, vmax=9)
     ax.set_title(f"{name}: k-means, ARI={adjusted_rand_score(y, kmeans.labels_):.2f}")
 
 for ax in axes.ravel():

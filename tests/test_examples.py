@@ -10,16 +10,22 @@ EXAMPLES = sorted((Path(__file__).resolve().parents[1] / "examples").glob("plot_
 
 TORCH_MARKERS = ("import torch", "embedding=", "PRCut(")
 
+# examples that take more than about 20 s on two CPU cores (their docstrings say how
+# long); CI runs them through the documentation build
+SLOW = {"plot_prcut_digits.py"}
+
 
 def _needs_torch(path):
     source = path.read_text()
     return any(marker in source for marker in TORCH_MARKERS)
 
 
-PARAMS = [
-    pytest.param(path, id=path.name, marks=[pytest.mark.torch] if _needs_torch(path) else [])
-    for path in EXAMPLES
-]
+def _marks(path):
+    marks = [pytest.mark.torch] if _needs_torch(path) else []
+    return marks + ([pytest.mark.slow] if path.name in SLOW else [])
+
+
+PARAMS = [pytest.param(path, id=path.name, marks=_marks(path)) for path in EXAMPLES]
 
 
 @pytest.mark.parametrize("path", PARAMS)
@@ -37,3 +43,4 @@ def test_example_runs(path, monkeypatch):
 
 def test_examples_exist():
     assert len(EXAMPLES) >= 2
+    assert SLOW <= {path.name for path in EXAMPLES}

@@ -128,7 +128,7 @@ class SpanningForestClustering(ClusterMixin, BaseEstimator):
     embedding_state_ : dict of str to ndarray
         Trained weights of the embedding (NumPy arrays). Only with ``embedding``.
 
-    loss_curve_ : ndarray of shape (n_iter_,)
+    loss_curve_ : ndarray of shape (`n_iter_`,)
         Mean training loss of each epoch. Only with ``embedding``.
 
     n_iter_ : int
