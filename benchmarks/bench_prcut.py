@@ -12,22 +12,42 @@ Cases: scikit-learn's digits (1,797 x 64, 10 classes), then 10 Gaussian blobs in
 n = 10,000, 70,000 and 200,000. SpectralClustering is skipped above
 ``--sc-max-n`` samples (default 70,000); ``--full`` runs it everywhere.
 
+``--small``: small data, where a fit should take well under a second: 300 points
+(three blobs, two moons, two circles), PRCut's warm fit time (median of
+``--repeats`` fits, wall and CPU) next to SpectralClustering's
+(``affinity='nearest_neighbors'``, 10 neighbours) in the same process, with ARIs.
+
+``--memory``: the peak memory of ``affinity='precomputed'`` on a dense (n, n)
+float64 affinity (an RBF kernel, every entry positive), as a multiple of the
+input's size: the peak resident set size above the level before the fit
+(sampled every 10 ms; torch's allocations included) and the peak of NumPy's
+allocations (tracemalloc).
+
 Usage::
 
     python benchmarks/bench_prcut.py            # all cases
     python benchmarks/bench_prcut.py --quick    # digits and n = 10,000 only
+    python benchmarks/bench_prcut.py --small    # 300 points
+    python benchmarks/bench_prcut.py --memory   # dense precomputed affinity
 """
 
 import argparse
+import statistics
 import threading
 import time
+import tracemalloc
+import warnings
+
+import numpy as np
 
 from scipy.optimize import linear_sum_assignment
 from sklearn.cluster import SpectralClustering
-from sklearn.datasets import load_digits, make_blobs
+from sklearn.datasets import load_digits, make_blobs, make_circles, make_moons
 from sklearn.metrics import adjusted_rand_score, confusion_matrix
 from sklearn.metrics import normalized_mutual_info_score
+from sklearn.metrics.pairwise import rbf_kernel
 
+from skdiffclust._utils._validation import center_and_scale
 from skdiffclust.prcut import PRCut, ratio_cut
 from skdiffclust.prcut._graph import knn_affinity
 
@@ -37,8 +57,15 @@ BLOB_SIZES = [10_000, 70_000, 200_000]
 # the paper's settings, then annealing with a small gamma (the lower ratio cut)
 DIGITS_SETTINGS = {
     "PRCut": {},
-    "PRCut MLP (256,)": {"hidden_layer_sizes": (256,)},
-    "PRCut annealed, gamma=1": {"gamma": 1.0, "annealing": 0.8, "n_init": 10},
+    "PRCut, the paper's (random, linear, gamma=100)": {
+        "init": "random", "hidden_layer_sizes": (), "gamma": 100.0},
+    "PRCut annealed (random init, linear)": {
+        "init": "random", "hidden_layer_sizes": (), "annealing": 0.8, "n_init": 10},
+}
+SMALL = {
+    "three blobs": lambda: make_blobs(300, centers=3, random_state=0),
+    "two moons": lambda: make_moons(300, noise=0.05, random_state=0),
+    "two circles": lambda: make_circles(300, noise=0.05, factor=0.5, random_state=0),
 }
 
 
@@ -83,7 +110,7 @@ def scores(W, y, labels):
 
 
 def row(name, seconds, memory, s):
-    print(f"  {name:<38} {seconds:8.1f} s {memory / 2**20:8.0f} MiB   "
+    print(f"  {name:<60} {seconds:8.1f} s {memory / 2**20:8.0f} MiB   "
           f"RC={s['rc']:8.3f}  ACC={s['acc']:.3f}  NMI={s['nmi']:.3f}  "
           f"ARI={s['ari']:.3f}")
 
@@ -101,13 +128,16 @@ def run_case(title, X, y, prcut_settings, run_spectral):
             graph_bytes = W.data.nbytes + W.indices.nbytes + W.indptr.nbytes
             print(f"  graph: {W.nnz:,} stored entries ({graph_bytes:,} bytes); a dense "
                   f"n x n float64 matrix would take {8 * X.shape[0] ** 2:,} bytes")
-        row(f"{name} ({model.n_iter_} steps)", seconds, memory,
+        row(f"{name} ({model.n_iter_} epochs)", seconds, memory,
             scores(W, y, model.labels_))
         first_seconds = first_seconds or seconds
     if not run_spectral:
-        print(f"  {'SpectralClustering':<38} skipped (--sc-max-n; --full to run it)")
+        print(f"  {'SpectralClustering':<60} skipped (--sc-max-n; --full to run it)")
         return
-    graph_seconds, graph_memory, W_sc = measured(lambda: knn_affinity(X, N_NEIGHBORS))
+    # PRCut's graph: the data centred and scaled globally (ties among the
+    # neighbours, as in the integer pixels of digits, then break the same way)
+    graph_seconds, graph_memory, W_sc = measured(
+        lambda: knn_affinity(center_and_scale(X)[0], N_NEIGHBORS))
     assert (W_sc != W).nnz == 0  # the very same graph
     sc_seconds, sc_memory, spectral = measured(
         lambda: SpectralClustering(N_CLUSTERS, affinity="precomputed",
@@ -118,14 +148,93 @@ def run_case(title, X, y, prcut_settings, run_spectral):
     print(f"  time SpectralClustering / {next(iter(prcut_settings))} = {ratio:.2f}x")
 
 
+def timed(fit, repeats):
+    """Median wall and CPU seconds of ``fit(seed)`` over seeds 0 .. repeats - 1, and
+    the fitted estimators."""
+    walls, cpus, fitted = [], [], []
+    for seed in range(repeats):
+        wall, cpu = time.perf_counter(), time.process_time()
+        fitted.append(fit(seed))
+        walls.append(time.perf_counter() - wall)
+        cpus.append(time.process_time() - cpu)
+    return statistics.median(walls), statistics.median(cpus), fitted
+
+
+def run_small(repeats):
+    """PRCut's and SpectralClustering's warm fit times on 300 points.
+
+    Each is fitted with random_state 0 .. repeats - 1: the median time, and the
+    mean (min) ARI over those seeds (one seed's ARI says little on overlapping
+    blobs).
+    """
+    print(f"\n300 points: warm fit, median over random_state 0..{repeats - 1} "
+          "(wall / CPU seconds); ARI mean (min)")
+    PRCut(n_clusters=2, max_iter=5, device="cpu", random_state=0).fit(SMALL["two moons"]()[0])
+    for name, make in SMALL.items():
+        X, y = make()
+        k = len(np.unique(y))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # disconnected graphs, for both
+            ours = timed(lambda seed: PRCut(n_clusters=k, device="cpu",
+                                            random_state=seed).fit(X), repeats)
+            theirs = timed(lambda seed: SpectralClustering(
+                k, affinity="nearest_neighbors", n_neighbors=N_NEIGHBORS,
+                random_state=seed).fit(X), repeats)
+
+        def ari(fitted):
+            values = [adjusted_rand_score(y, model.labels_) for model in fitted]
+            return f"{np.mean(values):.3f} ({np.min(values):.3f})"
+
+        epochs = statistics.median(model.n_iter_ for model in ours[2])
+        print(f"  {name:<12} PRCut {ours[0]:5.2f} / {ours[1]:5.2f} s ({epochs:g} epochs) "
+              f"ARI {ari(ours[2])}   SpectralClustering {theirs[0]:5.2f} / "
+              f"{theirs[1]:5.2f} s ARI {ari(theirs[2])}   wall ratio "
+              f"{ours[0] / theirs[0]:.2f}x")
+
+
+def run_memory(sizes):
+    """Peak memory of PRCut on a dense precomputed affinity, in units of the input."""
+    print("\ndense precomputed affinity (RBF kernel, float64): peak memory of the fit")
+    warm = rbf_kernel(make_blobs(100, 8, random_state=0)[0], gamma=0.05)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        PRCut(n_clusters=2, affinity="precomputed", max_iter=2, device="cpu").fit(warm)
+    for n in sizes:
+        X, _ = make_blobs(n, 8, centers=5, random_state=0)
+        affinity = rbf_kernel(X, gamma=0.05)
+        size = affinity.nbytes
+        tracemalloc.start()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # max_iter=20 may run out: that is the point
+            seconds, rss, model = measured(lambda: PRCut(
+                n_clusters=5, affinity="precomputed", random_state=0, device="cpu",
+                max_iter=20).fit(affinity))
+        _, traced = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        print(f"  n={n:>6,}: input {size / 2**20:7.0f} MiB | peak above it: resident "
+              f"{rss / size:4.2f}x, NumPy (tracemalloc) {traced / size:4.2f}x | "
+              f"{seconds:5.1f} s, {model.n_iter_} epochs")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="digits and n=10,000 only")
     parser.add_argument("--full", action="store_true",
                         help="SpectralClustering at all sizes")
     parser.add_argument("--sc-max-n", type=int, default=70_000)
+    parser.add_argument("--small", action="store_true", help="300 points only")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--memory", action="store_true",
+                        help="dense precomputed affinity only")
+    parser.add_argument("--memory-sizes", default="2000,6000")
     args = parser.parse_args()
 
+    if args.small:
+        run_small(args.repeats)
+        return
+    if args.memory:
+        run_memory([int(n) for n in args.memory_sizes.split(",")])
+        return
     X, y = load_digits(return_X_y=True)
     # warm-up: torch's first call pays for its lazy initialisation
     PRCut(n_clusters=2, max_iter=5, device="cpu", random_state=0).fit(X[:100])

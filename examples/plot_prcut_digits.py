@@ -5,23 +5,23 @@ Digits: PRCut against spectral clustering
 
 Both methods cluster the same graph, the symmetric 10-nearest-neighbour graph of
 the 1,797 handwritten digits (8 x 8 pixels). Spectral clustering embeds the whole
-graph with its eigenvectors and runs k-means there; PRCut (Ghriss & Monteleoni,
-2025) trains a softmax regression on the pixels to minimise a bound of the
+graph with its eigenvectors and discretises the embedding; PRCut (Ghriss &
+Monteleoni, 2025) trains a network on the pixels to minimise a bound of the
 expected ratio cut, one pair of mini-batches at a time.
 
 We report the accuracy (best one-to-one matching of clusters to digits), the NMI
-and the ratio cut on the graph, for three settings of PRCut:
+and the ratio cut on the graph, for two settings of PRCut:
 
-* the paper's: a linear model and the KL weight ``gamma=100``, which makes the
-  clusters nearly equal in size, like the digits;
-* the same with one hidden layer (``hidden_layer_sizes``), which recovers the
-  digits best;
-* a small ``gamma`` with ``annealing`` (not in the paper): the hardness part of
-  the bound is raised from 0.01 to 1 during the first 80% of the steps, so the
-  partition grows out of the graph's smoothest directions, those of spectral
-  clustering, and ten trainings keep the lowest objective. It finds a lower
-  ratio cut than spectral clustering, with unbalanced clusters as spectral
-  clustering's are, and a higher accuracy.
+* the defaults: the network (an MLP) is first fitted to spectral clustering's
+  partition of the graph, then PRCut's training lowers its ratio cut, with a
+  small balance prior ``gamma=1``. It ends below spectral clustering's ratio
+  cut, with a higher accuracy and NMI: the paper's claim;
+* the paper's algorithm: a random start, a linear model and ``gamma=100``,
+  which forces nearly equal cluster sizes. The digits are balanced, so the
+  accuracy stays high, but the ratio cut is more than three times spectral
+  clustering's: the graph's cheap cuts are unbalanced.
+
+The example takes a few seconds.
 """
 
 # %%
@@ -38,13 +38,11 @@ from skdiffclust.prcut import PRCut
 
 X, y = load_digits(return_X_y=True)
 models = {
-    "PRCut, gamma=100": PRCut(n_clusters=10, n_neighbors=10, random_state=0).fit(X),
-    "PRCut, MLP (256,)": PRCut(n_clusters=10, n_neighbors=10, hidden_layer_sizes=(256,),
-                               random_state=0).fit(X),
-    "PRCut, annealed": PRCut(n_clusters=10, n_neighbors=10, gamma=1.0, annealing=0.8,
-                             n_init=10, random_state=0).fit(X),
+    "PRCut (default)": PRCut(n_clusters=10, random_state=0).fit(X),
+    "PRCut, the paper's": PRCut(n_clusters=10, init="random", hidden_layer_sizes=(),
+                                gamma=100.0, random_state=0).fit(X),
 }
-W = models["PRCut, gamma=100"].affinity_matrix_
+W = models["PRCut (default)"].affinity_matrix_
 labels = {name: model.labels_ for name, model in models.items()}
 labels["SpectralClustering"] = SpectralClustering(
     10, affinity="precomputed", random_state=0).fit(W).labels_
@@ -56,12 +54,13 @@ for name, found in labels.items():
           f"{normalized_mutual_info_score(y, found):6.3f} {ratio_cut(W, found):9.3f}")
 
 # %%
-# Cluster sizes and training curve
-# --------------------------------
-# The low ratio cuts come with unbalanced clusters: spectral clustering's has a
-# small, well separated group of ones and merges threes and nines; the annealed
-# PRCut keeps the small group of ones too. The objective of the annealed
-# training rises while the hardness grows, then falls.
+# Cluster sizes and training curves
+# ---------------------------------
+# The low ratio cuts come with unbalanced clusters: spectral clustering's and the
+# default PRCut's have a small, well separated group and merge similar digits;
+# the paper's large ``gamma`` keeps the sizes nearly equal. The default training
+# starts from a partition and stops within a few dozen epochs; the paper's
+# starts from a random network.
 fig, (ax_sizes, ax_curve) = plt.subplots(1, 2, figsize=(11, 4))
 width = 0.8 / len(labels)
 for i, (name, found) in enumerate(labels.items()):
@@ -70,10 +69,10 @@ for i, (name, found) in enumerate(labels.items()):
 ax_sizes.set(xlabel="cluster (by size)", ylabel="samples", title="cluster sizes")
 ax_sizes.legend(fontsize=8)
 for name, model in models.items():
-    steps = model.n_iter_no_change * (np.arange(len(model.loss_curve_)) + 1)
-    ax_curve.plot(steps, model.loss_curve_, label=name)
-ax_curve.set(xlabel="step", ylabel="mini-batch objective", yscale="log",
-             title="training objective (window means)")
+    epochs = np.arange(1, len(model.loss_curve_) + 1)
+    ax_curve.plot(epochs, model.loss_curve_, label=name)
+ax_curve.set(xlabel="epoch", ylabel="mini-batch objective", yscale="log",
+             title="training objective (epoch means)")
 ax_curve.legend()
 fig.tight_layout()
 plt.show()

@@ -5,19 +5,19 @@ PRCut on growing synthetic data
 
 PRCut never holds more than the sparse graph (O(n * n_neighbors) memory) and one
 pair of mini-batches: a training step costs the same whatever the number of
-samples, and the steps needed depend on the problem more than on n. We time it
-against :class:`~sklearn.cluster.SpectralClustering` on the same
-10-nearest-neighbour graph, for 10 overlapping Gaussian blobs in 16 dimensions.
-The graph's construction (a brute-force neighbour search, O(n^2) time) is part of
-PRCut's fit and is timed apart too; spectral clustering gets it ready-made.
+samples, and the epochs needed depend on the problem more than on n. Its start,
+spectral clustering's partition of the graph, is computed by subspace iteration
+(sparse products with the graph only, no n x n matrix). We time it against
+:class:`~sklearn.cluster.SpectralClustering` on the same 10-nearest-neighbour
+graph, for 10 overlapping Gaussian blobs in 16 dimensions. The graph's
+construction (a neighbour search) is part of PRCut's fit and is timed apart too;
+spectral clustering gets it ready-made.
 
-The sizes are kept small so that the example runs in seconds, and at these sizes
-spectral clustering is faster: PRCut pays a fixed number of steps. The curves
-show the trend: PRCut's time hardly grows, spectral clustering's does.
-``benchmarks/bench_prcut.py`` goes further, on 10 blobs in 32 dimensions: at
-70,000 samples PRCut fits in about 12 s (graph included) and spectral clustering
-needs about 12 minutes and 5 GiB on two CPU cores; at 200,000 samples PRCut takes
-about 100 s, most of it the neighbour search.
+The sizes are kept small so that the example runs in seconds; at these sizes
+both take about a second. ``benchmarks/bench_prcut.py`` goes further, on 10
+blobs in 32 dimensions: at 70,000 samples PRCut fits in about 15 s on one core,
+most of it the neighbour search, and spectral clustering needs about 12 minutes
+and 5 GiB.
 """
 
 # %%
@@ -59,7 +59,7 @@ for n in sizes:
           f"{timings['SpectralClustering (graph given)'][-1]:.1f}")
     print(f"          PRCut ARI="
           f"{adjusted_rand_score(y, model.labels_):.3f}, ratio cut "
-          f"{ratio_cut(graph, model.labels_):.3f}, {model.n_iter_} steps | "
+          f"{ratio_cut(graph, model.labels_):.3f}, {model.n_iter_} epochs | "
           f"spectral ARI={adjusted_rand_score(y, spectral.labels_):.3f}, ratio cut "
           f"{ratio_cut(graph, spectral.labels_):.3f}")
 

@@ -8,11 +8,16 @@ from hypothesis import strategies as st
 from scipy.sparse.csgraph import laplacian
 from sklearn.neighbors import kneighbors_graph
 
+from skdiffclust import metrics
 from skdiffclust.prcut import ratio_cut
 from skdiffclust.prcut._graph import (
     BatchPairExtractor,
+    bipartite_objective,
     check_precomputed_affinity,
+    connected_component_labels,
     knn_affinity,
+    n_connected_components,
+    partition_objective,
     prcut_objective,
 )
 from skdiffclust.prcut._inference import predict_probabilities
@@ -54,14 +59,41 @@ def test_knn_graph_rejects_too_many_neighbours():
         knn_affinity(np.zeros((10, 2)), 10)
 
 
-def test_precomputed_affinity_dense_and_sparse_agree_and_lose_their_diagonal():
+def test_precomputed_sparse_affinity_loses_its_diagonal():
     A = np.array([[5.0, 1.0, 0.0], [1.0, 2.0, 0.5], [0.0, 0.5, 0.0]])
-    dense = check_precomputed_affinity(A)
     sparse = check_precomputed_affinity(sp.csr_matrix(A))
-    expected = A - np.diag(np.diag(A))
-    np.testing.assert_array_equal(dense.toarray(), expected)
-    np.testing.assert_array_equal(sparse.toarray(), expected)
-    assert dense.nnz == 4
+    np.testing.assert_array_equal(sparse.toarray(), A - np.diag(np.diag(A)))
+    assert sparse.nnz == 4
+
+
+def test_a_dense_affinity_is_kept_without_a_copy_unless_mostly_zeros():
+    rng = np.random.default_rng(0)
+    A = rng.random((40, 40))
+    A = A + A.T
+    assert check_precomputed_affinity(A) is A
+    A[A < 1.9] = 0.0  # a few entries left: CSR takes less memory
+    W = check_precomputed_affinity(A)
+    assert sp.issparse(W)
+    np.testing.assert_array_equal(W.toarray(), A - np.diag(np.diag(A)))
+
+
+def test_dense_and_sparse_graphs_give_the_same_components_degrees_and_objective():
+    W = _random_graph(60, 0.03, 7)
+    dense = W.toarray() + np.diag(np.arange(60.0))  # the diagonal is ignored
+    np.testing.assert_array_equal(connected_component_labels(dense),
+                                  connected_component_labels(W))
+    assert n_connected_components(W) == n_connected_components(dense) > 1
+    P = np.random.default_rng(0).dirichlet(np.ones(3), size=60)
+    np.testing.assert_allclose(prcut_objective(dense, P, 2.0), prcut_objective(W, P, 2.0))
+
+
+def test_bipartite_objective_of_the_whole_graph_is_the_partition_objective():
+    W = _random_graph(50, 0.2, 2)
+    labels = np.random.default_rng(2).integers(0, 4, size=50)
+    np.testing.assert_allclose(bipartite_objective(W, labels, labels, 4, 0.5),
+                               partition_objective(W, labels, 4, 0.5))
+    np.testing.assert_allclose(bipartite_objective(W.toarray(), labels, labels, 4, 0.5),
+                               partition_objective(W, labels, 4, 0.5))
 
 
 @pytest.mark.parametrize("A, message", [
@@ -137,6 +169,19 @@ def test_ratio_cut_checks_shapes():
         ratio_cut(np.zeros((3, 3)), [0, 1])
     with pytest.raises(ValueError, match="square"):
         ratio_cut(np.zeros((3, 2)), [0, 1, 2])
+
+
+@pytest.mark.parametrize("value, message", [
+    (-1.0, "non-negative"), (np.nan, "NaN"), (np.inf, "infinite"),
+])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_ratio_cut_rejects_negative_weights_and_nan(value, message, sparse):
+    W = np.ones((4, 4))
+    W[0, 1] = W[1, 0] = value
+    with pytest.raises(ValueError, match=message):
+        ratio_cut(sp.csr_matrix(W) if sparse else W, [0, 0, 1, 1])
+    with pytest.raises(ValueError, match=message):
+        metrics.ratio_cut(sp.csr_matrix(W) if sparse else W, [0, 0, 1, 1])
 
 
 def test_objective_of_hard_assignments_is_the_scaled_ratio_cut():

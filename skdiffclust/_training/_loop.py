@@ -45,15 +45,18 @@ class StoppingRule:
     and the first epoch's ``|objective|``; training has converged after
     ``n_iter_no_change`` consecutive epochs without improvement. The first
     ``min_epochs`` epochs (a warm-up, such as an annealing schedule) never count
-    as converged but still set ``best``.
+    as converged but still set ``best``. With a ``target``, training has also
+    converged at the first epoch whose objective is at or below it (objectives
+    with a known floor, such as an error rate).
 
     Relative, ``tol`` does not depend on the objective's units; relative to the
     larger of the two, a loss that decays geometrically towards 0 still
     converges once its gains are small next to where it started.
     """
 
-    def __init__(self, tol, n_iter_no_change, min_epochs=0):
+    def __init__(self, tol, n_iter_no_change, min_epochs=0, target=None):
         self.tol = float(tol)
+        self.target = target
         self.n_iter_no_change = int(n_iter_no_change)
         self.min_epochs = int(min_epochs)
         self.best = math.inf
@@ -75,7 +78,8 @@ class StoppingRule:
         if self.n_epochs <= self.min_epochs:
             self.n_bad = 0
             return False
-        return self.n_bad >= self.n_iter_no_change
+        reached = self.target is not None and objective <= self.target
+        return reached or self.n_bad >= self.n_iter_no_change
 
 
 def aggregate(objective):
@@ -86,7 +90,7 @@ def aggregate(objective):
 
 def run_epochs(epoch, *, max_iter, tol, n_iter_no_change, name, verbose=False,
                min_epochs=0, on_epoch_end=None, check_finite=True, warn=True,
-               progress=None):
+               progress=None, target=None):
     """Call ``epoch()`` until the stopping rule holds or ``max_iter`` epochs ran.
 
     Parameters
@@ -97,7 +101,7 @@ def run_epochs(epoch, *, max_iter, tol, n_iter_no_change, name, verbose=False,
         Restarts trained together stop together, on the sum of their objectives.
     max_iter : int
         Maximum number of epochs (0: no training, ``n_iter = 0``).
-    tol, n_iter_no_change, min_epochs :
+    tol, n_iter_no_change, min_epochs, target :
         The :class:`StoppingRule`.
     name : str
         The estimator's name, for the progress bar and the warning.
@@ -125,7 +129,7 @@ def run_epochs(epoch, *, max_iter, tol, n_iter_no_change, name, verbose=False,
     ConvergenceWarning
         When ``max_iter`` epochs ran without the stopping rule being met.
     """
-    rule = StoppingRule(tol, n_iter_no_change, min_epochs)
+    rule = StoppingRule(tol, n_iter_no_change, min_epochs, target)
     curve = []
     converged = False
     own_bar = progress is None

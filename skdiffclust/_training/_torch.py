@@ -191,7 +191,8 @@ class _Stepper:
 
 
 def train(task, sampler, *, learning_rate, max_iter, tol, n_iter_no_change, name,
-          device, verbose=False, min_epochs=0, n_threads=1, capture=None, scheduler=None):
+          device, verbose=False, min_epochs=0, n_threads=1, capture=None, scheduler=None,
+          warn=True, target=None):
     """Train a task with Adam, epoch by epoch, until it converges.
 
     Parameters
@@ -201,7 +202,7 @@ def train(task, sampler, *, learning_rate, max_iter, tol, n_iter_no_change, name
         Draws each epoch's batches on ``device``.
     learning_rate : float
         Adam's step size.
-    max_iter, tol, n_iter_no_change, min_epochs, name, verbose :
+    max_iter, tol, n_iter_no_change, min_epochs, target, name, verbose :
         See :func:`skdiffclust._training._loop.run_epochs`.
     device : torch.device
     n_threads : int, default=1
@@ -212,6 +213,9 @@ def train(task, sampler, *, learning_rate, max_iter, tol, n_iter_no_change, name
     scheduler : callable, default=None
         ``scheduler(optimizer) -> object with step(objective)``, stepped once per
         epoch with the epoch's objective (e.g. torch's ReduceLROnPlateau).
+    warn : bool, default=True
+        Issue the ``ConvergenceWarning`` when ``max_iter`` runs out (False for an
+        auxiliary training, such as an initialisation, whose budget is internal).
 
     Returns
     -------
@@ -249,5 +253,6 @@ def train(task, sampler, *, learning_rate, max_iter, tol, n_iter_no_change, name
         return run_epochs(
             epoch, max_iter=max_iter, tol=tol, n_iter_no_change=n_iter_no_change,
             name=name, verbose=verbose, min_epochs=min_epochs,
-            on_epoch_end=None if lr_schedule is None else lr_schedule.step,
+            on_epoch_end=None if lr_schedule is None else lr_schedule.step, warn=warn,
+            target=target,
         )

@@ -49,3 +49,44 @@ def check_n_clusters(n_clusters, n_samples):
             f"n_clusters={n_clusters} must be <= n_samples={n_samples}: a forest "
             "cannot have more trees than nodes."
         )
+
+
+# Squares of differences of values beyond this overflow float64 (sqrt of its max is
+# 1.3e154), and sums of squares over features overflow sooner: refuse such data
+# with a clear message rather than compute with infinities.
+MAX_MAGNITUDE = 1e150
+
+
+def check_magnitude(X, name="X"):
+    """Raise a ValueError when values of X are so large that squared distances overflow.
+
+    X must be finite (``validate_data`` checks that first). Works for dense arrays
+    and scipy sparse matrices.
+    """
+    values = X.data if hasattr(X, "data") and not isinstance(X, np.ndarray) else X
+    largest = float(np.max(np.abs(values))) if np.size(values) else 0.0
+    if largest > MAX_MAGNITUDE:
+        raise ValueError(
+            f"{name} contains values up to {largest:.3g} in magnitude: their squared "
+            "distances overflow float64. Rescale the data first (for example with "
+            "sklearn.preprocessing.StandardScaler or MaxAbsScaler)."
+        )
+
+
+def center_and_scale(X):
+    """X centred in float64 and divided by one global scale; returns (Z, shift, scale).
+
+    For methods whose result should not change under a shift or a global rescale
+    of the data: centring in float64 before any float32 cast keeps the precision
+    of data far from the origin, and one scale for all features keeps the metric.
+    The scale is the root mean squared deviation (1 for constant data).
+    """
+    X = np.asarray(X, dtype=np.float64)
+    shift = X.mean(axis=0)
+    Z = X - shift
+    # max-abs first, so that squaring cannot overflow before the mean is taken
+    peak = float(np.max(np.abs(Z))) if Z.size else 0.0
+    if peak == 0.0:
+        return Z, shift, 1.0
+    scale = peak * float(np.sqrt(np.mean((Z / peak) ** 2)))
+    return Z / scale, shift, scale

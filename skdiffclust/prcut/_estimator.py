@@ -5,17 +5,22 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClusterMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.sparsefuncs import mean_variance_axis
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from skdiffclust._utils._random import derive_seeds
+from skdiffclust._utils._state import keeps_state_on_failure
+from skdiffclust._utils._validation import center_and_scale, check_magnitude
 from skdiffclust.prcut._graph import (
     affinity_from_neighbors,
     check_precomputed_affinity,
     knn_affinity,
-    n_connected_components,
-    prcut_objective,
+    bipartite_objective,
+    connected_component_labels,
+    partition_objective,
 )
 from skdiffclust.prcut._inference import predict_probabilities
 
@@ -26,10 +31,21 @@ class PRCut(ClusterMixin, BaseEstimator):
     A network maps each sample to cluster-assignment probabilities P. PRCut treats
     the assignments as independent random variables and minimises, by mini-batch
     gradient descent, an upper bound of the expected ratio cut of a similarity
-    graph (Ghriss & Monteleoni, 2025), with no spectral decomposition: the graph
-    is only read batch pair by batch pair. A KL divergence between the mean
-    assignment and the uniform distribution keeps the clusters from collapsing
-    into one. New samples are assigned by the trained network.
+    graph (Ghriss & Monteleoni, 2025): the graph is only read batch pair by batch
+    pair. A KL divergence between the mean assignment and the uniform distribution
+    keeps the clusters from collapsing into one. New samples are assigned by the
+    trained network.
+
+    Gradient descent on the bound only improves a partition locally. By default
+    (``init='spectral'``, not in the paper) the network is first fitted to the
+    partition spectral clustering finds on the same graph (its top eigenvectors,
+    computed by subspace iteration; whole components when the graph has at least
+    ``n_clusters`` of them), so that training starts from the graph's global
+    structure and lowers the ratio cut from there. ``init='random'`` is the
+    paper's algorithm.
+
+    Read more in the :ref:`User Guide <prcut>`, which lists the defaults that
+    differ from the paper.
 
     Needs PyTorch (``pip install "skdiffclust[torch]"``) to fit; ``predict`` and
     ``predict_proba`` run in NumPy.
@@ -45,26 +61,31 @@ class PRCut(ClusterMixin, BaseEstimator):
         ``n_neighbors`` nearest neighbours of j or j among those of i.
         ``'rbf'``: the same edges weighted by exp(-rbf_gamma ||x_i - x_j||^2).
         ``'precomputed'``: ``X`` is the (n_samples, n_samples) affinity matrix,
-        dense or sparse (symmetric, non-negative); the network's input is then
-        the row of ``X``, and ``predict`` takes the affinities of new samples to
-        the training samples.
+        dense or sparse (symmetric, non-negative, its diagonal ignored); the
+        network's input is then the row of ``X``, and ``predict`` takes the
+        affinities of new samples to the training samples. A dense affinity is
+        read in place, batch block by batch block (no copy).
 
     n_neighbors : int, default=10
         Neighbours per sample of the graph. Clipped, with a warning, to
         ``n_samples - 1``.
 
     rbf_gamma : float, default=None
-        Inverse squared bandwidth of ``affinity='rbf'``; ``None`` takes one over
-        the median squared distance along the graph's edges.
+        Inverse squared bandwidth of ``affinity='rbf'``, in the units of X;
+        ``None`` takes one over the median squared distance along the graph's
+        edges.
 
-    hidden_layer_sizes : tuple of int, default=()
-        Hidden layers of the network (GELU activations), ``()`` for a linear map
-        followed by the softmax (the paper's model).
+    hidden_layer_sizes : tuple of int, default=(64, 64)
+        Hidden layers of the network (GELU activations). ``()`` is a linear map
+        followed by the softmax, the paper's model on pretrained representations;
+        on raw features it cannot draw curved boundaries (two moons, circles).
 
-    gamma : float, default=100.0
-        Weight of the KL(P-bar || uniform) regulariser (the paper's value). Large
-        values give balanced clusters; small values let the ratio cut favour
-        unbalanced ones but risk clusters dying out.
+    gamma : float, default=1.0
+        Weight of the KL(P-bar || uniform) regulariser. Large values force
+        balanced clusters (the paper's 100 forbids the unbalanced partitions of
+        most real data); small ones let the ratio cut choose the sizes but risk
+        clusters dying out, which the spectral start and the selection of
+        partitions that use every cluster prevent.
 
     momentum : float, default=0.8
         Rate beta of the moving average of the cluster proportions P-bar:
@@ -87,8 +108,9 @@ class PRCut(ClusterMixin, BaseEstimator):
         epoch is ``max(n_samples // batch_size, 1)`` batch pairs.
 
     max_iter : int, default=500
-        Maximum number of epochs; a ``ConvergenceWarning`` says when they ran out
-        before the objective converged.
+        Maximum number of epochs of PRCut's training (the fit to the initial
+        partition has its own budget, see Notes); a ``ConvergenceWarning`` says
+        when they ran out before the objective converged.
 
     learning_rate : float, default=1e-2
         Adam's step size.
@@ -102,8 +124,16 @@ class PRCut(ClusterMixin, BaseEstimator):
         Patience of the stopping rule, in epochs.
 
     n_init : int, default=1
-        Number of trainings from different initialisations; the one with the
-        lowest objective on the whole graph is kept.
+        Number of trainings from different seeds (network and batches; the
+        initial partition is computed once); of the networks they produce (and,
+        with ``init='spectral'``, those fitted to the initial partition before
+        training), the one whose partition uses the most clusters, then has the
+        lowest objective on the whole graph, is kept.
+
+    init : {'spectral', 'random'}, default='spectral'
+        ``'spectral'``: fit the network to spectral clustering's partition of the
+        graph before PRCut's training (see Notes). ``'random'``: start from the
+        network's random initialisation, as in the paper (algorithm 1).
 
     device : {'auto', 'cpu', 'cuda'}, default='auto'
         Where the network is trained; ``'auto'`` picks CUDA when available. On
@@ -115,8 +145,9 @@ class PRCut(ClusterMixin, BaseEstimator):
         means 1, ``-1`` all cores. Results do not depend on it.
 
     random_state : int, RandomState instance or None, default=None
-        Seeds the initialisations and the batches. Same seed, same data, same
-        machine (on the CPU): same labels.
+        Seeds the initialisations (the network and the subspace iteration) and
+        the batches. Same seed, same data, same machine (on the CPU): same
+        labels, whatever ``n_jobs``.
 
     verbose : bool, default=False
         Show a progress bar (tqdm) over the training epochs.
@@ -134,24 +165,28 @@ class PRCut(ClusterMixin, BaseEstimator):
     coefs_ : list of ndarray
         Weight matrices of the network, ``coefs_[i]`` of shape
         (n_inputs of layer i, n_outputs of layer i); the standardisation of the
-        features is folded into the first one.
+        features is folded into the first one (and into ``intercepts_[0]``).
 
     intercepts_ : list of ndarray
         Bias vectors of the network.
 
-    affinity_matrix_ : scipy.sparse.csr_matrix of shape (n_samples, n_samples)
-        The graph W (symmetric, zero diagonal).
+    affinity_matrix_ : scipy.sparse.csr_matrix or ndarray of shape \
+            (n_samples, n_samples)
+        The graph W: a CSR matrix (symmetric, zero diagonal), or, for a dense
+        precomputed affinity, ``X`` itself (its diagonal is ignored).
 
     objective_ : float
-        Objective of the kept network on the whole graph: the ratio-cut bound
-        (in units of the graph's total weight) plus ``gamma`` times the KL term.
+        PRCut's objective of ``labels_`` on the whole graph (the bound at hard
+        assignments: ``4 n / sum(W)`` times the ratio cut, plus ``gamma`` times
+        the KL divergence of the cluster proportions from uniform); ``score``
+        on the training data gives minus this.
 
     loss_curve_ : ndarray of shape (n_iter_,)
-        Mean mini-batch objective of each epoch of the kept training (during
-        annealing, with the annealed bound).
+        Mean mini-batch objective of each epoch of the kept training (soft
+        assignments; during annealing, with the annealed bound).
 
     n_iter_ : int
-        Epochs of the kept training.
+        Epochs of PRCut's training in the kept run.
 
     n_features_in_ : int
         Number of features seen during ``fit``.
@@ -163,7 +198,7 @@ class PRCut(ClusterMixin, BaseEstimator):
     See Also
     --------
     sklearn.cluster.SpectralClustering : Relaxes the (normalised) cut to an
-        eigenproblem on the whole graph.
+        eigenproblem on the whole graph; PRCut's default start.
     skdiffclust.prcut.ratio_cut : The ratio cut of a partition.
 
     Notes
@@ -177,8 +212,27 @@ class PRCut(ClusterMixin, BaseEstimator):
     moving average P-bar, plus ``gamma * KL(mean P || uniform)`` of the batch.
     P-bar is floored at 1% of 1/k so that an emptying cluster never gives an
     infinite or NaN gradient, and a block without edges contributes no ratio-cut
-    gradient. Features are standardised before entering the network.
+    gradient.
 
+    Features are centred in float64 and divided by one global scale before the
+    kNN search (the partition does not change under a shift or a rescale of
+    the data), and standardised per feature before entering the network (in
+    float32); sparse features are scaled only, their centring folded into the
+    first layer, so they are never densified. Values whose squares overflow
+    float64 are refused.
+
+    Spectral initialisation (``init='spectral'``): the top ``n_clusters``
+    eigenvectors of the normalised adjacency ``D^-1/2 W D^-1/2`` are computed
+    by Chebyshev-filtered subspace iteration on the training device (products
+    with W only: O(nnz(W)) per product, no n x n matrix; a dense
+    eigendecomposition below 600 samples), and discretised by column-pivoted
+    QR, as ``SpectralClustering(assign_labels='cluster_qr')`` does; a graph
+    with at least ``n_clusters`` components is split into whole components
+    instead. The network is fitted to that partition by cross-entropy (Adam,
+    step 0.01) until it reproduces 99.9% of an epoch's samples, or 2,000 steps.
+    P-bar starts at the partition's proportions. Training can only improve on
+    that start: the fitted network competes with the trained one on the
+    objective.
     Annealing (``annealing > 0``, not in the paper) uses the identity
     ``p_i + p_j - 2 p_i p_j = (p_i - p_j)^2 + p_i (1 - p_i) + p_j (1 - p_j)``:
     a Laplacian part, and a concave hardness part that vanishes only for hard
@@ -191,8 +245,9 @@ class PRCut(ClusterMixin, BaseEstimator):
     ``s + 2 (1 - s) p_i - 2 p_j``.
 
     A graph with several connected components has ratio cut 0 for any partition
-    that keeps each component whole; a warning says so. Identical samples get
-    identical probabilities, hence the same cluster.
+    that keeps each component whole; a warning says so (the spectral start
+    keeps them whole). Identical samples get identical probabilities, hence the
+    same cluster.
 
     On the CPU, results are reproducible for a given ``random_state``; on CUDA,
     scatter additions make them reproducible only up to rounding.
@@ -201,6 +256,10 @@ class PRCut(ClusterMixin, BaseEstimator):
     ----------
     .. [1] A. Ghriss, C. Monteleoni. "Deep Clustering via Probabilistic Ratio-Cut
        Optimization", AISTATS 2025.
+    .. [2] A. Damle, V. Minden, L. Ying. "Simple, direct and efficient multi-way
+       spectral clustering", Information and Inference 8(1), 2019.
+    .. [3] Y. Zhou, Y. Saad. "A Chebyshev-Davidson algorithm for large symmetric
+       eigenproblems", SIAM J. Matrix Anal. Appl. 29(3), 2007.
 
     Examples
     --------
@@ -209,13 +268,13 @@ class PRCut(ClusterMixin, BaseEstimator):
     >>> rng = np.random.default_rng(0)
     >>> X = np.concatenate([rng.normal(0, 0.5, (30, 2)), rng.normal(2, 0.5, (30, 2))])
     >>> model = PRCut(n_clusters=2, random_state=0).fit(X)
-    >>> np.bincount(model.labels_[:30]), np.bincount(model.labels_[30:])
-    (array([30]), array([ 0, 30]))
+    >>> np.unique(model.labels_[:30]), np.unique(model.labels_[30:])  # one each
+    (array([1]), array([0]))
     >>> model.predict([[0.1, 0.0], [2.1, 1.9]])
-    array([0, 1])
+    array([1, 0])
     >>> model.predict_proba([[0.0, 0.0], [1.0, 1.0]]).round(1)  # sure, then unsure
-    array([[1. , 0. ],
-           [0.7, 0.3]])
+    array([[0.1, 0.9],
+           [0.5, 0.5]])
     """
 
     _parameter_constraints: dict = {
@@ -233,6 +292,7 @@ class PRCut(ClusterMixin, BaseEstimator):
         "tol": [Interval(Real, 0, None, closed="left")],
         "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
         "n_init": [Interval(Integral, 1, None, closed="left")],
+        "init": [StrOptions({"spectral", "random"})],
         "device": [StrOptions({"auto", "cpu", "cuda"})],
         "n_jobs": [Integral, None],
         "random_state": ["random_state"],
@@ -240,9 +300,9 @@ class PRCut(ClusterMixin, BaseEstimator):
     }
 
     def __init__(self, n_clusters=8, *, affinity="nearest_neighbors", n_neighbors=10,
-                 rbf_gamma=None, hidden_layer_sizes=(), gamma=100.0, momentum=0.8,
+                 rbf_gamma=None, hidden_layer_sizes=(64, 64), gamma=1.0, momentum=0.8,
                  annealing=0.0, batch_size=1024, max_iter=500, learning_rate=1e-2, tol=1e-3,
-                 n_iter_no_change=10, n_init=1, device="auto", n_jobs=None,
+                 n_iter_no_change=10, n_init=1, init="spectral", device="auto", n_jobs=None,
                  random_state=None, verbose=False):
         self.n_clusters = n_clusters
         self.affinity = affinity
@@ -258,12 +318,14 @@ class PRCut(ClusterMixin, BaseEstimator):
         self.tol = tol
         self.n_iter_no_change = n_iter_no_change
         self.n_init = n_init
+        self.init = init
         self.device = device
         self.n_jobs = n_jobs
         self.random_state = random_state
         self.verbose = verbose
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @keeps_state_on_failure
     def fit(self, X, y=None):
         """Build the graph and train the network on its ratio cut.
 
@@ -271,9 +333,8 @@ class PRCut(ClusterMixin, BaseEstimator):
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features) or \
                 (n_samples, n_samples)
-            Training samples, or a symmetric affinity matrix if
-            ``affinity='precomputed'`` (the only case where sparse input is
-            accepted).
+            Training samples (dense, or a CSR sparse matrix), or a symmetric
+            affinity matrix if ``affinity='precomputed'``.
 
         y : Ignored
             Not used, present for API consistency by convention.
@@ -284,49 +345,93 @@ class PRCut(ClusterMixin, BaseEstimator):
             Fitted estimator.
         """
         precomputed = self.affinity == "precomputed"
-        X = validate_data(self, X, accept_sparse="csr" if precomputed else False,
-                          dtype=[np.float64, np.float32], ensure_min_samples=2)
+        X = validate_data(self, X, accept_sparse="csr", dtype=[np.float64, np.float32],
+                          ensure_min_samples=2)
         n_samples = X.shape[0]
         hidden = _check_hidden_layer_sizes(self.hidden_layer_sizes)
         if self.n_clusters > n_samples:
             raise ValueError(
                 f"n_clusters={self.n_clusters} must be <= n_samples={n_samples}."
             )
-        device = _import_training()[1].resolve_device(self.device)
-        graph = self._build_graph(X, device)
-        _warn_on_degenerate_graph(graph, X, precomputed)
-        objective, coefs, intercepts, curve, n_iter, P = self._train_networks(
-            X, graph, hidden, device)
+        if not precomputed:
+            check_magnitude(X)
+        training, torch_utils = _import_training()
+        device = torch_utils.resolve_device(self.device)
+        seeds = derive_seeds(self.random_state, 2 * self.n_init + 1)
+        if precomputed:
+            graph, scaling = check_precomputed_affinity(X), AffinityRows(X)
+        else:
+            scaling = FeatureScaling(X)
+            graph = self._build_graph(scaling, device)
+        components = connected_component_labels(graph)
+        _warn_on_degenerate_graph(components, scaling.identical)
+        initial_labels = None
+        if self.init == "spectral":
+            initial_labels = training.initial_partition(
+                graph, self.n_clusters, components, device=device, seed=seeds[-1],
+                n_threads=_n_threads(self.n_jobs))
+        best = self._train_networks(scaling, graph, hidden, device, seeds, initial_labels,
+                                    training)
+        coefs, intercepts, curve, n_iter = best
+        # labels_ by the exported network on X, as predict gives them
+        P = predict_probabilities(X, coefs, intercepts)
         used = np.unique(P.argmax(1))
         if used.size < self.n_clusters:
             warnings.warn(
                 f"Only {used.size} of the n_clusters={self.n_clusters} clusters are "
                 "the most likely cluster of some training sample; the others are "
                 "removed (n_clusters_ < n_clusters). A larger gamma favours "
-                "balanced clusters.", UserWarning, stacklevel=3,
+                "balanced clusters.", UserWarning, stacklevel=4,
             )
             coefs = [*coefs[:-1], coefs[-1][:, used]]
             intercepts = [*intercepts[:-1], intercepts[-1][used]]
             P = P[:, used]
+        self.labels_ = P.argmax(1).astype(np.int64)
         self.coefs_ = coefs
         self.intercepts_ = intercepts
         self.affinity_matrix_ = graph
-        self.objective_ = float(objective)
+        self.objective_ = partition_objective(graph, self.labels_, self.n_clusters,
+                                              self.gamma)
         self.loss_curve_ = curve
         self.n_iter_ = int(n_iter)
         self.n_clusters_ = int(used.size)
-        self.labels_ = P.argmax(1).astype(np.int64)
         return self
 
-    def _train_networks(self, X, graph, hidden, device):
-        """Train ``n_init`` networks; keep the one of lowest objective on the graph."""
-        inputs, shift, scale = _network_inputs(X, self.affinity == "precomputed")
-        training = _import_training()[0]
-        seeds = derive_seeds(self.random_state, 2 * self.n_init)
+    def _build_graph(self, scaling, device=None, warn=True):
+        """The kNN graph of the globally centred and scaled data (``scaling.metric``),
+        built on ``device`` when it is CUDA, with scikit-learn otherwise."""
+        Z = scaling.metric
+        n_neighbors = self.n_neighbors
+        if n_neighbors >= Z.shape[0] and warn:
+            warnings.warn(
+                f"n_neighbors={n_neighbors} >= n_samples={Z.shape[0]}; using "
+                f"n_neighbors={Z.shape[0] - 1} (every other sample).",
+                UserWarning, stacklevel=5,
+            )
+        n_neighbors = min(n_neighbors, Z.shape[0] - 1)
+        kernel = "connectivity" if self.affinity == "nearest_neighbors" else "rbf"
+        # rbf_gamma is in the units of X; the distances are in those of Z
+        rbf_gamma = (None if self.rbf_gamma is None
+                     else self.rbf_gamma * scaling.metric_scale ** 2)
+        if device is not None and device.type == "cuda" and not sp.issparse(Z):
+            from skdiffclust.prcut._device import knn_search
+
+            distances, neighbors = knn_search(Z, n_neighbors, device)
+            return affinity_from_neighbors(distances, neighbors, kernel=kernel,
+                                           rbf_gamma=rbf_gamma)
+        return knn_affinity(Z, n_neighbors, kernel=kernel, rbf_gamma=rbf_gamma,
+                            n_jobs=self.n_jobs)
+
+    def _train_networks(self, scaling, graph, hidden, device, seeds, initial_labels,
+                        training):
+        """Train ``n_init`` networks; keep the one whose partition uses the most
+        clusters, then has the lowest objective on the whole graph (with an initial
+        partition, the network fitted to it competes too)."""
+        inputs = scaling.network_input()
         best = None
         for init in range(self.n_init):
             name = "PRCut" if self.n_init == 1 else f"PRCut ({init + 1}/{self.n_init})"
-            coefs, intercepts, result = training.train_prcut(
+            candidates, result = training.train_prcut(
                 inputs, graph, n_clusters=self.n_clusters,
                 hidden_layer_sizes=hidden, batch_size=self.batch_size,
                 max_iter=self.max_iter, learning_rate=self.learning_rate,
@@ -335,36 +440,18 @@ class PRCut(ClusterMixin, BaseEstimator):
                 n_iter_no_change=self.n_iter_no_change, device=device,
                 init_seed=seeds[2 * init], batch_seed=seeds[2 * init + 1],
                 verbose=self.verbose, n_threads=_n_threads(self.n_jobs), name=name,
+                initial_labels=initial_labels, input_offset=scaling.offset,
+                share_inputs=isinstance(scaling, AffinityRows),
             )
-            _check_finite(coefs, intercepts)
-            coefs, intercepts = _fold_standardisation(coefs, intercepts, shift, scale)
-            P = predict_probabilities(X, coefs, intercepts)
-            bound, kl = prcut_objective(graph, P, self.gamma)
-            objective = bound + self.gamma * kl
-            if best is None or objective < best[0]:
-                best = (objective, coefs, intercepts, result.loss_curve, result.n_iter, P)
-        return best
-
-    def _build_graph(self, X, device):
-        if self.affinity == "precomputed":
-            return check_precomputed_affinity(X)
-        n_neighbors = self.n_neighbors
-        if n_neighbors >= X.shape[0]:
-            warnings.warn(
-                f"n_neighbors={n_neighbors} >= n_samples={X.shape[0]}; using "
-                f"n_neighbors={X.shape[0] - 1} (every other sample).",
-                UserWarning, stacklevel=4,
-            )
-            n_neighbors = X.shape[0] - 1
-        kernel = "connectivity" if self.affinity == "nearest_neighbors" else "rbf"
-        if device.type == "cuda":
-            from skdiffclust.prcut._device import knn_search
-
-            distances, neighbors = knn_search(X, n_neighbors, device)
-            return affinity_from_neighbors(distances, neighbors, kernel=kernel,
-                                           rbf_gamma=self.rbf_gamma)
-        return knn_affinity(X, n_neighbors, kernel=kernel, rbf_gamma=self.rbf_gamma,
-                            n_jobs=self.n_jobs)
+            for (coefs, intercepts), labels in candidates:
+                _check_finite(coefs, intercepts)
+                objective = partition_objective(graph, labels, self.n_clusters, self.gamma)
+                # partitions using every cluster first, as asked; then the objective
+                rank = (self.n_clusters - np.unique(labels).size, objective)
+                if best is None or rank < best[0]:
+                    best = (rank, coefs, intercepts, result.loss_curve, result.n_iter)
+        _, coefs, intercepts, *rest = best
+        return (*scaling.on_raw_features(coefs, intercepts), *rest)
 
     def predict_proba(self, X):
         """Cluster-assignment probabilities of new samples, from the network.
@@ -383,9 +470,10 @@ class PRCut(ClusterMixin, BaseEstimator):
             each row sums to 1.
         """
         check_is_fitted(self)
-        sparse = "csr" if self.affinity == "precomputed" else False
         X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32],
-                          accept_sparse=sparse)
+                          accept_sparse="csr")
+        if self.affinity != "precomputed":
+            check_magnitude(X)
         return predict_probabilities(X, self.coefs_, self.intercepts_)
 
     def predict(self, X):
@@ -407,11 +495,56 @@ class PRCut(ClusterMixin, BaseEstimator):
         """
         return self.predict_proba(X).argmax(1).astype(np.int64)
 
+    def score(self, X, y=None):
+        """Minus PRCut's objective of the partition ``predict`` gives X (higher is better).
+
+        The objective is the one ``fit`` minimises, at hard assignments: the
+        ratio-cut bound (``4 n / sum(W)`` times the ratio cut of the partition on
+        the graph W) plus ``gamma`` times the KL divergence of the cluster
+        proportions from uniform. For features, W is the kNN graph of X built as
+        in ``fit`` (``n_neighbors`` clipped to ``n_queries - 1``); with
+        ``affinity='precomputed'``, X holds the affinities of the queries to the
+        training samples, and the objective is that of the bipartite graph they
+        form, the training samples keeping ``labels_`` (as in a training step
+        between a batch of queries and the training set).
+
+        Like k-means' inertia, it compares fits with the same number of clusters
+        on the same data (``gamma``, ``hidden_layer_sizes``, ``learning_rate``,
+        ``init`` ...): more clusters cut more edges, so the score favours fewer.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_queries, n_features) or \
+                (n_queries, n_samples_fit)
+            At least two samples.
+
+        y : Ignored
+            Not used, present for API consistency by convention.
+
+        Returns
+        -------
+        score : float
+            Minus the objective; 0 for a partition that cuts no edge into clusters
+            of equal sizes.
+        """
+        labels = self.predict(X)
+        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32],
+                          accept_sparse="csr")
+        if X.shape[0] < 2:
+            raise ValueError(f"score needs at least 2 samples, got {X.shape[0]}.")
+        k = self.n_clusters
+        if self.affinity == "precomputed":
+            objective = bipartite_objective(X, labels, self.labels_, k, self.gamma)
+        else:
+            graph = self._build_graph(FeatureScaling(X), warn=False)
+            objective = partition_objective(graph, labels, k, self.gamma)
+        return 0.0 - float(objective)
+
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         precomputed = self.affinity == "precomputed"
         tags.input_tags.pairwise = precomputed
-        tags.input_tags.sparse = precomputed
+        tags.input_tags.sparse = True
         tags.input_tags.positive_only = precomputed
         return tags
 
@@ -446,23 +579,63 @@ def _n_threads(n_jobs):
     return max(int(n_jobs), 1)
 
 
-def _network_inputs(X, precomputed):
-    """Standardised features for the network; rows of an affinity are kept as they
-    are (dense or sparse alike, and sparse ones stay sparse)."""
-    if precomputed:
-        return X, None, None
-    shift = X.mean(0)
-    scale = X.std(0)
-    scale[scale == 0] = 1.0
-    return (X - shift) / scale, shift, scale
+class FeatureScaling:
+    """How PRCut rescales features: one global scale for the kNN graph, one per
+    feature for the network.
+
+    The data are centred in float64 before any cast to the network's float32, so
+    that an offset costs no precision, and divided by one global scale (the root
+    mean squared deviation), so that the graph's metric is the data's whatever
+    their units (``metric``). The network reads each feature standardised
+    (``network_input``); sparse features are only divided by their standard
+    deviation, never densified, and their centring ``offset = mean / std`` is
+    subtracted inside the network's first layer.
+    """
+
+    def __init__(self, X):
+        self.sparse = sp.issparse(X)
+        if self.sparse:
+            X = sp.csr_matrix(X, dtype=np.float64)
+            self.mean, variance = mean_variance_axis(X, axis=0)
+            self.metric_scale = float(np.sqrt(np.mean(variance))) or 1.0
+            self.metric = X * (1.0 / self.metric_scale)
+            unit_std = np.sqrt(variance) / self.metric_scale
+        else:
+            self.metric, self.mean, self.metric_scale = center_and_scale(X)
+            unit_std = self.metric.std(axis=0)
+        self.identical = not np.any(unit_std > 0)
+        unit_std[unit_std == 0] = 1.0
+        self.unit_std = unit_std
+        self.std = unit_std * self.metric_scale  # in the units of X
+        self.offset = self.mean / self.std if self.sparse else None
+
+    def network_input(self):
+        """Features standardised per feature (the dense ``metric`` is reused in place)."""
+        if self.sparse:
+            return sp.csr_matrix(self.metric @ sp.diags(1.0 / self.unit_std))
+        self.metric /= self.unit_std
+        return self.metric
+
+    def on_raw_features(self, coefs, intercepts):
+        """Weights on raw features: ``(x - mean) / std @ A + b = x @ A' + b'``."""
+        first = coefs[0] / self.std[:, None]
+        return [first, *coefs[1:]], [intercepts[0] - self.mean @ first, *intercepts[1:]]
 
 
-def _fold_standardisation(coefs, intercepts, shift, scale):
-    """First layer on raw features: (x - shift) / scale @ A + b = x @ A' + b'."""
-    if shift is None:
+class AffinityRows:
+    """The network's input with ``affinity='precomputed'``: the rows as they are."""
+
+    offset = None
+    identical = False
+
+    def __init__(self, X):
+        self.X = X
+
+    def network_input(self):
+        return self.X
+
+    def on_raw_features(self, coefs, intercepts):
         return coefs, intercepts
-    first = coefs[0] / scale[:, None]
-    return [first, *coefs[1:]], [intercepts[0] - shift @ first, *intercepts[1:]]
 
 
 def _check_finite(coefs, intercepts):
@@ -472,21 +645,21 @@ def _check_finite(coefs, intercepts):
         )
 
 
-def _warn_on_degenerate_graph(graph, X, precomputed):
-    n_components = n_connected_components(graph)
-    if graph.nnz == 0:
+def _warn_on_degenerate_graph(components, identical):
+    n_components = int(components.max()) + 1
+    if n_components == components.size:
         warnings.warn(
             "The affinity graph has no edge: every partition has ratio cut 0, and "
-            "only the KL term shapes the clusters.", UserWarning, stacklevel=4,
+            "only the KL term shapes the clusters.", UserWarning, stacklevel=5,
         )
     elif n_components > 1:
         warnings.warn(
             f"The affinity graph is not connected ({n_components} components): any "
             "partition keeping each component whole has ratio cut 0.",
-            UserWarning, stacklevel=4,
+            UserWarning, stacklevel=5,
         )
-    if not precomputed and np.all(X == X[0]):
+    if identical:
         warnings.warn(
             "All samples are identical: they all get the same cluster.",
-            UserWarning, stacklevel=4,
+            UserWarning, stacklevel=5,
         )

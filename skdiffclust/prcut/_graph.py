@@ -10,6 +10,8 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 from sklearn.neighbors import NearestNeighbors
 
+from skdiffclust._utils._symmetry import max_asymmetry
+
 AFFINITIES = ("nearest_neighbors", "rbf", "precomputed")
 
 # A cluster's share P-bar is floored at this fraction of the uniform share 1/k:
@@ -95,17 +97,60 @@ def _rbf_gamma(squared_distances, rbf_gamma):
 
 
 def check_precomputed_affinity(affinity, name="X"):
-    """A user's affinity matrix as a canonical CSR graph, or a clear ValueError.
+    """A user's affinity matrix as PRCut's graph, or a clear ValueError.
 
-    It must be square, finite, non-negative and symmetric. The diagonal is dropped:
-    a sample is never cut from itself (the paper assumes W_ii = 0).
+    It must be square, finite, non-negative and symmetric; the diagonal is
+    ignored (a sample is never cut from itself; the paper assumes W_ii = 0).
+
+    Sparse input, and dense input that is mostly zeros, become a canonical CSR
+    graph without diagonal. A dense affinity with more non-zero entries than its
+    CSR form could hold in half its memory is returned as it is, without a copy:
+    PRCut reads it block by block, and a CSR copy of it (12 bytes per entry)
+    would take 1.5 times the input.
     """
     if affinity.ndim != 2 or affinity.shape[0] != affinity.shape[1]:
         raise ValueError(
             f"With affinity='precomputed', {name} must be a square (n_samples, "
             f"n_samples) affinity matrix, got shape {affinity.shape}."
         )
-    W = sp.csr_matrix(affinity, dtype=np.float64)
+    if sp.issparse(affinity):
+        return _checked_sparse(sp.csr_matrix(affinity, dtype=np.float64), name)
+    affinity = np.asarray(affinity)
+    _check_dense_affinity(affinity, name)
+    if _sparse_is_smaller(affinity):
+        return _checked_sparse(sp.csr_matrix(affinity, dtype=np.float64), name)
+    return affinity
+
+
+def _sparse_is_smaller(affinity):
+    """Whether a CSR copy (12 bytes per non-zero) fits in half the dense matrix."""
+    return 12 * np.count_nonzero(affinity) <= affinity.nbytes // 2
+
+
+def _check_dense_affinity(affinity, name):
+    """Finite, non-negative, symmetric; no temporary of the matrix's size."""
+    if not np.isfinite(affinity.sum()) and not np.all(
+            [np.isfinite(row).all() for row in affinity]):
+        raise ValueError(f"The affinity matrix {name} contains NaN or infinite values.")
+    smallest = float(affinity.min()) if affinity.size else 0.0
+    if smallest < 0:
+        raise ValueError(
+            f"Negative values in data: the affinity matrix {name} "
+            f"must be non-negative; its smallest entry is {smallest:.3g}."
+        )
+    scale = float(affinity.max()) if affinity.size else 0.0
+    tolerance = np.sqrt(np.finfo(np.float32).eps) * scale
+    # a symmetric matrix in Fortran order is its transpose in C order: no copy
+    rows = affinity.T if affinity.flags.f_contiguous else np.ascontiguousarray(affinity)
+    excess = max_asymmetry(rows, 0.0, tolerance)
+    if excess > 0:
+        raise ValueError(
+            f"The affinity matrix {name} must be symmetric; |{name} - {name}.T| "
+            f"exceeds {tolerance:.3g} by up to {excess:.3g}."
+        )
+
+
+def _checked_sparse(W, name):
     if not np.all(np.isfinite(W.data)):
         raise ValueError(f"The affinity matrix {name} contains NaN or infinite values.")
     if W.data.size and W.data.min() < 0:
@@ -134,8 +179,48 @@ def _canonical(W):
 
 
 def n_connected_components(W):
-    """Number of connected components of the graph W."""
-    return int(connected_components(W, directed=False, return_labels=False))
+    """Number of connected components of the graph W (CSR or dense)."""
+    return int(connected_component_labels(W).max()) + 1 if W.shape[0] else 0
+
+
+def connected_component_labels(W):
+    """Component of each vertex of the graph W, numbered from 0.
+
+    CSR: SciPy's. Dense: breadth-first search reading a few rows at a time, so
+    that no copy of the matrix is made (O(n^2) time, as reading it takes).
+    """
+    if sp.issparse(W):
+        return connected_components(W, directed=False)[1].astype(np.int64)
+    n = W.shape[0]
+    labels = np.full(n, -1, dtype=np.int64)
+    rows_per_read = max(1, (1 << 20) // max(n, 1))  # 8 MiB of float64 per read
+    component = 0
+    for start in range(n):
+        if labels[start] >= 0:
+            continue
+        labels[start] = component
+        frontier = np.array([start])
+        while frontier.size:
+            reached = np.zeros(n, dtype=bool)
+            for chunk in range(0, frontier.size, rows_per_read):
+                reached |= (W[frontier[chunk:chunk + rows_per_read]] > 0).any(0)
+            frontier = np.flatnonzero(reached & (labels < 0))
+            labels[frontier] = component
+        component += 1
+    return labels
+
+
+def degrees(W):
+    """Weighted degree of each vertex, the diagonal of W left out."""
+    if sp.issparse(W):
+        return np.asarray(W.sum(1), dtype=np.float64).ravel() - W.diagonal()
+    return W.sum(1, dtype=np.float64) - np.diagonal(W)
+
+
+def times(W, P):
+    """W @ P with the diagonal of W left out (CSR or dense W, dense P)."""
+    diagonal = W.diagonal() if sp.issparse(W) else np.diagonal(W)
+    return np.asarray(W @ P, dtype=np.float64) - diagonal[:, None] * P
 
 
 class BatchPairExtractor:
@@ -207,6 +292,12 @@ def ratio_cut(affinity, labels):
     -------
     ratio_cut : float
 
+    Raises
+    ------
+    ValueError
+        If the affinity is not square, has NaN, infinite or negative entries, or
+        if the labels do not match it.
+
     Examples
     --------
     >>> import numpy as np
@@ -216,11 +307,20 @@ def ratio_cut(affinity, labels):
     0.05
     """
     if sp.issparse(affinity):
-        W = sp.coo_matrix(affinity)
+        W = sp.csr_matrix(affinity)
+        values = W.data
     else:
-        W = sp.coo_matrix(np.asarray(affinity, dtype=np.float64))
+        W = np.asarray(affinity, dtype=np.float64)
+        values = W
     if W.ndim != 2 or W.shape[0] != W.shape[1]:
         raise ValueError(f"affinity must be a square matrix, got shape {W.shape}.")
+    if not np.all(np.isfinite(values)):
+        raise ValueError("affinity contains NaN or infinite values.")
+    if values.size and values.min() < 0:
+        raise ValueError(
+            "affinity must be non-negative (a similarity graph); its smallest entry "
+            f"is {values.min():.3g}."
+        )
     labels = np.asarray(labels)
     if labels.ndim != 1 or labels.shape[0] != W.shape[0]:
         raise ValueError(
@@ -229,10 +329,23 @@ def ratio_cut(affinity, labels):
         )
     _, clusters = np.unique(labels, return_inverse=True)
     sizes = np.bincount(clusters)
-    crossing = clusters[W.row] != clusters[W.col]
-    cut = np.bincount(clusters[W.row[crossing]], weights=W.data[crossing],
-                      minlength=sizes.size)
-    return 0.5 * float(np.sum(cut / sizes))
+    return 0.5 * float(np.sum(_cuts(W, clusters, sizes.size) / sizes))
+
+
+def _cuts(W, clusters, n_clusters):
+    """Weight of the edges leaving each cluster, summed edge by edge."""
+    if sp.issparse(W):
+        W = W.tocoo()
+        crossing = clusters[W.row] != clusters[W.col]
+        return np.bincount(clusters[W.row[crossing]], weights=W.data[crossing],
+                           minlength=n_clusters)
+    cut = np.zeros(n_clusters)
+    step = max(1, (1 << 20) // max(W.shape[0], 1))  # rows per block: 8 MiB
+    for start in range(0, W.shape[0], step):
+        rows = clusters[start:start + step]
+        leaving = np.where(rows[:, None] != clusters[None, :], W[start:start + step], 0.0)
+        cut += np.bincount(rows, weights=leaving.sum(1), minlength=n_clusters)
+    return cut
 
 
 def prcut_objective(W, P, gamma):
@@ -241,11 +354,11 @@ def prcut_objective(W, P, gamma):
     ``sum_l cut_l / p_bar_l`` in units of the total weight of W, plus
     ``gamma * KL(p_bar || uniform)``, with p_bar the mean of P (floored as in
     training). For hard assignments the first term is ``4 n / sum(W)`` times the
-    ratio cut. O(nnz(W) * k) time, O(n * k) memory.
+    ratio cut. O(nnz(W) * k) time, O(n * k) memory; the diagonal of W is ignored.
 
     Parameters
     ----------
-    W : scipy.sparse.csr_matrix of shape (n_samples, n_samples)
+    W : scipy.sparse.csr_matrix or ndarray of shape (n_samples, n_samples)
     P : ndarray of shape (n_samples, n_clusters)
     gamma : float
 
@@ -253,16 +366,51 @@ def prcut_objective(W, P, gamma):
     -------
     bound, kl : float
     """
-    total = W.sum()
+    degree = degrees(W)
+    total = degree.sum()
     k = P.shape[1]
     p_bar = np.maximum(P.mean(0), pbar_floor(k))
     if total > 0:
-        degrees = np.asarray(W.sum(1)).ravel()
         # sum_ij W_ij (p_i + p_j - 2 p_i p_j) = 2 sum_i d_i p_i - 2 sum_i p_i (W p)_i
-        cut = 2.0 * (degrees @ P) - 2.0 * np.einsum("il,il->l", P, W @ P)
-        bound = float(np.sum(cut / p_bar) / total)
+        cut = 2.0 * (degree @ P) - 2.0 * np.einsum("il,il->l", P, times(W, P))
+        bound = float(np.sum(np.maximum(cut, 0.0) / p_bar) / total)
     else:
         bound = 0.0
     mean = P.mean(0)
     kl = float(np.sum(mean * np.log(np.maximum(mean, pbar_floor(k)) * k)))
     return bound, kl
+
+
+def partition_objective(W, labels, n_clusters, gamma):
+    """The PRCut objective of a hard partition: :func:`prcut_objective` of its
+    one-hot assignments, ``4 n / sum(W)`` times its ratio cut plus ``gamma`` times
+    the KL divergence of its cluster proportions from uniform."""
+    bound, kl = prcut_objective(W, np.eye(n_clusters)[labels], gamma)
+    return bound + gamma * kl
+
+
+def bipartite_objective(B, labels_left, labels_right, n_clusters, gamma):
+    """The PRCut objective of hard partitions of both sides of a bipartite graph.
+
+    ``B`` (n_left, n_right) holds the weights between the two sides, as in a
+    training step between a left and a right batch: the cut of cluster l is
+    ``sum_ij B_ij (p_il + q_jl - 2 p_il q_jl)``, divided by the share of cluster l
+    over both sides and by the total weight, plus ``gamma`` times the KL divergence
+    of those shares from uniform. With B = W and the same labels on both sides it
+    is :func:`partition_objective`.
+    """
+    P = np.eye(n_clusters)[labels_left]
+    Q = np.eye(n_clusters)[labels_right]
+    rows = np.asarray(B.sum(1), dtype=np.float64).ravel()
+    cols = np.asarray(B.sum(0), dtype=np.float64).ravel()
+    total = rows.sum()
+    shares = np.concatenate([P, Q]).mean(0)
+    p_bar = np.maximum(shares, pbar_floor(n_clusters))
+    if total > 0:
+        cut = rows @ P + cols @ Q - 2.0 * np.einsum("il,il->l", P, np.asarray(B @ Q))
+        bound = float(np.sum(np.maximum(cut, 0.0) / p_bar) / total)
+    else:
+        bound = 0.0
+    kl = float(np.sum(shares * np.log(np.maximum(shares, pbar_floor(n_clusters))
+                                      * n_clusters)))
+    return bound + gamma * kl

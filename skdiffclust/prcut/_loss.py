@@ -35,20 +35,86 @@ import torch
 from skdiffclust.prcut._graph import pbar_floor
 
 
-def bound_and_gradient(p_left, p_right, rows, cols, weights, p_bar, n_rows,
-                       hardness=1.0):
+class EdgeBlock:
+    """The block of W between a left and a right batch, as an edge list.
+
+    ``rows``, ``cols``: positions of each edge in the left and right batches;
+    ``weights``: W[left[rows], right[cols]] (padding edges have weight 0). The
+    weights are divided by their total (see :func:`normalised`).
+    """
+
+    def __init__(self, rows, cols, weights, n_left, n_right, dtype):
+        self.rows, self.cols = rows, cols
+        self.weights = normalised(weights).to(dtype)
+        self.n_left, self.n_right = n_left, n_right
+
+    def _scatter(self, values, index, size):
+        shape = (size, *values.shape[1:])
+        return torch.zeros(shape, dtype=values.dtype,
+                           device=values.device).index_add_(0, index, values)
+
+    def row_sums(self):
+        return self._scatter(self.weights, self.rows, self.n_left)
+
+    def col_sums(self):
+        return self._scatter(self.weights, self.cols, self.n_right)
+
+    def times_right(self, p_right):
+        """W @ p_right, shape (n_left, k)."""
+        return self._scatter(self.weights[:, None] * p_right[self.cols], self.rows,
+                             self.n_left)
+
+    def times_left(self, p_left):
+        """W.T @ p_left, shape (n_right, k)."""
+        return self._scatter(self.weights[:, None] * p_left[self.rows], self.cols,
+                             self.n_right)
+
+
+class DenseBlock:
+    """The block of W between a left and a right batch, as a dense matrix
+    (a dense precomputed affinity), divided by its total."""
+
+    def __init__(self, block, dtype):
+        self.block = normalised(block).to(dtype)
+
+    def row_sums(self):
+        return self.block.sum(1)
+
+    def col_sums(self):
+        return self.block.sum(0)
+
+    def times_right(self, p_right):
+        return self.block @ p_right
+
+    def times_left(self, p_left):
+        return self.block.T @ p_left
+
+
+def normalised(weights):
+    """Weights over their total; all 0 for a block without edges.
+
+    Written without a branch on the total, so that nothing waits for the device.
+    """
+    total = weights.sum()
+    safe_total = torch.where(total > 0, total, torch.ones_like(total))
+    return weights / safe_total
+
+
+def block_bound_and_gradient(p_left, p_right, block, p_bar, n_rows, hardness=1.0):
     """Ratio-cut bound of a batch pair and its eq. 8 gradient.
+
+    With r and c the row and column sums of the block and s the hardness,
+    ``sum_ij W_ij [(p_i - p_j)^2 + s (p_i (1 - p_i) + p_j (1 - p_j))]``
+    is ``s (r.p + c.p') + (1 - s) (r.p^2 + c.p'^2) - 2 p.(W p')`` per cluster, and
+    its derivative in p_i is ``s r_i + 2 (1 - s) r_i p_i - 2 (W p')_i``, which is
+    eq. 8's ``sum_j W_ij (1 - 2 p_j)`` at s = 1.
 
     Parameters
     ----------
     p_left : Tensor of shape (n_left, n_clusters)
-        Assignment probabilities of the left batch.
     p_right : Tensor of shape (n_right, n_clusters)
-        Assignment probabilities of the right batch.
-    rows, cols : Tensor of int64, shape (n_edges,)
-        Positions of each edge in the left and right batches.
-    weights : Tensor of shape (n_edges,)
-        W[left[rows], right[cols]], non-negative (padding edges have weight 0).
+    block : EdgeBlock or DenseBlock
+        The normalised block of W between the two batches.
     p_bar : Tensor of shape (n_clusters,)
         Mean probability of each cluster (positive).
     n_rows : int
@@ -66,29 +132,27 @@ def bound_and_gradient(p_left, p_right, rows, cols, weights, p_bar, n_rows,
     grad_left, grad_right : Tensor
         dbound/dp_left and dbound/dp_right, shaped like p_left and p_right.
     """
-    w = _normalised_weights(weights, p_left.dtype)
-    p_i, p_j = p_left[rows], p_right[cols]
-    cut = (w * _edge_term(p_i, p_j, hardness)).sum(0)
+    rows, cols = block.row_sums()[:, None], block.col_sums()[:, None]
+    w_right, w_left = block.times_right(p_right), block.times_left(p_left)
+    soft = 1.0 - hardness
+    cut = (hardness * ((rows * p_left).sum(0) + (cols * p_right).sum(0))
+           - 2.0 * (p_left * w_right).sum(0))
+    if soft:
+        cut = cut + soft * ((rows * p_left ** 2).sum(0) + (cols * p_right ** 2).sum(0))
     bound = (cut / p_bar).sum()
     # the p_bar term of eq. 8: the same for every sample of the pair
     shared = cut / (n_rows * p_bar * p_bar)
-    # d(edge term)/dp_i = s + 2 (1 - s) p_i - 2 p_j, which is 1 - 2 p_j at s = 1
-    softness = 2.0 * (1.0 - hardness)
-    grad_left = (_scatter_rows(w * (hardness - 2.0 * p_j), rows, p_left)
-                 + softness * _scatter_rows(w, rows, p_left[:, :1]) * p_left)
-    grad_right = (_scatter_rows(w * (hardness - 2.0 * p_i), cols, p_right)
-                  + softness * _scatter_rows(w, cols, p_right[:, :1]) * p_right)
+    grad_left = hardness * rows + 2.0 * soft * rows * p_left - 2.0 * w_right
+    grad_right = hardness * cols + 2.0 * soft * cols * p_right - 2.0 * w_left
     return bound, grad_left / p_bar - shared, grad_right / p_bar - shared
 
 
-def _normalised_weights(weights, dtype):
-    """Edge weights over their total, as a column; all 0 for a block without edges.
-
-    Written without a branch on the total, so that nothing waits for the device.
-    """
-    total = weights.sum()
-    safe_total = torch.where(total > 0, total, torch.ones_like(total))
-    return (weights / safe_total).to(dtype)[:, None]
+def bound_and_gradient(p_left, p_right, rows, cols, weights, p_bar, n_rows,
+                       hardness=1.0):
+    """:func:`block_bound_and_gradient` of the edge list (rows, cols, weights)."""
+    block = EdgeBlock(rows, cols, weights, p_left.shape[0], p_right.shape[0],
+                      p_left.dtype)
+    return block_bound_and_gradient(p_left, p_right, block, p_bar, n_rows, hardness)
 
 
 def _edge_term(p_i, p_j, hardness):
@@ -98,16 +162,10 @@ def _edge_term(p_i, p_j, hardness):
     return (p_i - p_j) ** 2 + hardness * (p_i * (1.0 - p_i) + p_j * (1.0 - p_j))
 
 
-def _scatter_rows(values, index, like):
-    return torch.zeros_like(like).index_add_(0, index, values)
-
-
 def bound_of_batch_mean(p_left, p_right, rows, cols, weights, hardness=1.0):
-    """The bound with p_bar the mean of the pair, differentiable end to end.
-
-    What eq. 8 differentiates; used to check it against autograd.
-    """
-    w = _normalised_weights(weights, p_left.dtype)
+    """The bound with p_bar the mean of the pair, differentiable end to end,
+    summed edge by edge: what eq. 8 differentiates, to check it against autograd."""
+    w = normalised(weights).to(p_left.dtype)[:, None]
     p_i, p_j = p_left[rows], p_right[cols]
     cut = (w * _edge_term(p_i, p_j, hardness)).sum(0)
     p_bar = torch.cat([p_left, p_right]).mean(0)
@@ -128,18 +186,22 @@ def kl_to_uniform(p_mean, floor):
 class ProportionAverage:
     """Moving average of the cluster proportions P-bar (algorithm 1, line 7).
 
-    P-bar_t = (1 - beta) P-bar_{t-1} + beta * batch mean, from P-bar_0 = 1/k, at
-    the constant rate beta of the authors' code. The paper's decaying rate
+    P-bar_t = (1 - beta) P-bar_{t-1} + beta * batch mean, from P-bar_0 = 1/k (or
+    the proportions of the initial partition), at the constant rate beta of the
+    authors' code. The paper's decaying rate
     beta / t averages over the whole run and lags behind the network: a
     shrinking cluster then gets the 1/P-bar of a larger one, the eq. 8 term that
     would hold it back is too weak, and it dies out (measured on digits at
     gamma = 1: 7 to 9 of 10 clusters survive with beta / t, all 10 with beta).
     """
 
-    def __init__(self, n_clusters, momentum, device, dtype):
+    def __init__(self, n_clusters, momentum, device, dtype, initial=None):
         self.momentum = momentum
-        self.value = torch.full((n_clusters,), 1.0 / n_clusters, device=device,
-                                dtype=dtype)
+        if initial is None:
+            self.value = torch.full((n_clusters,), 1.0 / n_clusters, device=device,
+                                    dtype=dtype)
+        else:  # the proportions of an initial partition
+            self.value = torch.as_tensor(initial, device=device, dtype=dtype).clone()
         self.floor = pbar_floor(n_clusters)
 
     def update(self, batch_mean):

@@ -1,28 +1,34 @@
-"""PRCut's training task (Ghriss & Monteleoni, 2025, algorithm 1), for the engine.
+"""PRCut's training tasks (Ghriss & Monteleoni, 2025, algorithm 1), for the engine.
 
 Each step draws a left and a right batch (on the training device), reads the block
-of the graph between them as an edge list (``_device``), and moves the network
-along the eq. 8 gradient of the ratio-cut bound (through its stop-gradient
-surrogate) plus the gradient of gamma * KL(batch mean || uniform). The epoch
-loop, Adam, the stopping rule and the device handling are the engine's
-(:mod:`skdiffclust._training._torch`).
+of the graph between them (``_device``), and moves the network along the eq. 8
+gradient of the ratio-cut bound (through its stop-gradient surrogate) plus the
+gradient of gamma * KL(batch mean || uniform). The epoch loop, Adam, the stopping
+rule and the device handling are the engine's (:mod:`skdiffclust._training._torch`).
+
+With an initial partition (``init='spectral'``, see ``_spectral``), the network is
+first fitted to it by cross-entropy (:class:`PartitionTask`), so that the ratio-cut
+training starts from the partition spectral clustering finds, as network weights.
 """
+
+import contextlib
 
 import numpy as np
 import scipy.sparse as sp
 import torch
 from torch import nn
 
-from skdiffclust._training._torch import PairedBatches, train
-from skdiffclust._utils._torch import build_mlp, make_generator, tensor_from_numpy
-from skdiffclust.prcut._device import PaddedGraph, device_graph
+from skdiffclust._training._torch import PairedBatches, UniformBatches, torch_threads, train
+from skdiffclust._utils._torch import build_mlp, make_generator
+from skdiffclust.prcut._device import HostGraph, device_graph, shared_tensor
 from skdiffclust.prcut._loss import (
     ProportionAverage,
-    bound_and_gradient,
+    block_bound_and_gradient,
     kl_to_uniform,
     pbar_floor,
     surrogate,
 )
+from skdiffclust.prcut._spectral import spectral_partition
 
 # hardness at the first annealing step: small enough that the uniform assignment
 # is stable, so that the partition grows out of the graph's smoothest directions
@@ -34,16 +40,24 @@ class AssignmentNetwork(nn.Module):
 
     Its input is a dense batch of features, or a batch of rows of a sparse matrix
     (``SparseRows``), which the first layer reads with ``embedding_bag``: a sparse
-    row times the weight matrix, never densified.
+    row times the weight matrix, never densified. ``input_offset`` is subtracted
+    from the input inside the first layer (``(x - offset) @ A = x @ A - offset @ A``),
+    so that sparse features are centred without being densified; it is not part
+    of the exported weights (the estimator folds its standardisation into them).
     """
 
-    def __init__(self, n_features, hidden_layer_sizes, n_clusters, generator):
+    def __init__(self, n_features, hidden_layer_sizes, n_clusters, generator,
+                 input_offset=None):
         super().__init__()
         layers = build_mlp(n_features, tuple(hidden_layer_sizes), n_clusters, generator,
                            activation=nn.GELU)
         if not isinstance(layers, nn.Sequential):
             layers = nn.Sequential(layers)
         self.layers = layers
+        offset = torch.zeros(n_features) if input_offset is None else torch.as_tensor(
+            input_offset, dtype=torch.float32)
+        self.register_buffer("input_offset", offset)
+        self.centred = input_offset is not None
 
     def forward(self, x):
         first, rest = self.layers[0], self.layers[1:]
@@ -54,6 +68,8 @@ class AssignmentNetwork(nn.Module):
             ) + first.bias
         else:
             h = first(x)
+        if self.centred:
+            h = h - first.weight @ self.input_offset
         return rest(h)
 
     def weights_as_numpy(self):
@@ -74,22 +90,36 @@ class SparseRows:
 
 
 class FeatureBatches:
-    """Batches of the network's input, dense or sparse, on the training device."""
+    """Batches of the network's input, dense or sparse, on the training device.
 
-    def __init__(self, X, device, dtype):
+    Dense features are converted to the training precision once. With
+    ``share=True`` (a dense precomputed affinity, as large as n x n), a float32
+    or float64 array on the CPU is shared instead, not copied: each batch is
+    gathered and cast a few rows at a time, so that a step needs O(batch_size *
+    n_inputs) memory in the training precision only.
+    """
+
+    def __init__(self, X, device, dtype, share=False):
         self.device, self.dtype = device, dtype
+        self.n_samples, self.n_inputs = X.shape
         self.sparse = sp.issparse(X)
+        self.shared = (share and not self.sparse and device.type == "cpu"
+                       and X.dtype in (np.float32, np.float64))
         if self.sparse:
             X = sp.csr_matrix(X)
             self.indptr = X.indptr.astype(np.int64)
             self.indices = torch.as_tensor(X.indices.astype(np.int64), device=device)
             self.values = torch.as_tensor(X.data, dtype=dtype, device=device)
+        elif self.shared:
+            self.X = shared_tensor(np.asarray(X))
         else:
-            self.X = tensor_from_numpy(X, dtype, device)
+            self.X = torch.as_tensor(np.asarray(X), device=device).to(dtype)
 
     def __call__(self, index):
         """Rows ``index`` (an index tensor on the device); sparse rows are gathered
         on the host."""
+        if self.shared and self.X.dtype != self.dtype:
+            return self._gather_and_cast(index)
         if not self.sparse:
             return self.X[index]
         index = index.to("cpu").numpy()
@@ -101,6 +131,13 @@ class FeatureBatches:
         return SparseRows(self.indices[entries],
                           torch.as_tensor(offsets, device=self.device),
                           self.values[entries])
+
+    def _gather_and_cast(self, index):
+        rows = torch.empty((index.shape[0], self.n_inputs), dtype=self.dtype)
+        step = max(1, (1 << 20) // max(self.n_inputs, 1))  # 8 MiB of float64 at a time
+        for start in range(0, index.shape[0], step):
+            rows[start:start + step] = self.X[index[start:start + step]]
+        return rows
 
 
 def hardness_schedule(n_annealing_steps):
@@ -121,14 +158,15 @@ class RatioCutTask:
     """
 
     def __init__(self, network, features, graph, *, n_clusters, momentum, gamma,
-                 n_annealing_steps, device, dtype):
+                 n_annealing_steps, device, dtype, initial_proportions=None):
         self.network, self.features, self.graph = network, features, graph
         self.gamma = gamma
-        self.p_bar_average = ProportionAverage(n_clusters, momentum, device, dtype)
+        self.p_bar_average = ProportionAverage(n_clusters, momentum, device, dtype,
+                                               initial=initial_proportions)
         self.floor = pbar_floor(n_clusters)
         self.hardness = hardness_schedule(n_annealing_steps)
         self.n_steps = 0
-        self.capturable = (n_annealing_steps == 0 and isinstance(graph, PaddedGraph)
+        self.capturable = (n_annealing_steps == 0 and not isinstance(graph, HostGraph)
                            and not features.sparse)
 
     def parameters(self):
@@ -137,14 +175,14 @@ class RatioCutTask:
     def loss(self, batch):
         self.n_steps += 1
         left, right = batch[0], batch[1]
-        rows, cols, weights = self.graph(left, right)
+        block = self.graph(left, right)
         probabilities = torch.softmax(self.network(self.features(torch.cat([left, right]))), 1)
         n_left = left.shape[0]
         p_left, p_right = probabilities[:n_left], probabilities[n_left:]
         batch_mean = probabilities.mean(0)
         p_bar = self.p_bar_average.update(batch_mean)
-        bound, grad_left, grad_right = bound_and_gradient(
-            p_left.detach(), p_right.detach(), rows, cols, weights, p_bar,
+        bound, grad_left, grad_right = block_bound_and_gradient(
+            p_left.detach(), p_right.detach(), block, p_bar,
             probabilities.shape[0], self.hardness(self.n_steps),
         )
         kl = kl_to_uniform(batch_mean, self.floor)
@@ -152,49 +190,156 @@ class RatioCutTask:
         return loss, (bound + self.gamma * kl).detach()
 
 
+# the initialisation fits the network to the initial partition until it
+# reproduces all but this fraction of an epoch's samples, with this step size,
+# within this many steps
+INIT_ERROR_TARGET = 1e-3
+INIT_LEARNING_RATE = 1e-2
+INIT_MAX_STEPS = 2000
+
+
+class PartitionTask:
+    """Fit the network to a partition by cross-entropy (the initialisation).
+
+    The objective recorded is the fraction of the batch the network assigns
+    elsewhere than the partition does.
+    """
+
+    capturable = True
+
+    def __init__(self, network, features, labels):
+        self.network, self.features, self.labels = network, features, labels
+
+    def parameters(self):
+        return self.network.parameters()
+
+    def loss(self, batch):
+        logits = self.network(self.features(batch))
+        labels = self.labels[batch]
+        error = (logits.argmax(1) != labels).to(logits.dtype).mean()
+        return nn.functional.cross_entropy(logits, labels), error.detach()
+
+
+def fit_to_partition(network, features, labels, *, batch_size, device, batch_seed,
+                     n_threads, learning_rate=INIT_LEARNING_RATE,
+                     max_steps=INIT_MAX_STEPS, target=INIT_ERROR_TARGET):
+    """Train ``network`` to predict ``labels`` (cross-entropy), in place.
+
+    Whole epochs until one misassigns at most ``target`` of its samples, for at
+    most ``max_steps`` steps (at least one epoch); a plateau does not stop it
+    (networks fitting a curved boundary first settle on a straight one). The
+    network need not be confident yet: PRCut's training sharpens it, and the
+    estimator keeps this network if training does not lower its objective.
+    """
+    sampler = UniformBatches(labels.shape[0], batch_size,
+                             make_generator(batch_seed, device), device)
+    task = PartitionTask(network, features, torch.as_tensor(labels, device=device))
+    network.train()
+    max_epochs = max(max_steps // sampler.n_batches, 1)
+    return train(task, sampler, learning_rate=learning_rate, max_iter=max_epochs, tol=0.0,
+                 n_iter_no_change=max_epochs, name="PRCut initialisation", device=device,
+                 n_threads=n_threads, warn=False, target=target)
+
+
 def train_prcut(X, graph, *, n_clusters, hidden_layer_sizes, batch_size, max_iter,
                 learning_rate, momentum, gamma, annealing, tol, n_iter_no_change,
-                device, init_seed, batch_seed, verbose, n_threads=1, name="PRCut"):
+                device, init_seed, batch_seed, verbose, n_threads=1, name="PRCut",
+                initial_labels=None, input_offset=None, share_inputs=False):
     """Train the assignment network on the graph (algorithm 1).
 
     Parameters
     ----------
     X : ndarray or sparse matrix of shape (n_samples, n_inputs)
         The network's input (features, or rows of a precomputed affinity).
-    graph : scipy.sparse.csr_matrix of shape (n_samples, n_samples)
-        Canonical affinity graph.
+    graph : scipy.sparse.csr_matrix or ndarray of shape (n_samples, n_samples)
+        Canonical affinity graph, or a dense affinity.
     max_iter : int
         Maximum number of epochs (``n_samples // batch_size`` batch pairs each,
         at least one).
     annealing : float
         Fraction of ``max_iter`` over which the hardness of the bound is raised
         to 1 (see ``_loss``); the stopping rule applies after it.
+    initial_labels : ndarray of int, default=None
+        A partition the network is first fitted to (:func:`fit_to_partition`);
+        P-bar then starts at its proportions. ``None``:
+        the network starts from its random initialisation (the paper).
+    input_offset : ndarray, default=None
+        Subtracted from the input inside the first layer (centring sparse input).
+    share_inputs : bool, default=False
+        Read X in place on the CPU rather than converting it (see
+        :class:`FeatureBatches`); for a dense precomputed affinity.
 
     Returns
     -------
-    coefs, intercepts : list of ndarray
-        Trained weights, float64 NumPy arrays: layer l maps h to
-        ``h @ coefs[l] + intercepts[l]``.
+    candidates : list of ((coefs, intercepts), labels)
+        The trained network's weights, float64 NumPy arrays (layer l maps h to
+        ``h @ coefs[l] + intercepts[l]``), with the cluster it gives each
+        training sample; preceded by those of the network fitted to the initial
+        partition, when there is one.
     result : TrainingResult
         Epochs run, the objective (bound + gamma * KL) of each, convergence.
     """
     dtype = torch.float32
     device = torch.device(device)
     network = AssignmentNetwork(X.shape[1], hidden_layer_sizes, n_clusters,
-                                make_generator(init_seed)).to(device)
+                                make_generator(init_seed), input_offset).to(device)
+    features = FeatureBatches(X, device, dtype, share=share_inputs)
+    initial_proportions, candidates = None, []
+    if initial_labels is not None:
+        fit_to_partition(network, features, initial_labels, batch_size=batch_size,
+                         device=device, batch_seed=batch_seed + 1, n_threads=n_threads)
+        candidates.append(_candidate(network, features, batch_size, device, n_threads))
+        initial_proportions = np.bincount(initial_labels, minlength=n_clusters) / len(
+            initial_labels)
     sampler = PairedBatches(X.shape[0], batch_size, make_generator(batch_seed, device),
                             device)
     n_annealing_epochs = int(round(annealing * max_iter))
     task = RatioCutTask(
-        network, FeatureBatches(X, device, dtype), device_graph(graph, device, dtype),
+        network, features, device_graph(graph, device, dtype),
         n_clusters=n_clusters, momentum=momentum, gamma=gamma,
         n_annealing_steps=n_annealing_epochs * sampler.n_batches, device=device,
-        dtype=dtype,
+        dtype=dtype, initial_proportions=initial_proportions,
     )
     network.train()
     result = train(task, sampler, learning_rate=learning_rate, max_iter=max_iter, tol=tol,
                    n_iter_no_change=n_iter_no_change, name=name, device=device,
                    verbose=verbose, min_epochs=n_annealing_epochs, n_threads=n_threads)
+    candidates.append(_candidate(network, features, batch_size, device, n_threads))
+    return candidates, result
+
+
+def _candidate(network, features, batch_size, device, n_threads):
+    """The network's weights (NumPy) and the cluster it gives each training sample,
+    computed on the training device, a few batches at a time (fewer rows when the
+    rows are long, such as those of a dense affinity)."""
     network.eval()
-    coefs, intercepts = network.weights_as_numpy()
-    return coefs, intercepts, result
+    step = max(1, min(4 * batch_size, (1 << 22) // max(features.n_inputs, 1)))
+    with torch.no_grad(), _threads(device, n_threads):
+        labels = torch.cat([
+            network(features(torch.arange(start, min(start + step, features.n_samples),
+                                          device=device))).argmax(1)
+            for start in range(0, features.n_samples, step)
+        ])
+    network.train()
+    return network.weights_as_numpy(), labels.to("cpu").numpy()
+
+
+def _threads(device, n_threads):
+    """``n_threads`` torch threads on the CPU (results do not depend on the
+    machine's default); nothing on CUDA."""
+    if device.type == "cuda":
+        return contextlib.nullcontext()
+    return torch_threads(n_threads)
+
+
+def initial_partition(graph, n_clusters, components=None, *, device, seed, n_threads=1):
+    """Spectral clustering's partition of the graph (``_spectral``), on ``device``.
+
+    In float64 on the CPU, float32 on CUDA; on the CPU with ``n_threads`` torch
+    threads.
+    """
+    device = torch.device(device)
+    dtype = torch.float32 if device.type == "cuda" else torch.float64
+    with _threads(device, n_threads):
+        return spectral_partition(graph, n_clusters, components, device=device, dtype=dtype,
+                                  seed=seed)

@@ -1,0 +1,231 @@
+"""PRCut's spectral initialisation: the partition spectral clustering reads off the graph.
+
+Gradient descent on the ratio-cut bound only improves a partition locally (the
+bound is concave in the hardness of the assignments), so from a random network it
+settles on the first cut it meets, and misses the zero cuts of a disconnected
+graph. The initial partition computed here is the one spectral clustering finds
+on the same graph (Ng, Jordan & Weiss, 2001; Damle, Minden & Ying, 2019); PRCut's
+training then starts from a network that reproduces it and lowers its ratio cut.
+
+Everything is written in torch and runs where the training runs (CPU or CUDA);
+the graph is only ever multiplied by a block of vectors, so the cost is
+O(nnz(W) * block) per product and O(n * block) memory, never n x n:
+
+* **connected components** (SciPy, on the host's CSR graph; blockwise for a dense
+  precomputed affinity): with at least ``n_clusters`` components, the partition
+  groups whole components (ratio cut 0), balancing their sizes;
+* otherwise the **top eigenvectors of the normalised adjacency**
+  ``D^-1/2 W D^-1/2`` (the bottom of the normalised Laplacian), by
+  Chebyshev-filtered subspace iteration (Zhou & Saad, 2007): a block of vectors
+  is filtered by a Chebyshev polynomial of the operator that damps the unwanted
+  part of the spectrum, then orthonormalised and rotated by Rayleigh-Ritz, until
+  the residuals are small or a budget of products is spent; small graphs are
+  solved densely instead;
+* the embedding ``D^-1/2 V`` is **discretised by column-pivoted QR**
+  (``cluster_qr``, as scikit-learn's ``SpectralClustering(assign_labels=
+  'cluster_qr')``): deterministic, no k-means restarts, and invariant to the
+  rotation and the signs of the eigenvector basis.
+"""
+
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+import torch
+
+from skdiffclust.prcut._device import shared_tensor
+from skdiffclust.prcut._graph import connected_component_labels
+
+# graphs with at most this many vertices get a dense eigendecomposition (exact,
+# and cheaper than iterating at that size)
+DENSE_EIGH_MAX_N = 600
+# extra vectors in the iterated block: the filter separates the wanted
+# eigenvalues from those beyond the block, so a wider block converges faster
+MIN_BUFFER = 8
+CHEBYSHEV_DEGREE = 12
+# budget of products with W; the partition only needs the subspace roughly, and
+# PRCut's training refines it
+MAX_PRODUCTS = 1200
+RESIDUAL_TOL = 1e-4
+
+
+class NormalisedAdjacency:
+    """``x -> D^-1/2 W D^-1/2 x`` for a CSR or dense W on a torch device.
+
+    The diagonal of W is ignored (W_ii = 0, as in the paper). A vertex without
+    edges gets a self-loop of weight 1 instead, so that it is a component of its
+    own (eigenvalue 1) rather than an eigenvalue 0.
+    """
+
+    def __init__(self, W, device, dtype):
+        self.device, self.dtype = device, dtype
+        if sp.issparse(W):
+            W = sp.csr_matrix(W)
+            self.dense = False
+            with warnings.catch_warnings():
+                # torch says that its sparse CSR support is in beta
+                warnings.simplefilter("ignore", UserWarning)
+                self.matrix = torch.sparse_csr_tensor(
+                    torch.as_tensor(W.indptr.astype(np.int64)),
+                    torch.as_tensor(W.indices.astype(np.int64)),
+                    torch.as_tensor(W.data), size=W.shape, dtype=dtype,
+                    check_invariants=False,
+                ).to(device)
+            self.diagonal = torch.as_tensor(W.diagonal(), dtype=dtype, device=device)
+            degrees = np.asarray(W.sum(1), dtype=np.float64).ravel() - W.diagonal()
+        else:
+            self.dense = True
+            self.matrix = shared_tensor(W).to(device)
+            self.diagonal = torch.diagonal(self.matrix).to(dtype)
+            degrees = self.matrix.sum(1, dtype=torch.float64).cpu().numpy()
+            degrees -= self.diagonal.double().cpu().numpy()
+        isolated = degrees <= 0
+        inverse_sqrt = np.zeros_like(degrees)
+        inverse_sqrt[~isolated] = 1.0 / np.sqrt(degrees[~isolated])
+        self.inverse_sqrt = torch.as_tensor(inverse_sqrt, dtype=dtype, device=device)[:, None]
+        self.isolated = torch.as_tensor(isolated, dtype=dtype, device=device)[:, None]
+        self.n = W.shape[0]
+
+    def __call__(self, x):
+        scaled = self.inverse_sqrt * x
+        product = (self.matrix @ scaled.to(self.matrix.dtype)).to(self.dtype)
+        product = product - self.diagonal[:, None] * scaled
+        return self.inverse_sqrt * product + self.isolated * x
+
+    def to_dense(self):
+        identity = torch.eye(self.n, dtype=self.dtype, device=self.device)
+        return self(identity)
+
+
+def spectral_partition(W, n_clusters, components=None, *, device, dtype, seed):
+    """Spectral clustering's partition of the graph W into ``n_clusters`` groups.
+
+    Parameters
+    ----------
+    W : scipy.sparse.csr_matrix or ndarray of shape (n_samples, n_samples)
+        Symmetric non-negative affinity (its diagonal is ignored).
+    n_clusters : int
+    components : ndarray of int, default=None
+        The connected component of each vertex, if known.
+    device : torch.device
+        Where the eigenvectors are computed.
+    dtype : torch.dtype
+        Precision of the eigenvector computation.
+    seed : int
+        Seeds the starting block of the subspace iteration.
+
+    Returns
+    -------
+    labels : ndarray of int64, shape (n_samples,)
+    """
+    if components is None:
+        components = connected_component_labels(W)
+    n_components = int(components.max()) + 1
+    if n_components >= n_clusters:
+        return group_components(components, n_clusters)
+    operator = NormalisedAdjacency(W, device, dtype)
+    vectors = top_eigenvectors(operator, n_clusters, seed)
+    maps = operator.inverse_sqrt * vectors + operator.isolated * vectors
+    return cluster_qr(maps).cpu().numpy().astype(np.int64)
+
+
+def group_components(components, n_clusters):
+    """Whole components in ``n_clusters`` groups of balanced sizes (ratio cut 0).
+
+    Largest component first, each to the group with the fewest samples so far
+    (longest-processing-time scheduling); with as many components as clusters,
+    each component is a cluster.
+    """
+    sizes = np.bincount(components)
+    group_of = np.empty(sizes.size, dtype=np.int64)
+    load = np.zeros(n_clusters)
+    for component in np.argsort(-sizes, kind="stable"):
+        group = int(np.argmin(load))
+        group_of[component] = group
+        load[group] += sizes[component]
+    return group_of[components]
+
+
+def top_eigenvectors(operator, k, seed):
+    """Orthonormal eigenvectors of the ``k`` largest eigenvalues of ``operator``.
+
+    Its spectrum must lie in [-1, 1] (a normalised adjacency). Dense
+    eigendecomposition for small graphs, else Chebyshev-filtered subspace
+    iteration on a block of ``k + buffer`` vectors.
+    """
+    n = operator.n
+    if n <= max(DENSE_EIGH_MAX_N, 3 * (k + MIN_BUFFER)):
+        dense = operator.to_dense()
+        _, vectors = torch.linalg.eigh((dense + dense.T) / 2)
+        return vectors[:, -k:].flip(1)
+    block = min(n, k + max(MIN_BUFFER, k // 2))
+    generator = torch.Generator(device="cpu").manual_seed(int(seed))
+    start = torch.randn(n, block, generator=generator, dtype=torch.float64)
+    basis, _ = torch.linalg.qr(start.to(device=operator.device, dtype=operator.dtype))
+    values, basis, image = _rayleigh_ritz(basis, operator(basis))
+    n_products = 1
+    while n_products + CHEBYSHEV_DEGREE + 1 <= MAX_PRODUCTS:
+        # damp the spectrum below the block's smallest Ritz value, down to -1
+        filtered = _chebyshev_filter(operator, basis, CHEBYSHEV_DEGREE,
+                                     cut=float(values[-1]))
+        basis, _ = torch.linalg.qr(filtered)
+        values, basis, image = _rayleigh_ritz(basis, operator(basis))
+        n_products += CHEBYSHEV_DEGREE + 1
+        residuals = torch.linalg.vector_norm(image[:, :k] - basis[:, :k] * values[:k], dim=0)
+        if float(residuals.max()) < RESIDUAL_TOL:
+            break
+    return basis[:, :k]
+
+
+def _rayleigh_ritz(basis, image):
+    """Ritz values (decreasing), vectors and their images within span(basis)."""
+    projected = basis.T @ image
+    values, rotation = torch.linalg.eigh((projected + projected.T) / 2)
+    values, rotation = values.flip(0), rotation.flip(1)
+    return values, basis @ rotation, image @ rotation
+
+
+def _chebyshev_filter(operator, x, degree, cut):
+    """``T_degree`` of the operator mapped so that [-1, cut] becomes [-1, 1].
+
+    Eigenvalues in [-1, cut] are kept below 1 in magnitude, those above ``cut``
+    grow like ``cosh(degree * acosh(t))``. The scaled three-term recurrence of
+    Zhou & Saad (2007) keeps the largest eigenvalue's factor at 1 (no overflow).
+    """
+    cut = min(max(cut, -0.9), 0.999)
+    half_width = (cut + 1.0) / 2.0
+    centre = (cut - 1.0) / 2.0
+    sigma = half_width / (1.0 - centre)
+    tau = 2.0 / sigma
+    previous = x
+    current = (operator(x) - centre * x) * (sigma / half_width)
+    for _ in range(2, degree + 1):
+        sigma_next = 1.0 / (tau - sigma)
+        following = ((operator(current) - centre * current) * (2.0 * sigma_next / half_width)
+                     - (sigma * sigma_next) * previous)
+        previous, current, sigma = current, following, sigma_next
+    return current
+
+
+def cluster_qr(maps):
+    """Labels of the rows of an embedding by column-pivoted QR (Damle et al., 2019).
+
+    Picks k well-separated rows greedily (the pivots of a QR factorisation of
+    ``maps.T`` with column pivoting), rotates the embedding so that they align with
+    the coordinate axes (the polar factor of their block), and gives each sample
+    the axis along which it is largest. Torch, on the embedding's device; no
+    randomness.
+    """
+    k = maps.shape[1]
+    residual = maps.clone()
+    pivots = []
+    for _ in range(k):
+        pivot = torch.argmax((residual * residual).sum(1))
+        direction = residual[pivot]
+        direction = direction / torch.linalg.vector_norm(direction).clamp_min(
+            torch.finfo(maps.dtype).tiny)
+        residual = residual - (residual @ direction)[:, None] * direction[None, :]
+        pivots.append(pivot)
+    chosen = maps[torch.stack(pivots)]
+    u, _, vh = torch.linalg.svd(chosen.T)
+    return torch.argmax((maps @ (u @ vh)).abs(), dim=1)

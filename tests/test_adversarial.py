@@ -1,0 +1,80 @@
+"""Shifted, rescaled and extreme data, and failed refits, across the four estimators.
+
+Each estimator must give the same partition on three blobs whatever their offset
+(1e2, 1e10) or global scale (1e-40, 1e40): the methods are invariant to a shift
+and equivariant to a rescale. Values whose squares overflow float64 get a clear
+error, never a wrong answer; a fit that fails leaves the fitted state as it was.
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.datasets import make_blobs
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.metrics import adjusted_rand_score
+
+from skdiffclust import ClAM, PRCut, SparseGEMINI, SpanningForestClustering
+
+X, Y = make_blobs(n_samples=300, centers=3, random_state=0)
+
+ESTIMATORS = [
+    pytest.param(lambda: SpanningForestClustering(n_clusters=3), id="SpanningForest"),
+    pytest.param(lambda: ClAM(n_clusters=3, device="cpu", random_state=0), id="ClAM"),
+    pytest.param(lambda: PRCut(n_clusters=3, device="cpu", random_state=0), id="PRCut",
+                 marks=pytest.mark.torch),
+    pytest.param(lambda: SparseGEMINI(n_clusters=3, random_state=0), id="SparseGEMINI"),
+]
+TRANSFORMS = {
+    "offset 1e2": lambda X: X + 1e2,
+    "offset 1e10": lambda X: X + 1e10,
+    "scale 1e-40": lambda X: X * 1e-40,
+    "scale 1e40": lambda X: X * 1e40,
+}
+
+
+def _labels(make, X):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return make().fit(X).labels_
+
+
+@pytest.fixture(scope="module")
+def reference_labels():
+    return {}
+
+
+@pytest.mark.parametrize("transform", list(TRANSFORMS))
+@pytest.mark.parametrize("make", ESTIMATORS)
+def test_shifted_or_rescaled_blobs_give_the_same_partition(make, transform,
+                                                           reference_labels):
+    key = id(make)
+    if key not in reference_labels:
+        reference_labels[key] = _labels(make, X)
+        # the blobs touch (KMeans: 0.77); single linkage isolates outliers instead
+        if not isinstance(make(), SpanningForestClustering):
+            assert adjusted_rand_score(Y, reference_labels[key]) > 0.7
+    labels = _labels(make, TRANSFORMS[transform](X))
+    assert adjusted_rand_score(reference_labels[key], labels) == 1.0
+
+
+@pytest.mark.parametrize("make", ESTIMATORS)
+def test_values_whose_squares_overflow_raise_a_clear_error(make):
+    with pytest.raises(ValueError, match="overflow"):
+        make().fit(X * 1e155)
+
+
+@pytest.mark.parametrize("make", ESTIMATORS)
+def test_a_failed_refit_leaves_the_fitted_state_as_it_was(make):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        estimator = make().fit(X)
+    before = {name: value for name, value in vars(estimator).items() if name.endswith("_")}
+    with pytest.raises(ValueError):
+        estimator.fit(np.ones((2, 3)))  # three features, fewer samples than clusters
+    assert estimator.n_features_in_ == 2
+    after = {name: value for name, value in vars(estimator).items() if name.endswith("_")}
+    assert after.keys() == before.keys()
+    np.testing.assert_array_equal(estimator.labels_, before["labels_"])
+    if hasattr(estimator, "predict"):
+        np.testing.assert_array_equal(estimator.predict(X), before["labels_"])

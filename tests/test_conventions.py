@@ -1,0 +1,143 @@
+"""scikit-learn conventions across the estimators (issue 11, item 5).
+
+Transformers name their output features and follow ``set_output``; float32 in
+gives float32 out; every estimator with an objective has ``score`` (higher is
+better), so that GridSearchCV needs no scorer; ``n_jobs`` where work runs in
+parallel; sparse CSR input where the method allows it, a clear error elsewhere;
+partial labels and must-link pairs are validated.
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.datasets import make_blobs
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.metrics import adjusted_rand_score
+from sklearn.model_selection import GridSearchCV
+
+from skdiffclust import ClAM, PRCut, SparseGEMINI, SpanningForestClustering
+
+X, Y = make_blobs(n_samples=120, n_features=4, centers=3, random_state=0)
+PARTIAL = np.where(np.arange(120) % 4 == 0, Y, -1)
+
+
+def _quiet_fit(estimator, X, y=None):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return estimator.fit(X, y)
+
+
+def clam():
+    return ClAM(n_clusters=3, device="cpu", random_state=0)
+
+
+def gemini():
+    return SparseGEMINI(n_clusters=3, alpha=5.0, random_state=0)
+
+
+def prcut():
+    return PRCut(n_clusters=3, device="cpu", random_state=0)
+
+
+def forest():
+    return SpanningForestClustering(n_clusters=3)
+
+
+def embedding():
+    return SpanningForestClustering(n_clusters=3, embedding="linear", n_components=2,
+                                    device="cpu", random_state=0)
+
+
+TORCH = pytest.mark.torch
+# (factory, y for fit)
+TRANSFORMERS = [
+    pytest.param(clam, None, id="ClAM"),
+    pytest.param(gemini, None, id="SparseGEMINI"),
+    pytest.param(embedding, PARTIAL, id="SpanningForest-embedding", marks=TORCH),
+]
+ALL = [
+    pytest.param(clam, None, id="ClAM"),
+    pytest.param(gemini, None, id="SparseGEMINI"),
+    pytest.param(prcut, None, id="PRCut", marks=TORCH),
+    pytest.param(forest, None, id="SpanningForest"),
+]
+
+
+@pytest.mark.parametrize("make, y", TRANSFORMERS)
+def test_transformers_name_their_output_features(make, y):
+    estimator = _quiet_fit(make(), X, y)
+    names = estimator.get_feature_names_out()
+    out = estimator.transform(X)
+    assert names.dtype == object and len(names) == out.shape[1]
+    assert len(set(names)) == len(names)
+
+
+@pytest.mark.parametrize("make, y", TRANSFORMERS)
+def test_transformers_follow_set_output(make, y):
+    pandas = pytest.importorskip("pandas")
+    import pandas as pd
+
+    frame = pd.DataFrame(X, columns=[f"f{i}" for i in range(X.shape[1])])
+    estimator = make().set_output(transform="pandas")
+    _quiet_fit(estimator, frame, y)
+    out = estimator.transform(frame)
+    assert isinstance(out, pandas.DataFrame)
+    np.testing.assert_array_equal(out.columns, estimator.get_feature_names_out())
+
+
+@pytest.mark.parametrize("make, y", TRANSFORMERS)
+def test_float32_in_float32_out(make, y):
+    estimator = _quiet_fit(make(), X.astype(np.float32), y)
+    assert estimator.transform(X.astype(np.float32)).dtype == np.float32
+    assert estimator.transform(X).dtype == np.float64
+
+
+@pytest.mark.parametrize("make, y", ALL)
+def test_score_is_a_finite_float_and_grid_search_needs_no_scorer(make, y):
+    estimator = _quiet_fit(make(), X, y)
+    score = estimator.score(X)
+    assert isinstance(score, float) and np.isfinite(score)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        search = GridSearchCV(make(), {"n_clusters": [2, 3]}, cv=2).fit(X)
+    assert np.isfinite(search.cv_results_["mean_test_score"]).all()
+
+
+@pytest.mark.parametrize("make, y", ALL)
+def test_n_jobs_changes_nothing_but_the_threads(make, y):
+    assert "n_jobs" in make().get_params()
+    one = _quiet_fit(make().set_params(n_jobs=1), X, y).labels_
+    two = _quiet_fit(make().set_params(n_jobs=2), X, y).labels_
+    np.testing.assert_array_equal(one, two)
+
+
+@pytest.mark.parametrize("make", [
+    pytest.param(clam, id="ClAM"),
+    pytest.param(gemini, id="SparseGEMINI"),
+    pytest.param(prcut, id="PRCut", marks=TORCH),
+])
+def test_sparse_csr_features_give_the_dense_partition(make):
+    dense = _quiet_fit(make(), X).labels_
+    sparse = _quiet_fit(make(), sp.csr_matrix(X)).labels_
+    assert adjusted_rand_score(dense, sparse) == 1.0
+
+
+def test_the_forest_rejects_sparse_features_clearly():
+    with pytest.raises(TypeError, match="[Ss]parse"):
+        SpanningForestClustering(n_clusters=3).fit(sp.csr_matrix(X))
+
+
+@pytest.mark.parametrize("bad", [-2, -5])
+def test_partial_labels_only_use_minus_one_for_unlabelled(bad):
+    y = PARTIAL.copy()
+    y[1] = bad
+    with pytest.raises(ValueError, match="-1"):
+        SpanningForestClustering(n_clusters=3).fit(X, y)
+
+
+@pytest.mark.parametrize("pairs", ["must_link", "cannot_link"])
+def test_self_pairs_are_rejected(pairs):
+    with pytest.raises(ValueError, match="itself"):
+        SpanningForestClustering(n_clusters=3).fit(X, **{pairs: [(0, 1), (4, 4)]})

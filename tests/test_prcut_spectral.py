@@ -1,0 +1,148 @@
+"""PRCut's spectral initialisation: eigenvectors, discretisation, components, devices,
+and the fit of the network to the initial partition."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import torch
+from sklearn.cluster._spectral import cluster_qr as sklearn_cluster_qr
+from sklearn.datasets import make_blobs, make_moons
+from sklearn.metrics import adjusted_rand_score
+
+from skdiffclust._training import StoppingRule
+from skdiffclust._utils._torch import make_generator
+from skdiffclust.prcut import _spectral
+from skdiffclust.prcut._graph import check_precomputed_affinity, knn_affinity
+from skdiffclust.prcut._spectral import (
+    NormalisedAdjacency,
+    cluster_qr,
+    group_components,
+    spectral_partition,
+    top_eigenvectors,
+)
+from skdiffclust.prcut._training import AssignmentNetwork, FeatureBatches, fit_to_partition
+
+pytestmark = pytest.mark.torch
+
+CPU = torch.device("cpu")
+CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA is not available")
+
+
+def _graph(n, centers, seed=0, std=1.0):
+    X, y = make_blobs(n, 5, centers=centers, cluster_std=std, random_state=seed)
+    return knn_affinity(X, 10), y
+
+
+def _projector(vectors):
+    q, _ = torch.linalg.qr(vectors)
+    return q @ q.T
+
+
+def test_subspace_iteration_finds_the_top_eigenvectors_of_the_normalised_adjacency():
+    W, _ = _graph(800, 4, std=3.0)  # connected, above the dense threshold
+    assert W.shape[0] > _spectral.DENSE_EIGH_MAX_N
+    operator = NormalisedAdjacency(W, CPU, torch.float64)
+    vectors = top_eigenvectors(operator, 4, seed=0)
+    values, exact = torch.linalg.eigh(operator.to_dense())
+    torch.testing.assert_close(_projector(vectors), _projector(exact[:, -4:]),
+                               atol=1e-4, rtol=0)
+    np.testing.assert_allclose(vectors.T @ vectors, np.eye(4), atol=1e-10)
+
+
+def test_the_normalised_adjacency_ignores_the_diagonal_and_loops_isolated_vertices():
+    A = np.array([[3.0, 1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 7.0]])  # vertex 2 alone
+    for W in (A, sp.csr_matrix(A)):
+        dense = NormalisedAdjacency(W, CPU, torch.float64).to_dense().numpy()
+        np.testing.assert_allclose(dense, [[0, 1, 0], [1, 0, 0], [0, 0, 1]])
+
+
+def test_cluster_qr_matches_scikit_learns():
+    rng = np.random.default_rng(0)
+    for k in (2, 3, 6):
+        maps = rng.normal(size=(200, k)) + 3 * np.eye(k)[rng.integers(0, k, 200)]
+        ours = cluster_qr(torch.as_tensor(maps)).numpy()
+        assert adjusted_rand_score(sklearn_cluster_qr(maps), ours) == 1.0
+
+
+def test_cluster_qr_does_not_depend_on_the_basis():
+    rng = np.random.default_rng(1)
+    maps = rng.normal(size=(300, 4)) + 4 * np.eye(4)[rng.integers(0, 4, 300)]
+    rotation, _ = np.linalg.qr(rng.normal(size=(4, 4)))
+    first = cluster_qr(torch.as_tensor(maps)).numpy()
+    second = cluster_qr(torch.as_tensor(-maps @ rotation)).numpy()
+    assert adjusted_rand_score(first, second) == 1.0
+
+
+def test_components_are_grouped_whole_in_balanced_groups():
+    components = np.repeat(np.arange(5), [50, 40, 30, 20, 10])
+    groups = group_components(components, 3)
+    for component in range(5):
+        assert np.unique(groups[components == component]).size == 1
+    np.testing.assert_array_equal(np.sort(np.bincount(groups)), [50, 50, 50])
+    np.testing.assert_array_equal(group_components(components, 5), components)
+
+
+@pytest.mark.parametrize("dense", [False, True])
+def test_a_graph_with_one_component_per_cluster_is_split_into_its_components(dense):
+    W, y = _graph(400, 4, seed=3, std=0.3)  # four far-apart blobs
+    labels = spectral_partition(W.toarray() if dense else W, 4, device=CPU,
+                                dtype=torch.float64, seed=0)
+    assert adjusted_rand_score(y, labels) == 1.0
+
+
+def test_fewer_components_than_clusters_are_split_further():
+    W_far, _ = _graph(300, 2, seed=3, std=0.3)
+    W_near, _ = _graph(600, [[0, 0, 0, 0, 0], [4, 0, 0, 0, 0]], seed=1)
+    W = sp.block_diag([W_far, W_near]).tocsr()  # three blobs, two components
+    y = np.concatenate([_graph(300, 2, seed=3, std=0.3)[1],
+                        2 + _graph(600, [[0, 0, 0, 0, 0], [4, 0, 0, 0, 0]], seed=1)[1]])
+    labels = spectral_partition(W, 4, device=CPU, dtype=torch.float64, seed=0)
+    assert adjusted_rand_score(y, labels) > 0.95
+
+
+def test_same_seed_same_partition_in_both_precisions():
+    W, y = _graph(1200, 5, seed=2, std=2.0)
+    first = spectral_partition(W, 5, device=CPU, dtype=torch.float64, seed=4)
+    second = spectral_partition(W, 5, device=CPU, dtype=torch.float64, seed=4)
+    np.testing.assert_array_equal(first, second)
+    single = spectral_partition(W, 5, device=CPU, dtype=torch.float32, seed=4)
+    assert adjusted_rand_score(first, single) > 0.99
+    assert adjusted_rand_score(y, first) > 0.9
+
+
+def test_a_precomputed_dense_affinity_gives_the_sparse_partition():
+    W, _ = _graph(900, 3, seed=5, std=2.0)
+    dense = W.toarray()
+    assert check_precomputed_affinity(dense) is not dense  # mostly zeros: CSR
+    labels_dense = spectral_partition(dense, 3, device=CPU, dtype=torch.float64, seed=0)
+    labels_sparse = spectral_partition(W, 3, device=CPU, dtype=torch.float64, seed=0)
+    assert adjusted_rand_score(labels_dense, labels_sparse) == 1.0
+
+
+@CUDA
+def test_cuda_gives_the_cpu_partition():
+    W, _ = _graph(2000, 5, seed=6, std=2.0)
+    cpu = spectral_partition(W, 5, device=CPU, dtype=torch.float64, seed=0)
+    cuda = spectral_partition(W, 5, device=torch.device("cuda"), dtype=torch.float32,
+                              seed=0)
+    assert adjusted_rand_score(cpu, cuda) > 0.99
+
+
+def test_the_stopping_rule_ends_at_a_target():
+    rule = StoppingRule(tol=0.0, n_iter_no_change=100, target=0.01)
+    assert not rule.update(0.5)
+    assert not rule.update(0.5)  # a plateau does not stop it
+    assert rule.update(0.01)
+
+
+def test_the_network_is_fitted_to_the_partition_until_it_reproduces_it():
+    X, y = make_moons(400, noise=0.05, random_state=0)
+    network = AssignmentNetwork(2, (64, 64), 2, make_generator(0))
+    features = FeatureBatches((X - X.mean(0)) / X.std(0), CPU, torch.float32)
+    result = fit_to_partition(network, features, y, batch_size=1024, device=CPU,
+                              batch_seed=0, n_threads=1)
+    assert result.converged and result.loss_curve[-1] <= 1e-3
+    assert result.n_iter < 2000  # one step per epoch here: it stopped early
+    with torch.no_grad():
+        found = network(features(torch.arange(400))).argmax(1).numpy()
+    assert np.mean(found == y) >= 0.99
