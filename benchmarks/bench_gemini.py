@@ -1,27 +1,57 @@
-"""SparseGEMINI against GemClus (the authors' package) on scenario 5, in one process.
+"""SparseGEMINI against GemClus (the authors' package) on scenario 5, and its memory.
 
-For several draws of scenario 5 (Ohl et al., 2024, section 5.3: 300 samples, 5
-informative variables among 100), runs the default ``path()`` of our SparseGEMINI
-and of GemClus' ``SparseMLPMMD(ovo=True)``, both MMD one-vs-one with an MLP and a
-skip connection, and prints time, ARI, correct variable rate (CVR: informative
-variables kept) and variable selection error rate (VSER: variables wrongly kept or
-dropped), and the speed ratio.
+Speed and selection (default mode). For several draws of scenario 5 (Ohl et al.,
+2024, section 5.3: 300 samples, 5 informative variables among 100), runs the
+``path()`` of our SparseGEMINI and of GemClus' ``SparseMLPMMD(ovo=True)`` in one
+process, and prints time, ARI, correct variable rate (CVR: informative variables
+kept) and variable selection error rate (VSER: variables wrongly kept or
+dropped), and the speed ratio. Ours runs twice: at its defaults (rbf kernel,
+k-means++ restarts) and with the paper's linear kernel (GemClus' too), for a
+like-for-like time.
+
+Memory (``--memory``). Peak memory of one ``fit`` on ``make_blobs`` data with
+``--n-samples`` points (20,000 by default, 10 features, 5 clusters, 3 epochs:
+the peak is reached in the first), each configuration in a fresh subprocess:
+the growth of the resident set (``ru_maxrss``) over what the process held
+before the fit, and the peak of the allocations traced by ``tracemalloc``
+(NumPy's included). ``--with-full-matrix`` adds ``batch_size=None`` with an
+exact rbf kernel: the single n x n matrix that ``batch_size='auto'`` avoids.
 
 Usage::
 
     pip install ".[benchmark]"      # gemclus (GPL-3.0) is only used here, as a peer
     python benchmarks/bench_gemini.py --seeds 5
+    python benchmarks/bench_gemini.py --memory
 """
 
 import argparse
+import json
+import resource
+import subprocess
+import sys
 import time
+import tracemalloc
 import warnings
 
 import numpy as np
+from sklearn.datasets import make_blobs
 from sklearn.metrics import adjusted_rand_score
 
 from skdiffclust import SparseGEMINI
 from skdiffclust.datasets import make_celeux_one
+
+OURS = {
+    "ours (defaults)": {},
+    "ours (linear)": {"kernel": "linear"},
+}
+MEMORY_CASES = {
+    "defaults (rbf, 100 Nystrom features)": {},
+    "linear kernel (exact, from the features)": {"kernel": "linear"},
+    "exact rbf, batch_size='auto' (1024)": {"n_kernel_features": None},
+}
+FULL_MATRIX_CASE = {
+    "exact rbf, batch_size=None (n x n)": {"n_kernel_features": None, "batch_size": None},
+}
 
 
 def selection_rates(support, informative):
@@ -30,8 +60,8 @@ def selection_rates(support, informative):
     return cvr, vser
 
 
-def run_ours(X, seed):
-    model = SparseGEMINI(n_clusters=3, gemini="mmd_ovo", random_state=seed)
+def run_ours(X, seed, params):
+    model = SparseGEMINI(n_clusters=3, gemini="mmd_ovo", random_state=seed, **params)
     model.path(X)
     return model.labels_, model.get_support()
 
@@ -48,12 +78,9 @@ def run_gemclus(X, seed):
     return model.predict(X), support
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, default=5)
-    parser.add_argument("--no-gemclus", action="store_true", help="time ours only")
-    args = parser.parse_args()
-    runners = {"skdiffclust": run_ours}
+def speed(args):
+    runners = {name: (lambda X, seed, p=params: run_ours(X, seed, p))
+               for name, params in OURS.items()}
     if not args.no_gemclus:
         runners["gemclus"] = run_gemclus
     results = {name: [] for name in runners}
@@ -66,17 +93,69 @@ def main():
             cvr, vser = selection_rates(support, informative)
             exact = bool(np.array_equal(support, informative))
             results[name].append((seconds, adjusted_rand_score(y, labels), cvr, vser, exact))
-            print(f"seed {seed} {name:12s} {seconds:7.2f} s  ARI {results[name][-1][1]:.2f}  "
+            print(f"seed {seed} {name:16s} {seconds:7.2f} s  ARI {results[name][-1][1]:.2f}  "
                   f"CVR {cvr:.2f}  VSER {vser:.2f}  exactly the 5: {exact}", flush=True)
     print("\nmean over seeds")
     for name, rows in results.items():
         r = np.array(rows, dtype=float)
-        print(f"  {name:12s} {r[:, 0].mean():7.2f} s  ARI {r[:, 1].mean():.2f}  CVR "
+        print(f"  {name:16s} {r[:, 0].mean():7.2f} s  ARI {r[:, 1].mean():.2f}  CVR "
               f"{r[:, 2].mean():.2f}  VSER {r[:, 3].mean():.3f}  exact {r[:, 4].mean():.0%}")
     if "gemclus" in results:
-        ours = np.mean([r[0] for r in results["skdiffclust"]])
         theirs = np.mean([r[0] for r in results["gemclus"]])
-        print(f"  gemclus time / ours = {theirs / ours:.1f}x")
+        for name in OURS:
+            ours = np.mean([r[0] for r in results[name]])
+            print(f"  gemclus time / {name} = {theirs / ours:.1f}x")
+
+
+def memory_case(params, n_samples):
+    """One fit in this process; prints its peak memory as JSON (run in a subprocess)."""
+    X, _ = make_blobs(n_samples, n_features=10, centers=5, random_state=0)
+    model = SparseGEMINI(n_clusters=5, max_iter=3, random_state=0, **params)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    tracemalloc.start()
+    start = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model.fit(X)
+    seconds = time.perf_counter() - start
+    _, traced = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(json.dumps({"rss_growth_mb": (after - before) / 1024, "traced_peak_mb": traced / 2**20,
+                      "seconds": seconds}))
+
+
+def memory(args):
+    cases = dict(MEMORY_CASES, **(FULL_MATRIX_CASE if args.with_full_matrix else {}))
+    print(f"peak memory of one fit, n_samples={args.n_samples}, 10 features, 5 clusters "
+          f"(input: {args.n_samples * 10 * 8 / 2**20:.1f} MB)")
+    for name, params in cases.items():
+        out = subprocess.run(
+            [sys.executable, __file__, "--memory-case", json.dumps(params),
+             "--n-samples", str(args.n_samples)],
+            capture_output=True, text=True, check=True)
+        result = json.loads(out.stdout.strip().splitlines()[-1])
+        print(f"  {name:42s} RSS +{result['rss_growth_mb']:8.1f} MB   traced peak "
+              f"{result['traced_peak_mb']:8.1f} MB   ({result['seconds']:.1f} s, 3 epochs)",
+              flush=True)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--no-gemclus", action="store_true", help="time ours only")
+    parser.add_argument("--memory", action="store_true", help="peak memory of one fit")
+    parser.add_argument("--n-samples", type=int, default=20_000)
+    parser.add_argument("--with-full-matrix", action="store_true",
+                        help="also the n x n kernel matrix (3.2 GB at 20,000 samples)")
+    parser.add_argument("--memory-case", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.memory_case is not None:
+        memory_case(json.loads(args.memory_case), args.n_samples)
+    elif args.memory:
+        memory(args)
+    else:
+        speed(args)
 
 
 if __name__ == "__main__":

@@ -69,3 +69,49 @@ def test_bad_arguments_raise():
         gemini_value_and_grad(proba, affinity, "nope")
     with pytest.raises(ValueError, match="shape"):
         gemini_value_and_grad(proba, affinity[:4, :4], "mmd_ova")
+
+
+@pytest.mark.parametrize("objective", [o for o in OBJECTIVES if o != "mi"])
+def test_non_finite_affinity_raises(objective):
+    proba, affinity, _ = _problem(6, 2, 0, objective)
+    affinity[1, 2] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        gemini_value_and_grad(proba, affinity, objective)
+
+
+@pytest.mark.parametrize("objective", OBJECTIVES)
+def test_no_samples_raise(objective):
+    with pytest.raises(ValueError, match="at least one sample"):
+        gemini_value_and_grad(np.empty((0, 3)), np.empty((0, 0)), objective)
+
+
+def _kernel_inputs(sparse):
+    import scipy.sparse as sp
+
+    from skdiffclust.gemini._data import Standardisation
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((25, 4)) * [1.0, 3.0, 0.5, 2.0] + 7.0
+    X[rng.uniform(size=X.shape) < 0.3] = 0.0
+    standardisation = Standardisation(sp.csr_matrix(X) if sparse else X)
+    inputs = standardisation.inputs(sp.csr_matrix(X) if sparse else X)
+    Phi = (X - X.mean(0)) / standardisation.global_scale  # the kernel's coordinates
+    return inputs, standardisation.kernel_weights, Phi @ Phi.T
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("objective", ["mmd_ova", "mmd_ovo"])
+def test_linear_kernel_from_features_equals_the_kernel_matrix(objective, sparse):
+    """Three restarts at once, the kernel never formed, dense or CSR: same GEMINI."""
+    from skdiffclust.gemini._data import LinearKernel
+    from skdiffclust.gemini._objectives import batched_gemini
+
+    inputs, weights, K = _kernel_inputs(sparse)
+    rng = np.random.default_rng(1)
+    logits = rng.standard_normal((3, 25, 4))
+    T = np.exp(logits) / np.exp(logits).sum(-1, keepdims=True)
+    values, grads = batched_gemini(T, LinearKernel(inputs, weights), objective)
+    for r in range(3):
+        value, grad = gemini_value_and_grad(T[r], K, objective)
+        assert values[r] == pytest.approx(value, rel=1e-10)
+        np.testing.assert_allclose(grads[r], grad, rtol=1e-8, atol=1e-12)

@@ -1,86 +1,178 @@
-"""The Sparse GEMINI models, forward and backward by hand in NumPy.
+"""The Sparse GEMINI models, forward and backward by hand in NumPy, R restarts at once.
 
 ``f(x) = g(x) + W' x`` (Ohl et al., 2024, eq. 8): an MLP ``g`` (ReLU) plus a linear
 skip connection ``W`` (n_features x n_clusters) that carries the group-lasso
 penalty. Without hidden layers the model is the sparse logistic regression
-``f(x) = W' x + b`` (the paper's M = 0 case). Parameters live in a dict of arrays,
-so that optimisers, proximal operators and pickling all see plain NumPy.
+``f(x) = W' x + b`` (the paper's M = 0 case). Parameters live in a dict of arrays
+with a leading restart axis (``params['skip']`` has shape (R, n_features,
+n_clusters)), so that R restarts train as one batched model and optimisers,
+proximal operators and pickling all see plain NumPy. Inputs are ``_data.Inputs``
+(standardised features, dense or CSR); the skip connection and the first layer
+share one product with them.
 """
 
 import numpy as np
+from sklearn.cluster import kmeans_plusplus
+
+from skdiffclust.gemini._data import per_restart, side_by_side
 
 SKIP = "skip"
 
 
-def init_params(n_features, hidden_layer_sizes, n_clusters, rng, dtype=np.float64):
+def init_random(n_features, hidden_layer_sizes, n_clusters, n_restarts, rng):
     """Parameters drawn like torch's nn.Linear (uniform in +-1/sqrt(fan_in))."""
-    params = {SKIP: _uniform(rng, n_features, (n_features, n_clusters), dtype)}
-    sizes = [n_features, *hidden_layer_sizes, n_clusters]
+    R = n_restarts
+    params = {SKIP: _uniform(rng, n_features, (R, n_features, n_clusters))}
     if not hidden_layer_sizes:
-        params["bias"] = _uniform(rng, n_features, (n_clusters,), dtype)
+        params["bias"] = _uniform(rng, n_features, (R, n_clusters))
         return params
+    sizes = [n_features, *hidden_layer_sizes, n_clusters]
     for i, (fan_in, fan_out) in enumerate(zip(sizes[:-1], sizes[1:])):
-        params[f"W{i}"] = _uniform(rng, fan_in, (fan_in, fan_out), dtype)
-        params[f"b{i}"] = _uniform(rng, fan_in, (fan_out,), dtype)
+        params[f"W{i}"] = _uniform(rng, fan_in, (R, fan_in, fan_out))
+        params[f"b{i}"] = _uniform(rng, fan_in, (R, fan_out))
     return params
 
 
-def _uniform(rng, fan_in, shape, dtype):
+def _uniform(rng, fan_in, shape):
     bound = 1.0 / np.sqrt(max(fan_in, 1))
-    return rng.uniform(-bound, bound, size=shape).astype(dtype)
+    return rng.uniform(-bound, bound, size=shape)
 
 
-def n_hidden_layers(params):
+def init_kmeans_plusplus(inputs, kernel_weights, hidden_layer_sizes, n_clusters,
+                         n_restarts, rng):
+    """Output layers whose initial partition is a k-means++ seeding's Voronoi partition.
+
+    For each restart, k-means++ seeds ``c_k`` are drawn in the GEMINI's geometry
+    (the kernel coordinates ``phi = z * kernel_weights``); the skip connection and
+    the output bias give the logits ``beta (2 c_k' phi - |c_k|^2)``, i.e.
+    ``-beta |phi - c_k|^2`` up to a per-sample constant, whose argmax is the
+    nearest seed. ``beta`` is the inverse of the seeding's mean squared distance
+    to the nearest seed, so that the initial assignment is confident where
+    the seeds are well apart and soft in between. The MLP's hidden layers are
+    drawn at random and its last layer starts at zero, so that it adds nothing
+    to this partition before training.
+    """
+    params = init_random(inputs.shape[1], hidden_layer_sizes, n_clusters, n_restarts, rng)
+    w = kernel_weights
+    if inputs.offset is None:  # dense: centred already
+        coordinates, origin = inputs.data * w, np.zeros_like(w)
+    else:  # CSR: uncentred (k-means++ does not see a shift), origin subtracted below
+        coordinates, origin = inputs.data.multiply(w.reshape(1, -1)).tocsr(), inputs.offset * w
+    squares = inputs.weighted_row_squares(w)
+    spread = float(squares.mean())
+    last = len(hidden_layer_sizes)
+    bias_name = "bias" if not hidden_layer_sizes else f"b{last}"
+    for r in range(n_restarts):
+        seeds, _ = kmeans_plusplus(coordinates, n_clusters,
+                                   random_state=int(rng.integers(2**31 - 1)))
+        seeds = np.asarray(seeds, dtype=np.float64) - origin  # centred coordinates
+        seed_squares = (seeds**2).sum(axis=1)
+        nearest = np.maximum(
+            squares[:, None] - 2.0 * inputs.dot(w[:, None] * seeds.T) + seed_squares, 0.0
+        ).min(axis=1)
+        beta = 1.0 / max(float(nearest.mean()), 1e-3 * spread, 1e-300)
+        params[SKIP][r] = 2.0 * beta * w[:, None] * seeds.T
+        params[bias_name][r] = -beta * seed_squares
+        if hidden_layer_sizes:
+            params[f"W{last}"][r] = 0.0
+    return params
+
+
+def output_parameters(params):
+    """Names of the arrays with one column per cluster: skip, [last layer], bias."""
+    n_layers = n_weight_layers(params)
+    if n_layers == 0:
+        return [SKIP, "bias"]
+    return [SKIP, f"W{n_layers - 1}", f"b{n_layers - 1}"]
+
+
+def n_weight_layers(params):
     return sum(1 for name in params if name.startswith("W"))
 
 
-def forward(params, X):
-    """Logits and the activations the backward pass needs."""
-    logits = X @ params[SKIP]
-    n_layers = n_hidden_layers(params)
+def forward(params, inputs):
+    """Logits (R, n, K) and the hidden activations the backward pass needs."""
+    skip = params[SKIP]
+    R, d, K = skip.shape
+    n_layers = n_weight_layers(params)
+    first = skip if n_layers == 0 else np.concatenate([skip, params["W0"]], axis=2)
+    out = per_restart(inputs.dot(side_by_side(first)), R)
+    logits = out[:, :, :K]
     if n_layers == 0:
-        return logits + params["bias"], []
-    activations = [X]
-    h = X
-    for i in range(n_layers):
-        h = h @ params[f"W{i}"] + params[f"b{i}"]
-        if i < n_layers - 1:
-            h = np.maximum(h, 0.0)
-            activations.append(h)
+        return logits + params["bias"][:, None, :], []
+    h = out[:, :, K:] + params["b0"][:, None, :]
+    activations = []
+    for i in range(1, n_layers):
+        h = np.maximum(h, 0.0)
+        activations.append(h)
+        h = h @ params[f"W{i}"] + params[f"b{i}"][:, None, :]
     return logits + h, activations
 
 
+def backward(params, inputs, activations, grad_logits):
+    """Gradients of every parameter from the gradient of the logits (R, n, K)."""
+    R, _, K = grad_logits.shape
+    n_layers = n_weight_layers(params)
+    grads = {}
+    if n_layers == 0:
+        grads["bias"] = grad_logits.sum(axis=1)
+        grads[SKIP] = per_restart(inputs.tdot(side_by_side(grad_logits)), R)
+        return grads
+    upstream = grad_logits
+    for i in range(n_layers - 1, 0, -1):
+        a = activations[i - 1]
+        grads[f"W{i}"] = a.transpose(0, 2, 1) @ upstream
+        grads[f"b{i}"] = upstream.sum(axis=1)
+        upstream = (upstream @ params[f"W{i}"].transpose(0, 2, 1)) * (a > 0)
+    grads["b0"] = upstream.sum(axis=1)
+    upstreams = side_by_side(np.concatenate([grad_logits, upstream], axis=2))
+    both = per_restart(inputs.tdot(upstreams), R)
+    grads[SKIP] = np.ascontiguousarray(both[:, :, :K])
+    grads["W0"] = np.ascontiguousarray(both[:, :, K:])
+    return grads
+
+
 def softmax(logits):
-    shifted = logits - logits.max(axis=1, keepdims=True)
+    shifted = logits - logits.max(axis=-1, keepdims=True)
     exp = np.exp(shifted)
-    return exp / exp.sum(axis=1, keepdims=True)
+    return exp / exp.sum(axis=-1, keepdims=True)
 
 
 def softmax_backward(proba, grad_proba):
     """d/dlogits from d/dproba, through the row-wise softmax."""
-    return proba * (grad_proba - (proba * grad_proba).sum(axis=1, keepdims=True))
+    return proba * (grad_proba - (proba * grad_proba).sum(axis=-1, keepdims=True))
 
 
-def backward(params, X, activations, grad_logits):
-    """Gradients of every parameter from the gradient of the logits."""
-    grads = {SKIP: X.T @ grad_logits}
-    n_layers = n_hidden_layers(params)
-    if n_layers == 0:
-        grads["bias"] = grad_logits.sum(axis=0)
-        return grads
-    upstream = grad_logits
-    for i in range(n_layers - 1, -1, -1):
-        inputs = activations[i]
-        grads[f"W{i}"] = inputs.T @ upstream
-        grads[f"b{i}"] = upstream.sum(axis=0)
-        if i > 0:
-            upstream = (upstream @ params[f"W{i}"].T) * (inputs > 0)
-    return grads
-
-
-def predict_proba(params, X):
-    return softmax(forward(params, X)[0])
+def predict_proba(params, inputs):
+    return softmax(forward(params, inputs)[0])
 
 
 def copy_params(params):
     return {name: value.copy() for name, value in params.items()}
+
+
+def restart(params, r):
+    """The parameters of restart ``r`` (a batch of one)."""
+    return {name: value[r : r + 1].copy() for name, value in params.items()}
+
+
+def fold_standardisation(params, mean, scale):
+    """Weights acting on raw features, from those of a model on ``(x - mean) / scale``.
+
+    ``params`` hold one model (leading restart axis of length 1); the result has no
+    restart axis: ``forward(result, X)`` on raw ``X`` gives the same logits.
+    """
+    one = {name: value[0] for name, value in params.items()}
+    raw = dict(one)
+    shift = mean / scale
+    raw[SKIP] = one[SKIP] / scale[:, None]
+    shift_of_skip = shift @ one[SKIP]
+    n_layers = n_weight_layers(params)
+    if n_layers == 0:
+        raw["bias"] = one["bias"] - shift_of_skip
+        return raw
+    raw["W0"] = one["W0"] / scale[:, None]
+    raw["b0"] = one["b0"] - shift @ one["W0"]
+    last = f"b{n_layers - 1}"
+    raw[last] = one[last] - shift_of_skip
+    return raw

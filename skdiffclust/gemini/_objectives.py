@@ -13,13 +13,18 @@ cluster proportions ``pi = T.mean(0)`` and importance weights ``alpha = T / pi``
   are the dual potentials;
 * ``mi``: the classic mutual information (KL one-vs-all).
 
-Every objective is maximised. The gradients w.r.t. alpha and pi are chained to T
-once, in :func:`_chain_to_predictions`. Costs: O(n^2 K) for the MMDs (K @ alpha,
-never an n^3 product), one exact transport problem per cluster (OvA) or per pair
-of clusters (OvO) for Wasserstein.
+Every objective is maximised. Training evaluates R restarts at once: predictions
+of shape (R, n, K) share one kernel (or distance) matrix and one product with it.
+Both MMDs depend on alpha only through ``Q``, ``u = alpha' K 1`` and ``c = 1' K 1``,
+computed by the kernel operator (``_data.LinearKernel``: O(n d K) through the
+features, never an n x n matrix; ``_data.MatrixKernel``: O(n^2 K), never an n^3
+product); the gradients w.r.t. alpha and pi are chained to T once, in
+:func:`_chain_to_predictions`.
 """
 
 import numpy as np
+
+from skdiffclust.gemini._data import MatrixKernel
 
 OBJECTIVES = ("mmd_ova", "mmd_ovo", "wasserstein_ova", "wasserstein_ovo", "mi")
 
@@ -49,6 +54,11 @@ def gemini_value_and_grad(proba, affinity, objective="mmd_ovo"):
     grad : ndarray of shape (n_samples, n_clusters)
         Its gradient with respect to ``proba``.
 
+    Raises
+    ------
+    ValueError
+        For an unknown objective, no samples, or non-finite or mis-shaped inputs.
+
     Examples
     --------
     >>> import numpy as np
@@ -62,58 +72,92 @@ def gemini_value_and_grad(proba, affinity, objective="mmd_ovo"):
     if objective not in OBJECTIVES:
         raise ValueError(f"objective must be one of {OBJECTIVES}, got {objective!r}.")
     T = np.asarray(proba, dtype=np.float64)
+    if T.ndim != 2 or T.shape[0] == 0 or T.shape[1] == 0:
+        raise ValueError(
+            "proba must have shape (n_samples, n_clusters) with at least one sample "
+            f"and one cluster, got shape {T.shape}."
+        )
+    if not np.all(np.isfinite(T)):
+        raise ValueError("proba contains NaN or infinity.")
+    if objective != "mi":
+        affinity = np.asarray(affinity, dtype=np.float64)
+        if affinity.shape != (T.shape[0], T.shape[0]):
+            raise ValueError(
+                f"affinity must have shape ({T.shape[0]}, {T.shape[0]}), "
+                f"got {affinity.shape}."
+            )
+        if not np.all(np.isfinite(affinity)):
+            kind = "kernel" if objective.startswith("mmd") else "distance"
+            raise ValueError(f"affinity (the {kind} matrix) contains NaN or infinity.")
+        if objective.startswith("mmd"):
+            affinity = MatrixKernel(affinity)
+    values, grad = batched_gemini(T[None], affinity, objective)
+    return float(values[0]), grad[0]
+
+
+def batched_gemini(T, affinity, objective):
+    """GEMINI of R restarts at once: values (R,) and gradients (R, n, K).
+
+    ``T`` has shape (R, n, K); ``affinity`` is a kernel operator
+    (``_data.LinearKernel`` or ``MatrixKernel``) for the MMDs, an (n, n) distance
+    matrix for Wasserstein, None for ``'mi'``.
+    """
     if objective == "mi":
         return _mutual_information(T)
-    affinity = np.asarray(affinity, dtype=np.float64)
-    if affinity.shape != (T.shape[0], T.shape[0]):
-        raise ValueError(
-            f"affinity must have shape ({T.shape[0]}, {T.shape[0]}), got {affinity.shape}."
-        )
-    return _OBJECTIVE_FUNCTIONS[objective](T, affinity)
+    if objective.startswith("mmd"):
+        return _mmd(T, affinity, one_vs_one=objective == "mmd_ovo")
+    one_vs_one = objective == "wasserstein_ovo"
+    results = [_wasserstein(T_r, affinity, one_vs_one) for T_r in T]
+    return np.array([value for value, _ in results]), np.stack([g for _, g in results])
 
 
 def _weights(T):
-    pi = np.maximum(T.mean(axis=0), PROPORTION_FLOOR)
-    return pi, T / pi
+    pi = np.maximum(T.mean(axis=-2), PROPORTION_FLOOR)
+    return pi, T / pi[..., None, :]
 
 
 def _chain_to_predictions(T, pi, alpha, grad_alpha, grad_pi):
     """d/dT from d/dalpha and d/dpi, through alpha = T / pi and pi = mean(T)."""
-    n = T.shape[0]
-    column_term = (grad_alpha * alpha).sum(axis=0) / (n * pi)
-    return grad_alpha / pi - column_term + grad_pi / n
+    n = T.shape[-2]
+    column_term = (grad_alpha * alpha).sum(axis=-2) / (n * pi)
+    return (grad_alpha / pi[..., None, :] - column_term[..., None, :]
+            + grad_pi[..., None, :] / n)
 
 
-def _mmd_ova(T, K):
-    n = T.shape[0]
+def _mmd(T, kernel, one_vs_one):
+    """Both MMD GEMINIs from the kernel statistics Q, u, c (module docstring)."""
+    n = T.shape[1]
     pi, alpha = _weights(T)
-    K_alpha = K @ alpha
-    K_ones = K.sum(axis=1)
-    squared = (np.einsum("ik,ik->k", alpha, K_alpha) - 2.0 * K_ones @ alpha + K_ones.sum()) / n**2
-    squared = np.maximum(squared, SQUARED_DISTANCE_FLOOR)
-    mmd = np.sqrt(squared)
-    value = float(pi @ mmd)
-    grad_squared = pi / (2.0 * mmd)
-    grad_alpha = (2.0 / n**2) * (K_alpha - K_ones[:, None]) * grad_squared
-    return value, _chain_to_predictions(T, pi, alpha, grad_alpha, mmd)
+    Q, u, c, cache = kernel.statistics(alpha)
+    diag = np.diagonal(Q, axis1=1, axis2=2)
+    if one_vs_one:
+        squared = (diag[:, :, None] + diag[:, None, :] - 2.0 * Q) / n**2
+        mmd = np.sqrt(np.maximum(squared, SQUARED_DISTANCE_FLOOR))
+        pair_weight = pi[:, :, None] * pi[:, None, :] * (1.0 - np.eye(pi.shape[1]))
+        values = (pair_weight * mmd).sum(axis=(1, 2))
+        w = pair_weight / (2.0 * mmd)
+        # d value / dQ, symmetrised: S = dQ + dQ'
+        S = (4.0 / n**2) * (_diag_embed(w.sum(axis=2)) - w)
+        grad_u = np.zeros_like(pi)
+        grad_pi = 2.0 * np.einsum("rkl,rl->rk", mmd * (pair_weight > 0), pi)
+    else:
+        squared = (diag - 2.0 * u + c) / n**2
+        mmd = np.sqrt(np.maximum(squared, SQUARED_DISTANCE_FLOOR))
+        values = (pi * mmd).sum(axis=1)
+        g = pi / (2.0 * mmd)
+        S = (2.0 / n**2) * _diag_embed(g)
+        grad_u = (-2.0 / n**2) * g
+        grad_pi = mmd
+    grad_alpha = kernel.backward(cache, S, grad_u)
+    return values, _chain_to_predictions(T, pi, alpha, grad_alpha, grad_pi)
 
 
-def _mmd_ovo(T, K):
-    n, n_clusters = T.shape
-    pi, alpha = _weights(T)
-    K_alpha = K @ alpha
-    Q = alpha.T @ K_alpha
-    diag = np.diagonal(Q)
-    squared = np.maximum((diag[:, None] + diag[None, :] - 2.0 * Q) / n**2, SQUARED_DISTANCE_FLOOR)
-    mmd = np.sqrt(squared)
-    off_diagonal = ~np.eye(n_clusters, dtype=bool)
-    pair_weight = np.outer(pi, pi) * off_diagonal
-    value = float((pair_weight * mmd).sum())
-    w = pair_weight / (2.0 * mmd)
-    B = (2.0 / n**2) * (np.diag(w.sum(axis=1)) - w)
-    grad_alpha = 2.0 * K_alpha @ B
-    grad_pi = 2.0 * (mmd * off_diagonal) @ pi
-    return value, _chain_to_predictions(T, pi, alpha, grad_alpha, grad_pi)
+def _diag_embed(V):
+    """(R, K) -> (R, K, K) diagonal matrices."""
+    out = np.zeros(V.shape + V.shape[-1:])
+    idx = np.arange(V.shape[-1])
+    out[:, idx, idx] = V
+    return out
 
 
 def _transport(a, b, D):
@@ -133,26 +177,21 @@ def _histograms(alpha):
     return np.where(mass > 0, hist / np.where(mass > 0, mass, 1.0), 1.0 / alpha.shape[0])
 
 
-def _wasserstein_ova(T, D):
+def _wasserstein(T, D, one_vs_one):
+    """Wasserstein GEMINI of one restart (T of shape (n, K)): value and gradient."""
     n, n_clusters = T.shape
     pi, alpha = _weights(T)
     hist = _histograms(alpha)
-    uniform = np.full(n, 1.0 / n)
-    distances = np.empty(n_clusters)
-    grad_alpha = np.empty_like(alpha)
-    for k in range(n_clusters):
-        distances[k], u, _ = _transport(hist[k], uniform, D)
-        grad_alpha[:, k] = pi[k] * (u - u.mean()) / n
-    value = float(pi @ distances)
-    return value, _chain_to_predictions(T, pi, alpha, grad_alpha, distances)
-
-
-def _wasserstein_ovo(T, D):
-    n, n_clusters = T.shape
-    pi, alpha = _weights(T)
-    hist = _histograms(alpha)
-    distances = np.zeros((n_clusters, n_clusters))
     grad_alpha = np.zeros_like(alpha)
+    if not one_vs_one:
+        uniform = np.full(n, 1.0 / n)
+        distances = np.empty(n_clusters)
+        for k in range(n_clusters):
+            distances[k], u, _ = _transport(hist[k], uniform, D)
+            grad_alpha[:, k] = pi[k] * (u - u.mean()) / n
+        return float(pi @ distances), _chain_to_predictions(T, pi, alpha, grad_alpha,
+                                                            distances)
+    distances = np.zeros((n_clusters, n_clusters))
     for k in range(n_clusters):
         for m in range(k + 1, n_clusters):
             cost, u, v = _transport(hist[k], hist[m], D)
@@ -161,21 +200,11 @@ def _wasserstein_ovo(T, D):
             grad_alpha[:, k] += 2.0 * pi[k] * pi[m] * (u - u.mean()) / n
             grad_alpha[:, m] += 2.0 * pi[k] * pi[m] * (v - v.mean()) / n
     value = float(pi @ distances @ pi)
-    grad_pi = 2.0 * distances @ pi
-    return value, _chain_to_predictions(T, pi, alpha, grad_alpha, grad_pi)
+    return value, _chain_to_predictions(T, pi, alpha, grad_alpha, 2.0 * distances @ pi)
 
 
 def _mutual_information(T):
-    n = T.shape[0]
-    pi = np.maximum(T.mean(axis=0), PROPORTION_FLOOR)
-    log_ratio = np.log(np.maximum(T, PROBABILITY_FLOOR)) - np.log(pi)
-    value = float((T * log_ratio).sum() / n)
-    return value, log_ratio / n
-
-
-_OBJECTIVE_FUNCTIONS = {
-    "mmd_ova": _mmd_ova,
-    "mmd_ovo": _mmd_ovo,
-    "wasserstein_ova": _wasserstein_ova,
-    "wasserstein_ovo": _wasserstein_ovo,
-}
+    n = T.shape[-2]
+    pi = np.maximum(T.mean(axis=-2), PROPORTION_FLOOR)
+    log_ratio = np.log(np.maximum(T, PROBABILITY_FLOOR)) - np.log(pi)[..., None, :]
+    return (T * log_ratio).sum(axis=(-2, -1)) / n, log_ratio / n

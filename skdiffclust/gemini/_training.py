@@ -1,16 +1,17 @@
-"""Training of Sparse GEMINI: epochs at a fixed penalty, and the lambda path.
+"""Training of Sparse GEMINI: epochs at a fixed penalty, restarts, and the lambda path.
 
 Ohl et al. (2024, sections 4.1 and 5.2): a dense fit with Adam, then proximal SGD
 (momentum 0.9) along geometrically increasing penalties. Each training runs on
 the engine's epoch loop (:func:`skdiffclust._training.run_epochs`): it stops
 when minus the penalised GEMINI has not improved by ``tol`` (relative) for
-``n_iter_no_change`` epochs, or after ``max_iter`` epochs.
+``n_iter_no_change`` epochs, or after ``max_iter`` epochs. The dense fit trains
+``n_init`` restarts as one batched model (one product with the data and one
+kernel per batch for all of them) and keeps the one with the highest GEMINI.
 """
 
 from dataclasses import dataclass, field
 
 import numpy as np
-from sklearn.metrics import pairwise_distances, pairwise_kernels
 
 from skdiffclust._training import run_epochs
 from skdiffclust._training._optim import Adam, SGDMomentum
@@ -19,118 +20,161 @@ from skdiffclust.gemini._models import (
     backward,
     copy_params,
     forward,
+    restart,
     softmax,
     softmax_backward,
 )
-from skdiffclust.gemini._objectives import gemini_value_and_grad
+from skdiffclust.gemini._objectives import batched_gemini
 from skdiffclust.gemini._proximal import (
     group_norms,
     group_soft_threshold,
     hierarchical_prox,
 )
+from skdiffclust.gemini._reseed import EmptyClusterReseeder, cluster_counts
+
+# Evaluation passes (the GEMINI recorded along the path, restart selection,
+# ``score``) use their own fixed batch order, so that they neither depend on nor
+# consume the training's random stream.
+EVALUATION_SEED = 0
 
 
 @dataclass
 class Problem:
     """Everything a training step needs besides the parameters."""
 
-    X: np.ndarray
+    inputs: object  # _data.Inputs: the standardised features
+    geometry: object  # _data.Geometry: the GEMINI's kernel or distance
     objective: str
-    kernel: object
-    kernel_params: dict
-    metric: str
     group: np.ndarray
     n_groups: int
     M: float
     batch_size: int
-    tol: float
     n_iter_no_change: int
-    _full_affinity: np.ndarray = field(default=None, repr=False)
+    standardisation: object = None  # _data.Standardisation of the training data
+    _full_affinity: object = field(default=None, repr=False)
+
+    @property
+    def n_samples(self):
+        return self.inputs.n_samples
 
     def affinity(self, rows):
-        """Kernel (MMD) or distance (Wasserstein) matrix of the samples ``rows``."""
+        """Kernel operator (MMD), distance matrix (Wasserstein) or None of ``rows``."""
         if rows is None:
             if self._full_affinity is None:
-                self._full_affinity = self._affinity_of(self.X)
+                self._full_affinity = self.geometry.affinity(self.inputs)
             return self._full_affinity
-        return self._affinity_of(self.X[rows])
-
-    def _affinity_of(self, X):
-        if self.objective.startswith("mmd"):
-            return pairwise_kernels(X, metric=self.kernel, filter_params=True,
-                                    **self.kernel_params)
-        if self.objective.startswith("wasserstein"):
-            return pairwise_distances(X, metric=self.metric)
-        return None
+        return self.geometry.affinity(self.inputs.rows(rows))
 
     def batches(self, rng):
-        n = self.X.shape[0]
+        n = self.n_samples
         if self.batch_size >= n:
             return [None]
         order = rng.permutation(n)
         return [order[start : start + self.batch_size] for start in range(0, n, self.batch_size)]
 
     def penalty(self, params):
-        return group_norms(params[SKIP], self.group, self.n_groups).sum()
+        """The group-lasso penalty of each restart, shape (R,)."""
+        return np.array([group_norms(skip, self.group, self.n_groups).sum()
+                         for skip in params[SKIP]])
 
 
 def gemini_and_gradients(params, problem, rows):
-    """GEMINI of a batch and the gradients of every parameter (ascent direction)."""
-    X = problem.X if rows is None else problem.X[rows]
-    logits, activations = forward(params, X)
+    """GEMINI of a batch for each restart (R,), the gradients (ascent direction) and
+    the predictions (R, n_batch, K)."""
+    inputs = problem.inputs.rows(rows)
+    logits, activations = forward(params, inputs)
     proba = softmax(logits)
-    value, grad_proba = gemini_value_and_grad(proba, problem.affinity(rows), problem.objective)
-    grads = backward(params, X, activations, softmax_backward(proba, grad_proba))
-    return value, grads
+    values, grad_proba = batched_gemini(proba, problem.affinity(rows), problem.objective)
+    grads = backward(params, inputs, activations, softmax_backward(proba, grad_proba))
+    return values, grads, proba
 
 
-def full_gemini(params, problem, rng):
-    """GEMINI over the data: the full batch, or the mean over one pass of batches."""
-    values = [gemini_and_gradients(params, problem, rows)[0] for rows in problem.batches(rng)]
-    return float(np.mean(values))
+def full_gemini(params, problem):
+    """GEMINI of each restart over the data: the full batch, or the mean over batches.
+
+    The batches of an evaluation are drawn from a fixed seed (see EVALUATION_SEED).
+    """
+    values = []
+    for rows in problem.batches(np.random.default_rng(EVALUATION_SEED)):
+        proba = softmax(forward(params, problem.inputs.rows(rows))[0])
+        values.append(batched_gemini(proba, problem.affinity(rows), problem.objective)[0])
+    return np.mean(values, axis=0)
 
 
 def proximal_step(params, problem, threshold):
     """Apply the penalty's proximal operator in place (hierarchical with an MLP)."""
-    if "W0" in params and problem.M > 0:
-        params[SKIP], params["W0"] = hierarchical_prox(
-            params[SKIP], params["W0"], problem.group, problem.n_groups, threshold, problem.M
-        )
-    else:
-        params[SKIP] = group_soft_threshold(params[SKIP], problem.group, problem.n_groups,
-                                            threshold)
+    for r in range(params[SKIP].shape[0]):
+        if "W0" in params and problem.M > 0:
+            params[SKIP][r], params["W0"][r] = hierarchical_prox(
+                params[SKIP][r], params["W0"][r], problem.group, problem.n_groups,
+                threshold, problem.M)
+        else:
+            params[SKIP][r] = group_soft_threshold(params[SKIP][r], problem.group,
+                                                   problem.n_groups, threshold)
 
 
-def train_epochs(params, problem, *, penalty, optimizer, learning_rate, max_iter, rng,
-                 warn=True, progress=None):
-    """Train in place at a fixed penalty (ascending the penalised GEMINI).
+def train_epochs(params, problem, *, penalty, optimizer, learning_rate, max_iter, tol, rng,
+                 warn=True, progress=None, reseeder=None):
+    """Train every restart in place at a fixed penalty (ascending the penalised GEMINI).
 
-    Returns the engine's TrainingResult (its ``loss_curve`` is minus the penalised
-    GEMINI of each epoch) and the GEMINI of the last epoch.
+    ``reseeder`` (an ``EmptyClusterReseeder``), if given, re-seeds the clusters that
+    an epoch left empty. Returns the engine's TrainingResult: its ``loss_curve``
+    (n_iter, R) holds minus the penalised GEMINI of each restart at each epoch;
+    restarts stop together.
     """
     optimizer = (Adam if optimizer == "adam" else SGDMomentum)(
         params, learning_rate, maximize=True)
-    last = {"gemini": np.nan}
 
     def epoch():
-        values = []
+        values, counts = [], 0
         for rows in problem.batches(rng):
-            value, grads = gemini_and_gradients(params, problem, rows)
+            value, grads, proba = gemini_and_gradients(params, problem, rows)
             optimizer.step(params, grads)
             if penalty > 0:
                 proximal_step(params, problem, learning_rate * penalty)
             values.append(value)
-        last["gemini"] = float(np.mean(values))
-        return -(last["gemini"] - penalty * problem.penalty(params))
+            if reseeder is not None:
+                counts = counts + cluster_counts(proba)
+        if reseeder is not None and np.any(counts == 0):
+            reseeder(params, optimizer, counts)
+        penalised = np.mean(values, axis=0)
+        if penalty > 0:
+            penalised = penalised - penalty * problem.penalty(params)
+        return -penalised
 
-    result = run_epochs(epoch, max_iter=max_iter, tol=problem.tol,
-                        n_iter_no_change=problem.n_iter_no_change, name="SparseGEMINI",
-                        warn=warn, progress=progress)
-    return result, last["gemini"]
+    return run_epochs(epoch, max_iter=max_iter, tol=tol,
+                      n_iter_no_change=problem.n_iter_no_change, name="SparseGEMINI",
+                      warn=warn, progress=progress)
+
+
+def train_restarts(params, problem, *, learning_rate, max_iter, tol, rng, reseed=True,
+                   progress=None):
+    """Dense Adam fit of every restart; returns the best one's parameters and curve.
+
+    The restart with the highest GEMINI over the data wins (the selection the
+    paper would make between runs: the objective itself). With ``reseed``,
+    clusters left empty are re-seeded during training (``_reseed``).
+    """
+    reseeder = None
+    if reseed:
+        R, K = params[SKIP].shape[0], params[SKIP].shape[2]
+        reseeder = EmptyClusterReseeder(problem, R, K, rng)
+    result = train_epochs(params, problem, penalty=0.0, optimizer="adam",
+                          learning_rate=learning_rate, max_iter=max_iter, tol=tol, rng=rng,
+                          warn=False, progress=progress, reseeder=reseeder)
+    scores = full_gemini(params, problem)
+    best = int(np.argmax(scores))
+    curve = result.loss_curve[:, best] if result.n_iter else np.empty(0)
+    return restart(params, best), curve, result.converged
 
 
 def selected_groups(params, problem):
-    return group_norms(params[SKIP], problem.group, problem.n_groups) > 0
+    """Groups kept by the (single) model: a nonzero skip-connection block."""
+    return group_norms(params[SKIP][0], problem.group, problem.n_groups) > 0
+
+
+def feature_mask(group_mask, problem):
+    return group_mask[problem.group]
 
 
 @dataclass
@@ -153,7 +197,7 @@ class GeminiPath:
         Whether each step's training converged before ``max_iter`` epochs.
     models : dict of int to dict
         For each number of features reached, the first model with that many
-        features (NumPy parameters) and its GEMINI.
+        features (NumPy parameters, on standardised features) and its GEMINI.
     selected : int
         Number of features of the model the estimator ends fitted on.
     """
@@ -168,13 +212,10 @@ class GeminiPath:
     selected: int
 
 
-def feature_mask(group_mask, problem):
-    return group_mask[problem.group]
-
-
 def run_path(params, problem, *, lambda_start, lambda_multiplier, n_features_stop,
-             max_iter, learning_rate, rng, progress):
-    """Dense Adam fit, then proximal SGD along lambda.
+             max_iter, learning_rate, tol, path_tol, rng, progress, reseed=True):
+    """Dense Adam fit (restarts, stopped by ``tol``), then proximal SGD along lambda on
+    the best restart (each step stopped by ``path_tol``).
 
     Returns the path records (one entry per step: lambdas, n_features, masks,
     gemini, n_epochs, converged, loss_curve) and the first model reaching each
@@ -184,30 +225,30 @@ def run_path(params, problem, *, lambda_start, lambda_multiplier, n_features_sto
                                      "n_epochs", "converged", "loss_curve")}
     models = {}
 
-    def record(lam, result):
+    def record(lam, curve, converged):
         mask = feature_mask(selected_groups(params, problem), problem)
-        gemini = full_gemini(params, problem, rng)
+        gemini = float(full_gemini(params, problem)[0])
         count = int(mask.sum())
         for name, value in (("lambdas", lam), ("n_features", count), ("masks", mask),
-                            ("gemini", gemini), ("n_epochs", result.n_iter),
-                            ("converged", result.converged),
-                            ("loss_curve", result.loss_curve)):
+                            ("gemini", gemini), ("n_epochs", len(curve)),
+                            ("converged", converged), ("loss_curve", curve)):
             records[name].append(value)
         if count not in models:
             models[count] = {"params": copy_params(params), "gemini": gemini, "lambda": lam,
                              "step": len(records["lambdas"]) - 1}
         return count
 
-    result, _ = train_epochs(params, problem, penalty=0.0, optimizer="adam",
-                             learning_rate=learning_rate, max_iter=max_iter, rng=rng,
-                             warn=False)
-    count = record(0.0, result)
+    params, curve, converged = train_restarts(params, problem, learning_rate=learning_rate,
+                                              max_iter=max_iter, tol=tol, rng=rng,
+                                              reseed=reseed)
+    tol = path_tol
+    count = record(0.0, curve, converged)
     lam = lambda_start
     while count > n_features_stop and count > 0:
-        result, _ = train_epochs(params, problem, penalty=lam, optimizer="sgd",
-                                 learning_rate=learning_rate, max_iter=max_iter, rng=rng,
-                                 warn=False)
-        count = record(lam, result)
+        result = train_epochs(params, problem, penalty=lam, optimizer="sgd",
+                              learning_rate=learning_rate, max_iter=max_iter, tol=tol,
+                              rng=rng, warn=False)
+        count = record(lam, result.loss_curve[:, 0], result.converged)
         if progress is not None:
             progress.set_postfix(n_features=count, lam=f"{lam:.3g}")
             progress.update(1)
