@@ -85,6 +85,16 @@ def test_edge_order_breaks_ties_by_endpoints():
     assert order.tolist() == [1, 2, 3, 0, 4]
 
 
+@pytest.mark.parametrize("n_edges", [0, 1, 2, 7, 64, 1000])
+def test_edge_order_is_a_stable_sort_by_distance_then_endpoints(n_edges):
+    rng = np.random.default_rng(n_edges)
+    src, dst = rng.integers(0, 40, n_edges), rng.integers(0, 40, n_edges)
+    dist = rng.integers(0, 4, n_edges).astype(np.float64)  # many ties, duplicate edges
+    lo, hi = np.minimum(src, dst), np.maximum(src, dst)
+    expected = np.lexsort((np.arange(n_edges), hi, lo, dist))
+    assert edge_order(src, dst, dist).tolist() == expected.tolist()
+
+
 def test_component_labels_are_numbered_by_first_sample():
     labels, n_labels = component_labels(6, np.array([5, 1]), np.array([3, 4]))
     assert labels.tolist() == [0, 1, 2, 3, 1, 3]

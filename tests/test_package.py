@@ -16,7 +16,7 @@ def test_import_is_light():
     out = _run_python(
         "import sys, skdiffclust\n"
         "from skdiffclust.forest import _kruskal, _mst\n"
-        "kernels = [_mst.prim_mst, _mst.relax_keys, _kruskal.forest_from_tree,\n"
+        "kernels = [_mst.similarity_sweep, _mst.relax_keys, _kruskal.forest_from_tree,\n"
         "           _kruskal.greedy_forest_with_conflicts, _kruskal.component_labels]\n"
         "print('torch' in sys.modules, sum(len(k.signatures) for k in kernels))\n"
     )
@@ -42,25 +42,3 @@ def test_public_names():
     }
     for name in skdiffclust.__all__:
         assert getattr(skdiffclust, name) is not None
-
-
-def test_quickstart_prints_a_table_of_scores():
-    from skdiffclust.__main__ import run
-    import io
-
-    out = io.StringIO()
-    rows = run("moons", label_fraction=0.05, out=out)
-    names = [row[0] for row in rows]
-    assert "SpanningForestClustering" in names
-    ari = dict((row[0], row[1]) for row in rows)
-    assert ari["SpanningForestClustering"] == 1.0  # moons are what single linkage finds
-    assert "ARI" in out.getvalue() and "NMI" in out.getvalue()
-
-
-def test_quickstart_command_exits_zero():
-    result = subprocess.run(
-        [sys.executable, "-m", "skdiffclust", "--dataset", "digits"],
-        capture_output=True, text=True,
-    )
-    assert result.returncode == 0, result.stderr
-    assert "SpanningForestClustering + labels" in result.stdout

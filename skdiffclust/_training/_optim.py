@@ -16,14 +16,15 @@ the bias corrections ``c_i = 1 - b_i^t``.
 import math
 
 import numpy as np
-from numba import njit
+
+from skdiffclust._utils._numba import jit
 
 ADAM_BETA1 = 0.9
 ADAM_BETA2 = 0.999
 ADAM_EPS = 1e-8
 
 
-@njit(cache=True, error_model="numpy")
+@jit(error_model="numpy")
 def adam_update(param, grad, m, v, step_size, correction2):
     """One Adam step on ``param`` in place (C-contiguous arrays of one shape).
 

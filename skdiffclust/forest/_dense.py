@@ -1,21 +1,32 @@
 """Exact k-forests of one dense similarity matrix, as numba kernels.
 
-Used as they are by exact inference on precomputed similarities and, inside a
-``prange`` over Monte-Carlo samples, by the perturbed solver.
+Used as they are by exact inference on precomputed similarities and, for each
+Monte-Carlo sample, by the perturbed solver.
 """
 
 import numpy as np
-from numba import njit
 
+from skdiffclust._utils._numba import jit
 from skdiffclust.forest._kruskal import (
     forest_from_tree,
     greedy_forest_with_conflicts,
     tree_connectors,
 )
-from skdiffclust.forest._mst import prim_mst
+from skdiffclust.forest._mst import prim_similarity
 
 
-@njit(cache=True)
+def kernel_constraints(constraints):
+    """The constraint arrays of :func:`constrained_forest`.
+
+    ``(group_ptr, group_members, group, rooted, conflict)``, with ``conflict=None``
+    for constraints whose groups pairwise cannot link (partial labels): the kernels
+    then never compile the greedy solver of general cannot-link structures.
+    """
+    group_ptr, group_members, group, rooted, general, conflict = constraints.kernel_arrays()
+    return group_ptr, group_members, group, rooted, conflict if general else None
+
+
+@jit
 def upper_triangle_edges(S):
     """Every pair i < j as an edge, with distance ``-S[i, j]``."""
     n = S.shape[0]
@@ -31,7 +42,7 @@ def upper_triangle_edges(S):
     return src, dst, dist
 
 
-@njit(cache=True)
+@jit
 def group_trees(S, group_ptr, group_members, wanted):
     """The maximum spanning tree inside each wanted must-link group (CSR layout)."""
     n_groups = group_ptr.shape[0] - 1
@@ -52,14 +63,14 @@ def group_trees(S, group_ptr, group_members, wanted):
         for a in range(size):
             for b in range(size):
                 sub[a, b] = S[members[a], members[b]]
-        s, d, w = prim_mst(sub, True, 0, 2.0)
+        s, d, w = prim_similarity(sub)
         for t in range(size - 1):
             src[e], dst[e], dist[e] = members[s[t]], members[d[t]], w[t]
             e += 1
     return src, dst, dist
 
 
-@njit(cache=True)
+@jit(inline="always")
 def unconstrained_forest(n, tree_src, tree_dst, tree_dist, n_clusters):
     empty = np.empty(0, dtype=np.int64)
     kept, n_reached = forest_from_tree(
@@ -69,29 +80,23 @@ def unconstrained_forest(n, tree_src, tree_dst, tree_dist, n_clusters):
     return tree_src[kept], tree_dst[kept], tree_dist[kept], n_reached
 
 
-@njit(cache=True)
+@jit
 def constrained_forest(S, n_clusters, tree_src, tree_dst, tree_dist, group_ptr,
-                       group_members, group, rooted, general, conflict):
+                       group_members, group, rooted, conflict):
     """Constrained k-forest of a dense similarity matrix.
 
-    Rooted constraints (groups that pairwise cannot link, as partial labels give):
-    must-link edges are each group's paths in the spanning tree, or its own
-    spanning tree when those paths cross another group; then Kruskal over the tree
-    with the groups tied to a virtual root (exact for the matroid this defines).
-    General constraints: each group's own spanning tree, then the greedy over all
-    pairs with per-component cannot-link tracking.
+    Rooted constraints (``conflict=None``: groups that pairwise cannot link, as
+    partial labels give): must-link edges are each group's paths in the spanning
+    tree, or its own spanning tree when those paths cross another group; then
+    Kruskal over the tree with the groups tied to a virtual root (exact for the
+    matroid this defines). General constraints (``conflict``, the groups' cannot-link
+    matrix): each group's own spanning tree, then the greedy over all pairs with
+    per-component cannot-link tracking. ``conflict is None`` is decided when the
+    kernel compiles: each case compiles only its own solver.
     """
     n = S.shape[0]
     n_groups = group_ptr.shape[0] - 1
-    if general:
-        fixed_src, fixed_dst, fixed_dist = group_trees(
-            S, group_ptr, group_members, np.ones(n_groups, dtype=np.bool_)
-        )
-        src, dst, dist = upper_triangle_edges(S)
-        kept, n_reached = greedy_forest_with_conflicts(
-            n, src, dst, dist, fixed_src, fixed_dst, group, conflict.copy(), n_clusters
-        )
-    else:
+    if conflict is None:
         path_src, path_dst, path_dist, needs_own_tree = tree_connectors(
             n, tree_src, tree_dst, tree_dist, group_ptr, group_members, group, n_clusters
         )
@@ -102,6 +107,14 @@ def constrained_forest(S, n_clusters, tree_src, tree_dst, tree_dist, group_ptr,
         src, dst, dist = tree_src, tree_dst, tree_dist
         kept, n_reached = forest_from_tree(
             n, src, dst, dist, fixed_src, fixed_dst, rooted, n_clusters
+        )
+    else:
+        fixed_src, fixed_dst, fixed_dist = group_trees(
+            S, group_ptr, group_members, np.ones(n_groups, dtype=np.bool_)
+        )
+        src, dst, dist = upper_triangle_edges(S)
+        kept, n_reached = greedy_forest_with_conflicts(
+            n, src, dst, dist, fixed_src, fixed_dst, group, conflict.copy(), n_clusters
         )
     return (
         np.concatenate((fixed_src, src[kept])),

@@ -1,11 +1,16 @@
 """Numba kernels for minimum spanning trees: Prim's algorithm in O(n^2) time, O(n) memory.
 
-Two inputs share one driver:
+Two inputs, one kernel each (a kernel compiles only what its input needs):
 
-* a dense n x n **similarity** matrix (``dense=True``), whose maximum spanning tree
-  is the minimum spanning tree of the distances ``-S``;
-* feature vectors with a metric evaluated on the fly (``dense=False``), so that no
-  n x n matrix is ever allocated.
+* a dense n x n **similarity** matrix (:func:`similarity_sweep`), whose maximum
+  spanning tree is the minimum spanning tree of the distances ``-S``;
+* feature vectors with a metric evaluated on the fly, so that no n x n matrix is
+  ever allocated: one kernel per metric (``FEATURE_SWEEPS``), so that a fit never
+  compiles the metrics it does not use.
+
+The kernels run the sweep up to a given iteration and keep their state in arrays
+(:func:`new_prim_state`): Python drivers call them in chunks of iterations, so that
+Ctrl-C is seen between chunks, and kernels call them once for the whole tree.
 
 Distances are handled in a *reduced* form that preserves their order (squared
 Euclidean for ``'euclidean'``, ``sum |x - y|^p`` for Minkowski): the tree only
@@ -14,7 +19,8 @@ tree edges back once at the end.
 """
 
 import numpy as np
-from numba import njit
+
+from skdiffclust._utils._numba import jit
 
 # Metrics evaluated inside the kernels; any other metric goes through the Python
 # fallback in ``_solver.py``.
@@ -31,11 +37,122 @@ NUMBA_METRICS = {
     "minkowski": MINKOWSKI,
     "cosine": COSINE,
 }
+# positions in the ``counters`` array of a Prim state
+ITERATION, FRONT_SIZE, CURRENT = 0, 1, 2
 
 
-# One loop per metric, on purpose: a shared loop that branches on the metric per
-# pair (even inlined) ran Prim twice as slowly on 10000 x 16 points.
-@njit(cache=True, fastmath=True)
+# Allocated by numba rather than NumPy: on 12000 x 16 points Prim ran 10-20% more
+# slowly, in one process out of two, on arrays from NumPy
+@jit
+def new_prim_state(n):
+    """State of a Prim sweep from point 0, and room for the n - 1 edges.
+
+    Returns ``(state, tree)``: ``state = (idx, key, parent, buf, counters)``, where
+    the points not yet in the tree are packed at the front of ``idx`` (the first
+    ``counters[FRONT_SIZE]``) with their best distance ``key`` to the tree and the
+    tree point ``parent`` that gives it; ``tree = (src, dst, dist)``, filled in the
+    order Prim adds the edges.
+    """
+    n_edges = max(n - 1, 0)
+    idx = np.arange(n)
+    if n > 1:
+        idx[0] = n - 1  # point 0 joins the tree: the last point takes its place
+    counters = np.zeros(3, dtype=np.int64)
+    counters[FRONT_SIZE] = n_edges
+    state = (idx, np.full(n, np.inf), np.zeros(n, dtype=np.int64),
+             np.empty(n, dtype=np.float64), counters)
+    tree = (np.empty(n_edges, dtype=np.int64), np.empty(n_edges, dtype=np.int64),
+            np.empty(n_edges, dtype=np.float64))
+    return state, tree
+
+
+@jit
+def new_feature_front(X):
+    """The points as Prim packs them (a copy of X, point 0 first out) and point 0."""
+    Xp = np.ascontiguousarray(X).copy()
+    current = Xp[0].copy()
+    last = Xp.shape[0] - 1
+    for t in range(Xp.shape[1]):
+        Xp[0, t] = Xp[last, t]
+    return Xp, current
+
+
+@jit(inline="always")
+def relax_keys(dist, key, parent, cur, m):
+    """Lower ``key[:m]`` to ``dist[:m]`` where smaller; return the position of the minimum.
+
+    Ties keep the earliest position, so the result only depends on the input.
+    """
+    best = np.inf
+    best_pos = 0
+    for r in range(m):
+        k = key[r]  # kept in a register: the store to parent may alias key for LLVM
+        if dist[r] < k:
+            k = dist[r]
+            key[r] = k
+            parent[r] = cur
+        if k < best:
+            best = k
+            best_pos = r
+    return best_pos
+
+
+@jit(inline="always")
+def _add_to_tree(pos, state, tree):
+    """Move the front point at ``pos`` into the tree; the last front point takes its
+    place. Returns the new front size."""
+    idx, key, parent, _, counters = state
+    src, dst, dist = tree
+    it = counters[ITERATION]
+    m = counters[FRONT_SIZE] - 1
+    cur = idx[pos]
+    src[it] = parent[pos]
+    dst[it] = cur
+    dist[it] = key[pos]
+    idx[pos] = idx[m]
+    key[pos] = key[m]
+    parent[pos] = parent[m]
+    counters[ITERATION] = it + 1
+    counters[FRONT_SIZE] = m
+    counters[CURRENT] = cur
+    return m
+
+
+@jit(inline="always")
+def _feature_step(Xp, current, state, tree):
+    """Relax the keys with the distances in ``buf`` and add the nearest point."""
+    idx, key, parent, buf, counters = state
+    pos = relax_keys(buf, key, parent, counters[CURRENT], counters[FRONT_SIZE])
+    m = _add_to_tree(pos, state, tree)
+    for t in range(Xp.shape[1]):  # explicit loops: a slice copy compiles much more
+        current[t] = Xp[pos, t]
+        Xp[pos, t] = Xp[m, t]
+
+
+@jit
+def similarity_sweep(S, state, tree, stop):
+    """Prim on a similarity matrix (maximum spanning tree) up to iteration ``stop``."""
+    idx, key, parent, buf, counters = state
+    while counters[ITERATION] < stop:
+        cur, m = counters[CURRENT], counters[FRONT_SIZE]
+        for r in range(m):
+            buf[r] = -S[cur, idx[r]]
+        pos = relax_keys(buf, key, parent, cur, m)
+        _add_to_tree(pos, state, tree)
+
+
+@jit
+def prim_similarity(S):
+    """Maximum spanning tree of a similarity matrix in one call: ``(src, dst, -S[src, dst])``."""
+    state, tree = new_prim_state(S.shape[0])
+    similarity_sweep(S, state, tree, S.shape[0] - 1)
+    return tree
+
+
+# One row loop per metric, on purpose: a shared loop that branches on the metric per
+# pair (even inlined) ran Prim twice as slowly on 10000 x 16 points. ``fastmath`` on
+# the arithmetic only: the sweeps compare with infinity.
+@jit(fastmath=True)
 def _sqeuclidean_rows(Xp, c, m, out):
     d = Xp.shape[1]
     for r in range(m):
@@ -46,7 +163,7 @@ def _sqeuclidean_rows(Xp, c, m, out):
         out[r] = s
 
 
-@njit(cache=True, fastmath=True)
+@jit(fastmath=True)
 def _manhattan_rows(Xp, c, m, out):
     d = Xp.shape[1]
     for r in range(m):
@@ -56,7 +173,7 @@ def _manhattan_rows(Xp, c, m, out):
         out[r] = s
 
 
-@njit(cache=True, fastmath=True)
+@jit(fastmath=True)
 def _chebyshev_rows(Xp, c, m, out):
     d = Xp.shape[1]
     for r in range(m):
@@ -66,7 +183,7 @@ def _chebyshev_rows(Xp, c, m, out):
         out[r] = s
 
 
-@njit(cache=True, fastmath=True)
+@jit(fastmath=True)
 def _minkowski_rows(Xp, c, m, p, out):
     d = Xp.shape[1]
     for r in range(m):
@@ -76,7 +193,7 @@ def _minkowski_rows(Xp, c, m, p, out):
         out[r] = s
 
 
-@njit(cache=True, fastmath=True)
+@jit(fastmath=True)
 def _cosine_rows(Xp, c, m, out):
     # rows of Xp and c are unit vectors (or zero), as sklearn's cosine_distances
     d = Xp.shape[1]
@@ -87,105 +204,47 @@ def _cosine_rows(Xp, c, m, out):
         out[r] = 1.0 - s
 
 
-@njit(cache=True)
-def _distances_to_rows(Xp, c, m, metric, p, out):
-    if metric == SQEUCLIDEAN:
-        _sqeuclidean_rows(Xp, c, m, out)
-    elif metric == MANHATTAN:
-        _manhattan_rows(Xp, c, m, out)
-    elif metric == CHEBYSHEV:
-        _chebyshev_rows(Xp, c, m, out)
-    elif metric == MINKOWSKI:
-        _minkowski_rows(Xp, c, m, p, out)
-    else:
-        _cosine_rows(Xp, c, m, out)
+# Prim on feature vectors up to iteration ``stop``: ``Xp`` and ``current`` from
+# ``new_feature_front``, ``p`` the Minkowski power (ignored by the other metrics).
+@jit
+def _sqeuclidean_sweep(Xp, current, p, state, tree, stop):
+    while state[4][ITERATION] < stop:
+        _sqeuclidean_rows(Xp, current, state[4][FRONT_SIZE], state[3])
+        _feature_step(Xp, current, state, tree)
 
 
-@njit(cache=True)
-def _negated_similarity_row(S, cur, idx, m, out):
-    for r in range(m):
-        out[r] = -S[cur, idx[r]]
+@jit
+def _manhattan_sweep(Xp, current, p, state, tree, stop):
+    while state[4][ITERATION] < stop:
+        _manhattan_rows(Xp, current, state[4][FRONT_SIZE], state[3])
+        _feature_step(Xp, current, state, tree)
 
 
-@njit(cache=True)
-def relax_keys(dist, key, parent, cur, m):
-    """Lower ``key[:m]`` to ``dist[:m]`` where smaller; return the position of the minimum.
-
-    Ties keep the earliest position, so the result only depends on the input.
-    """
-    best = np.inf
-    best_pos = 0
-    for r in range(m):
-        s = dist[r]
-        if s < key[r]:
-            key[r] = s
-            parent[r] = cur
-        if key[r] < best:
-            best = key[r]
-            best_pos = r
-    return best_pos
+@jit
+def _chebyshev_sweep(Xp, current, p, state, tree, stop):
+    while state[4][ITERATION] < stop:
+        _chebyshev_rows(Xp, current, state[4][FRONT_SIZE], state[3])
+        _feature_step(Xp, current, state, tree)
 
 
-@njit(cache=True)
-def prim_mst(data, dense, metric, p):
-    """Minimum spanning tree of n points by Prim's algorithm, O(n^2) time, O(n) memory.
+@jit
+def _minkowski_sweep(Xp, current, p, state, tree, stop):
+    while state[4][ITERATION] < stop:
+        _minkowski_rows(Xp, current, state[4][FRONT_SIZE], p, state[3])
+        _feature_step(Xp, current, state, tree)
 
-    Parameters
-    ----------
-    data : ndarray of shape (n, n) or (n, d)
-        A similarity matrix (``dense=True``; the tree maximises similarity) or
-        feature vectors (``dense=False``).
-    dense : bool
-    metric : int
-        One of the metric codes of this module (ignored when ``dense``).
-    p : float
-        Minkowski power (ignored otherwise).
 
-    Returns
-    -------
-    src, dst : ndarray of shape (n - 1,), int64
-        The edges, in the order Prim added them.
-    dist : ndarray of shape (n - 1,), float64
-        Reduced distance of each edge (``-S[src, dst]`` when ``dense``).
-    """
-    n = data.shape[0]
-    src = np.empty(max(n - 1, 0), dtype=np.int64)
-    dst = np.empty(max(n - 1, 0), dtype=np.int64)
-    dist = np.empty(max(n - 1, 0), dtype=np.float64)
-    if n < 2:
-        return src, dst, dist
-    # Points not yet in the tree are packed at the front of ``idx`` (and of the
-    # copy ``Xp`` for features) so that every sweep reads contiguous memory.
-    idx = np.arange(n)
-    key = np.full(n, np.inf)
-    parent = np.zeros(n, dtype=np.int64)
-    buf = np.empty(n, dtype=np.float64)
-    if dense:
-        Xp = np.empty((1, 1), dtype=data.dtype)
-        c = np.empty(1, dtype=data.dtype)
-    else:
-        Xp = data.copy()
-        c = Xp[0].copy()
-    cur = 0
-    m = n - 1
-    idx[0] = idx[m]
-    if not dense:
-        Xp[0] = Xp[m]
-    for it in range(n - 1):
-        if dense:
-            _negated_similarity_row(data, cur, idx, m, buf)
-        else:
-            _distances_to_rows(Xp, c, m, metric, p, buf)
-        pos = relax_keys(buf, key, parent, cur, m)
-        cur = idx[pos]
-        src[it] = parent[pos]
-        dst[it] = cur
-        dist[it] = key[pos]
-        m -= 1
-        if not dense:
-            c[:] = Xp[pos]
-            Xp[pos] = Xp[m]
-        idx[pos] = idx[m]
-        key[pos] = key[m]
-        parent[pos] = parent[m]
-    return src, dst, dist
+@jit
+def _cosine_sweep(Xp, current, p, state, tree, stop):
+    while state[4][ITERATION] < stop:
+        _cosine_rows(Xp, current, state[4][FRONT_SIZE], state[3])
+        _feature_step(Xp, current, state, tree)
+
+
+FEATURE_SWEEPS = {
+    SQEUCLIDEAN: _sqeuclidean_sweep,
+    MANHATTAN: _manhattan_sweep,
+    CHEBYSHEV: _chebyshev_sweep,
+    MINKOWSKI: _minkowski_sweep,
+    COSINE: _cosine_sweep,
+}

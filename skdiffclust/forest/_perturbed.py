@@ -7,14 +7,25 @@ generated inside the kernels, in float32, from a counter-based generator keyed b
 (seed, sample, row): every sample is reproducible whatever the number of threads,
 rows can be regenerated independently for the score-function gradient, and no
 ``n_samples x n x n`` array ever exists.
+
+The Python functions at the end run the kernels a chunk of samples (or rows) per
+call, into arrays they allocate: the kernels return nothing, so that Ctrl-C, seen
+between calls, raises ``KeyboardInterrupt`` cleanly (a kernel returning arrays
+would have numba box them with the interrupt pending: the process crashed).
+``parallel=True`` costs about 3 s more compilation than Python threads running
+kernels that release the GIL, but these run in torch training loops, where
+torch's OpenMP threads keep spinning after each operation: numba's OpenMP threads
+share their team, Python threads would compete with them (30-50% slower).
 """
 
+import numba
 import numpy as np
-from numba import njit, prange, uint64
+from numba import prange, uint64
 
+from skdiffclust._utils._numba import jit
 from skdiffclust.forest._dense import constrained_forest, unconstrained_forest
 from skdiffclust.forest._kruskal import component_labels
-from skdiffclust.forest._mst import prim_mst
+from skdiffclust.forest._mst import prim_similarity
 
 _GOLDEN = uint64(0x9E3779B97F4A7C15)
 _MIX1 = uint64(0xBF58476D1CE4E5B9)
@@ -27,7 +38,7 @@ _SQRT_HALF = np.float32(np.sqrt(0.5))
 _HALF_PI = np.float32(np.pi / 2)
 
 
-@njit(cache=True)
+@jit(inline="always")
 def _splitmix64(x):
     z = x + _GOLDEN
     z = (z ^ (z >> uint64(30))) * _MIX1
@@ -35,12 +46,12 @@ def _splitmix64(x):
     return z ^ (z >> uint64(31))
 
 
-@njit(cache=True)
+@jit(inline="always")
 def _row_key(seed, sample, row):
     return _splitmix64(_splitmix64(uint64(seed) ^ _splitmix64(uint64(sample))) + uint64(row))
 
 
-@njit(cache=True, fastmath=True, error_model="numpy")
+@jit(fastmath=True, error_model="numpy")
 def _box_muller(radius_bits, angle_bits, z0, z1, m):
     """Box-Muller on 24-bit integers, in float32 arithmetic that vectorises.
 
@@ -90,7 +101,7 @@ def _box_muller(radius_bits, angle_bits, z0, z1, m):
         z1[p] = radius * sin_angle
 
 
-@njit(cache=True)
+@jit(inline="always")
 def new_noise_buffers(n):
     """Scratch space for :func:`noise_row`."""
     half = n // 2 + 1
@@ -98,7 +109,7 @@ def new_noise_buffers(n):
             np.empty(half, dtype=np.float32))
 
 
-@njit(cache=True)
+@jit
 def noise_row(seed, sample, row, n, out, buffers):
     """Fill ``out[row + 1:n]`` with row ``row`` (above the diagonal) of the noise Z.
 
@@ -114,10 +125,11 @@ def noise_row(seed, sample, row, n, out, buffers):
         radius_bits[p] = np.int32((bits >> uint64(40)) + uint64(1))
         angle_bits[p] = np.int32((bits >> uint64(16)) & uint64(0xFFFFFF))
     _box_muller(radius_bits, angle_bits, out[row + 1 : row + 1 + n_pairs], sines, n_pairs)
-    out[row + 1 + n_pairs : n] = sines[: length - n_pairs]
+    for p in range(length - n_pairs):  # a loop: a slice copy compiles shape checks
+        out[row + 1 + n_pairs + p] = sines[p]
 
 
-@njit(cache=True)
+@jit(inline="always")
 def _mirror_upper_triangle(out):
     n = out.shape[0]
     tile = 32
@@ -128,7 +140,7 @@ def _mirror_upper_triangle(out):
                     out[j, i] = out[i, j]
 
 
-@njit(cache=True)
+@jit
 def perturb(S, epsilon, seed, sample, out):
     """``out = S + epsilon * Z`` for one sample, Z symmetric with zero diagonal.
 
@@ -146,7 +158,45 @@ def perturb(S, epsilon, seed, sample, out):
 
 
 # ----------------------------------------------------- Monte-Carlo samples
-@njit(cache=True)
+# Kernels over samples or rows take about this many matrix entries per thread and
+# call, then return to Python, which sees Ctrl-C between calls (tens of milliseconds)
+ENTRIES_PER_CALL = 1 << 23
+
+
+def _in_chunks(kernel, args, entries_each, n_items):
+    """``kernel(*args, start, stop)`` over the n_items samples (or rows) of
+    ``entries_each`` entries each, a chunk per call (parallel inside the kernel)."""
+    n_threads = numba.get_num_threads()
+    step = max(ENTRIES_PER_CALL // max(entries_each, 1), 1) * n_threads
+    for start in range(0, n_items, step):
+        kernel(*args, start, min(start + step, n_items))
+
+
+def new_sample_set(n_samples, n, want_labels=True):
+    """Room for the forests of ``n_samples`` samples of an n x n problem.
+
+    ``(edges, n_edges, values, labels, n_reached)``: the edges (n_samples, n - 1, 2),
+    the number of edges, the forest value <A_s, S + eps Z_s>, the cluster labels
+    (n_samples, n; None unless ``want_labels``) and the number of clusters reached.
+    """
+    return (np.zeros((n_samples, max(n - 1, 1), 2), dtype=np.int32),
+            np.zeros(n_samples, dtype=np.int64),
+            np.zeros(n_samples, dtype=np.float64),
+            np.zeros((n_samples, n), dtype=np.int64) if want_labels else None,
+            np.zeros(n_samples, dtype=np.int64))
+
+
+@jit
+def _record_labels(s, n, src, dst, labels):
+    """The sample's cluster labels into ``labels[s]``, if wanted (not None: decided
+    when compiling)."""
+    if labels is not None:
+        sample_labels = component_labels(n, src, dst)[0]
+        for i in range(n):
+            labels[s, i] = sample_labels[i]
+
+
+@jit(inline="always")
 def _record(s, src, dst, dist, reached, n, sample_set):
     edges, n_edges, values, labels, n_reached = sample_set
     m = src.shape[0]
@@ -158,97 +208,115 @@ def _record(s, src, dst, dist, reached, n, sample_set):
     for e in range(m):
         total -= dist[e]
     values[s] = 2.0 * total  # <A, S> counts each edge in both triangles
-    labels[s] = component_labels(n, src, dst)[0]
+    _record_labels(s, n, src, dst, labels)
     n_reached[s] = reached
 
 
-@njit(cache=True)
-def _new_sample_set(n_samples, n):
-    return (np.zeros((n_samples, max(n - 1, 1), 2), dtype=np.int32),
-            np.zeros(n_samples, dtype=np.int64),
-            np.zeros(n_samples, dtype=np.float64),
-            np.zeros((n_samples, n), dtype=np.int64),
-            np.zeros(n_samples, dtype=np.int64))
+@jit(inline="always")
+def _solve_sample(S, n_clusters, epsilon, seed, s, buf, free, con, constraints):
+    """The forests of sample ``s``, into the sample sets ``free`` (unconstrained) and
+    ``con`` (constrained; ``constraints`` as ``_dense.kernel_constraints`` gives them).
 
-
-@njit(cache=True, parallel=True)
-def perturbed_forests(S, n_clusters, epsilon, seed, n_samples, want_free, want_constrained,
-                      group_ptr, group_members, group, rooted, general, conflict):
-    """Forests of ``n_samples`` perturbations ``S + epsilon Z_s``, S symmetric.
-
-    Both problems see the same noise draw. Each of the two returned sample sets
-    (unconstrained, constrained; empty when not wanted) holds the edges
-    (n_samples, n - 1, 2), the number of edges, the forest value <A_s, S + eps Z_s>,
-    the cluster labels (n_samples, n) and the number of clusters reached.
+    A set that is None is not computed, nor compiled: ``is None`` on an argument is
+    decided when the kernel compiles.
     """
     n = S.shape[0]
-    free = _new_sample_set(n_samples if want_free else 0, n)
-    con = _new_sample_set(n_samples if want_constrained else 0, n)
-    for s in prange(n_samples):
+    perturb(S, epsilon, seed, s, buf)
+    tree_src, tree_dst, tree_dist = prim_similarity(buf)
+    if free is not None:
+        src, dst, dist, reached = unconstrained_forest(
+            n, tree_src, tree_dst, tree_dist, n_clusters
+        )
+        _record(s, src, dst, dist, reached, n, free)
+    if con is not None:
+        group_ptr, group_members, group, rooted, conflict = constraints
+        src, dst, dist, reached = constrained_forest(
+            buf, n_clusters, tree_src, tree_dst, tree_dist, group_ptr, group_members,
+            group, rooted, conflict,
+        )
+        _record(s, src, dst, dist, reached, n, con)
+
+
+@jit(parallel=True)
+def _solve_samples(S, n_clusters, epsilon, seed, free, con, constraints, start, stop):
+    """Samples ``start`` to ``stop - 1`` of :func:`_solve_sample`, in parallel."""
+    n = S.shape[0]
+    for s in prange(start, stop):
         buf = np.empty((n, n), dtype=S.dtype)
-        perturb(S, epsilon, seed, s, buf)
-        tree_src, tree_dst, tree_dist = prim_mst(buf, True, 0, 2.0)
-        if want_free:
-            src, dst, dist, reached = unconstrained_forest(
-                n, tree_src, tree_dst, tree_dist, n_clusters
-            )
-            _record(s, src, dst, dist, reached, n, free)
-        if want_constrained:
-            src, dst, dist, reached = constrained_forest(
-                buf, n_clusters, tree_src, tree_dst, tree_dist, group_ptr,
-                group_members, group, rooted, general, conflict,
-            )
-            _record(s, src, dst, dist, reached, n, con)
+        _solve_sample(S, n_clusters, epsilon, seed, s, buf, free, con, constraints)
+
+
+def perturbed_forests(S, n_clusters, epsilon, seed, n_samples, want_free, constraints,
+                      want_labels=True):
+    """Forests of ``n_samples`` perturbations ``S + epsilon Z_s``, S symmetric.
+
+    Returns the unconstrained and the constrained sample sets (see
+    :func:`new_sample_set`), None where not wanted: ``want_free``, and
+    ``constraints`` (``_dense.kernel_constraints``) or None. Both problems see the
+    same noise draw. Runs a chunk of samples per kernel call.
+    """
+    n = S.shape[0]
+    free = new_sample_set(n_samples, n, want_labels) if want_free else None
+    con = None if constraints is None else new_sample_set(n_samples, n, want_labels)
+    _in_chunks(_solve_samples, (S, n_clusters, epsilon, seed, free, con, constraints), n * n,
+               n_samples)
     return free, con
 
 
-@njit(cache=True)
+def _valid_edges(edges, n_edges):
+    return np.arange(edges.shape[1]) < n_edges[:, None]
+
+
 def mean_adjacency(n, edges, n_edges):
     """Average adjacency matrix of the sampled forests."""
-    A = np.zeros((n, n), dtype=np.float64)
-    n_samples = edges.shape[0]
-    for s in range(n_samples):
-        for e in range(n_edges[s]):
-            i, j = edges[s, e, 0], edges[s, e, 1]
-            A[i, j] += 1.0
-            A[j, i] += 1.0
-    return A / max(n_samples, 1)
+    valid = _valid_edges(edges, n_edges)
+    i = edges[..., 0][valid].astype(np.int64)
+    j = edges[..., 1][valid].astype(np.int64)
+    counts = np.bincount(i * n + j, minlength=n * n) + np.bincount(j * n + i, minlength=n * n)
+    return counts.reshape(n, n) / max(edges.shape[0], 1)
 
 
-@njit(cache=True, parallel=True)
-def mean_connectivity(labels):
-    """Average connectivity matrix: fraction of samples where i and j share a tree."""
+@jit(parallel=True)
+def _count_shared_trees(labels, M, start, stop):
+    """``M[i, j] += number of samples where i and j share a tree``, rows start..stop-1."""
     n_samples, n = labels.shape
-    M = np.zeros((n, n), dtype=np.float64)
-    for i in prange(n):
+    for i in prange(start, stop):
         for s in range(n_samples):
             li = labels[s, i]
             for j in range(n):
                 if labels[s, j] == li:
                     M[i, j] += 1.0
+
+
+def mean_connectivity(labels):
+    """Average connectivity matrix: fraction of samples where i and j share a tree."""
+    n_samples, n = labels.shape
+    M = np.zeros((n, n), dtype=np.float64)
+    _in_chunks(_count_shared_trees, (labels, M), n_samples * n, n)
     return M / max(n_samples, 1)
 
 
-@njit(cache=True, parallel=True)
-def adjacency_inner(G, edges, n_edges):
-    """<G, A_s> for every sample s (each edge counted in both triangles)."""
-    n_samples = edges.shape[0]
-    out = np.zeros(n_samples, dtype=np.float64)
-    for s in prange(n_samples):
+@jit
+def _adjacency_inner(G, edges, n_edges, out):
+    for s in range(edges.shape[0]):
         total = 0.0
         for e in range(n_edges[s]):
             i, j = edges[s, e, 0], edges[s, e, 1]
             total += G[i, j] + G[j, i]
         out[s] = total
+
+
+def adjacency_inner(G, edges, n_edges):
+    """<G, A_s> for every sample s (each edge counted in both triangles)."""
+    out = np.zeros(edges.shape[0], dtype=np.float64)
+    _adjacency_inner(G, edges, n_edges, out)
     return out
 
 
-@njit(cache=True, parallel=True)
-def connectivity_inner(G, labels):
-    """<G, M_s> for every sample s."""
-    n_samples, n = labels.shape
-    out = np.zeros(n_samples, dtype=np.float64)
-    for s in prange(n_samples):
+@jit(parallel=True)
+def _connectivity_inner(G, labels, out, start, stop):
+    n = labels.shape[1]
+    for s in prange(start, stop):
         total = 0.0
         for i in range(n):
             li = labels[s, i]
@@ -256,20 +324,21 @@ def connectivity_inner(G, labels):
                 if labels[s, j] == li:
                     total += G[i, j]
         out[s] = total
+
+
+def connectivity_inner(G, labels):
+    """<G, M_s> for every sample s."""
+    n_samples, n = labels.shape
+    out = np.zeros(n_samples, dtype=np.float64)
+    _in_chunks(_connectivity_inner, (G, labels, out), n * n, n_samples)
     return out
 
 
-@njit(cache=True, parallel=True)
-def score_function_gradient(n, epsilon, seed, coefficients):
-    """(1 / (2 eps N)) sum_s c_s Z_s: the score-function gradient w.r.t. S.
-
-    For Gaussian noise, d E[Y(S + eps Z)] / d theta = E[Y Z] / eps for each
-    upper-triangle parameter theta_ij; S_ij and S_ji share it, hence the 1/2.
-    Rows are regenerated in parallel from the seed, without solving anything again.
-    """
+@jit(parallel=True)
+def _score_rows(n, seed, coefficients, G, start, stop):
+    """``G[i, j] += sum_s c_s Z_s[i, j]`` above the diagonal, rows start..stop-1."""
     n_samples = coefficients.shape[0]
-    G = np.zeros((n, n), dtype=np.float64)
-    for i in prange(n):
+    for i in prange(start, stop):
         z = np.empty(n, dtype=np.float32)
         buffers = new_noise_buffers(n)
         for s in range(n_samples):
@@ -279,9 +348,17 @@ def score_function_gradient(n, epsilon, seed, coefficients):
             noise_row(seed, s, i, n, z, buffers)
             for j in range(i + 1, n):
                 G[i, j] += c * z[j]
-    scale = 1.0 / (2.0 * epsilon * max(n_samples, 1))
-    for i in range(n):
-        for j in range(i + 1, n):
-            G[i, j] *= scale
-            G[j, i] = G[i, j]
-    return G
+
+
+def score_function_gradient(n, epsilon, seed, coefficients):
+    """(1 / (2 eps N)) sum_s c_s Z_s: the score-function gradient w.r.t. S.
+
+    For Gaussian noise, d E[Y(S + eps Z)] / d theta = E[Y Z] / eps for each
+    upper-triangle parameter theta_ij; S_ij and S_ji share it, hence the 1/2.
+    Rows are regenerated in parallel from the seed, without solving anything again.
+    """
+    n_samples = coefficients.shape[0]
+    G = np.zeros((n, n), dtype=np.float64)
+    _in_chunks(_score_rows, (n, seed, coefficients, G), n_samples * n, n)
+    G *= 1.0 / (2.0 * epsilon * max(n_samples, 1))
+    return G + G.T  # the lower triangle is zero

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.metrics import pairwise_distances, pairwise_distances_chunked
 
+from skdiffclust._utils._numba import interruptible
 from skdiffclust._utils._validation import check_n_clusters
 from skdiffclust.exceptions import InfeasibleConstraintsWarning
 from skdiffclust.forest._kruskal import (
@@ -22,13 +23,22 @@ from skdiffclust.forest._kruskal import (
 )
 from skdiffclust.forest._mst import (
     COSINE,
+    FEATURE_SWEEPS,
+    FRONT_SIZE,
+    ITERATION,
     MINKOWSKI,
     NUMBA_METRICS,
     SQEUCLIDEAN,
-    prim_mst,
+    new_feature_front,
+    new_prim_state,
     relax_keys,
+    similarity_sweep,
 )
-from skdiffclust.forest._dense import constrained_forest, unconstrained_forest
+from skdiffclust.forest._dense import (
+    constrained_forest,
+    kernel_constraints,
+    unconstrained_forest,
+)
 
 EUCLIDEAN_METRICS = ("euclidean", "l2", "sqeuclidean")
 # metrics for which the distance between scalars is |x - y| (or its square)
@@ -39,6 +49,9 @@ KD_TREE_MAX_FEATURES = 20  # quitefastmst's k-d trees stop there
 AUTO_KD_TREE_MAX_FEATURES = 8  # beyond, Prim's O(n^2 d) sweep is faster
 KD_TREE_SINGLE_MIN_FEATURES = 5
 KD_TREE_SINGLE_LEAF_SIZE = 128
+# Prim's kernels run this many distance terms per call (a few milliseconds), then
+# return to Python, which sees Ctrl-C between calls
+PRIM_TERMS_PER_CALL = 1 << 23
 # All-pairs edge lists (general cannot-links on feature input) above this size
 # are refused rather than risking the machine's memory.
 MAX_ALL_PAIRS_BYTES = 2 * 1024**3
@@ -141,11 +154,25 @@ def _tree_by_python_prim(X, metric, metric_params):
     return src, dst, dist
 
 
+def _run_prim(sweep, data, n, terms_per_point):
+    """Prim's tree of n points by ``sweep(*data, state, tree, stop)``, a chunk of
+    iterations at a time."""
+    state, tree = new_prim_state(n)
+    counters = state[4]
+    while counters[ITERATION] < n - 1:
+        terms = max(counters[FRONT_SIZE] * terms_per_point, 1)
+        stop = min(n - 1, counters[ITERATION] + max(PRIM_TERMS_PER_CALL // terms, 1))
+        sweep(*data, state, tree, stop)
+    return tree
+
+
 def _tree_by_numba_prim(X, code, p):
     if code == COSINE:
         norms = np.linalg.norm(X, axis=1, keepdims=True)
         X = X / np.where(norms > 0, norms, 1.0)
-    src, dst, reduced = prim_mst(X, False, code, p)
+    Xp, current = new_feature_front(X)
+    src, dst, reduced = _run_prim(FEATURE_SWEEPS[code], (Xp, current, float(p)), X.shape[0],
+                                  X.shape[1])
     if code == SQEUCLIDEAN:
         return src, dst, np.sqrt(np.maximum(reduced, 0.0))
     if code == MINKOWSKI:
@@ -177,7 +204,7 @@ def feature_tree(X, *, metric="euclidean", metric_params=None, algorithm="auto")
 
 def similarity_tree(S):
     """Maximum spanning tree of a similarity matrix: (src, dst, -similarity)."""
-    return prim_mst(S, True, 0, 2.0)
+    return _run_prim(similarity_sweep, (S,), S.shape[0], 1)
 
 
 # ------------------------------------------------------------------------- forests
@@ -216,7 +243,8 @@ def _warn_if_infeasible(n_reached, n_clusters):
 
 def _assemble(n, edge_src, edge_dst, edge_dist, n_reached, n_clusters):
     edges = np.column_stack([edge_src, edge_dst]).astype(np.int64)
-    labels, n_labels = component_labels(n, edges[:, 0], edges[:, 1])
+    labels, n_labels = component_labels(n, np.ascontiguousarray(edges[:, 0]),
+                                        np.ascontiguousarray(edges[:, 1]))
     _warn_if_infeasible(n_labels, n_clusters)
     return SpanningForest(
         edges=edges, weights=-np.asarray(edge_dist, dtype=np.float64),
@@ -295,6 +323,7 @@ def _check_all_pairs_memory(n):
         )
 
 
+@interruptible
 def forest_from_features(X, n_clusters, *, metric="euclidean", metric_params=None,
                          algorithm="auto", constraints=None):
     """Maximum-weight k-forest of feature vectors (similarity = minus distance)."""
@@ -330,6 +359,7 @@ def _triu_offset(row, n):
     return row * n - row * (row + 1) // 2
 
 
+@interruptible
 def forest_from_similarity(S, n_clusters, *, constraints=None):
     """Maximum-weight k-forest of a dense symmetric similarity matrix."""
     n = S.shape[0]
@@ -339,6 +369,6 @@ def forest_from_similarity(S, n_clusters, *, constraints=None):
         src, dst, dist, n_reached = unconstrained_forest(n, *tree, n_clusters)
     else:
         src, dst, dist, n_reached = constrained_forest(
-            S, n_clusters, *tree, *constraints.kernel_arrays()
+            S, n_clusters, *tree, *kernel_constraints(constraints)
         )
     return _assemble(n, src, dst, dist, n_reached, n_clusters)

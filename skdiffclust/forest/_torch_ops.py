@@ -17,6 +17,7 @@ import torch
 
 from skdiffclust._utils._validation import is_symmetric
 from skdiffclust.forest._constraints import Constraints
+from skdiffclust.forest._dense import kernel_constraints
 from skdiffclust.forest._perturbed import (
     adjacency_inner,
     connectivity_inner,
@@ -99,16 +100,19 @@ class PerturbedProblem:
         self.constraints = constraints
         self.seed = seed
 
-    def kernel_arrays(self):
+    def kernel_constraints(self):
+        """The constraints as the kernels take them (``_dense.kernel_constraints``)."""
         if self.constraints is None or self.constraints.is_empty:
-            return Constraints.empty_kernel_arrays(self.n)
-        return self.constraints.kernel_arrays()
+            group_ptr, members, group, rooted, _, _ = Constraints.empty_kernel_arrays(self.n)
+            return group_ptr, members, group, rooted, None
+        return kernel_constraints(self.constraints)
 
-    def solve(self, want_free, want_constrained):
-        """Run the samples; returns the (unconstrained, constrained) sample sets."""
+    def solve(self, want_free, want_constrained, want_labels=True):
+        """Run the samples; returns the (unconstrained, constrained) sample sets,
+        None where not wanted (``_perturbed.new_sample_set``)."""
         return perturbed_forests(
-            self.S, self.n_clusters, self.epsilon, self.seed, self.n_samples,
-            want_free, want_constrained, *self.kernel_arrays(),
+            self.S, self.n_clusters, self.epsilon, self.seed, self.n_samples, want_free,
+            self.kernel_constraints() if want_constrained else None, want_labels,
         )
 
     def exact_forest(self):
@@ -177,7 +181,7 @@ class PartialFenchelYoungFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, S, problem):
-        free, con = problem.solve(True, True)
+        free, con = problem.solve(True, True, want_labels=False)
         A_free = mean_adjacency(problem.n, free[0], free[1])
         A_con = mean_adjacency(problem.n, con[0], con[1])
         ctx.save_for_backward(_to_tensor(A_free - A_con, S))

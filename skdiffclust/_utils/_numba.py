@@ -1,0 +1,194 @@
+"""numba glue: best-effort on-disk caching, a notice while kernels compile, Ctrl-C.
+
+* Every kernel of the package is declared with :func:`jit`, a drop-in for
+  ``numba.njit(cache=True, ...)`` that never fails for want of a writable cache
+  location: read-only installs (containers, service accounts without a home)
+  compile in memory instead, with one :class:`CachingDisabledWarning` per process.
+  Small helpers are declared ``jit(inline="always")``: numba compiles each callee
+  on its own, then links and optimises it again into every caller, so that each
+  level of calls adds compilation time.
+* Compiling a family of kernels (ClAM's, the spanning forests') takes seconds the
+  first time. numba reports each compilation (not the loads from its on-disk
+  cache) as an event; once a family has spent ``NOTICE_DELAY`` seconds compiling
+  in this process, one line on stderr says what is happening.
+* Ctrl-C during a kernel sets Python's signal flag; if the kernel returns arrays,
+  numba's boxing of them runs Python code that raises ``KeyboardInterrupt`` inside
+  numba, which then reports a ``SystemError``. Long kernels run in chunks that
+  return nothing (the interrupt is raised between chunks); :func:`interruptible`
+  turns the ``SystemError`` of the other kernels back into ``KeyboardInterrupt``.
+"""
+
+import functools
+import sys
+import threading
+import time
+import warnings
+
+import numba
+from numba.core import event
+from numba.core.caching import FunctionCache
+
+from skdiffclust.exceptions import CachingDisabledWarning
+
+NOTICE_DELAY = 2.0  # seconds of compilation before the notice is printed
+
+# What the notice calls each module's kernels, and how long compiling them took on
+# one core of a 2-core AMD EPYC VM (benchmarks/bench_first_fit.py measures it)
+# (the first entry whose key starts the module's name)
+FAMILIES = {
+    "skdiffclust.clam": ("ClAM's", 9),
+    "skdiffclust.forest._perturbed": ("the perturbed spanning forests'", 10),
+    "skdiffclust.forest": ("the spanning forests'", 3),
+    "skdiffclust._utils._symmetry": ("the spanning forests'", 3),
+}
+DEFAULT_FAMILY = ("skdiffclust's", 3)
+
+_state = {"caching_off": False}
+
+
+# -- caching -------------------------------------------------------------------------
+
+
+class _BestEffortCache(FunctionCache):
+    """numba's on-disk cache, where a failure to write turns caching off instead of
+    failing the call (a location that was writable at import may not be later)."""
+
+    def save_overload(self, sig, data):
+        try:
+            super().save_overload(sig, data)
+        except OSError as error:
+            _warn_caching_off(error)
+
+
+def _warn_caching_off(error):
+    if _state["caching_off"]:
+        return
+    _state["caching_off"] = True
+    warnings.warn(
+        f"skdiffclust cannot cache its compiled numba kernels ({error}); they are "
+        "compiled again in every new Python process, which makes first fits slower. "
+        "Set the environment variable NUMBA_CACHE_DIR to a writable directory to "
+        "cache them there.",
+        CachingDisabledWarning,
+        stacklevel=4,
+    )
+
+
+def jit(function=None, **options):
+    """``numba.njit(cache=True, **options)``, caching only where it can.
+
+    Parameters
+    ----------
+    function : callable, optional
+        The function to compile; without it, returns a decorator.
+    **options
+        Options of :func:`numba.njit` (``cache`` is implied).
+
+    Returns
+    -------
+    numba dispatcher, or a decorator that makes one.
+    """
+    if function is None:
+        return functools.partial(jit, **options)
+    dispatcher = numba.njit(**options)(function)
+    try:
+        dispatcher._cache = _BestEffortCache(dispatcher.py_func)
+    except RuntimeError as error:  # "cannot cache function ...: no locator available"
+        _warn_caching_off(error)
+    return dispatcher
+
+
+def caching_is_off():
+    """Whether kernels compile in memory only (see :class:`CachingDisabledWarning`)."""
+    return _state["caching_off"]
+
+
+# -- the compilation notice ------------------------------------------------------------
+
+
+class _CompilationNotice(event.Listener):
+    """Times the compilations of skdiffclust's kernels, per family, and prints one
+    line when a family's total passes ``NOTICE_DELAY``.
+
+    A top-level compilation (one called from Python, not from another kernel being
+    compiled) arms a timer for what is left of the family's allowance; its end
+    cancels it and books the time spent.
+    """
+
+    def __init__(self):
+        self.depth = 0
+        self.started = 0.0
+        self.family = None
+        self.timer = None
+        self.spent = {}
+        self.announced = set()
+
+    def on_start(self, ev):
+        self.depth += 1
+        if self.depth > 1:
+            return
+        module = getattr(ev.data["dispatcher"].py_func, "__module__", "") or ""
+        if not module.startswith("skdiffclust."):
+            return
+        self.family = next((family for prefix, family in FAMILIES.items()
+                            if module.startswith(prefix)), DEFAULT_FAMILY)
+        self.started = time.perf_counter()
+        if self.family[0] not in self.announced:
+            left = NOTICE_DELAY - self.spent.get(self.family[0], 0.0)
+            self.timer = threading.Timer(max(left, 0.0), self._announce, args=(self.family,))
+            self.timer.daemon = True
+            self.timer.start()
+
+    def on_end(self, ev):
+        self.depth -= 1
+        if self.depth > 0 or self.family is None:
+            return
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+        name = self.family[0]
+        self.spent[name] = self.spent.get(name, 0.0) + time.perf_counter() - self.started
+        self.family = None
+
+    def _announce(self, family):
+        name, seconds = family
+        if name in self.announced or sys.stderr is None:
+            return
+        self.announced.add(name)
+        when = ("caching is off: in every new process" if _state["caching_off"]
+                else "first use only")
+        sys.stderr.write(f"skdiffclust: compiling {name} numba kernels ({when}, "
+                         f"about {seconds} s)...\n")
+        sys.stderr.flush()
+
+
+event.register("numba:compile", _CompilationNotice())
+
+
+# -- Ctrl-C ------------------------------------------------------------------------------
+
+
+def _caused_by_interrupt(error):
+    seen = set()
+    while error is not None and id(error) not in seen:
+        if isinstance(error, KeyboardInterrupt):
+            return True
+        seen.add(id(error))
+        error = error.__cause__ or error.__context__
+    return False
+
+
+def interruptible(function):
+    """Decorator: a ``SystemError`` caused by Ctrl-C inside a kernel becomes the
+    ``KeyboardInterrupt`` it is."""
+
+    @functools.wraps(function)
+    def wrapper(*args, **kwargs):
+        try:
+            return function(*args, **kwargs)
+        except SystemError as error:
+            if _caused_by_interrupt(error):
+                raise KeyboardInterrupt from None
+            raise
+
+    return wrapper

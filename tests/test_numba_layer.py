@@ -1,0 +1,296 @@
+"""The numba layer: chunked kernels, Ctrl-C, read-only installs, the compilation notice.
+
+Most tests run Python in a subprocess: signals, a fresh numba cache or an
+unwritable install are properties of a process.
+"""
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import skdiffclust
+from skdiffclust._utils import _numba
+from skdiffclust.forest import _perturbed, _solver
+from skdiffclust.forest._solver import feature_tree, similarity_tree
+
+PACKAGE = Path(skdiffclust.__file__).resolve().parent
+INTERRUPT_WITHIN = 2.0  # seconds from the signal to KeyboardInterrupt
+
+
+def _python(code, env=None, **kwargs):
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+                          text=True, env=env, **kwargs)
+
+
+# -- chunks give the results of one call ---------------------------------------------
+
+
+@pytest.mark.parametrize("metric", ["euclidean", "manhattan", "chebyshev", "minkowski",
+                                    "cosine"])
+def test_prim_in_chunks_of_one_iteration_is_prim_in_one_call(metric, monkeypatch):
+    X = np.random.default_rng(0).standard_normal((80, 4))
+    params = {"p": 3} if metric == "minkowski" else None
+    whole = feature_tree(X, metric=metric, metric_params=params, algorithm="prim")
+    monkeypatch.setattr(_solver, "PRIM_TERMS_PER_CALL", 1)
+    chunked = feature_tree(X, metric=metric, metric_params=params, algorithm="prim")
+    for a, b in zip(whole, chunked):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_similarity_prim_in_chunks_is_prim_in_one_call(monkeypatch):
+    W = np.random.default_rng(1).uniform(size=(60, 60))
+    S = W + W.T
+    whole = similarity_tree(S)
+    monkeypatch.setattr(_solver, "PRIM_TERMS_PER_CALL", 7)
+    for a, b in zip(whole, similarity_tree(S)):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_perturbed_samples_do_not_depend_on_chunks_or_threads(monkeypatch):
+    import numba
+
+    from skdiffclust.forest._constraints import Constraints
+    from skdiffclust.forest._dense import kernel_constraints
+
+    rng = np.random.default_rng(2)
+    W = rng.standard_normal((30, 30))
+    S = (W + W.T).astype(np.float32)
+    labels = np.full(30, -1)
+    labels[:6] = [0, 0, 1, 1, 2, 2]
+    constraints = kernel_constraints(Constraints.from_labels(labels, 30))
+
+    def solve():
+        free, con = _perturbed.perturbed_forests(S, 3, 0.5, 7, 23, True, constraints)
+        G = rng.standard_normal((30, 30))
+        return (*free, *con, _perturbed.mean_connectivity(free[3]),
+                _perturbed.connectivity_inner(G, con[3]),
+                _perturbed.score_function_gradient(30, 0.5, 7, np.linspace(-1, 1, 23)))
+
+    rng = np.random.default_rng(3)
+    whole = solve()
+    monkeypatch.setattr(_perturbed, "ENTRIES_PER_CALL", 1)  # one sample or row a call
+    threads = numba.get_num_threads()
+    for n_threads in {1, threads}:
+        numba.set_num_threads(n_threads)
+        try:
+            rng = np.random.default_rng(3)
+            for a, b in zip(whole, solve()):
+                np.testing.assert_array_equal(a, b)
+        finally:
+            numba.set_num_threads(threads)
+
+
+def test_clam_epoch_in_chunks_of_one_batch_is_one_call(monkeypatch):
+    from skdiffclust.clam import _kernels
+
+    rng = np.random.default_rng(4)
+    X = rng.standard_normal((70, 5)).astype(np.float32)
+    P = rng.standard_normal((3, 4, 5)).astype(np.float32)
+    hidden = _kernels.hidden_features(rng.random((3, 70, 2)), 5)
+
+    def epoch():
+        params = [P.copy(), np.zeros((3, 4), np.float32)]
+        moments = tuple(np.zeros_like(a) for a in (params[0], params[0], params[1],
+                                                   params[1]))
+        steps, *outputs = _kernels.train_epoch(
+            X, np.arange(70), hidden, X.mean(0), True, np.arange(3), *params, moments,
+            np.full(3, 0.05), 0, True, 1.0, False, 4, 0.25, 8)
+        return steps, *outputs, *params, *moments
+
+    whole = epoch()
+    monkeypatch.setattr(_kernels, "LANE_STEPS_PER_CALL", 1)
+    chunked = epoch()
+    assert whole[0] == chunked[0] == 9  # ceil(70 / 8) Adam steps
+    assert len(whole) == len(chunked)
+    for a, b in zip(whole[1:], chunked[1:]):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_systemerror_of_an_interrupted_kernel_becomes_keyboardinterrupt():
+    def kernel_interrupted_while_boxing():
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as interrupt:
+            raise SystemError("CPUDispatcher(...) returned a result with an exception set"
+                              ) from interrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        _numba.interruptible(kernel_interrupted_while_boxing)()
+    with pytest.raises(SystemError):
+        _numba.interruptible(lambda: (_ for _ in ()).throw(SystemError("other")))()
+
+
+# -- Ctrl-C --------------------------------------------------------------------------------
+
+INTERRUPTED = """
+    import time, traceback
+    reference = small()  # compiles the kernels (or loads them)
+    print("ready", flush=True)
+    try:
+        big()
+        print("finished before the signal", flush=True)
+    except KeyboardInterrupt:
+        print("interrupted", time.time(), flush=True)
+        traceback.print_exc()
+    again = small()
+    print("usable", all(np.array_equal(a, b) for a, b in zip(reference, again)), flush=True)
+"""
+
+
+def _interrupt(setup, delay=0.5):
+    """Run INTERRUPTED with ``setup`` in a subprocess, SIGINT ``delay`` s after "ready"."""
+    code = "import numpy as np\n" + textwrap.dedent(setup) + textwrap.dedent(INTERRUPTED)
+    process = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout.readline().strip() == "ready", process.stderr.read()
+        time.sleep(delay)
+        sent = time.time()
+        process.send_signal(signal.SIGINT)
+        stdout, stderr = process.communicate(timeout=120)
+    finally:
+        process.kill()
+    assert process.returncode == 0, (process.returncode, stderr[-3000:])
+    lines = dict(line.split(" ", 1) for line in stdout.splitlines() if " " in line)
+    assert "interrupted" in lines, stdout + stderr[-3000:]
+    assert float(lines["interrupted"]) - sent < INTERRUPT_WITHIN
+    assert "KeyboardInterrupt" in stderr and "SystemError" not in stderr
+    assert lines["usable"] == "True"
+
+
+@pytest.mark.torch
+def test_ctrl_c_interrupts_perturbed_spanning_forest():
+    _interrupt("""
+        import numba, torch
+        from skdiffclust.torch import perturbed_spanning_forest
+        numba.set_num_threads(min(numba.get_num_threads(), 2))
+        X = torch.randn(1500, 5, generator=torch.Generator().manual_seed(0))
+        S = -torch.cdist(X, X) ** 2
+
+        def small():
+            g = torch.Generator().manual_seed(1)
+            return [t.numpy() for t in perturbed_spanning_forest(S[:50, :50], 3,
+                                                                 n_samples=10, generator=g)]
+
+        def big():  # 20 s of work on 2 threads if not interrupted
+            perturbed_spanning_forest(S, 3, n_samples=2000)
+    """)
+
+
+def test_ctrl_c_interrupts_a_long_prim_fit():
+    _interrupt("""
+        from skdiffclust import SpanningForestClustering
+        X = np.random.default_rng(0).standard_normal((120000, 16))
+
+        def small():
+            return [SpanningForestClustering(3, algorithm="prim").fit(X[:200]).labels_]
+
+        def big():  # minutes of work if not interrupted
+            SpanningForestClustering(3, algorithm="prim").fit(X)
+    """)
+
+
+def test_ctrl_c_interrupts_clam_training():
+    _interrupt("""
+        from skdiffclust import ClAM
+        X = np.random.default_rng(0).standard_normal((200000, 12))
+
+        def small():
+            model = ClAM(3, max_iter=2, device="cpu", random_state=0).fit(X[:100])
+            return [model.labels_, model.cluster_centers_]
+
+        def big():  # minutes of work if not interrupted
+            ClAM(3, init="random", max_iter=1000, tol=0, device="cpu", random_state=0).fit(X)
+    """)
+
+
+# -- read-only installs --------------------------------------------------------------------
+
+
+def _read_only_copy(root):
+    """A copy of the package under ``root`` where numba cannot cache: read-only, and
+    with a file named ``__pycache__`` in each package folder (so that root, whom
+    permissions do not stop, cannot cache next to the sources either)."""
+    site = root / "site"
+    shutil.copytree(PACKAGE, site / "skdiffclust",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.nb[ic]"))
+    for folder, _, _ in os.walk(site):
+        (Path(folder) / "__pycache__").write_text("")
+    for folder, _, files in os.walk(site):
+        for name in files:
+            os.chmod(Path(folder) / name, 0o444)
+        os.chmod(folder, 0o555)
+    return site
+
+
+def _writable_again(site):
+    for folder, _, _ in os.walk(site):
+        os.chmod(folder, 0o755)
+
+
+def test_import_and_fit_from_a_read_only_install_without_a_home(tmp_path):
+    site = _read_only_copy(tmp_path)
+    home = tmp_path / "home"
+    home.write_text("")  # a file: no ~/.cache can be made in it
+    env = {key: value for key, value in os.environ.items()
+           if key not in ("NUMBA_CACHE_DIR", "XDG_CACHE_HOME", "PYTHONPATH")}
+    env.update(HOME=str(home), PYTHONPATH=str(site), PYTHONDONTWRITEBYTECODE="1")
+    try:
+        result = _python("""
+            import warnings
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                import skdiffclust
+                from skdiffclust import ClAM, SpanningForestClustering
+                from sklearn.datasets import make_blobs
+                X, y = make_blobs(150, centers=3, random_state=0)
+                forest = SpanningForestClustering(3).fit(X)
+                # no epoch: the inference kernels alone keep the test short
+                clam = ClAM(3, max_iter=0, device="cpu", random_state=0).fit(X)
+            from skdiffclust._utils._numba import CachingDisabledWarning, caching_is_off
+            messages = [str(w.message) for w in caught
+                        if issubclass(w.category, CachingDisabledWarning)]
+            print(skdiffclust.__file__)
+            print(caching_is_off(), len(messages), "NUMBA_CACHE_DIR" in messages[0])
+            print(len(set(forest.labels_)), len(clam.labels_))
+        """, env=env, cwd=tmp_path)
+    finally:
+        _writable_again(site)
+    assert result.returncode == 0, result.stderr[-3000:]
+    location, caching, sizes = result.stdout.splitlines()[-3:]
+    assert location.startswith(str(site))
+    assert caching.split() == ["True", "1", "True"]  # one warning, naming the fix
+    assert sizes.split() == ["3", "150"]
+    assert not list(site.rglob("*.nbi"))
+
+
+# -- the compilation notice -----------------------------------------------------------------
+
+
+def test_compilation_notice_when_compiling_and_never_from_the_cache(tmp_path):
+    code = """
+        import numpy as np
+        from skdiffclust._utils import _numba
+        from skdiffclust.forest._solver import similarity_tree
+        _numba.NOTICE_DELAY = 0.0  # any compilation is long enough
+        similarity_tree(np.eye(4))
+    """
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path))
+    # printed from a timer while numba compiles: not a warning, so not an error here
+    cold = subprocess.run([sys.executable, "-W", "error", "-c", textwrap.dedent(code)],
+                          capture_output=True, text=True, env=env)
+    warm = _python(code, env=env)
+    for result in (cold, warm):
+        assert result.returncode == 0, result.stderr[-3000:]
+    notices = [line for line in cold.stderr.splitlines() if line.startswith("skdiffclust:")]
+    assert len(notices) == 1
+    assert "compiling the spanning forests' numba kernels (first use only" in notices[0]
+    assert "skdiffclust:" not in warm.stderr
