@@ -1,16 +1,22 @@
-"""Perturbed spanning forests: time of one forward + backward pass, in one process.
+"""Perturbed spanning forests: time of one forward + backward pass, CPU and GPU, in one process.
 
 For n points (a batch) and n_samples Monte-Carlo samples, times
 * the partial Fenchel-Young loss (both forests from one noise draw, exact gradient);
 * the perturbed adjacency A_eps with its score-function backward pass;
-and compares with the authors' JAX code (jaxclust), measured on this 2-core machine
-at 98 s for one forward pass at n=256, n_samples=100 (n=512 did not finish in 15
-minutes): its Kruskal costs O(n^2) per added edge, O(n^4) per solve.
+with the similarity matrix on the CPU (numba kernels, all cores) and, when CUDA is
+available, on the GPU (``forest/_gpu.py``: every sample solved on the device), with
+the GPU's peak memory. Combinations the CPU would take too long on are skipped and
+said so (``--cpu-budget``).
+
+The authors' JAX code (jaxclust) was measured on a 2-core machine at 98 s for one
+forward pass at n=256, n_samples=100 (n=512 did not finish in 15 minutes): its
+Kruskal costs O(n^2) per added edge, O(n^4) per solve.
 
 Usage::
 
     pip install ".[torch]"
-    python benchmarks/bench_perturbed.py
+    python benchmarks/bench_perturbed.py            # n in 256..16384, 100 and 1000 samples
+    python benchmarks/bench_perturbed.py --sizes 256 1024 --samples 100
 """
 
 import argparse
@@ -19,21 +25,20 @@ import time
 import numpy as np
 import torch
 
-from skdiffclust.torch import (
-    constraints_from_labels,
-    partial_fenchel_young_loss,
-    perturbed_spanning_forest,
-)
+from skdiffclust.torch import partial_fenchel_young_loss, perturbed_spanning_forest
 
-JAXCLUST_SECONDS = {(256, 100): 98.0}  # forward only, same machine class
+JAXCLUST_SECONDS = {(256, 100): 98.0}  # forward only, 2-core machine
+# the CPU solver's cost grows as n^2 * n_samples; n=4096 with 100 samples took
+# 10-15 s on a 2-core machine
+CPU_REFERENCE = (4096**2 * 100, 12.0)
 
 
-def batch(n, seed=0):
+def batch(n, device, seed=0):
     g = torch.Generator().manual_seed(seed)
-    X = torch.randn(n, 16, generator=g, requires_grad=True)
+    X = torch.randn(n, 16, generator=g)
     labels = torch.randint(0, 10, (n,), generator=g)
     labels[torch.rand(n, generator=g) < 0.5] = -1
-    return X, constraints_from_labels(labels)
+    return X.to(device).requires_grad_(True), labels.to(device)
 
 
 def standardized(X):
@@ -41,46 +46,100 @@ def standardized(X):
     return (S - S.mean()) / S.std()
 
 
-def best_of(fn, repeats):
+def loss_step(X, labels, n_samples, generator):
+    loss = partial_fenchel_young_loss(standardized(X), labels, 10, n_samples=n_samples,
+                                      generator=generator)
+    loss.backward()
+
+
+def adjacency_step(X, labels, n_samples, generator):
+    A, _, _ = perturbed_spanning_forest(standardized(X), 10, n_samples=n_samples,
+                                        generator=generator)
+    A.sum().backward()
+
+
+def best_of(fn, repeats, device):
+    """Best wall time of ``repeats`` calls; on a GPU, waits for the device each time."""
     best = np.inf
     for _ in range(repeats):
+        if device == "cuda":
+            torch.cuda.synchronize()
         start = time.perf_counter()
         fn()
+        if device == "cuda":
+            torch.cuda.synchronize()
         best = min(best, time.perf_counter() - start)
     return best
+
+
+def estimated_cpu_seconds(n, n_samples):
+    work, seconds = CPU_REFERENCE
+    return seconds * n * n * n_samples / work
+
+
+def measure(device, n, n_samples, repeats):
+    """(loss seconds, A_eps seconds, peak GPU bytes or None) for one configuration."""
+    X, labels = batch(n, device)
+    generator = torch.Generator().manual_seed(0)
+    if device == "cuda":
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+    loss_time = best_of(lambda: loss_step(X, labels, n_samples, generator), repeats, device)
+    adj_time = best_of(lambda: adjacency_step(X, labels, n_samples, generator), repeats,
+                       device)
+    peak = torch.cuda.max_memory_allocated() if device == "cuda" else None
+    return loss_time, adj_time, peak
+
+
+def warm_up(device):
+    """Compile (or load from cache) the kernels of both operators."""
+    X, labels = batch(64, device)
+    generator = torch.Generator().manual_seed(0)
+    loss_step(X, labels, 2, generator)
+    adjacency_step(X, labels, 2, generator)
+
+
+def milliseconds(seconds):
+    return f"{seconds * 1e3:10.1f} ms" if seconds is not None else f"{'skipped':>13}"
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[256, 1024, 4096, 16384])
+    parser.add_argument("--samples", type=int, nargs="+", default=[100, 1000])
+    parser.add_argument("--cpu-budget", type=float, default=60.0,
+                        help="skip CPU runs estimated to take longer than this (seconds)")
     args = parser.parse_args()
-    generator = torch.Generator().manual_seed(0)
-
-    def loss_step(X, C, n_samples):
-        loss = partial_fenchel_young_loss(standardized(X), C, 10, n_samples=n_samples,
-                                          generator=generator)
-        loss.backward()
-
-    def adjacency_step(X, n_samples):
-        A, _, _ = perturbed_spanning_forest(standardized(X), 10, n_samples=n_samples,
-                                            generator=generator)
-        A.sum().backward()
-
-    X, C = batch(32)
-    loss_step(X, C, 2)  # compile (or load) the numba kernels
-    adjacency_step(X, 2)
-
-    print(f"{'n':>5} {'samples':>8} {'loss fwd+bwd':>14} {'A_eps fwd+bwd':>14}  jaxclust")
-    for n in (64, 256, 1024):
-        for n_samples in (100, 1000):
-            X, C = batch(n)
-            loss_time = best_of(lambda: loss_step(X, C, n_samples), args.repeats)
-            adj_time = best_of(lambda: adjacency_step(X, n_samples), args.repeats)
+    has_cuda = torch.cuda.is_available()
+    devices = ["cpu"] + (["cuda"] if has_cuda else [])
+    for device in devices:
+        warm_up(device)
+    if has_cuda:
+        print(f"GPU: {torch.cuda.get_device_name()}")
+    else:
+        print("GPU column: needs CUDA (none here); CPU column only.")
+    print(f"CPU: {torch.get_num_threads()} threads; runs estimated above "
+          f"{args.cpu_budget:.0f} s (per call, x{2 * args.repeats}) are skipped.")
+    header = f"{'n':>6} {'samples':>8} {'CPU loss':>13} {'CPU A_eps':>13}"
+    if has_cuda:
+        header += f" {'GPU loss':>13} {'GPU A_eps':>13} {'GPU peak':>10} {'loss speed-up':>14}"
+    print(header + "  jaxclust")
+    for n in args.sizes:
+        for n_samples in args.samples:
+            cpu = (None, None, None)
+            if estimated_cpu_seconds(n, n_samples) <= args.cpu_budget:
+                cpu = measure("cpu", n, n_samples, args.repeats)
+            line = f"{n:6d} {n_samples:8d} {milliseconds(cpu[0])} {milliseconds(cpu[1])}"
+            if has_cuda:
+                gpu = measure("cuda", n, n_samples, args.repeats)
+                speedup = f"{cpu[0] / gpu[0]:13.1f}x" if cpu[0] is not None else f"{'':>14}"
+                line += (f" {milliseconds(gpu[0])} {milliseconds(gpu[1])} "
+                         f"{gpu[2] / 2**30:7.2f} GB {speedup}")
             reference = JAXCLUST_SECONDS.get((n, n_samples))
-            note = (f"{reference:.0f} s forward: {reference / adj_time:,.0f}x slower"
-                    if reference else "")
-            print(f"{n:5d} {n_samples:8d} {loss_time * 1e3:11.1f} ms "
-                  f"{adj_time * 1e3:11.1f} ms  {note}")
+            if reference and cpu[1] is not None:
+                line += f"  {reference:.0f} s forward: {reference / cpu[1]:,.0f}x slower"
+            print(line, flush=True)
 
 
 if __name__ == "__main__":

@@ -5,14 +5,18 @@ This module imports torch; the rest of skdiffclust does not.
 The operators take a symmetric similarity matrix ``S`` (n x n; larger means more
 similar, e.g. negative squared distances between embeddings) and perturb it with
 symmetric Gaussian noise ``epsilon * Z`` (independent entries above the diagonal).
-The Monte-Carlo samples are solved in parallel by numba kernels on the CPU; tensors
-on a GPU make a round trip to the CPU and the results come back to their device.
+The Monte-Carlo samples are solved in parallel by numba kernels on the CPU, or, for
+``S`` on a CUDA device, by CUDA kernels on that device (``forest/_gpu.py``): same
+noise for the same CPU generator, same forests, same gradients. Constraints whose
+cannot-links are not complete between must-link groups (never the case for partial
+labels) are solved on the CPU in both cases, the results coming back to S's device.
 """
 
 import numpy as np
 import torch
 
 from skdiffclust._utils._validation import check_n_clusters
+from skdiffclust.forest._constraints import Constraints
 from skdiffclust.forest._constraints import constraints_from_labels as _labels_to_matrix
 from skdiffclust.forest._torch_ops import (
     PartialFenchelYoungFunction,
@@ -32,14 +36,68 @@ __all__ = [
 ]
 
 
+def _parse_constraints(constraints, n):
+    """Constraints from an (n, n) matrix, (n,) partial labels or a Constraints."""
+    if isinstance(constraints, torch.Tensor) and constraints.ndim == 1:
+        constraints = constraints.detach().to("cpu").numpy()
+    if isinstance(constraints, (np.ndarray, list, tuple)) and np.ndim(constraints) == 1:
+        if len(constraints) != n:
+            raise ValueError(
+                f"constraints given as partial labels must have {n} entries like S, "
+                f"got {len(constraints)}.")
+        return Constraints.from_labels(np.asarray(constraints), n)
+    return parse_constraints(constraints, n)
+
+
 def _problem(S, n_clusters, epsilon, n_samples, constraints, generator):
     array = similarity_to_numpy(S)
     check_n_clusters(n_clusters, array.shape[0])
     check_perturbation(epsilon, n_samples)
-    parsed = parse_constraints(constraints, array.shape[0])
+    parsed = _parse_constraints(constraints, array.shape[0])
     check_feasible(parsed, n_clusters)
     seed = seed_from_generator(generator)
     return PerturbedProblem(array, n_clusters, epsilon, n_samples, parsed, seed)
+
+
+def _check_device_similarity(S):
+    """The checks of ``similarity_to_numpy`` on the device, with one flag read back."""
+    if S.ndim != 2 or S.shape[0] != S.shape[1]:
+        raise ValueError(
+            f"S must be a square (n, n) similarity matrix, got shape {tuple(S.shape)}.")
+    if not torch.is_floating_point(S):
+        raise TypeError(f"S must be a floating point tensor, got dtype {S.dtype}.")
+    if S.numel() == 0:
+        return  # check_n_clusters reports it
+    A = S.detach() if S.dtype == torch.float64 else S.detach().to(torch.float32)
+    finite = torch.isfinite(A).all()
+    tolerance = float(np.sqrt(torch.finfo(A.dtype).eps)) * A.abs().max()
+    symmetric = ((A - A.T).abs() <= tolerance).all()
+    finite, symmetric = torch.stack([finite, symmetric]).tolist()
+    if not finite:
+        raise ValueError("S contains NaN or infinity.")
+    if not symmetric:
+        raise ValueError("S must be a symmetric similarity matrix.")
+
+
+def _device_constraints(S, n_clusters, epsilon, n_samples, constraints):
+    """Validate a CUDA call; the parsed constraints, or ``False`` to solve on the CPU.
+
+    The CPU solver takes problems the device solver does not: general cannot-link
+    structures, and single points.
+    """
+    _check_device_similarity(S)
+    n = S.shape[0]
+    check_n_clusters(n_clusters, n)
+    check_perturbation(epsilon, n_samples)
+    parsed = _parse_constraints(constraints, n)
+    check_feasible(parsed, n_clusters)
+    if n < 2 or (parsed is not None and parsed.rooted_samples() is None):
+        return False
+    return None if parsed is None or parsed.is_empty else parsed
+
+
+def _on_cuda(S):
+    return isinstance(S, torch.Tensor) and S.is_cuda
 
 
 def perturbed_spanning_forest(S, n_clusters, *, epsilon=0.1, n_samples=100,
@@ -62,11 +120,12 @@ def perturbed_spanning_forest(S, n_clusters, *, epsilon=0.1, n_samples=100,
         Noise amplitude.
     n_samples : int, default=100
         Number of Monte-Carlo samples.
-    constraints : torch.Tensor or ndarray of shape (n, n), default=None
+    constraints : torch.Tensor or ndarray of shape (n, n) or (n,), default=None
         ``+1`` must-link, ``-1`` cannot-link, ``0`` unknown (see
-        :func:`constraints_from_labels`).
+        :func:`constraints_from_labels`), or partial labels (``-1`` unlabelled).
     generator : torch.Generator, default=None
-        Source of the noise seed (torch's default generator if None).
+        Source of the noise seed (torch's default generator if None). A CPU
+        generator gives the same noise whatever S's device.
     control_variate : bool, default=True
         Subtract the unperturbed forest in the score-function gradient of ``A_eps``
         and ``M_eps``: same mean, lower variance.
@@ -88,6 +147,10 @@ def perturbed_spanning_forest(S, n_clusters, *, epsilon=0.1, n_samples=100,
     estimator :math:`E[\\langle G, Y \\rangle Z] / \\varepsilon`, which regenerates
     the noise from its seed instead of solving again.
 
+    For ``S`` on a CUDA device, the samples are solved and reduced on that device;
+    with the same CPU ``generator`` the noise, the forests and the gradients are
+    those of the CPU solver.
+
     Examples
     --------
     >>> import torch
@@ -106,6 +169,14 @@ def perturbed_spanning_forest(S, n_clusters, *, epsilon=0.1, n_samples=100,
     >>> torch.equal(S.grad, A)
     True
     """
+    if _on_cuda(S):
+        parsed = _device_constraints(S, n_clusters, epsilon, n_samples, constraints)
+        if parsed is not False:
+            from skdiffclust.forest import _gpu
+
+            return _gpu.perturbed_spanning_forest(
+                S, n_clusters, epsilon=epsilon, n_samples=n_samples, constraints=parsed,
+                generator=generator, control_variate=control_variate)
     problem = _problem(S, n_clusters, epsilon, n_samples, constraints, generator)
     return PerturbedForestFunction.apply(S, problem, bool(control_variate))
 
@@ -124,8 +195,9 @@ def partial_fenchel_young_loss(S, constraints, n_clusters, *, epsilon=0.1, n_sam
     ----------
     S : torch.Tensor of shape (n, n)
         Symmetric similarity matrix.
-    constraints : torch.Tensor or ndarray of shape (n, n)
-        ``+1`` must-link, ``-1`` cannot-link, ``0`` unknown.
+    constraints : torch.Tensor or ndarray of shape (n, n) or (n,)
+        ``+1`` must-link, ``-1`` cannot-link, ``0`` unknown, or partial labels
+        (``-1`` unlabelled).
     n_clusters : int
         Number of trees k; must be feasible under the constraints.
     epsilon : float, default=0.1
@@ -150,6 +222,18 @@ def partial_fenchel_young_loss(S, constraints, n_clusters, *, epsilon=0.1, n_sam
     >>> emb.grad.shape
     torch.Size([4, 1])
     """
+    if _on_cuda(S):
+        parsed = _device_constraints(S, n_clusters, epsilon, n_samples, constraints)
+        if constraints is None:
+            raise ValueError("constraints are required for the partial Fenchel-Young loss.")
+        if parsed is not False:
+            from skdiffclust.forest import _gpu
+
+            if parsed is None:  # no group: both forests coincide
+                parsed = Constraints(np.full(S.shape[0], -1), np.zeros((0, 0), dtype=bool))
+            return _gpu.partial_fenchel_young_loss(
+                S, parsed, n_clusters, epsilon=epsilon, n_samples=n_samples,
+                generator=generator)
     problem = _problem(S, n_clusters, epsilon, n_samples, constraints, generator)
     if problem.constraints is None:
         raise ValueError("constraints are required for the partial Fenchel-Young loss.")
