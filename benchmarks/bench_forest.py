@@ -6,15 +6,27 @@ the labels, so it is a lower bound for any single-linkage clustering), and print
 each peer's time divided by ours. Peers whose O(n^2) memory or time is out of reach
 at a size are skipped (``--full`` lifts the time limits).
 
+Two more modes measure what the estimator keeps between calls:
+
+* ``--memory``: peak memory (``tracemalloc``, NumPy buffers included) and time of a
+  fit with partial labels of many classes: 20,000 points, 10,000 labels (two
+  samples each); constraints are stored per label, in O(n) memory;
+* ``--predict``: ``predict`` of 1,000 queries against 1,000,000 training points in
+  2-D, called three times: the first call builds the neighbour index, which the
+  estimator keeps for the next ones (and rebuilds once after unpickling).
+
 Usage::
 
     pip install ".[benchmark]"
     python benchmarks/bench_forest.py            # all sizes of the issue
     python benchmarks/bench_forest.py --quick    # small sizes, for a smoke run
+    python benchmarks/bench_forest.py --memory --predict   # those modes only
 """
 
 import argparse
+import pickle
 import time
+import tracemalloc
 
 import numpy as np
 from scipy.cluster.hierarchy import fcluster, linkage
@@ -98,12 +110,56 @@ def run_case(X, title, peers, ours_fn, limits, repeats):
     report(title, ours, peer_times, agreement)
 
 
+def memory_case(n=20_000, n_labels=10_000):
+    """Peak memory and time of a fit with partial labels of many classes."""
+    rng = np.random.default_rng(0)
+    X = rng.uniform(size=(n, 2))
+    y = rng.permutation(np.arange(n) % n_labels)
+    SpanningForestClustering(n_clusters=2).fit(X[:50], np.r_[0, 1, [-1] * 48])  # warm
+    est = SpanningForestClustering(n_clusters=n_labels)
+    seconds, _ = best_time(lambda: est.fit(X, y), 1)
+    tracemalloc.start()  # a second fit, traced (tracing slows Python code down)
+    est.fit(X, y)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    print(f"\npartial labels: n={n}, {n_labels} labels (2 samples each), "
+          f"n_clusters={n_labels}")
+    print(f"  fit {seconds:.2f} s, peak memory {peak / 2**20:.1f} MiB "
+          f"(X itself: {X.nbytes / 2**20:.1f} MiB); {est.n_clusters_} clusters")
+
+
+def predict_case(n=1_000_000, n_queries=1_000, repeats=3):
+    """predict against many training points: the index is built once and kept."""
+    rng = np.random.default_rng(0)
+    X = rng.uniform(size=(n, 2))
+    queries = rng.uniform(size=(n_queries, 2))
+    est = SpanningForestClustering(n_clusters=N_CLUSTERS).fit(X)
+    print(f"\npredict: {n_queries} queries, {n} training points in 2-D")
+    for call in range(repeats):
+        seconds, _ = best_time(lambda: est.predict(queries), 1)
+        print(f"  call {call + 1}: {seconds:.4f} s")
+    clone = pickle.loads(pickle.dumps(est))
+    for call in range(2):
+        seconds, _ = best_time(lambda: clone.predict(queries), 1)
+        print(f"  after unpickling, call {call + 1}: {seconds:.4f} s")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes only")
     parser.add_argument("--full", action="store_true", help="run slow peers too")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--memory", action="store_true",
+                        help="only the peak memory of a fit with 10,000 labels")
+    parser.add_argument("--predict", action="store_true",
+                        help="only predict's time against 1,000,000 training points")
     args = parser.parse_args()
+    if args.memory or args.predict:
+        if args.memory:
+            memory_case()
+        if args.predict:
+            predict_case()
+        return
     limits = PEER_MAX_N_FULL if args.full else PEER_MAX_N
     cases = [(2000, 16), (4000, 8), (20000, 2)] if args.quick else FEATURE_CASES
     n_pre = 1000 if args.quick else PRECOMPUTED_N

@@ -45,7 +45,7 @@ def _parse_constraints(constraints, n):
             raise ValueError(
                 f"constraints given as partial labels must have {n} entries like S, "
                 f"got {len(constraints)}.")
-        return Constraints.from_labels(np.asarray(constraints), n)
+        return Constraints.from_labels(np.asarray(constraints), n, name="constraints")
     return parse_constraints(constraints, n)
 
 

@@ -4,6 +4,7 @@ ClAM trains on the CPU without torch, so it is here; the estimators and settings
 that need torch are checked in ``test_torch_common*.py``.
 """
 
+import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from skdiffclust import ClAM, SparseGEMINI, SpanningForestClustering
@@ -48,6 +49,9 @@ def expected_failed_checks(estimator):
     return {}
 
 
+# the checks feed distance matrices to metric='precomputed', which warns that they
+# look like distances rather than similarities (what a user should hear)
+@pytest.mark.filterwarnings("ignore:X looks like a distance matrix:UserWarning")
 @parametrize_with_checks(ESTIMATORS, expected_failed_checks=expected_failed_checks)
 def test_sklearn_compatible_estimator(estimator, check):
     check(estimator)

@@ -175,8 +175,9 @@ def constrained_problems(draw, labelled):
         y = np.array(draw(st.lists(st.integers(-1, 2), min_size=n, max_size=n)))
         return S, k, y, None, None
     pairs = st.tuples(st.integers(0, n - 1), st.integers(0, n - 1))
-    ml = draw(st.lists(pairs, max_size=3))
-    cl = draw(st.lists(pairs.filter(lambda p: p[0] != p[1]), max_size=4))
+    distinct = pairs.filter(lambda p: p[0] != p[1])
+    ml = draw(st.lists(distinct, max_size=3))
+    cl = draw(st.lists(distinct, max_size=4))
     return S, k, None, ml, cl
 
 

@@ -2,6 +2,7 @@
 
 import pickle
 import tracemalloc
+import warnings
 
 import numpy as np
 import pytest
@@ -10,7 +11,7 @@ from sklearn.metrics import adjusted_rand_score, pairwise_distances
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from skdiffclust import SpanningForestClustering
+from skdiffclust import SpanningForestClustering, spanning_forest
 from tests._data import load_benchmark
 
 
@@ -187,3 +188,130 @@ def test_a_million_points_in_2d_fit_in_memory():
     tracemalloc.stop()
     assert peak < 512 * 2**20
     assert len(np.unique(est.labels_[:3])) == 3
+
+
+def test_constraints_from_many_labels_take_linear_memory():
+    # 10,000 classes of two samples: no pair list, no class-by-class matrix
+    n = 20_000
+    rng = np.random.default_rng(15)
+    X = rng.uniform(size=(n, 2))
+    y = rng.permutation(np.arange(n) % 10_000)
+    tracemalloc.start()
+    est = SpanningForestClustering(n_clusters=10_000).fit(X, y)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert peak < 64 * 2**20  # was 2.5 GB
+    assert est.n_clusters_ == 10_000
+    assert np.all(est.labels_[np.argsort(y, kind="stable")][::2]
+                  == est.labels_[np.argsort(y, kind="stable")][1::2])
+
+
+# ---------------------------------------------------------------------- score
+def _blobs(seed=16):
+    rng = np.random.default_rng(seed)
+    centers = np.array([[0.0, 0.0], [6.0, 0.0], [0.0, 6.0]])
+    return np.concatenate([c + rng.standard_normal((60, 2)) for c in centers])
+
+
+def test_score_on_the_training_samples_compares_the_cut_and_the_kept_edges():
+    X = _blobs()
+    est = SpanningForestClustering(n_clusters=3).fit(X)
+    kept = -est.forest_weights_.min()  # the longest edge the forest keeps
+    D = pairwise_distances(X)
+    between = D[est.labels_[:, None] != est.labels_[None, :]].min()  # the weakest cut
+    assert est.score(X) == pytest.approx((between - kept) / (between + kept))
+    assert 0 < est.score(X) < 1
+    assert SpanningForestClustering(n_clusters=1).fit(X).score(X) == 0.0
+
+
+@pytest.mark.parametrize("dataset,k", [("blobs", 3), ("moons", 2), ("circles", 2)])
+def test_score_selects_the_number_of_clusters_without_a_scorer(dataset, k):
+    from sklearn.datasets import make_blobs, make_circles, make_moons
+    from sklearn.model_selection import GridSearchCV, KFold
+
+    X, _ = {
+        "blobs": lambda: make_blobs(300, centers=[[0, 0], [6, 0], [0, 6]], cluster_std=0.5,
+                                    random_state=0),
+        "moons": lambda: make_moons(300, noise=0.05, random_state=0),
+        "circles": lambda: make_circles(300, noise=0.03, factor=0.4, random_state=0),
+    }[dataset]()
+    search = GridSearchCV(SpanningForestClustering(), {"n_clusters": [2, 3, 4, 5, 6]},
+                          cv=KFold(3, shuffle=True, random_state=0)).fit(X)
+    assert search.best_params_ == {"n_clusters": k}
+
+
+def test_score_with_precomputed_similarities_is_the_feature_score():
+    X = _blobs()
+    new = np.random.default_rng(17).uniform(-2, 8, (20, 2))
+    features = SpanningForestClustering(n_clusters=3).fit(X)
+    pre = SpanningForestClustering(n_clusters=3, metric="precomputed").fit(-pairwise_distances(X))
+    assert pre.score(-pairwise_distances(new, X)) == pytest.approx(features.score(new))
+    # new samples between the clusters lower the score
+    assert features.score(new) < features.score(X)
+
+
+# -------------------------------------------------------------- robustness
+def test_a_distance_matrix_given_as_similarities_warns():
+    X = _blobs()
+    D = pairwise_distances(X)
+    with pytest.warns(UserWarning, match="distance matrix.*-D"):
+        SpanningForestClustering(n_clusters=3, metric="precomputed").fit(D)
+    with pytest.warns(UserWarning, match="distance matrix.*-D"):
+        spanning_forest(D, 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for S in (-D, -(D**2), np.exp(-(D**2))):
+            SpanningForestClustering(n_clusters=3, metric="precomputed").fit(S)
+
+
+@pytest.mark.parametrize("algorithm", ["auto", "prim"])
+def test_values_whose_squares_overflow_raise_in_fit_and_predict(algorithm):
+    X = _blobs()
+    with pytest.raises(ValueError, match="overflow"):
+        SpanningForestClustering(n_clusters=3, algorithm=algorithm).fit(X * 1e155)
+    est = SpanningForestClustering(n_clusters=3, algorithm=algorithm).fit(X)
+    with pytest.raises(ValueError, match="overflow"):
+        est.predict(X * 1e155)
+
+
+@pytest.mark.parametrize("algorithm", ["kd_tree", "prim"])
+@pytest.mark.parametrize("transform", [lambda X: X + 1e10, lambda X: X * 1e-100,
+                                       lambda X: X * 1e100])
+def test_shifted_or_rescaled_data_give_the_same_forest(algorithm, transform):
+    X = np.random.default_rng(18).standard_normal((200, 5))
+    reference = SpanningForestClustering(n_clusters=4, algorithm=algorithm).fit(X).labels_
+    labels = SpanningForestClustering(n_clusters=4, algorithm=algorithm).fit(transform(X)).labels_
+    np.testing.assert_array_equal(labels, reference)
+
+
+def test_predict_builds_its_neighbour_index_once_and_pickles_without_it():
+    X = _blobs()
+    est = SpanningForestClustering(n_clusters=3).fit(X)
+    first = est.predict(X[:5])
+    index = est._index._search
+    np.testing.assert_array_equal(est.predict(X[:5]), first)
+    assert est._index._search is index  # kept, not rebuilt
+    clone = pickle.loads(pickle.dumps(est))
+    assert clone._index._search is None  # not pickled: rebuilt on first use
+    np.testing.assert_array_equal(clone.predict(X[:5]), first)
+
+
+def test_n_jobs_restores_the_thread_counts():
+    import numba
+    import quitefastmst
+
+    X = _blobs()
+    before = numba.get_num_threads(), quitefastmst.omp_get_max_threads()
+    labels = [SpanningForestClustering(n_clusters=3, n_jobs=n).fit(X).labels_
+              for n in (1, 2, -1, None)]
+    for other in labels[1:]:
+        np.testing.assert_array_equal(other, labels[0])
+    assert (numba.get_num_threads(), quitefastmst.omp_get_max_threads()) == before
+
+
+def test_partial_labels_name_minus_one_and_self_pairs_are_rejected():
+    X = _blobs()
+    with pytest.raises(ValueError, match="only -1 marks unlabelled"):
+        SpanningForestClustering(n_clusters=3).fit(X, np.r_[-3, [-1] * 179])
+    with pytest.raises(ValueError, match="with itself"):
+        SpanningForestClustering(n_clusters=3).fit(X, must_link=[(2, 2)])

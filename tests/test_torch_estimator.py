@@ -1,6 +1,8 @@
 """Learning through clustering with SpanningForestClustering(embedding=...)."""
 
 import pickle
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -151,3 +153,93 @@ def test_read_only_float32_input_trains_without_warnings(denoising):
     frozen = X_val.astype(np.float32)
     frozen.setflags(write=False)
     assert est.transform(frozen).shape == (X_val.shape[0], 2)
+
+
+# --------------------------------------------------------- defaults, conventions
+@pytest.mark.filterwarnings("error::sklearn.exceptions.ConvergenceWarning")
+def test_denoising_with_default_settings_reaches_perfect_validation_clustering():
+    """The paper's toy problem with defaults only: n_clusters, embedding, n_components."""
+    X, y = make_denoising(random_state=2024)
+    X_val, y_val = make_denoising(random_state=7)
+    est = SpanningForestClustering(n_clusters=4, embedding="linear", n_components=2,
+                                   random_state=0, device="cpu").fit(X, y)
+    learned = SpanningForestClustering(n_clusters=4).fit(est.transform(X_val)).labels_
+    assert adjusted_rand_score(y_val, learned) == 1.0
+    assert adjusted_rand_score(y_val, est.predict(X_val)) == 1.0
+    assert est.n_iter_ < est.max_iter
+
+
+def test_embedding_models_load_and_predict_without_torch(denoising, tmp_path):
+    X, y, X_val, _ = denoising
+    est = _fit_denoising(X, y, embedding="mlp", hidden_layer_sizes=(8,), max_iter=2)
+    path = tmp_path / "model.pkl"
+    path.write_bytes(pickle.dumps(est))
+    np.save(tmp_path / "X_val.npy", X_val)
+    code = (
+        "import pickle, sys\n"
+        "import numpy as np\n"
+        "class NoTorch:  # import torch now fails, as where it is not installed\n"
+        "    def find_spec(self, name, path, target=None):\n"
+        "        if name.split('.')[0] == 'torch':\n"
+        "            raise ImportError('No module named torch')\n"
+        "sys.meta_path.insert(0, NoTorch())\n"
+        f"est = pickle.loads(open({str(path)!r}, 'rb').read())\n"
+        f"X_val = np.load({str(tmp_path / 'X_val.npy')!r})\n"
+        "np.save(sys.argv[1], np.column_stack([est.predict(X_val), est.transform(X_val)]))\n"
+        "assert 'torch' not in sys.modules\n"
+    )
+    out = tmp_path / "out.npy"
+    done = subprocess.run([sys.executable, "-c", code, str(out)], capture_output=True,
+                          text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = np.load(out)
+    np.testing.assert_array_equal(result[:, 0], est.predict(X_val))
+    np.testing.assert_allclose(result[:, 1:], est.transform(X_val))
+
+
+def test_the_numpy_forward_pass_is_the_torch_module(denoising):
+    from skdiffclust._utils._torch import build_mlp, make_generator
+
+    X, y, X_val, _ = denoising
+    est = _fit_denoising(X, y, embedding="mlp", hidden_layer_sizes=(8,), max_iter=2)
+    module = build_mlp(4, (8,), 2, make_generator(0))
+    module.load_state_dict({k: torch.as_tensor(v) for k, v in est.embedding_state_.items()})
+    with torch.no_grad():
+        expected = module(torch.as_tensor(X_val, dtype=torch.float32)).numpy()
+    np.testing.assert_allclose(est.transform(X_val.astype(np.float32)), expected,
+                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(est.transform(X_val), expected, rtol=1e-4, atol=1e-5)
+
+
+def test_float32_in_float32_out_and_feature_names(denoising):
+    X, y, X_val, _ = denoising
+    est = _fit_denoising(X.astype(np.float32), y, max_iter=2)
+    assert est.transform(X_val.astype(np.float32)).dtype == np.float32
+    assert est.fit_transform(X.astype(np.float32), y).dtype == np.float32
+    assert est.get_feature_names_out().tolist() == [
+        "spanningforestclustering0", "spanningforestclustering1"]
+    plain = SpanningForestClustering(n_clusters=4).fit(X)
+    for method in ("transform", "fit_transform", "get_feature_names_out", "set_output"):
+        assert not hasattr(plain, method)
+
+
+def test_n_jobs_changes_neither_the_training_nor_the_thread_counts(denoising):
+    import numba
+
+    X, y, X_val, _ = denoising
+    partial = np.where(np.arange(60) % 3 == 0, y, -1)
+    before = numba.get_num_threads()
+    one = _fit_denoising(X, partial, max_iter=3, n_jobs=1)
+    assert numba.get_num_threads() == before
+    two = _fit_denoising(X, partial, max_iter=3, n_jobs=2)
+    np.testing.assert_array_equal(one.labels_, two.labels_)
+    np.testing.assert_array_equal(one.loss_curve_, two.loss_curve_)
+    for name, value in one.embedding_state_.items():
+        np.testing.assert_array_equal(value, two.embedding_state_[name])
+
+
+def test_score_is_higher_for_the_learned_embedding(denoising):
+    X, y, X_val, _ = denoising
+    untrained = _fit_denoising(X, y, max_iter=0)
+    trained = _fit_denoising(X, y)
+    assert trained.score(X_val) > untrained.score(X_val)

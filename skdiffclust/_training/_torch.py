@@ -6,8 +6,11 @@ objective to record. :func:`train` does the rest, identically on the CPU and on
 CUDA:
 
 * the data, the task's own tensors and the batch indices live on the training
-  device; batches are drawn there, from a local ``torch.Generator`` seeded from
-  the estimator's ``random_state``;
+  device; the samplers here draw batches there, from a local ``torch.Generator``
+  seeded from the estimator's ``random_state`` (a method whose steps need host-side
+  facts about each batch, such as the forest's labels, may draw them on the host
+  and copy them once per epoch instead: a sampler's ``epoch()`` returns anything
+  with ``shape[0]`` batches and ``[i]`` indexing);
 * ``torch.optim.Adam`` updates the parameters;
 * the objective is summed on the device and read back once per epoch, so that
   nothing synchronises the host with the device inside an epoch;
@@ -198,8 +201,10 @@ def train(task, sampler, *, learning_rate, max_iter, tol, n_iter_no_change, name
     Parameters
     ----------
     task : TorchTask
-    sampler : UniformBatches, PooledBatches or PairedBatches
-        Draws each epoch's batches on ``device``.
+    sampler : UniformBatches, PooledBatches, PairedBatches or similar
+        ``sampler.epoch()`` returns an epoch's batches: an object with
+        ``shape[0]`` batches whose ``[i]`` is what ``task.loss`` takes (the
+        samplers of this module: index tensors drawn on ``device``).
     learning_rate : float
         Adam's step size.
     max_iter, tol, n_iter_no_change, min_epochs, target, name, verbose :

@@ -64,7 +64,8 @@ def check_magnitude(X, name="X"):
     and scipy sparse matrices.
     """
     values = X.data if hasattr(X, "data") and not isinstance(X, np.ndarray) else X
-    largest = float(np.max(np.abs(values))) if np.size(values) else 0.0
+    # max and min instead of abs: no temporary copy of a large X
+    largest = max(float(values.max()), -float(values.min())) if np.size(values) else 0.0
     if largest > MAX_MAGNITUDE:
         raise ValueError(
             f"{name} contains values up to {largest:.3g} in magnitude: their squared "

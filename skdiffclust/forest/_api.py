@@ -1,5 +1,7 @@
 """The functional form of the clustering operator, in the paper's notation."""
 
+import warnings
+
 import numpy as np
 from sklearn.utils import check_array
 
@@ -70,6 +72,7 @@ def spanning_forest(S, n_clusters, constraints=None):
     """
     S = check_array(S, dtype=[np.float64, np.float32], input_name="S")
     check_similarity_matrix(S, name="S")
+    warn_if_distances(S, "S", stacklevel=2)
     n = S.shape[0]
     parsed = None if constraints is None else Constraints.from_matrix(constraints, n)
     forest = forest_from_similarity(S, n_clusters, constraints=parsed)
@@ -78,3 +81,21 @@ def spanning_forest(S, n_clusters, constraints=None):
     A[forest.edges[:, 1], forest.edges[:, 0]] = 1
     M = (forest.labels[:, None] == forest.labels[None, :]).astype(S.dtype)
     return A, M
+
+
+def warn_if_distances(S, name, stacklevel):
+    """Warn when a similarity matrix looks like a distance matrix (zero diagonal,
+    positive elsewhere): the forest would then join the most distant samples."""
+    n = S.shape[0]
+    # cheap tests first: most similarity matrices fail them on their first row
+    if n < 2 or np.any(np.diagonal(S) != 0) or S[0].min() < 0 or S.min() < 0:
+        return
+    if np.count_nonzero(S) == n * (n - 1):
+        warnings.warn(
+            f"{name} looks like a distance matrix (zero diagonal, positive elsewhere), "
+            "but a similarity matrix is expected (larger means more similar): the "
+            "forest would join the most distant samples. Pass -D (or another "
+            "similarity, such as np.exp(-D**2 / D.var())) instead of D; silence this "
+            f"warning if {name} really is a similarity matrix.",
+            UserWarning, stacklevel=stacklevel + 1,
+        )

@@ -2,9 +2,10 @@
 
 Users give constraints as partial labels, as index pairs or, in the paper's
 notation, as an n x n matrix with +1 (must-link), -1 (cannot-link) and 0 (unknown).
-Internally they become a compact :class:`Constraints`: the must-link groups (the
-transitive closure of the must-link pairs) and a cannot-link relation between
-groups, so nothing of size n x n is kept.
+Internally they become a compact :class:`Constraints` in O(n) memory: the must-link
+groups (the transitive closure of the must-link pairs), the set of groups that
+pairwise cannot link (every class of partial labels: no pair list is needed) and,
+only for other cannot-link structures, the list of cannot-linked group pairs.
 """
 
 import numpy as np
@@ -23,14 +24,25 @@ class Constraints:
     ----------
     group : ndarray of shape (n_samples,), int64
         Must-link group of each sample, ``-1`` for samples without constraints.
-        Groups are numbered 0 .. n_groups - 1.
-    conflict : ndarray of shape (n_groups, n_groups), bool
-        Symmetric cannot-link relation between groups.
+        Groups are numbered 0 .. n_groups - 1 in the order of their first sample.
+    apart : ndarray of shape (n_groups,), bool
+        Groups that pairwise cannot link (the classes of partial labels).
+    pairs : ndarray of shape (n_pairs, 2), int64, default=None
+        Further cannot-linked group pairs ``(a, b)`` with ``a < b``, distinct, not
+        both in ``apart``.
+
+    Notes
+    -----
+    When every cannot-link is between two groups of a set that pairwise cannot
+    link (partial labels), the structure is *rooted* (:meth:`rooted_samples`), the
+    exact solver applies and nothing beyond O(n) is stored. Pairs that complete
+    such a set are folded into ``apart`` when the constraints are built.
     """
 
-    def __init__(self, group, conflict):
+    def __init__(self, group, apart, pairs=None):
         self.group = group
-        self.conflict = conflict
+        self.apart = apart
+        self.pairs = np.empty((0, 2), dtype=np.int64) if pairs is None else pairs
 
     @property
     def n_samples(self):
@@ -38,11 +50,30 @@ class Constraints:
 
     @property
     def n_groups(self):
-        return self.conflict.shape[0]
+        return self.apart.shape[0]
 
     @property
     def is_empty(self):
         return self.n_groups == 0
+
+    @property
+    def is_rooted(self):
+        """Whether the groups that take part in cannot-links pairwise cannot link."""
+        return self.pairs.shape[0] == 0
+
+    @property
+    def conflict(self):
+        """The cannot-link relation as a dense (n_groups, n_groups) boolean matrix.
+
+        O(n_groups^2) memory: only the greedy solver of general (not rooted)
+        structures uses it, and it needs every pair of samples anyway.
+        """
+        conflict = np.zeros((self.n_groups, self.n_groups), dtype=bool)
+        conflict[np.ix_(self.apart, self.apart)] = True
+        np.fill_diagonal(conflict, False)
+        conflict[self.pairs[:, 0], self.pairs[:, 1]] = True
+        conflict[self.pairs[:, 1], self.pairs[:, 0]] = True
+        return conflict
 
     def members(self):
         """Samples of each group, as a list of arrays."""
@@ -59,12 +90,11 @@ class Constraints:
         problem into an ordinary spanning-forest problem: the greedy algorithm is
         then exact and needs only the unconstrained spanning tree.
         """
-        involved = np.flatnonzero(self.conflict.any(axis=1))
-        block = self.conflict[np.ix_(involved, involved)]
-        if not np.all(block | np.eye(involved.size, dtype=bool)):
+        if not self.is_rooted:
             return None
         rooted = np.zeros(self.n_samples, dtype=bool)
-        rooted[np.isin(self.group, involved)] = True
+        grouped = self.group >= 0
+        rooted[grouped] = self.apart[self.group[grouped]]
         return rooted
 
     def feasible_n_clusters(self):
@@ -73,23 +103,28 @@ class Constraints:
         Known exactly when the rooted solver applies: at least one cluster per
         group that cannot link, at most one per must-link group or free sample.
         """
-        if self.rooted_samples() is None:
+        if not self.is_rooted:
             return None
-        n_apart = int(np.count_nonzero(self.conflict.any(axis=1)))
+        n_apart = int(np.count_nonzero(self.apart))
         n_nodes = int(np.count_nonzero(self.group < 0)) + self.n_groups
         return max(n_apart, 1), n_nodes
 
     def kernel_arrays(self):
-        """The constraints as the plain arrays the numba solvers take."""
+        """The constraints as the plain arrays the numba solvers take.
+
+        ``(group_ptr, group_members, group, rooted, general, conflict)``; the dense
+        ``conflict`` matrix is built only for general structures (empty otherwise).
+        """
         members = self.members()
         group_ptr = np.zeros(self.n_groups + 1, dtype=np.int64)
         group_ptr[1:] = np.cumsum([m.size for m in members])
         group_members = (np.concatenate(members) if members else np.empty(0)).astype(np.int64)
-        rooted = self.rooted_samples()
-        general = rooted is None
+        general = not self.is_rooted
         if general:
-            rooted = np.zeros(self.n_samples, dtype=bool)
-        return group_ptr, group_members, self.group, rooted, general, self.conflict
+            rooted, conflict = np.zeros(self.n_samples, dtype=bool), self.conflict
+        else:
+            rooted, conflict = self.rooted_samples(), np.zeros((0, 0), dtype=bool)
+        return group_ptr, group_members, self.group, rooted, general, conflict
 
     @staticmethod
     def empty_kernel_arrays(n_samples):
@@ -101,50 +136,30 @@ class Constraints:
     @classmethod
     def from_pairs(cls, n_samples, must_link=None, cannot_link=None):
         """Close must-links transitively, lift cannot-links to groups, check both."""
-        must_link = _check_pairs(must_link, n_samples, "must_link")
-        cannot_link = _check_pairs(cannot_link, n_samples, "cannot_link")
-        self_cannot = cannot_link[:, 0] == cannot_link[:, 1]
-        if self_cannot.any():
-            i = int(cannot_link[self_cannot][0, 0])
-            raise ValueError(
-                f"Contradictory constraints: sample {i} is cannot-linked with itself."
-            )
-        graph = coo_array(
-            (np.ones(must_link.shape[0]), (must_link[:, 0], must_link[:, 1])),
-            shape=(n_samples, n_samples),
-        )
-        _, component = connected_components(graph, directed=False)
-        component_size = np.bincount(component, minlength=n_samples)
-        constrained = component_size[component] > 1
-        constrained[cannot_link.ravel()] = True
-        group = np.full(n_samples, -1, dtype=np.int64)
-        _, group[constrained] = np.unique(component[constrained], return_inverse=True)
-        n_groups = int(group.max()) + 1 if constrained.any() else 0
-        ga = group[cannot_link[:, 0]]
-        gb = group[cannot_link[:, 1]]
-        same = ga == gb
-        if same.any():
-            i, j = (int(v) for v in cannot_link[same][0])
-            raise ValueError(
-                f"Contradictory constraints: samples {i} and {j} are cannot-linked "
-                "but must-linked (directly or through other must-links)."
-            )
-        conflict = np.zeros((n_groups, n_groups), dtype=bool)
-        conflict[ga, gb] = True
-        conflict[gb, ga] = True
-        return cls(group, conflict)
+        must_link = check_pairs(must_link, n_samples, "must_link")
+        cannot_link = check_pairs(cannot_link, n_samples, "cannot_link")
+        return _build(n_samples, must_link, np.empty(0, dtype=np.int64), cannot_link)
 
     @classmethod
-    def from_labels(cls, y, n_samples, must_link=None, cannot_link=None):
-        """Partial labels (``-1`` = unlabelled) plus optional extra pairs."""
-        pairs_ml, pairs_cl = pairs_from_labels(y, n_samples)
-        extra_ml = _check_pairs(must_link, n_samples, "must_link")
-        extra_cl = _check_pairs(cannot_link, n_samples, "cannot_link")
-        return cls.from_pairs(
-            n_samples,
-            np.concatenate([pairs_ml, extra_ml]),
-            np.concatenate([pairs_cl, extra_cl]),
-        )
+    def from_labels(cls, y, n_samples, must_link=None, cannot_link=None, name="y"):
+        """Partial labels (``-1`` = unlabelled) plus optional extra pairs.
+
+        Samples with the same label are must-linked, samples with different labels
+        cannot link: the classes are groups that pairwise cannot link, stored as
+        such, in O(n) memory whatever the number of classes. ``name`` is the
+        labels' name in error messages.
+        """
+        y = check_partial_labels(y, n_samples, name)
+        must_link = check_pairs(must_link, n_samples, "must_link")
+        cannot_link = check_pairs(cannot_link, n_samples, "cannot_link")
+        labelled = np.flatnonzero(y != UNLABELLED)
+        _, first, inverse = np.unique(y[labelled], return_index=True, return_inverse=True)
+        representative = labelled[first]
+        # each labelled sample to the first sample of its class
+        label_links = np.column_stack([labelled, representative[inverse]])
+        label_links = label_links[label_links[:, 0] != label_links[:, 1]]
+        apart = representative if representative.size >= 2 else np.empty(0, dtype=np.int64)
+        return _build(n_samples, np.concatenate([label_links, must_link]), apart, cannot_link)
 
     @classmethod
     def from_matrix(cls, constraints, n_samples):
@@ -155,45 +170,106 @@ class Constraints:
         return cls.from_pairs(n_samples, must_link, cannot_link)
 
 
-def pairs_from_labels(y, n_samples):
-    """Must-link and cannot-link pairs equivalent to partial labels.
+def _build(n_samples, must_link, apart_samples, cannot_link):
+    """Constraints from must-link pairs, samples that pairwise cannot link and
+    cannot-link pairs (all checked), in O(n + n_pairs) time and memory."""
+    graph = coo_array(
+        (np.ones(must_link.shape[0]), (must_link[:, 0], must_link[:, 1])),
+        shape=(n_samples, n_samples),
+    )
+    _, component = connected_components(graph, directed=False)
+    component_size = np.bincount(component, minlength=n_samples)
+    constrained = component_size[component] > 1
+    constrained[apart_samples] = True
+    constrained[cannot_link.ravel()] = True
+    group = _number_groups(component, constrained)
+    n_groups = int(group.max()) + 1 if constrained.any() else 0
+    _check_apart(apart_samples, group)
+    ga, gb = group[cannot_link[:, 0]], group[cannot_link[:, 1]]
+    same = ga == gb
+    if same.any():
+        i, j = (int(v) for v in cannot_link[same][0])
+        raise ValueError(
+            f"Contradictory constraints: samples {i} and {j} are cannot-linked "
+            "but must-linked (directly or through other must-links)."
+        )
+    apart = np.zeros(n_groups, dtype=bool)
+    apart[group[apart_samples]] = True
+    pairs = np.unique(np.column_stack([np.minimum(ga, gb), np.maximum(ga, gb)]), axis=0)
+    pairs = pairs[~(apart[pairs[:, 0]] & apart[pairs[:, 1]])].astype(np.int64)
+    return Constraints(group, *_fold_complete_pairs(apart, pairs))
 
-    Each labelled sample is must-linked to the first sample of its class, and the
-    first samples of distinct classes are cannot-linked: the closure gives back
-    every pair, with O(n + n_classes^2) pairs instead of O(n^2).
+
+def _number_groups(component, constrained):
+    """Group of each sample: its constrained component, numbered by first sample."""
+    group = np.full(component.shape[0], -1, dtype=np.int64)
+    samples = np.flatnonzero(constrained)
+    components, first, inverse = np.unique(
+        component[samples], return_index=True, return_inverse=True)
+    rank = np.empty(components.size, dtype=np.int64)
+    rank[np.argsort(first, kind="stable")] = np.arange(components.size)
+    group[samples] = rank[inverse]
+    return group
+
+
+def _check_apart(apart_samples, group):
+    """Samples labelled differently must not be must-linked by extra pairs."""
+    groups = group[apart_samples]
+    order = np.argsort(groups, kind="stable")
+    clash = np.flatnonzero(groups[order][1:] == groups[order][:-1])
+    if clash.size:
+        i, j = apart_samples[order[clash[0]]], apart_samples[order[clash[0] + 1]]
+        raise ValueError(
+            f"Contradictory constraints: samples {int(i)} and {int(j)} have different "
+            "labels (cannot link) but are must-linked (through must_link pairs)."
+        )
+
+
+def _fold_complete_pairs(apart, pairs):
+    """``(apart, pairs)`` in canonical form: pairs that make every group involved in
+    a cannot-link conflict with every other one are folded into ``apart``.
+
+    ``pairs`` are distinct and never both in ``apart``: the involved groups pairwise
+    cannot link exactly when they count ``g (g - 1) / 2`` pairs in all.
     """
-    y = check_partial_labels(y, n_samples)
-    labelled = np.flatnonzero(y != UNLABELLED)
-    _, first, inverse = np.unique(y[labelled], return_index=True, return_inverse=True)
-    representative = labelled[first]
-    must_link = np.column_stack([labelled, representative[inverse]])
-    a, b = np.triu_indices(representative.size, k=1)
-    cannot_link = np.column_stack([representative[a], representative[b]])
-    return must_link.astype(np.int64), cannot_link.astype(np.int64)
+    if pairs.shape[0] == 0:
+        return apart, pairs
+    involved = apart.copy()
+    involved[pairs.ravel()] = True
+    g, a = int(np.count_nonzero(involved)), int(np.count_nonzero(apart))
+    if a * (a - 1) // 2 + pairs.shape[0] == g * (g - 1) // 2:
+        return involved, np.empty((0, 2), dtype=np.int64)
+    return apart, pairs
 
 
-def check_partial_labels(y, n_samples):
-    """Validate partial labels: 1-D integers, ``-1`` for unlabelled samples."""
+def check_partial_labels(y, n_samples, name="y"):
+    """Validate partial labels: 1-D integers, ``-1`` (only) for unlabelled samples."""
     y = column_or_1d(y, warn=True)
     if y.shape[0] != n_samples:
         raise ValueError(
-            f"y has {y.shape[0]} entries but X has {n_samples} samples."
+            f"{name} has {y.shape[0]} entries but X has {n_samples} samples."
         )
     if np.issubdtype(y.dtype, np.floating) and not np.all(np.isfinite(y)):
-        raise ValueError("y contains NaN or infinity; use -1 for unlabelled samples.")
-    type_of_target(y, input_name="y", raise_unknown=True)
+        raise ValueError(f"{name} contains NaN or infinity; use -1 for unlabelled samples.")
+    type_of_target(y, input_name=name, raise_unknown=True)
     if not (np.issubdtype(y.dtype, np.integer) or np.issubdtype(y.dtype, np.floating)):
         raise TypeError(
-            "y must hold integer partial labels (-1 for unlabelled samples), "
+            f"{name} must hold integer partial labels (-1 for unlabelled samples), "
             f"got dtype {y.dtype}."
         )
     if np.issubdtype(y.dtype, np.floating):
         if np.any(y != np.round(y)):
             raise ValueError(
-                "y must hold integer partial labels (-1 for unlabelled samples), "
+                f"{name} must hold integer partial labels (-1 for unlabelled samples), "
                 "got non-integer values."
             )
         y = y.astype(np.int64)
+    wrong = y[(y < 0) & (y != UNLABELLED)]
+    if wrong.size:
+        raise ValueError(
+            f"{name} contains the negative label {int(wrong[0])}: only -1 marks "
+            "unlabelled samples, and labels must be non-negative integers."
+        )
     return y
 
 
@@ -256,7 +332,8 @@ def check_constraint_matrix(constraints, n_samples):
     return C
 
 
-def _check_pairs(pairs, n_samples, name):
+def check_pairs(pairs, n_samples, name):
+    """Validate index pairs of shape (n_pairs, 2): integers in range, no self-pair."""
     if pairs is None:
         return np.empty((0, 2), dtype=np.int64)
     arr = np.asarray(pairs)
@@ -274,5 +351,15 @@ def _check_pairs(pairs, n_samples, name):
     if arr.min() < 0 or arr.max() >= n_samples:
         raise ValueError(
             f"{name} contains sample indices outside [0, {n_samples - 1}]."
+        )
+    self_pairs = arr[:, 0] == arr[:, 1]
+    if self_pairs.any():
+        i = int(arr[self_pairs][0, 0])
+        if name == "cannot_link":
+            raise ValueError(
+                f"Contradictory constraints: sample {i} is cannot-linked with itself."
+            )
+        raise ValueError(
+            f"{name} pairs sample {i} with itself; a pair needs two different samples."
         )
     return arr

@@ -5,6 +5,14 @@ unlabelled samples; the similarity of a batch is minus the squared distances of
 the embeddings, standardised per batch (so that epsilon does not depend on the
 embedding's scale); the loss compares the perturbed forests with and without the
 batch's constraints.
+
+The batches are drawn on the host, where the labels are, and sent to the training
+device once per epoch: each batch's number of trees depends on its labels (it must
+be feasible under its constraints), and knowing it on the host is what lets a CUDA
+step run without waiting for the device. On CUDA the forests are solved on the
+device (``_gpu``, from the batch's labels as a device tensor), on the CPU by the
+numba solver; both draw the same noise from the same CPU generator, so that the
+two devices train alike.
 """
 
 import copy
@@ -79,44 +87,99 @@ def batch_sampler(y, batch_size, generator, device):
     return PooledBatches(pools, sizes, n_batches, generator, device)
 
 
+class Batch:
+    """One batch: its sample indices on the host and on the training device."""
+
+    def __init__(self, host, device):
+        self.host, self.device = host, device
+
+
+class EpochBatches:
+    """An epoch's batches as the engine indexes them: ``shape[0]`` batches, ``[i]``."""
+
+    def __init__(self, host, device):
+        self.host, self.device = host, device
+
+    @property
+    def shape(self):
+        return self.host.shape
+
+    def __getitem__(self, i):
+        return Batch(self.host[i], self.device[i])
+
+
+class LabelledBatches:
+    """The paper's batches (:func:`batch_sampler`), drawn on the host and sent to the
+    device in one copy per epoch (from pinned memory on CUDA: no wait)."""
+
+    def __init__(self, y, batch_size, generator, device):
+        self.pooled = batch_sampler(y, batch_size, generator, "cpu")
+        self.n_batches = self.pooled.n_batches
+        self.device = torch.device(device)
+
+    def epoch(self):
+        host = self.pooled.epoch()
+        if self.device.type == "cuda":
+            host = host.pin_memory()
+        return EpochBatches(host.numpy(), host.to(self.device, non_blocking=True))
+
+
 class PartialFenchelYoungTask:
     """The engine's task: the partial Fenchel-Young loss of a batch's embeddings.
 
-    The perturbed forests are solved on the CPU (``_torch_ops``): each step copies
-    the batch's similarity matrix to the host, so the step cannot be captured.
+    The batch's constraints and number of trees come from its labels on the host.
+    With ``device_solver``, the forests are solved where the data is (``_gpu``:
+    nothing waits for the device); otherwise the batch's similarity matrix is
+    copied to the host for the numba solver. Either way the step has host-side
+    state (the noise seed, the number of trees), so it is never captured.
     """
 
     capturable = False
 
     def __init__(self, module, X, y, *, n_clusters, epsilon, n_perturbations,
-                 noise_generator):
+                 noise_generator, device_solver=False):
         self.module, self.X, self.y = module, X, y
         self.n_clusters, self.epsilon = n_clusters, epsilon
         self.n_perturbations = n_perturbations
         self.noise_generator = noise_generator
+        self.device_labels = torch.as_tensor(y, device=X.device) if device_solver else None
 
     def parameters(self):
         return self.module.parameters()
 
     def loss(self, batch):
-        index = batch.to("cpu").numpy()
-        constraints = Constraints.from_labels(self.y[index], index.size)
+        constraints = Constraints.from_labels(self.y[batch.host], batch.host.size)
         if constraints.is_empty:  # no pair to learn from: no step
             return None, torch.zeros((), device=self.X.device)
-        S = standardized_similarity(self.module(self.X[batch]))
-        problem = PerturbedProblem(
-            similarity_to_numpy(S), batch_n_clusters(constraints, self.n_clusters),
-            self.epsilon, self.n_perturbations, constraints,
-            seed_from_generator(self.noise_generator),
-        )
-        loss = PartialFenchelYoungFunction.apply(S, problem)
+        n_clusters = batch_n_clusters(constraints, self.n_clusters)
+        S = standardized_similarity(self.module(self.X[batch.device]))
+        if self.device_labels is not None:
+            from skdiffclust.forest import _gpu
+
+            loss = _gpu.partial_fenchel_young_loss(
+                S, self.device_labels[batch.device], n_clusters, epsilon=self.epsilon,
+                n_samples=self.n_perturbations, generator=self.noise_generator)
+        else:
+            problem = PerturbedProblem(
+                similarity_to_numpy(S), n_clusters, self.epsilon, self.n_perturbations,
+                constraints, seed_from_generator(self.noise_generator),
+            )
+            loss = PartialFenchelYoungFunction.apply(S, problem)
         return loss, loss.detach()
 
 
 def train_embedding(module, X, y, *, n_clusters, epsilon, n_perturbations, batch_size,
                     max_iter, learning_rate, tol, n_iter_no_change, device, seed, verbose,
-                    n_threads=1):
-    """Adam on the partial Fenchel-Young loss; returns (state, TrainingResult)."""
+                    n_threads=1, device_solver=None):
+    """Adam on the partial Fenchel-Young loss; returns (state, TrainingResult).
+
+    ``device_solver``: solve the forests with the device solver (``_gpu``); ``None``
+    means when ``device`` is CUDA. On CPU tensors it runs on numba's CUDA simulator
+    (``NUMBA_ENABLE_CUDASIM=1``), which is how the CUDA path is tested without a GPU.
+    """
+    device = torch.device(device)
+    if device_solver is None:
+        device_solver = device.type == "cuda"
     batch_seed, noise_seed = derive_seeds(seed, 2)
     module = module.to(device)
     module.train()
@@ -124,9 +187,9 @@ def train_embedding(module, X, y, *, n_clusters, epsilon, n_perturbations, batch
     task = PartialFenchelYoungTask(
         module, tensor_from_numpy(X, dtype, device), y, n_clusters=n_clusters,
         epsilon=epsilon, n_perturbations=n_perturbations,
-        noise_generator=make_generator(noise_seed),
+        noise_generator=make_generator(noise_seed), device_solver=device_solver,
     )
-    sampler = batch_sampler(y, batch_size, make_generator(batch_seed, device), device)
+    sampler = LabelledBatches(y, batch_size, make_generator(batch_seed), device)
     result = train(task, sampler, learning_rate=learning_rate, max_iter=max_iter, tol=tol,
                    n_iter_no_change=n_iter_no_change, name="SpanningForestClustering",
                    device=device, verbose=verbose, n_threads=n_threads)

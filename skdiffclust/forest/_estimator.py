@@ -9,15 +9,33 @@ from sklearn.neighbors import VALID_METRICS, NearestNeighbors
 from sklearn.utils import TransformerTags
 from sklearn.utils._available_if import available_if
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils._set_output import _SetOutputMixin
+from sklearn.utils.validation import (
+    _generate_get_feature_names_out,
+    check_is_fitted,
+    validate_data,
+)
 
-from skdiffclust._utils._validation import check_similarity_matrix
 from skdiffclust._utils._random import derive_seeds
-from skdiffclust.forest._constraints import UNLABELLED, Constraints
-from skdiffclust.forest._solver import forest_from_features, forest_from_similarity
+from skdiffclust._utils._state import keeps_state_on_failure
+from skdiffclust._utils._validation import check_magnitude, check_similarity_matrix
+from skdiffclust.forest._api import warn_if_distances
+from skdiffclust.forest._constraints import UNLABELLED, Constraints, check_partial_labels
+from skdiffclust.forest._solver import (
+    forest_from_features,
+    forest_from_similarity,
+    thread_limit,
+)
+
+# rows embedded at a time by the NumPy forward pass (bounds its temporaries)
+EMBED_BATCH = 1 << 16
 
 
-class SpanningForestClustering(ClusterMixin, BaseEstimator):
+def _has_embedding(estimator):
+    return estimator.embedding is not None
+
+
+class SpanningForestClustering(ClusterMixin, _SetOutputMixin, BaseEstimator):
     """Clustering by maximum-weight k-spanning forests, optionally constrained.
 
     The clusters are the k trees of the spanning forest of maximum total similarity
@@ -39,7 +57,8 @@ class SpanningForestClustering(ClusterMixin, BaseEstimator):
         then minus their distance. With ``metric='precomputed'``, ``X`` is an
         ``(n_samples, n_samples)`` **similarity** matrix (larger means more
         similar, as in the paper, e.g. negative squared distances), not a distance
-        matrix. It must be symmetric.
+        matrix: a matrix that looks like distances (zero diagonal, positive
+        elsewhere) gets a warning; pass ``-D`` instead. It must be symmetric.
 
     metric_params : dict, default=None
         Keyword arguments of the metric (e.g. ``{'p': 3}`` for ``'minkowski'``).
@@ -59,7 +78,10 @@ class SpanningForestClustering(ClusterMixin, BaseEstimator):
         forests agree with the partial labels ``y``, then cluster the embedded
         samples. ``'linear'`` is a linear map, ``'mlp'`` a ReLU network with
         ``hidden_layer_sizes``; a module is copied and trained (its output is the
-        embedding). Needs PyTorch (``pip install "skdiffclust[torch]"``).
+        embedding). Training needs PyTorch (``pip install "skdiffclust[torch]"``);
+        a fitted ``'linear'`` or ``'mlp'`` model embeds with NumPy, so it loads and
+        predicts without PyTorch, while a fitted user module needs PyTorch to be
+        unpickled and applied.
 
     n_components : int, default=2
         Dimension of the ``'linear'`` and ``'mlp'`` embeddings.
@@ -76,7 +98,8 @@ class SpanningForestClustering(ClusterMixin, BaseEstimator):
 
     batch_size : int, default=64
         Samples per mini-batch (the paper's size); half labelled, half unlabelled
-        when both exist.
+        when both exist. Larger batches give the loss more pairs to compare; on a
+        GPU, batches of a few thousand samples are practical.
 
     max_iter : int, default=100
         Maximum number of training epochs (passes of ``ceil(n_samples /
@@ -96,9 +119,21 @@ class SpanningForestClustering(ClusterMixin, BaseEstimator):
         Patience of the stopping rule, in epochs.
 
     device : {'auto', 'cpu', 'cuda'}, default='auto'
-        Where the embedding is trained; ``'auto'`` picks CUDA when available. The
-        forests are always solved on the CPU. Fitted weights are NumPy arrays, so
-        ``predict`` and pickling never need a GPU.
+        Where the embedding is trained; ``'auto'`` picks CUDA when available. On
+        CUDA, the data stay on the device, each epoch's batches are copied there
+        once (they are drawn on the host, where the labels are), the perturbed
+        forests are solved by CUDA kernels (see :mod:`skdiffclust.torch`) and the
+        loss is read back once per epoch; on the CPU, numba kernels solve them.
+        Fitted weights are NumPy arrays, so ``predict`` and pickling never need a
+        GPU.
+
+    n_jobs : int, default=None
+        CPU threads of the parallel parts: the k-d tree spanning tree
+        (quitefastmst's OpenMP loops), the perturbed forests while training an
+        embedding on the CPU (numba), and the neighbour search of ``predict``.
+        ``None`` keeps the libraries' defaults (every core for the first two, as
+        scikit-learn's OpenMP estimators do, one thread for the search), ``-1``
+        uses every core. The results do not depend on it.
 
     random_state : int, RandomState instance or None, default=None
         Seeds the weight initialisation, the batches and the noise. Same seed, same
@@ -173,6 +208,10 @@ class SpanningForestClustering(ClusterMixin, BaseEstimator):
     Ties between equal similarities are broken by sample index, so results are
     deterministic.
 
+    :meth:`score` rates a partition by the gap between its clusters: the
+    forest's objective gains the weight of every edge it keeps, and a good
+    k-forest cuts edges much weaker than any it keeps (see :meth:`score`).
+
     References
     ----------
     .. [1] L. Stewart, F. Bach, F. Llinares-López, Q. Berthet. "Differentiable
@@ -209,6 +248,7 @@ class SpanningForestClustering(ClusterMixin, BaseEstimator):
         "tol": [Interval(Real, 0, None, closed="left")],
         "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
         "device": [StrOptions({"auto", "cpu", "cuda"})],
+        "n_jobs": [Integral, None],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     }
@@ -217,7 +257,7 @@ class SpanningForestClustering(ClusterMixin, BaseEstimator):
                  algorithm="auto", embedding=None, n_components=2,
                  hidden_layer_sizes=(128,), epsilon=0.1, n_perturbations=100,
                  batch_size=64, max_iter=100, learning_rate=1e-2, tol=1e-3,
-                 n_iter_no_change=10, device="auto",
+                 n_iter_no_change=10, device="auto", n_jobs=None,
                  random_state=None, verbose=False):
         self.n_clusters = n_clusters
         self.metric = metric
@@ -234,10 +274,12 @@ class SpanningForestClustering(ClusterMixin, BaseEstimator):
         self.tol = tol
         self.n_iter_no_change = n_iter_no_change
         self.device = device
+        self.n_jobs = n_jobs
         self.random_state = random_state
         self.verbose = verbose
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @keeps_state_on_failure
     def fit(self, X, y=None, *, must_link=None, cannot_link=None):
         """Compute the maximum-weight k-spanning forest and its clusters.
 
@@ -245,18 +287,19 @@ class SpanningForestClustering(ClusterMixin, BaseEstimator):
         ----------
         X : array-like of shape (n_samples, n_features) or (n_samples, n_samples)
             Feature vectors, or a symmetric similarity matrix if
-            ``metric='precomputed'``.
+            ``metric='precomputed'``. Sparse matrices are not supported.
 
         y : array-like of shape (n_samples,), default=None
-            Optional partial labels, ``-1`` for unlabelled samples. Samples with the
-            same label end in the same cluster (must-link), samples with different
-            labels in different clusters (cannot-link).
+            Optional partial labels: non-negative integers, ``-1`` for unlabelled
+            samples. Samples with the same label end in the same cluster
+            (must-link), samples with different labels in different clusters
+            (cannot-link).
 
         must_link : array-like of shape (n_pairs, 2), default=None
-            Pairs of sample indices that must share a cluster.
+            Pairs of distinct sample indices that must share a cluster.
 
         cannot_link : array-like of shape (n_pairs, 2), default=None
-            Pairs of sample indices that must not share a cluster.
+            Pairs of distinct sample indices that must not share a cluster.
 
         Returns
         -------
@@ -268,24 +311,30 @@ class SpanningForestClustering(ClusterMixin, BaseEstimator):
         precomputed = self.metric == "precomputed"
         if precomputed:
             check_similarity_matrix(X)
-        constraints = _build_constraints(y, n_samples, must_link, cannot_link)
-        trained = {}
-        if self.embedding is not None:
-            trained = self._train_embedding(X, y)
-            X = trained.pop("embedded")
-        if precomputed:
-            forest = forest_from_similarity(X, self.n_clusters, constraints=constraints)
+            warn_if_distances(X, "X", stacklevel=4)
         else:
-            forest = forest_from_features(
-                X, self.n_clusters, metric=self._clustering_metric(),
-                metric_params=self._clustering_metric_params(),
-                algorithm=self.algorithm, constraints=constraints,
-            )
-        for name, value in trained.items():
+            check_magnitude(X)
+        constraints = _build_constraints(y, n_samples, must_link, cannot_link)
+        fitted = {"n_iter_": 1, "_embedding_template": None}
+        with thread_limit(self.n_jobs):
+            if self.embedding is not None:
+                fitted.update(self._train_embedding(X, y))
+                X = _embed(X, fitted["embedding_state_"], fitted["_embedding_template"])
+                fitted["_n_features_out"] = X.shape[1]
+            if precomputed:
+                forest = forest_from_similarity(X, self.n_clusters, constraints=constraints)
+            else:
+                forest = forest_from_features(
+                    X, self.n_clusters, metric=self._clustering_metric(),
+                    metric_params=self._clustering_metric_params(),
+                    algorithm=self.algorithm, constraints=constraints,
+                )
+        for name, value in fitted.items():
             setattr(self, name, value)
-        if self.embedding is None:
-            self.n_iter_ = 1
         self._fit_X = None if precomputed else X
+        self._index = None if precomputed else _NeighbourIndex(
+            X, self._clustering_metric(), self._clustering_metric_params(), self.n_jobs)
+        self._separation = forest.separation
         self.labels_ = forest.labels
         self.n_clusters_ = forest.n_clusters
         self.forest_edges_ = forest.edges
@@ -300,16 +349,15 @@ class SpanningForestClustering(ClusterMixin, BaseEstimator):
         return None if self.embedding is not None else self.metric_params
 
     def _train_embedding(self, X, y):
-        """Train the embedding; returns the fitted attributes and the embedded X."""
+        """Train the embedding; returns its fitted attributes."""
         if self.metric == "precomputed":
             raise ValueError(
                 "embedding needs feature vectors; it cannot be used with "
                 "metric='precomputed'."
             )
-        torch_modules = _import_torch_training()
-        embedding_module, torch_utils = torch_modules
+        embedding_module, torch_utils = _import_torch_training()
         labels = (np.full(X.shape[0], UNLABELLED) if y is None
-                  else _partial_labels(y, X.shape[0]))
+                  else check_partial_labels(y, X.shape[0]))
         init_seed, train_seed = derive_seeds(self.random_state, 2)
         module = embedding_module.make_embedding(
             self.embedding, X.shape[1], self.n_components, self.hidden_layer_sizes,
@@ -319,7 +367,7 @@ class SpanningForestClustering(ClusterMixin, BaseEstimator):
         if np.count_nonzero(labels != UNLABELLED) < 2:
             warnings.warn(
                 "Fewer than two labelled samples in y: nothing to learn from, the "
-                "embedding keeps its initial weights.", UserWarning, stacklevel=3,
+                "embedding keeps its initial weights.", UserWarning, stacklevel=5,
             )
             state, loss_curve, n_iter = torch_utils.state_to_numpy(module), np.empty(0), 0
         else:
@@ -331,21 +379,26 @@ class SpanningForestClustering(ClusterMixin, BaseEstimator):
                 verbose=self.verbose,
             )
             loss_curve, n_iter = result.loss_curve, result.n_iter
-        cpu_module = torch_utils.module_from_state(module, state)
-        return {
-            "embedding_state_": state,
-            "loss_curve_": loss_curve,
-            "n_iter_": n_iter,
-            "_embedding_template": cpu_module,
-            "embedded": torch_utils.apply_in_batches(cpu_module, X, "cpu"),
-        }
+        # 'linear' and 'mlp' embed with NumPy (no torch object is kept, so that the
+        # fitted model loads without torch); a user module is kept as a CPU template
+        template = (None if isinstance(self.embedding, str)
+                    else torch_utils.module_from_state(module, state))
+        return {"embedding_state_": state, "loss_curve_": loss_curve, "n_iter_": n_iter,
+                "_embedding_template": template}
 
-    def _embed(self, X):
-        _, torch_utils = _import_torch_training()
-        module = torch_utils.module_from_state(self._embedding_template, self.embedding_state_)
-        return torch_utils.apply_in_batches(module, X, "cpu")
+    def _clustered_features(self, X):
+        """Validated X as the forest sees it: features (embedded if trained), or
+        similarities to the training samples."""
+        check_is_fitted(self)
+        X = validate_data(self, X, dtype=[np.float64, np.float32], reset=False)
+        if self.metric == "precomputed":
+            return X
+        check_magnitude(X)
+        if self.embedding is not None:
+            X = _embed(X, self.embedding_state_, self._embedding_template)
+        return X
 
-    @available_if(lambda self: self.embedding is not None)
+    @available_if(_has_embedding)
     def fit_transform(self, X, y=None, **fit_params):
         """Fit, then return the embedded training samples.
 
@@ -360,10 +413,11 @@ class SpanningForestClustering(ClusterMixin, BaseEstimator):
         Returns
         -------
         X_embedded : ndarray of shape (n_samples, n_components)
+            In the dtype of ``X`` (float32 or float64).
         """
         return self.fit(X, y, **fit_params)._fit_X
 
-    @available_if(lambda self: self.embedding is not None)
+    @available_if(_has_embedding)
     def transform(self, X):
         """Embed samples with the trained embedding.
 
@@ -374,16 +428,33 @@ class SpanningForestClustering(ClusterMixin, BaseEstimator):
         Returns
         -------
         X_embedded : ndarray of shape (n_samples, n_components)
+            In the dtype of ``X`` (float32 or float64).
         """
-        check_is_fitted(self)
-        X = validate_data(self, X, dtype=[np.float64, np.float32], reset=False)
-        return self._embed(X)
+        return self._clustered_features(X)
+
+    @available_if(_has_embedding)
+    def get_feature_names_out(self, input_features=None):
+        """Names of the embedding's dimensions: ``spanningforestclustering0``, ...
+
+        Parameters
+        ----------
+        input_features : array-like of str or None, default=None
+            Only checked against the names seen in :meth:`fit`.
+
+        Returns
+        -------
+        feature_names_out : ndarray of str objects
+        """
+        check_is_fitted(self, "_n_features_out")
+        return _generate_get_feature_names_out(
+            self, self._n_features_out, input_features=input_features)
 
     def predict(self, X):
         """Assign each sample to the cluster of its most similar training sample.
 
         This is what single linkage implies for a new point: it joins the tree it is
-        closest to.
+        closest to. The neighbour index over the training samples is built on the
+        first call and kept (rebuilt after unpickling).
 
         Parameters
         ----------
@@ -396,19 +467,66 @@ class SpanningForestClustering(ClusterMixin, BaseEstimator):
         labels : ndarray of shape (n_queries,)
             Cluster of each sample.
         """
-        check_is_fitted(self)
-        X = validate_data(self, X, dtype=[np.float64, np.float32], reset=False)
+        X = self._clustered_features(X)
         if self.metric == "precomputed":
-            nearest = np.argmax(X, axis=1)
+            return self.labels_[np.argmax(X, axis=1)]
+        return self.labels_[self._index.nearest(X)]
+
+    def score(self, X, y=None):
+        """How clearly the forest separates its clusters, new samples included.
+
+        The samples of X join the fitted forest as leaves, each by its strongest
+        edge (to the cluster :meth:`predict` gives it). In distances (minus
+        similarities for ``metric='precomputed'``; in the embedding's space, if
+        any), ``separation`` is the smallest distance between two samples of
+        different clusters, ``spread`` the widest gap a cluster bridges (its
+        forest's longest edge, or a new sample's distance to its cluster), and
+        the score is
+
+        ``(separation - spread) / (|separation| + |spread|)``,
+
+        in [-1, 1], higher is better (0 with a single cluster). On the training
+        samples alone, they are the weakest edge the k-forest cuts and the
+        strongest it keeps: the objective :math:`F_k` gains ``separation`` with
+        the k-th tree and would gain ``spread`` with a (k+1)-th one, so the score
+        is high when the k trees are separated by gaps much wider than any inside
+        them. New samples lower it when they fall between clusters or far from
+        theirs. Unlike :math:`F_k`, which always grows with ``n_clusters``, it can
+        select ``n_clusters``, e.g. in
+        :class:`~sklearn.model_selection.GridSearchCV` (which uses it when no
+        scorer is given). Like single linkage, it is sensitive to outliers.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features) or (n_samples, n_samples_fit)
+            New samples, or their similarities to the training samples if
+            ``metric='precomputed'``.
+
+        y : Ignored
+            Not used, present for API consistency by convention.
+
+        Returns
+        -------
+        score : float
+        """
+        X = self._clustered_features(X)
+        if self.n_clusters_ < 2:
+            return 0.0
+        if self.metric == "precomputed":
+            own_label = self.labels_[np.argmax(X, axis=1)]
+            own = -X.max(axis=1)
+            other = -np.where(self.labels_[None, :] != own_label[:, None], X, -np.inf).max(1)
         else:
-            if self.embedding is not None:
-                X = self._embed(X)
-            neighbors = NearestNeighbors(
-                n_neighbors=1, metric=self._clustering_metric(),
-                metric_params=self._clustering_metric_params(),
-            ).fit(self._fit_X)
-            nearest = neighbors.kneighbors(X, return_distance=False)[:, 0]
-        return self.labels_[nearest]
+            nearest, own = self._index.nearest(X, return_distance=True)
+            own_label = self.labels_[nearest]
+            other = self._index.other_cluster_distance(X, self.labels_, own_label)
+        kept = -self.forest_weights_
+        separation = min(self._separation, float(other.min(initial=np.inf)))
+        spread = max(float(kept.max(initial=-np.inf)), float(own.max(initial=-np.inf)))
+        if not np.isfinite(spread):  # no edge and no sample: nothing is bridged
+            spread = 0.0
+        scale = abs(separation) + abs(spread)
+        return float((separation - spread) / scale) if scale > 0 else 0.0
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -418,22 +536,104 @@ class SpanningForestClustering(ClusterMixin, BaseEstimator):
         return tags
 
 
+# _SetOutputMixin replaced transform and fit_transform by plain functions that wrap
+# their output (set_output); they must exist only with an embedding, so that a
+# clusterer without one is no transformer
+SpanningForestClustering.transform = available_if(_has_embedding)(
+    vars(SpanningForestClustering)["transform"])
+SpanningForestClustering.fit_transform = available_if(_has_embedding)(
+    vars(SpanningForestClustering)["fit_transform"])
+
+
+class _NeighbourIndex:
+    """Nearest training samples of queries, by indexes built on first use and kept.
+
+    Held by the estimator (whose attributes ``predict`` must not change); the
+    indexes are not pickled but rebuilt, once, after unpickling. ``score`` adds one
+    index per cluster.
+    """
+
+    def __init__(self, X, metric, metric_params, n_jobs):
+        self.X, self.metric, self.metric_params, self.n_jobs = X, metric, metric_params, n_jobs
+        self._search = None
+        self._per_cluster = None
+
+    def _new_search(self, X):
+        return NearestNeighbors(n_neighbors=1, metric=self.metric,
+                                metric_params=self.metric_params, n_jobs=self.n_jobs).fit(X)
+
+    def nearest(self, queries, return_distance=False):
+        """Index of the nearest training sample of each query (and its distance)."""
+        if self._search is None:
+            self._search = self._new_search(self.X)
+        if not return_distance:
+            return self._search.kneighbors(queries, return_distance=False)[:, 0]
+        distance, index = self._search.kneighbors(queries)
+        return index[:, 0], distance[:, 0]
+
+    def other_cluster_distance(self, queries, labels, own):
+        """Distance of each query to its nearest training sample outside cluster ``own``."""
+        if self._per_cluster is None:
+            self._per_cluster = [self._new_search(self.X[labels == c])
+                                 for c in range(int(labels.max()) + 1)]
+        best = np.full(queries.shape[0], np.inf)
+        for c, search in enumerate(self._per_cluster):
+            outside = own != c
+            if outside.any():
+                distance = search.kneighbors(queries[outside])[0][:, 0]
+                best[outside] = np.minimum(best[outside], distance)
+        return best
+
+    def __getstate__(self):
+        return {**vars(self), "_search": None, "_per_cluster": None}
+
+
+def _dense_layers(state):
+    """(weight, bias) of each layer of a 'linear' or 'mlp' embedding, in order."""
+    if "weight" in state:
+        return [(state["weight"], state["bias"])]
+    indices = sorted(int(name.split(".")[0]) for name in state if name.endswith(".weight"))
+    return [(state[f"{i}.weight"], state[f"{i}.bias"]) for i in indices]
+
+
+def _numpy_embedding(state, X):
+    """The 'linear' / 'mlp' embedding of X with NumPy: linear layers, ReLU between.
+
+    Computed in X's dtype (float32 or float64), in row batches.
+    """
+    layers = [(W.astype(X.dtype, copy=False), b.astype(X.dtype, copy=False))
+              for W, b in _dense_layers(state)]
+    out = np.empty((X.shape[0], layers[-1][0].shape[0]), dtype=X.dtype)
+    for start in range(0, X.shape[0], EMBED_BATCH):
+        h = X[start : start + EMBED_BATCH]
+        for i, (W, b) in enumerate(layers):
+            h = h @ W.T + b
+            if i < len(layers) - 1:
+                np.maximum(h, 0, out=h)
+        out[start : start + EMBED_BATCH] = h
+    return out
+
+
+def _embed(X, state, template):
+    """X embedded by the trained weights: NumPy for 'linear' / 'mlp', torch for a
+    user module (``template``)."""
+    if template is None:
+        return _numpy_embedding(state, X)
+    _, torch_utils = _import_torch_training()
+    module = torch_utils.module_from_state(template, state)
+    return torch_utils.apply_in_batches(module, X, "cpu").astype(X.dtype, copy=False)
+
+
 def _import_torch_training():
     try:
         from skdiffclust._utils import _torch
         from skdiffclust.forest import _embedding
     except ImportError as error:
         raise ImportError(
-            "SpanningForestClustering(embedding=...) needs PyTorch: "
-            'pip install "skdiffclust[torch]"'
+            "SpanningForestClustering(embedding=...) needs PyTorch to train (and to "
+            'apply a user module): pip install "skdiffclust[torch]"'
         ) from error
     return _embedding, _torch
-
-
-def _partial_labels(y, n_samples):
-    from skdiffclust.forest._constraints import check_partial_labels
-
-    return check_partial_labels(y, n_samples)
 
 
 def _build_constraints(y, n_samples, must_link, cannot_link):

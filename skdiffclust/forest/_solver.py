@@ -6,10 +6,13 @@ then cuts it with :func:`~skdiffclust.forest._kruskal.forest_from_tree`; only
 cannot-link structures that are not complete between groups need every edge.
 """
 
+import contextlib
 import warnings
 from dataclasses import dataclass
 
+import numba
 import numpy as np
+from joblib import effective_n_jobs
 from sklearn.metrics import pairwise_distances, pairwise_distances_chunked
 
 from skdiffclust._utils._numba import interruptible
@@ -49,6 +52,9 @@ KD_TREE_MAX_FEATURES = 20  # quitefastmst's k-d trees stop there
 AUTO_KD_TREE_MAX_FEATURES = 8  # beyond, Prim's O(n^2 d) sweep is faster
 KD_TREE_SINGLE_MIN_FEATURES = 5
 KD_TREE_SINGLE_LEAF_SIZE = 128
+# must-link groups smaller than this get Prim's tree: a k-d tree's set-up took about
+# 2 ms per group (10,000 groups of 2 points: 17 s against 0.1 s)
+SMALL_SUBSET = 512
 # Prim's kernels run this many distance terms per call (a few milliseconds), then
 # return to Python, which sees Ctrl-C between calls
 PRIM_TERMS_PER_CALL = 1 << 23
@@ -59,12 +65,17 @@ MAX_ALL_PAIRS_BYTES = 2 * 1024**3
 
 @dataclass(frozen=True)
 class SpanningForest:
-    """A k-spanning forest: its edges, their similarity weights and its clusters."""
+    """A k-spanning forest: its edges, their similarity weights and its clusters.
+
+    ``separation`` is the smallest distance (minus similarity) between two samples
+    of different trees, infinite for a single tree.
+    """
 
     edges: np.ndarray
     weights: np.ndarray
     labels: np.ndarray
     n_clusters: int
+    separation: float = np.inf
 
 
 # --------------------------------------------------------------------------- trees
@@ -207,6 +218,32 @@ def similarity_tree(S):
     return _run_prim(similarity_sweep, (S,), S.shape[0], 1)
 
 
+def _subset_algorithm(algorithm, n_points):
+    # must-link groups are small: Prim (O(m^2 d), no set-up) up to SMALL_SUBSET points,
+    # where a k-d tree's set-up (OpenMP threads) costs more, then 'auto'
+    return "prim" if algorithm == "prim" or n_points < SMALL_SUBSET else "auto"
+
+
+@contextlib.contextmanager
+def thread_limit(n_jobs):
+    """Run numba's parallel kernels and quitefastmst's OpenMP loops on ``n_jobs``
+    threads (``None``: leave their defaults), restoring the previous counts."""
+    if n_jobs is None:
+        yield
+        return
+    import quitefastmst
+
+    n_threads = max(int(effective_n_jobs(n_jobs)), 1)
+    previous = numba.get_num_threads(), quitefastmst.omp_get_max_threads()
+    try:
+        numba.set_num_threads(min(n_threads, numba.config.NUMBA_NUM_THREADS))
+        quitefastmst.omp_set_num_threads(n_threads)
+        yield
+    finally:
+        numba.set_num_threads(previous[0])
+        quitefastmst.omp_set_num_threads(previous[1])
+
+
 # ------------------------------------------------------------------------- forests
 def _group_trees(tree_of_subset, members, wanted):
     """The minimum spanning tree inside each wanted must-link group."""
@@ -241,14 +278,23 @@ def _warn_if_infeasible(n_reached, n_clusters):
         )
 
 
-def _assemble(n, edge_src, edge_dst, edge_dist, n_reached, n_clusters):
+def _assemble(n, edge_src, edge_dst, edge_dist, n_reached, n_clusters, candidates):
+    """The forest of the given edges; ``candidates`` ``(src, dst, dist)`` holds a
+    minimum spanning tree (or every edge) of the samples, for the separation.
+
+    The lightest edge between two clusters is an edge of any minimum spanning tree
+    (it is the lightest edge leaving its cluster): the tree gives the separation.
+    """
     edges = np.column_stack([edge_src, edge_dst]).astype(np.int64)
     labels, n_labels = component_labels(n, np.ascontiguousarray(edges[:, 0]),
                                         np.ascontiguousarray(edges[:, 1]))
     _warn_if_infeasible(n_labels, n_clusters)
+    src, dst, dist = candidates
+    crossing = labels[src] != labels[dst]
     return SpanningForest(
         edges=edges, weights=-np.asarray(edge_dist, dtype=np.float64),
         labels=labels, n_clusters=int(n_labels),
+        separation=float(dist[crossing].min()) if crossing.any() else np.inf,
     )
 
 
@@ -273,7 +319,8 @@ def solve_forest(n, n_clusters, constraints, tree_of_subset, all_edges):
         no_rooted = np.zeros(n, dtype=bool)
         empty = np.empty(0, dtype=np.int64)
         kept, n_reached = forest_from_tree(n, src, dst, dist, empty, empty, no_rooted, n_clusters)
-        return _assemble(n, src[kept], dst[kept], dist[kept], n_reached, n_clusters)
+        return _assemble(n, src[kept], dst[kept], dist[kept], n_reached, n_clusters,
+                         (src, dst, dist))
 
     members = constraints.members()
     rooted = constraints.rooted_samples()
@@ -290,6 +337,7 @@ def solve_forest(n, n_clusters, constraints, tree_of_subset, all_edges):
         kept, n_reached = forest_from_tree(
             n, src, dst, dist, fixed_src, fixed_dst, rooted, n_clusters
         )
+        candidates = src, dst, dist
         src, dst, dist = src[kept], dst[kept], dist[kept]
     else:
         fixed_src, fixed_dst, fixed_dist = _group_trees(
@@ -298,8 +346,9 @@ def solve_forest(n, n_clusters, constraints, tree_of_subset, all_edges):
         src, dst, dist = all_edges()
         accepted, n_reached = greedy_forest_with_conflicts(
             n, src, dst, dist, fixed_src, fixed_dst, constraints.group,
-            constraints.conflict.copy(), n_clusters,
+            constraints.conflict, n_clusters,
         )
+        candidates = src, dst, dist
         src, dst, dist = src[accepted], dst[accepted], dist[accepted]
     return _assemble(
         n,
@@ -308,6 +357,7 @@ def solve_forest(n, n_clusters, constraints, tree_of_subset, all_edges):
         np.concatenate([fixed_dist, dist]),
         n_reached,
         n_clusters,
+        candidates,
     )
 
 
@@ -333,9 +383,8 @@ def forest_from_features(X, n_clusters, *, metric="euclidean", metric_params=Non
         if indices is None:
             return feature_tree(X, metric=metric, metric_params=metric_params,
                                 algorithm=algorithm)
-        # must-link groups are small: let 'auto' pick their backend
         return feature_tree(X[indices], metric=metric, metric_params=metric_params,
-                            algorithm="prim" if algorithm == "prim" else "auto")
+                            algorithm=_subset_algorithm(algorithm, indices.size))
 
     def all_edges():
         _check_all_pairs_memory(n)
@@ -371,4 +420,4 @@ def forest_from_similarity(S, n_clusters, *, constraints=None):
         src, dst, dist, n_reached = constrained_forest(
             S, n_clusters, *tree, *kernel_constraints(constraints)
         )
-    return _assemble(n, src, dst, dist, n_reached, n_clusters)
+    return _assemble(n, src, dst, dist, n_reached, n_clusters, tree)
