@@ -15,12 +15,18 @@ collectively: a point can be pulled away from its nearest prototype by two other
 and the boundaries become curved (figure 4 of Saha et al., 2023).
 
 We fix five prototypes (``init`` given, ``max_iter=0``: no training) and colour the
-plane by basin for several beta; dashed lines are the Voronoi boundaries.
+plane by basin for several beta; dashed lines are the Voronoi boundaries. ClAM reads
+a float ``beta`` in units of the data it is fitted on, centred and divided by their
+root mean squared deviation (here the five prototypes themselves); ``beta_`` is the
+inverse temperature in the units of the plane. With a small beta some prototypes
+keep no basin around the fitted points, and ClAM warns that it found fewer clusters.
 """
 
 # %%
 # Fixed prototypes, a grid of starting points
 # -------------------------------------------
+import warnings
+
 import matplotlib.pyplot as plt
 import numpy as np
 
@@ -33,12 +39,14 @@ voronoi = ((grid[:, None, :] - prototypes[None]) ** 2).sum(-1).argmin(1)
 
 
 def basins(beta):
-    """Index (into ``prototypes``) of the basin of each grid point."""
+    """Index (into ``prototypes``) of the basin of each grid point, and beta_."""
     clam = ClAM(len(prototypes), beta=beta, init=prototypes, max_iter=0, n_steps=10)
-    clam.fit(prototypes)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # fewer clusters at small beta
+        clam.fit(prototypes)
     # cluster_centers_ lists the prototypes in label order: map back to our order
     order = ((clam.cluster_centers_[:, None] - prototypes[None]) ** 2).sum(-1).argmin(1)
-    return order[clam.predict(grid)]
+    return order[clam.predict(grid)], clam.beta_
 
 
 # %%
@@ -47,9 +55,10 @@ def basins(beta):
 betas = [0.05, 0.2, 1.0, 10.0]
 fig, axes = plt.subplots(1, len(betas), figsize=(4 * len(betas), 4), sharey=True)
 for ax, beta in zip(axes, betas):
-    labels = basins(beta)
+    labels, beta_plane = basins(beta)
     agreement = (labels == voronoi).mean()
-    print(f"beta={beta:>5}: {agreement:.1%} of the plane in the Voronoi cell of its basin")
+    print(f"beta={beta:>5} (beta_={beta_plane:.3g} on the plane): {agreement:.1%} of the "
+          "plane in the Voronoi cell of its basin")
     ax.imshow(labels.reshape(200, 200), origin="lower", cmap="Pastel1", vmin=0, vmax=8,
               extent=(ticks[0], ticks[-1], ticks[0], ticks[-1]), interpolation="nearest")
     ax.contour(ticks, ticks, voronoi.reshape(200, 200), levels=np.arange(0.5, 5),

@@ -1,17 +1,41 @@
 """ClAM: clustering with associative memories (Saha, Krotov, Zaki, Ram, ICML 2023)."""
 
+import os
+import sys
+import warnings
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin, _fit_context
+from joblib import effective_n_jobs
+from sklearn.base import (
+    BaseEstimator,
+    ClassNamePrefixFeaturesOutMixin,
+    ClusterMixin,
+    TransformerMixin,
+    _fit_context,
+)
 from sklearn.cluster import kmeans_plusplus
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
+from threadpoolctl import threadpool_limits
 
 from skdiffclust._utils._random import derive_seeds, numpy_generator
+from skdiffclust._utils._state import keeps_state_on_failure
+from skdiffclust._utils._validation import check_magnitude
+from skdiffclust.clam._data import ScaledData, squared_distances
+
+# beta='auto' is AUTO_BETA over the spread (mean squared distance of the points to
+# their nearest initial prototype); learning_rate='auto' is AUTO_LEARNING_RATE times
+# the spread per feature, sqrt(spread / d): both follow the scale of the clusters
+AUTO_BETA = 1.0
+AUTO_LEARNING_RATE = 0.05
+# the spread is estimated on at most this many points, evenly spaced in the data
+SPREAD_POINTS = 10_000
+# k-means++ seeds on at most this many points, drawn at random
+SEEDING_POINTS = 20_000
 
 
-class ClAM(TransformerMixin, ClusterMixin, BaseEstimator):
+class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, BaseEstimator):
     """Clustering with associative memories (ClAM), a differentiable k-means.
 
     Each point is moved for ``n_steps`` steps by the attractor dynamics of a dense
@@ -22,25 +46,33 @@ class ClAM(TransformerMixin, ClusterMixin, BaseEstimator):
     loss of Saha et al. (2023): hide a few features of a point, let the dynamics
     complete them, and penalise the error on the hidden features.
 
-    Read more in the :ref:`User Guide <clam>`.
+    Read more in the :ref:`User Guide <clam>`, which lists the defaults that
+    differ from the paper and why.
 
     Parameters
     ----------
     n_clusters : int, default=8
-        Number of prototypes k. Some may end with no point (the labels then
-        number the occupied clusters only).
+        Number of prototypes k. Prototypes that attract no point during training
+        are re-seeded (``reseed``); if some cluster is still empty at the end, the
+        estimator warns and ``n_clusters_`` says how many it found.
 
-    beta : float, default=1.0
+    beta : float or 'auto', default='auto'
         Inverse temperature of the energy ``E(v) = -1/beta log sum_mu
         exp(-beta ||rho_mu - v||^2)`` (eq. 1, exactly as written in the paper; the
-        authors' code uses ``beta / 2``, so their beta is twice this one). It is
-        in units of one over squared distance: standardise the features, or scale
-        beta with them. Large beta makes the basins of attraction the Voronoi cells
-        of the prototypes (k-means); small beta lets prototypes attract
-        collectively. The most important hyperparameter, to tune per dataset (the
-        paper selects it by silhouette): on standardised data, the best values
-        were 0.1 to 3 for the UCI sets of 7 to 18 features, and about 0.1 for the
-        64 features of digits, where beta=1 leaves most prototypes without points.
+        authors' code uses ``beta / 2``, so their beta is twice this one). Large
+        beta makes the basins of attraction the Voronoi cells of the prototypes
+        (k-means); small beta lets prototypes attract collectively.
+
+        ClAM works on the data centred and divided by their root mean squared
+        deviation (one scale for all features), so that it is invariant to a
+        shift and equivariant to a global rescale; a float beta is in units of
+        one over that deviation squared: on standardised features, the paper's
+        beta (it found 0.1 to 3 best on the UCI sets of 7 to 18 features, and
+        about 0.1 on the 64 features of digits). ``'auto'`` is one over the mean
+        squared distance of the points to their nearest initial prototype (two
+        over it for ``metric='cosine'``): a sharpness fitted to the scale of the
+        clusters, whatever their number and the dimension. ``beta_`` holds the
+        value used, in the units of the input.
 
     n_steps : int, default=10
         Number of AM recursion steps T.
@@ -74,14 +106,16 @@ class ClAM(TransformerMixin, ClusterMixin, BaseEstimator):
     init : {'k-means++', 'random'} or array-like of shape (n_clusters, n_features), \
             default='k-means++'
         Initial prototypes: ``'k-means++'`` seeds them by k-means++ (better and
-        more stable silhouettes on the UCI benchmarks), ``'random'`` picks
-        ``n_clusters`` distinct training points at random (random seeding, as in
-        the paper); an array is used as given (and ``n_init`` is then 1).
+        more stable results than random seeding), ``'random'`` picks
+        ``n_clusters`` distinct training points at random (the paper's seeding);
+        an array is used as given (and ``n_init`` is then 1).
 
     n_init : int, default=3
-        Number of restarts from different initial prototypes; the one with the
-        lowest final training loss is kept. The restarts are trained together, in
-        one batched computation.
+        Number of restarts from different initial prototypes, trained together;
+        the one of lowest masked loss (on masks fixed at fit time, the same for
+        all) is kept. With ``prune``, restarts that found the prototypes of a
+        better one (after any epoch), or whose epoch loss is more than 10% above
+        the best one (from the third epoch), stop training and are not kept.
 
     max_iter : int, default=200
         Maximum number of training epochs. ``0`` keeps the initial prototypes.
@@ -90,30 +124,54 @@ class ClAM(TransformerMixin, ClusterMixin, BaseEstimator):
         Points per mini-batch. Small batches (the paper's best are 8 and 16) give
         markedly better clusters than large ones, at more steps per epoch.
 
-    learning_rate : float, default=0.1
-        Initial learning rate of Adam. It is multiplied by 0.8 whenever the epoch
-        loss has not improved by 0.1% for 5 epochs, down to 1e-5 (the paper's
-        schedule).
+    learning_rate : float or 'auto', default='auto'
+        Initial learning rate of Adam, in the units of the data after centring and
+        scaling (see ``beta``; on standardised features, the paper's). It is
+        multiplied by 0.8 whenever the epoch loss has not improved by 0.1% for 5
+        epochs (on more than 3,200 points, for about 1,000 steps), down to 1e-4
+        times its initial value (the paper's schedule). ``'auto'`` is 0.05 times
+        the root mean squared distance per feature of the points to their nearest
+        initial prototype: each step then moves a prototype by a fraction of its
+        cluster's spread, whatever the scale of the clusters.
 
     tol : float, default=1e-3
-        A restart stops when its epoch loss has not decreased by more than a
-        relative ``tol`` for ``n_iter_no_change`` epochs.
+        Training stops when the epoch loss (summed over the restarts) has not
+        decreased by more than a relative ``tol`` for ``n_iter_no_change``
+        epochs.
 
-    n_iter_no_change : int, default=10
-        See ``tol``.
+    n_iter_no_change : int or 'auto', default='auto'
+        See ``tol``. ``'auto'``: the epochs of about 2,000 Adam steps, between 2
+        and 10 (10 epochs on up to 3,200 points; 2 on 100,000).
+
+    reseed : bool, default=True
+        Re-seed dead prototypes during training: after an epoch in which a
+        prototype attracted no training example most, it moves to an example drawn
+        with probability proportional to its completion loss (k-means++'s
+        sampling, by the method's own loss), at most ``n_clusters`` times per
+        restart. The paper is silent on dead prototypes (``False``: they stay).
+
+    prune : bool, default=True
+        Stop training restarts that duplicate a better one or whose loss is
+        clearly worse (see ``n_init``): on large data, where an epoch is long and
+        restarts often agree, most epochs then train one restart. ``False``
+        trains every restart until the end, as the paper does.
 
     device : {'auto', 'cpu', 'cuda'}, default='auto'
         Where the prototypes are trained; ``'auto'`` picks CUDA when PyTorch is
         installed and sees one. The CPU trains with numba kernels and needs no
-        PyTorch; CUDA trains with torch. Inference (``labels_``, ``predict``,
-        ``transform``, ``score``) runs on the CPU, so fitted estimators need
-        neither a GPU nor PyTorch.
+        PyTorch; CUDA trains with torch (without pruning). Inference
+        (``labels_``, ``predict``, ``transform``, ``score``) runs on the CPU, so
+        fitted estimators need neither a GPU nor PyTorch.
+
+    n_jobs : int, default=None
+        Threads of the CPU kernels: the restarts during training, slices of the
+        points during inference. ``None`` means 1, ``-1`` all processors. The
+        result does not depend on it.
 
     random_state : int, RandomState instance or None, default=None
-        Seeds the initialisation, the batches and the masks. Same seed, same
-        data (bit for bit), same machine: same labels. Stochastic training
-        amplifies differences in the last bit of the input, such as those
-        between two runs of a NumPy reduction on differently aligned memory.
+        Seeds the initialisation, the batches, the masks and the re-seeding.
+        Same seed, same data (bit for bit): same labels, in any process and with
+        any ``n_jobs``.
 
     verbose : bool, default=False
         Show a progress bar (tqdm) over the training epochs.
@@ -121,26 +179,36 @@ class ClAM(TransformerMixin, ClusterMixin, BaseEstimator):
     Attributes
     ----------
     cluster_centers_ : ndarray of shape (n_clusters, n_features)
-        The learned prototypes (memories), occupied clusters first, in the order
-        of the labels. Unit vectors for ``metric='cosine'``.
+        The learned prototypes (memories), in the units and dtype of the input,
+        occupied clusters first, in the order of the labels. Unit vectors for
+        ``metric='cosine'``.
 
     cluster_weights_ : ndarray of shape (n_clusters,)
         Normalised prototype weights ``softmax(log w)``; uniform unless
         ``weighted``.
 
     labels_ : ndarray of shape (n_samples,)
-        Cluster of each training point, numbered ``0 .. m-1`` by first appearance
-        over the ``m <= n_clusters`` occupied prototypes.
+        Cluster of each training point, numbered ``0 .. n_clusters_ - 1`` by first
+        appearance.
+
+    n_clusters_ : int
+        Number of clusters with at least one training point (``n_clusters``
+        unless the estimator warned).
+
+    beta_ : float
+        The inverse temperature used, in the units of the input (one over its
+        squared units; for ``metric='cosine'``, the paper's).
 
     n_iter_ : int
-        Training epochs run by the kept restart.
+        Training epochs run.
 
     loss_ : float
-        Its training loss (mean over points of the squared completion error on
-        the hidden features), on masks drawn from a seed fixed at fit time.
+        Training loss of the kept restart: the mean over points of the squared
+        completion error on the hidden features, in the squared units of the
+        input, on masks drawn from a seed fixed at fit time.
 
-    loss_curve_ : list of float
-        Its mean loss over each training epoch.
+    loss_curve_ : ndarray of shape (`n_iter_`,)
+        Its mean loss over each training epoch (same units).
 
     n_features_in_ : int
         Number of features seen during ``fit``.
@@ -166,27 +234,25 @@ class ClAM(TransformerMixin, ClusterMixin, BaseEstimator):
     Training follows algorithm 1 of the paper: each example hides some features
     (replaced by ``mask_value``), only those evolve during the T steps, and the
     loss is the squared error on them; Adam minimises it with backpropagation
-    through the T steps, written out by hand. On the CPU, each epoch is one call
-    of numba kernels (one thread) that follow only the hidden coordinates of each
-    example, so that a step costs ``O(k h)`` per example for ``h`` hidden
-    features instead of ``O(k d)``; on CUDA it runs in torch, a few matrix
-    products per step. The two compute the same updates (they draw their batches
-    and masks from different generators). Inference starts from the complete
+    through the T steps, written out by hand. On the CPU, numba kernels follow
+    only the hidden coordinates of each example, so that a step costs ``O(k h)``
+    per example for ``h`` hidden features instead of ``O(k d)``; on CUDA it runs
+    in torch, a few matrix products per step. Inference starts from the complete
     point and assigns it to the prototype nearest to where it ends. Since a point
     only travels part of the way in T steps, prototypes sit beyond their
-    cluster's mean. Training runs in float32; inference in float64, on the CPU
-    (numba kernels that compute each point on its own), so that a point's label
-    does not depend on the other points of its batch.
+    cluster's mean.
 
-    ClAM costs T forward and backward steps per point and epoch, on small
-    batches: on the CPU, it fits the UCI sets of ``benchmarks/bench_clam.py`` in
-    0.01 to 0.1 s, 1 to 3 times the time of scikit-learn's ``KMeans(n_init=10)``
-    on one thread (a torch training loop on the CPU took about 2 s, 40 to 100
-    times KMeans).
+    The data are centred and scaled in float64, then cast to float32 for
+    training; the selection of the restart, the labels, ``transform`` and
+    ``score`` run in float64, each point on its own (numba lanes and direct
+    differences, no matrix products), so that a point's label depends neither on
+    the other points of its batch nor on the number of threads. Sparse CSR input
+    is made dense a slice of rows at a time, never as a whole.
 
     The paper selects beta, T and the other hyperparameters per dataset by the
     silhouette coefficient; use :class:`~sklearn.model_selection.GridSearchCV`
-    with a silhouette scorer for that (``score`` is minus the training loss).
+    with a silhouette scorer for that (``score``, minus the masked loss, is
+    ``GridSearchCV``'s default, and favours more clusters).
 
     References
     ----------
@@ -199,7 +265,7 @@ class ClAM(TransformerMixin, ClusterMixin, BaseEstimator):
     >>> from skdiffclust.clam import ClAM
     >>> X = np.array([[0.0, 0.0], [0.2, 0.1], [0.1, 0.3],
     ...               [4.0, 4.0], [4.2, 3.9], [3.9, 4.1]])
-    >>> clam = ClAM(n_clusters=2, max_iter=20, random_state=0).fit(X)
+    >>> clam = ClAM(n_clusters=2, random_state=0).fit(X)
     >>> clam.labels_
     array([0, 0, 0, 1, 1, 1])
     >>> clam.predict([[0.5, 0.5], [3.5, 3.5]])
@@ -208,7 +274,7 @@ class ClAM(TransformerMixin, ClusterMixin, BaseEstimator):
 
     _parameter_constraints: dict = {
         "n_clusters": [Interval(Integral, 1, None, closed="left")],
-        "beta": [Interval(Real, 0, None, closed="neither")],
+        "beta": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
         "n_steps": [Interval(Integral, 1, None, closed="left")],
         "step_size": [Interval(Real, 0, 1, closed="right"), None],
         "metric": [StrOptions({"euclidean", "cosine"})],
@@ -219,19 +285,23 @@ class ClAM(TransformerMixin, ClusterMixin, BaseEstimator):
         "n_init": [Interval(Integral, 1, None, closed="left")],
         "max_iter": [Interval(Integral, 0, None, closed="left")],
         "batch_size": [Interval(Integral, 1, None, closed="left")],
-        "learning_rate": [Interval(Real, 0, None, closed="neither")],
+        "learning_rate": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
         "tol": [Interval(Real, 0, None, closed="left")],
-        "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
+        "n_iter_no_change": [Interval(Integral, 1, None, closed="left"),
+                             StrOptions({"auto"})],
+        "reseed": ["boolean"],
+        "prune": ["boolean"],
         "device": [StrOptions({"auto", "cpu", "cuda"})],
+        "n_jobs": [Integral, None],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     }
 
-    def __init__(self, n_clusters=8, *, beta=1.0, n_steps=10, step_size=None,
+    def __init__(self, n_clusters=8, *, beta="auto", n_steps=10, step_size=None,
                  metric="euclidean", weighted=False, mask_prob=0.15, mask_value="mean",
                  init="k-means++", n_init=3, max_iter=200, batch_size=16,
-                 learning_rate=0.1, tol=1e-3, n_iter_no_change=10, device="auto",
-                 random_state=None, verbose=False):
+                 learning_rate="auto", tol=1e-3, n_iter_no_change="auto", reseed=True,
+                 prune=True, device="auto", n_jobs=None, random_state=None, verbose=False):
         self.n_clusters = n_clusters
         self.beta = beta
         self.n_steps = n_steps
@@ -247,17 +317,21 @@ class ClAM(TransformerMixin, ClusterMixin, BaseEstimator):
         self.learning_rate = learning_rate
         self.tol = tol
         self.n_iter_no_change = n_iter_no_change
+        self.reseed = reseed
+        self.prune = prune
         self.device = device
+        self.n_jobs = n_jobs
         self.random_state = random_state
         self.verbose = verbose
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @keeps_state_on_failure
     def fit(self, X, y=None):
         """Learn the prototypes and cluster the training points.
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Training points.
 
         y : Ignored
@@ -268,73 +342,126 @@ class ClAM(TransformerMixin, ClusterMixin, BaseEstimator):
         self : object
             Fitted estimator.
         """
-        X = validate_data(self, X, dtype=[np.float64, np.float32])
+        X = validate_data(self, X, accept_sparse="csr", dtype=[np.float64, np.float32])
         if X.shape[0] < self.n_clusters:
             raise ValueError(
                 f"n_samples={X.shape[0]} should be >= n_clusters={self.n_clusters}."
             )
+        check_magnitude(X)
         training = _training_module()
         device = _resolve_device(self.device)
+        n_threads = effective_n_jobs(self.n_jobs)
         init_seed, train_seed, score_seed = derive_seeds(self.random_state, 3)
-        points = self._points(X)
-        fill = _mask_fill(points, self.mask_value)
-        dynamics = self._dynamics(training)
-        initial = self._initial_prototypes(points, init_seed)
-        trained = self._train(training, points, fill, initial, dynamics, device, train_seed)
-        kept = self._keep_best(training, points, fill, trained, dynamics, score_seed)
-        order, labels = _relabel_by_first_appearance(kept["labels"], self.n_clusters)
-
-        self.cluster_centers_ = kept["prototypes"][order].astype(X.dtype)
-        self.cluster_weights_ = kept["weights"][order]
-        self.labels_ = labels
-        self.n_iter_ = kept["n_iter"]
-        self.loss_ = kept["loss"]
-        self.loss_curve_ = kept["loss_curve"]
-        self._mask_fill = fill
-        self._score_seed = score_seed
+        data = ScaledData(X, self.metric == "cosine")
+        with threadpool_limits(n_threads, user_api="blas"):  # k-means++'s small products
+            initial = self._initial_prototypes(data, init_seed)
+        spread = _spread(data, initial)
+        dynamics = self._dynamics(training, self._beta(spread))
+        fill = data.column_reduction(self.mask_value)
+        trained = training.train_restarts(
+            _training_rows(data), fill.astype(np.float32), initial.astype(np.float32),
+            dynamics, weighted=self.weighted, mask_prob=self.mask_prob,
+            batch_size=self.batch_size, max_iter=self.max_iter,
+            learning_rate=self._learning_rate(spread, data.n_features), tol=self.tol,
+            n_iter_no_change=self._patience(training, data.n_samples),
+            plateau_patience=training.steps_patience(
+                data.n_samples, self.batch_size, training.PLATEAU_STEPS,
+                training.PLATEAU_BOUNDS),
+            device=device, seed=train_seed, verbose=self.verbose, n_threads=n_threads,
+            reseed=self.reseed, prune=self.prune,
+        )
+        if self.max_iter == 0:  # untrained: the initial prototypes, not their float32 copy
+            trained.prototypes = initial
+        kept = self._keep_best(training, data, fill, trained, dynamics, score_seed,
+                               n_threads)
+        self._set_fitted(kept, data, dynamics, fill, score_seed, X.dtype)
+        self._warn_empty_clusters()
         return self
 
-    def _train(self, training, points, fill, initial, dynamics, device, seed):
-        """Algorithm 1 for every restart."""
-        return training.train_restarts(
-            points, fill, initial, dynamics, weighted=self.weighted,
-            mask_prob=self.mask_prob, batch_size=self.batch_size,
-            max_iter=self.max_iter, learning_rate=self.learning_rate, tol=self.tol,
-            n_iter_no_change=self.n_iter_no_change, device=device, seed=seed,
-            verbose=self.verbose,
-        )
+    def _set_fitted(self, kept, data, dynamics, fill, score_seed, dtype):
+        """Fitted attributes in the input's units (occupied clusters first); the
+        state inference needs in ClAM's (centred and scaled) units."""
+        order, labels = _relabel_by_first_appearance(kept["labels"], self.n_clusters)
+        squared_scale = data.scale**2
+        self._prototypes = kept["prototypes"][order]
+        self._shift, self._scale = data.shift, data.scale
+        self._mask_fill = fill
+        self._score_seed = score_seed
+        self._beta_scaled = dynamics.beta
+        self.cluster_centers_ = self._in_input_units(self._prototypes).astype(dtype)
+        self.cluster_weights_ = kept["weights"][order]
+        self.labels_ = labels
+        self.n_clusters_ = int(np.unique(labels).size)
+        self.beta_ = dynamics.beta / squared_scale
+        self.n_iter_ = kept["n_iter"]
+        self.loss_ = kept["loss"] * squared_scale
+        self.loss_curve_ = kept["loss_curve"] * squared_scale
 
-    def _keep_best(self, training, points, fill, trained, dynamics, score_seed):
+    def _in_input_units(self, prototypes):
+        if self.metric == "cosine":
+            return prototypes
+        return prototypes * self._scale + self._shift
+
+    def _warn_empty_clusters(self):
+        if self.n_clusters_ < self.n_clusters:
+            warnings.warn(
+                f"ClAM found {self.n_clusters_} non-empty clusters of the "
+                f"n_clusters={self.n_clusters} asked: the dynamics take no training "
+                "point to the other prototypes. Labels are numbered 0 .. n_clusters_ - 1. "
+                "A larger beta, more restarts (n_init) or fewer clusters may help.",
+                UserWarning, stacklevel=5,  # fit, keeps_state_on_failure, _fit_context
+            )
+
+    def _beta(self, spread):
+        """beta in the units of the centred and scaled data."""
+        if self.beta != "auto":
+            return float(self.beta)
+        # cosine logits are beta <rho~, v> = -beta/2 ||rho~ - v||^2 + const
+        return (2.0 if self.metric == "cosine" else 1.0) * AUTO_BETA / spread
+
+    def _learning_rate(self, spread, n_features):
+        if self.learning_rate != "auto":
+            return float(self.learning_rate)
+        return AUTO_LEARNING_RATE * float(np.sqrt(spread / n_features))
+
+    def _patience(self, training, n_samples):
+        if self.n_iter_no_change != "auto":
+            return int(self.n_iter_no_change)
+        return training.steps_patience(n_samples, self.batch_size, training.STOPPING_STEPS,
+                                       training.STOPPING_BOUNDS)
+
+    def _keep_best(self, training, data, fill, trained, dynamics, score_seed, n_threads):
         """The restart of lowest loss (same masks for all), and its labels."""
-        log_weights = trained.log_weights if self.weighted else None
-        losses = training.evaluate_loss(points, fill, trained.prototypes, log_weights,
-                                        dynamics, self.mask_prob, score_seed)
-        best = _best_restart(losses, trained.prototypes)
-        prototypes = trained.prototypes[best]
+        candidates = np.flatnonzero(trained.selectable)  # not pruned
+        log_weights = trained.log_weights[candidates] if self.weighted else None
+        rows = _inference_rows(data)
+        losses = training.evaluate_loss(rows, fill, trained.prototypes[candidates],
+                                        log_weights, dynamics, self.mask_prob, score_seed,
+                                        n_threads)
+        best = candidates[_best_restart(losses, trained.prototypes[candidates])]
+        loss = float(losses[candidates == best][0])
+        prototypes = trained.prototypes[best].astype(np.float64)
         if self.metric == "cosine":
             prototypes = _unit_rows(prototypes)
-        weights = _normalised_weights(trained.log_weights[best])
+        weights = _normalised_weights(trained.log_weights[best].astype(np.float64))
         labels, _ = training.converge(
-            points, prototypes, np.log(weights) if self.weighted else None, dynamics)
+            rows, prototypes, np.log(weights) if self.weighted else None, dynamics,
+            n_threads)
         return {"prototypes": prototypes, "weights": weights, "labels": labels,
-                "loss": float(losses[best]), "n_iter": int(trained.n_iter[best]),
-                "loss_curve": trained.loss_curves[best]}
+                "loss": loss, "n_iter": int(trained.n_iter[best]),
+                "loss_curve": np.asarray(trained.loss_curves[best], dtype=np.float64)}
 
-    def _points(self, X):
-        # a float32 copy for training; unit rows for the spherical variant
-        points = np.array(X, dtype=np.float32)
-        return _unit_rows(points) if self.metric == "cosine" else points
-
-    def _dynamics(self, training):
+    def _dynamics(self, training, beta):
         alpha = 1.0 / self.n_steps if self.step_size is None else float(self.step_size)
-        return training.Dynamics(beta=float(self.beta), n_steps=int(self.n_steps),
+        return training.Dynamics(beta=float(beta), n_steps=int(self.n_steps),
                                  alpha=alpha, metric=self.metric)
 
-    def _initial_prototypes(self, points, seed):
-        """Initial prototypes of every restart, shape (n_init, n_clusters, n_features)."""
-        k, d = self.n_clusters, points.shape[1]
+    def _initial_prototypes(self, data, seed):
+        """Initial prototypes of every restart, (n_init, n_clusters, n_features),
+        float64, in the units of the centred and scaled data."""
+        k, d = self.n_clusters, data.n_features
         if not isinstance(self.init, str):
-            init = np.asarray(self.init, dtype=np.float32)
+            init = np.asarray(self.init, dtype=np.float64)
             if init.shape != (k, d):
                 raise ValueError(
                     f"init must have shape (n_clusters, n_features) = ({k}, {d}), "
@@ -342,39 +469,56 @@ class ClAM(TransformerMixin, ClusterMixin, BaseEstimator):
                 )
             if not np.isfinite(init).all():
                 raise ValueError("init contains NaN or infinity.")
+            check_magnitude(init, "init")
+            if self.metric != "cosine":
+                init = (init - data.shift) / data.scale
             return init[None].copy()
         rng = numpy_generator(seed)
+        # k-means++ on at most SEEDING_POINTS points drawn at random (all of them on
+        # smaller data), so that seeding stays cheap next to training on large data
+        pool = np.arange(data.n_samples)
+        if data.n_samples > SEEDING_POINTS:
+            pool = np.sort(rng.choice(data.n_samples, SEEDING_POINTS, replace=False))
+        seeding_rows = data.seeding_rows(pool)
         restarts = []
         for _ in range(self.n_init):
             if self.init == "random":
-                restarts.append(points[rng.choice(points.shape[0], k, replace=False)])
+                chosen = rng.choice(data.n_samples, k, replace=False)
             else:
-                centers, _ = kmeans_plusplus(
-                    points, k, random_state=int(rng.integers(2**31 - 1)))
-                restarts.append(centers)
-        return np.stack(restarts).astype(np.float32)
+                _, chosen = kmeans_plusplus(seeding_rows, k,
+                                            random_state=int(rng.integers(2**31 - 1)))
+                chosen = pool[chosen]
+            restarts.append(data.take(chosen))
+        return np.stack(restarts)
 
     def _log_weights(self):
         return np.log(self.cluster_weights_) if self.weighted else None
 
-    def _check_X(self, X):
+    def _scaled(self, X):
+        """X validated, and its rows as ClAM sees them (centred and scaled)."""
         check_is_fitted(self)
-        X = validate_data(self, X, dtype=[np.float64, np.float32], reset=False)
-        return self._points(X)
+        X = validate_data(self, X, accept_sparse="csr", dtype=[np.float64, np.float32],
+                          reset=False)
+        check_magnitude(X)
+        data = ScaledData(X, self.metric == "cosine", self._shift, self._scale)
+        return X, _inference_rows(data)
 
     def _converge(self, X):
         training = _training_module()
-        points = self._check_X(X)
-        prototypes = self.cluster_centers_.astype(np.float32)
-        return training.converge(points, prototypes, self._log_weights(),
-                                 self._dynamics(training))
+        X, rows = self._scaled(X)
+        labels, distances = training.converge(
+            rows, self._prototypes, self._log_weights(),
+            self._dynamics(training, self._beta_scaled), effective_n_jobs(self.n_jobs))
+        if self.metric != "cosine":
+            distances = distances * self._scale
+        return labels, distances.astype(X.dtype, copy=False)
 
     def predict(self, X):
         """Cluster of each point: the prototype nearest to where its dynamics end.
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
             New points.
 
         Returns
@@ -387,29 +531,34 @@ class ClAM(TransformerMixin, ClusterMixin, BaseEstimator):
     def transform(self, X):
         """Distances from the converged points to every prototype.
 
-        Each point runs the ``n_steps`` AM steps first; the distances are Euclidean,
-        or cosine distances ``1 - cos`` for ``metric='cosine'``.
+        Each point runs the ``n_steps`` AM steps first; the distances are Euclidean
+        (in the units of the input), or cosine distances ``1 - cos`` for
+        ``metric='cosine'``.
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
             New points.
 
         Returns
         -------
         distances : ndarray of shape (n_samples, n_clusters)
+            In the dtype of ``X``; columns in the order of ``cluster_centers_``.
         """
         return self._converge(X)[1]
 
     def score(self, X, y=None):
         """Minus the masked completion loss of the points (higher is better).
 
-        The masks come from a seed fixed at fit time, so the score is
-        deterministic, and ``score(X_train) == -loss_``.
+        The loss of ``loss_``, in the squared units of the input, with masks drawn
+        from a seed fixed at fit time, so that the score is deterministic and
+        ``score(X_train) == -loss_``. ``GridSearchCV`` uses it when given no
+        scorer; it favours more clusters, so select ``n_clusters`` or ``beta``
+        with a silhouette scorer instead.
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Points to score.
 
         y : Ignored
@@ -419,16 +568,26 @@ class ClAM(TransformerMixin, ClusterMixin, BaseEstimator):
         -------
         score : float
         """
-        points = self._check_X(X)
+        _, rows = self._scaled(X)
         training = _training_module()
         log_weights = self._log_weights()
-        prototypes = self.cluster_centers_[None].astype(np.float32)
         losses = training.evaluate_loss(
-            points, self._mask_fill, prototypes,
+            rows, self._mask_fill, self._prototypes[None],
             None if log_weights is None else log_weights[None],
-            self._dynamics(training), self.mask_prob, self._score_seed,
+            self._dynamics(training, self._beta_scaled), self.mask_prob, self._score_seed,
+            effective_n_jobs(self.n_jobs),
         )
-        return -float(losses[0])
+        return -float(losses[0]) * self._scale**2
+
+    @property
+    def _n_features_out(self):
+        return self.cluster_centers_.shape[0]
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.transformer_tags.preserves_dtype = ["float64", "float32"]
+        return tags
 
 
 def _training_module():
@@ -440,7 +599,7 @@ def _training_module():
 
 def _resolve_device(device):
     """'cpu' (the numba kernels, no torch needed) or the torch device for CUDA."""
-    if device == "cpu":
+    if device == "cpu" or (device == "auto" and not _nvidia_driver_present()):
         return "cpu"
     try:
         from skdiffclust._utils._torch import resolve_device
@@ -453,14 +612,42 @@ def _resolve_device(device):
     return resolve_device(device)
 
 
+def _nvidia_driver_present():
+    """False where no CUDA device can be: Linux without NVIDIA's device files. Then
+    ``device='auto'`` needs no torch import (a second or more) to pick the CPU."""
+    if not sys.platform.startswith("linux"):
+        return True
+    return os.path.exists("/dev/nvidiactl") or os.path.exists("/dev/dxg")  # WSL: dxg
+
+
+def _training_rows(data):
+    """float32 rows for training: an array (dense input), or the row source (sparse)."""
+    rows = data.float32_rows()
+    return data if rows is None else rows
+
+
+def _inference_rows(data):
+    """float64 rows for inference: an array (dense input), or the row source."""
+    rows = data.dense()
+    return data if rows is None else rows
+
+
+def _spread(data, initial):
+    """Mean squared distance of the points to their nearest initial prototype
+    (averaged over the restarts, on at most ``SPREAD_POINTS`` points evenly spaced
+    in the data): the scale of the clusters, in the units of the centred and scaled
+    data. If the prototypes sit on every point, the points' own mean squared norm."""
+    rows = data.take(np.arange(0, data.n_samples, -(-data.n_samples // SPREAD_POINTS)))
+    spread = float(np.mean([squared_distances(rows, P).min(axis=1).mean() for P in initial]))
+    if spread > 1e-12 * data.n_features:
+        return spread
+    total = float(np.mean(squared_distances(rows, np.zeros((1, data.n_features)))))
+    return total if total > 0 else 1.0
+
+
 def _unit_rows(X):
     norms = np.linalg.norm(X, axis=1, keepdims=True)
     return X / np.maximum(norms, np.finfo(X.dtype).tiny)
-
-
-def _mask_fill(points, mask_value):
-    reduce = {"mean": np.mean, "min": np.min, "max": np.max}[mask_value]
-    return reduce(points, axis=0).astype(points.dtype)
 
 
 def _normalised_weights(log_weights):

@@ -1,5 +1,5 @@
-"""Numba kernels of ClAM on the CPU: one training epoch of algorithm 1 in a single
-call, and inference (completion losses, converged points).
+"""Numba kernels of ClAM on the CPU: training epochs of algorithm 1, and inference
+(completion losses, converged points).
 
 The maths are those of :mod:`skdiffclust.clam._backprop` (same notation, same
 floors), reorganised for a CPU:
@@ -21,7 +21,16 @@ floors), reorganised for a CPU:
   it (the other axes, k and h, are a handful each).
 * **Everything per batch is here** (gathering, T steps forward and back,
   scattering the gradients, Adam): a Python loop over batches costs more than
-  the arithmetic.
+  the arithmetic. The Python functions at the end (:func:`train_epoch`,
+  :func:`completion_losses`, :func:`converged_points`) call the kernels for chunks
+  of batches or points of some milliseconds each, into arrays they allocate: the
+  kernels return no arrays, so that Ctrl-C, seen between calls, raises
+  ``KeyboardInterrupt`` cleanly.
+* **Two kernels to compile**, one for training (float32 by default) and one for
+  inference (float64): completion losses and converged points share the latter.
+  Their ``cosine`` argument is True, or None for the Euclidean variant: ``is None``
+  on an argument is decided when a kernel compiles, so that a Euclidean fit never
+  compiles the spherical code, nor the reverse.
 
 ``tests/test_torch_clam.py`` checks the loss and gradients of a batch against
 the torch implementation, and whole epochs against the torch training loop.
@@ -30,7 +39,11 @@ the torch implementation, and whole epochs against the torch training loop.
 import math
 
 import numpy as np
-from numba import njit
+from numba import types
+from numba.extending import overload
+
+from skdiffclust._training._optim import ADAM_BETA1, ADAM_BETA2, adam_update
+from skdiffclust._utils._numba import jit
 
 EUCLIDEAN = "euclidean"
 COSINE = "cosine"
@@ -41,10 +54,6 @@ COSINE = "cosine"
 # their gradients would be subnormal numbers, on which CPUs are 10-100x slower.
 LOGIT_FLOOR = -46.0
 
-# Adam's defaults (also those of ``_training.BatchedAdam``)
-ADAM_BETA1 = 0.9
-ADAM_BETA2 = 0.999
-ADAM_EPS = 1e-8
 # floor of the norms divided by (cosine); float32's in both precisions: only a zero
 # vector gets there
 SMALLEST_NORMAL = np.finfo(np.float32).tiny
@@ -58,15 +67,20 @@ def hidden_count(mask_prob, n_features):
     return min(int(mask_prob * n_features + 0.5), n_features)
 
 
-@njit(cache=True)
 def hidden_features(draws, n_features):
     """Hidden feature indices from uniform draws in [0, 1), shape (R, n, h).
 
     A partial Fisher-Yates shuffle per example: ``h`` distinct features, each
     subset equally likely (the distribution of ``_dynamics.draw_masks``).
     """
+    hidden = np.empty(draws.shape, dtype=np.int64)
+    _draw_hidden(draws, n_features, hidden)
+    return hidden
+
+
+@jit
+def _draw_hidden(draws, n_features, hidden):
     n_restarts, n_samples, n_hidden = draws.shape
-    hidden = np.empty((n_restarts, n_samples, n_hidden), dtype=np.int64)
     features = np.arange(n_features)
     picked = np.empty(n_hidden, dtype=np.int64)
     for r in range(n_restarts):
@@ -78,7 +92,6 @@ def hidden_features(draws, n_features):
             # undo the swaps in reverse, so that ``features`` is arange again
             for j in range(n_hidden - 1, -1, -1):
                 features[j], features[picked[j]] = features[picked[j]], features[j]
-    return hidden
 
 
 # -- vectorisable exp ------------------------------------------------------------------
@@ -109,7 +122,7 @@ F32_TERMS = tuple(np.float32(1.0 / math.factorial(i)) for i in range(8))
 # operations); no reassociation, which would undo the Cody-Waite reduction
 
 
-@njit(cache=True, error_model="numpy", fastmath={"contract"})
+@jit(error_model="numpy", fastmath={"contract"})
 def _exp_weights_double(logits, largest, floor, n_lanes, p, total, shifted):
     """``p = exp(max(logits - largest, floor))`` and ``total += p``, in float64;
     ``shifted`` is float64 scratch of the shape of ``p``."""
@@ -140,7 +153,7 @@ def _exp_weights_double(logits, largest, floor, n_lanes, p, total, shifted):
             total[lane] += p[row, lane]
 
 
-@njit(cache=True, error_model="numpy", fastmath={"contract"})
+@jit(error_model="numpy", fastmath={"contract"})
 def _exp_weights_single(logits, largest, floor, n_lanes, p, total, shifted):
     """``p = exp(max(logits - largest, floor))`` and ``total += p``, in float32;
     ``shifted`` is float32 scratch of the shape of ``p``."""
@@ -162,10 +175,25 @@ def _exp_weights_single(logits, largest, floor, n_lanes, p, total, shifted):
             total[lane] += p[row, lane]
 
 
+def _exp_weights(logits, largest, floor, n_lanes, p, total, shifted):
+    """``p = exp(max(logits - largest, floor))`` and ``total += p``, by the kernel of
+    p's precision, chosen when compiling (a branch on the dtype would compile both)."""
+
+
+@overload(_exp_weights, inline="always")
+def _exp_weights_of_precision(logits, largest, floor, n_lanes, p, total, shifted):
+    kernel = _exp_weights_single if p.dtype == types.float32 else _exp_weights_double
+
+    def exp_weights(logits, largest, floor, n_lanes, p, total, shifted):
+        kernel(logits, largest, floor, n_lanes, p, total, shifted)
+
+    return exp_weights
+
+
 # -- one batch: lanes ----------------------------------------------------------------
 
 
-# the workspace of a batch: a tuple of arrays (see ``allocate_workspace``), indexed
+# the workspace of a batch: a tuple of arrays (see ``new_workspace``), indexed
 # by these constants (numba needs constant indices into a heterogeneous tuple)
 (HIDDEN, P_H, VISIBLE, A_VISIBLE, OFFSET, TARGET, STATES, ATTRACTION, SCALES, NORMS,
  SQ_VISIBLE, GRAD_P_H, GRAD_VISIBLE, GRAD_OFFSET, GRAD_Z, LOGITS, GRAD_ATTRACTION,
@@ -174,8 +202,7 @@ def _exp_weights_single(logits, largest, floor, n_lanes, p, total, shifted):
 LARGEST, TOTAL, DOT, GAMMA, LOSS = range(5)
 
 
-@njit(cache=True)
-def allocate_workspace(n_lanes, n_clusters, n_features, n_hidden, n_steps, dtype):
+def new_workspace(n_lanes, n_clusters, n_features, n_hidden, n_steps, dtype):
     """Scratch arrays of one batch, lanes along the last axis."""
     L, k, d, h, T = n_lanes, n_clusters, n_features, n_hidden, n_steps
     return (
@@ -203,18 +230,24 @@ def allocate_workspace(n_lanes, n_clusters, n_features, n_hidden, n_steps, dtype
     )
 
 
-@njit(cache=True, error_model="numpy")
-def _gather_lanes(X, rows, hidden, restarts, P, offset, fill, start_from_fill, ws):
-    """Copy each lane's point, hidden features and prototype columns into place."""
+@jit(error_model="numpy", inline="always")
+def _gather_lanes(X, order, first, n_rows, hidden, per_point, restarts, P, offset, fill,
+                  start_from_fill, ws):
+    """Copy each lane's point, hidden features and prototype columns into place.
+
+    The points are ``X[order[first:first + n_rows]]``; the b-th has the hidden
+    features ``hidden[r, first + b]`` (``per_point``) or ``hidden[r, b]``.
+    """
     hid, PH, visible, A, off = ws[HIDDEN], ws[P_H], ws[VISIBLE], ws[A_VISIBLE], ws[OFFSET]
     target, zs, cs = ws[TARGET], ws[STATES], ws[SCALES]
     sq_visible, visible_rows = ws[SQ_VISIBLE], ws[VISIBLE_ROWS]
-    n_rows, n_hidden = rows.shape[0], hidden.shape[2]
+    n_hidden = hidden.shape[2]
+    hidden_first = first if per_point else 0
     n_lanes = restarts.shape[0] * n_rows
     k, d = P.shape[1], P.shape[2]
     # the batch's points, feature-major, repeated for the lanes of every restart
     for b in range(n_rows):
-        x = X[rows[b]]
+        x = X[order[first + b]]
         for c in range(d):
             visible[c, b] = x[c]
     for c in range(d):
@@ -224,11 +257,11 @@ def _gather_lanes(X, rows, hidden, restarts, P, offset, fill, start_from_fill, w
         r = restarts[slot]
         for b in range(n_rows):
             lane = slot * n_rows + b
-            x = X[rows[b]]
+            x = X[order[first + b]]
             for c in range(d):
                 visible_rows[lane, c] = x[c]
             for j in range(n_hidden):
-                feature = hidden[r, b, j]
+                feature = hidden[r, hidden_first + b, j]
                 hid[j, lane] = feature
                 target[j, lane] = x[feature]
                 zs[0, j, lane] = fill[feature] if start_from_fill else x[feature]
@@ -257,7 +290,7 @@ def _gather_lanes(X, rows, hidden, restarts, P, offset, fill, start_from_fill, w
                     A[mu, lo + b] += weight * visible[c, lo + b]
 
 
-@njit(cache=True, error_model="numpy")
+@jit(error_model="numpy", inline="always")
 def _softmax_lanes(logits, p, n_lanes, floor, largest, total, exp_scratch):
     """``p = softmax(logits)`` over the k axis for each lane, logits floored at
     ``floor`` below their largest (``LOGIT_FLOOR``)."""
@@ -269,10 +302,7 @@ def _softmax_lanes(logits, p, n_lanes, floor, largest, total, exp_scratch):
         for lane in range(n_lanes):
             value = logits[mu, lane]
             largest[lane] = value if value > largest[lane] else largest[lane]
-    if exp_scratch.itemsize == 4:  # a constant for LLVM: the branch goes
-        _exp_weights_single(logits, largest, floor, n_lanes, p, total, exp_scratch)
-    else:
-        _exp_weights_double(logits, largest, floor, n_lanes, p, total, exp_scratch)
+    _exp_weights(logits, largest, floor, n_lanes, p, total, exp_scratch)
     for lane in range(n_lanes):
         total[lane] = 1.0 / total[lane]
     for mu in range(k):
@@ -280,7 +310,7 @@ def _softmax_lanes(logits, p, n_lanes, floor, largest, total, exp_scratch):
             p[mu, lane] *= total[lane]
 
 
-@njit(cache=True, error_model="numpy")
+@jit(error_model="numpy")
 def _forward(ws, n_lanes, n_steps, scale, alpha, floor, tiny, cosine):
     """T steps of the masked recursion on the hidden coordinates of every lane."""
     PH, A, off, zs, ps = ws[P_H], ws[A_VISIBLE], ws[OFFSET], ws[STATES], ws[ATTRACTION]
@@ -309,17 +339,17 @@ def _forward(ws, n_lanes, n_steps, scale, alpha, floor, tiny, cosine):
             for mu in range(1, k):
                 for lane in range(n_lanes):
                     total[lane] += PH[j, mu, lane] * p[mu, lane]
-            if cosine:  # v + alpha P^T p, projected below
+            if cosine is not None:  # v + alpha P^T p, projected below
                 for lane in range(n_lanes):
                     z_next[j, lane] = z[j, lane] + alpha * total[lane]
             else:  # v + alpha (P^T p - v)
                 for lane in range(n_lanes):
                     z_next[j, lane] = z[j, lane] + alpha * (total[lane] - z[j, lane])
-        if cosine:
+        if cosine is not None:
             _project_to_sphere(z_next, cs, norms, sq_visible, t, n_lanes, tiny, total)
 
 
-@njit(cache=True, error_model="numpy")
+@jit(error_model="numpy", inline="always")
 def _project_to_sphere(z_next, cs, norms, sq_visible, t, n_lanes, tiny, total):
     """v / ||v|| for ``v = (c_t x_V, z)``: rescale z, and c by the same factor."""
     for lane in range(n_lanes):
@@ -335,7 +365,7 @@ def _project_to_sphere(z_next, cs, norms, sq_visible, t, n_lanes, tiny, total):
             z_next[j, lane] /= norms[t, lane]
 
 
-@njit(cache=True, error_model="numpy")
+@jit(error_model="numpy")
 def _loss_and_seed_gradient(ws, n_lanes, n_steps, n_rows):
     """Per-lane loss ``sum_H (x - z_T)^2`` and its gradient ``d mean_B / d z_T``."""
     target, zs, grad_z, loss = ws[TARGET], ws[STATES], ws[GRAD_Z], ws[LANE_SCALARS][LOSS]
@@ -349,7 +379,7 @@ def _loss_and_seed_gradient(ws, n_lanes, n_steps, n_rows):
             grad_z[j, lane] = error * seed
 
 
-@njit(cache=True, error_model="numpy")
+@jit(error_model="numpy")
 def _backward(ws, n_lanes, n_steps, scale, alpha, keep, cosine):
     """Backpropagation through the T steps, lane by lane (see the module docstring).
 
@@ -370,7 +400,7 @@ def _backward(ws, n_lanes, n_steps, scale, alpha, keep, cosine):
     gamma[:n_lanes] = 0.0  # d loss / d c_{t+1}: the loss ignores visible coordinates
     for t in range(n_steps - 1, -1, -1):
         p, z = ps[t], zs[t]
-        if cosine:
+        if cosine is not None:
             _project_backward(grad_z, gamma, zs[t + 1], cs, norms, sq_visible, t,
                               n_lanes, dot)
         # pulled = P_H^T p moves z by alpha * pulled: gradient alpha * grad_z
@@ -405,13 +435,13 @@ def _backward(ws, n_lanes, n_steps, scale, alpha, keep, cosine):
                 for lane in range(n_lanes):
                     grad_PH[j, mu, lane] += grad_s[mu, lane] * z[j, lane]
                     grad_z[j, lane] += grad_s[mu, lane] * PH[j, mu, lane]
-        if cosine:
+        if cosine is not None:
             for mu in range(k):
                 for lane in range(n_lanes):
                     gamma[lane] += grad_s[mu, lane] * A[mu, lane]
 
 
-@njit(cache=True, error_model="numpy")
+@jit(error_model="numpy", inline="always")
 def _project_backward(grad_z, gamma, z_next, cs, norms, sq_visible, t, n_lanes, dot):
     """Backward of ``v' = v / ||v||`` on ``(z, c)``; gamma is ``<x_V, grad v_V>``."""
     for lane in range(n_lanes):
@@ -428,7 +458,7 @@ def _project_backward(grad_z, gamma, z_next, cs, norms, sq_visible, t, n_lanes, 
             / norms[t, lane]
 
 
-@njit(cache=True, error_model="numpy")
+@jit(error_model="numpy")
 def _scatter_gradients(ws, restarts, n_rows, P_used, beta, scale, cosine, grad_P,
                        grad_W):
     """Sum the lanes' gradients into those of each restart's prototypes (as used:
@@ -455,12 +485,12 @@ def _scatter_gradients(ws, restarts, n_rows, P_used, beta, scale, cosine, grad_P
                     row_grad[c] += weight * point[c]
                 total += grad_offset[mu, lo + b]
             grad_W[r, mu] = total
-            if not cosine:
+            if cosine is None:
                 for c in range(d):
                     row_grad[c] -= 2.0 * beta * total * P_used[r, mu, c]
 
 
-@njit(cache=True, error_model="numpy")
+@jit(error_model="numpy")
 def _prepare_prototypes(P, W, restarts, beta, cosine, P_used, norms, offset):
     """The prototypes the dynamics use (unit rows for cosine) and the offsets."""
     k, d = P.shape[1], P.shape[2]
@@ -469,17 +499,18 @@ def _prepare_prototypes(P, W, restarts, beta, cosine, P_used, norms, offset):
             total = 0.0
             for c in range(d):
                 total += P[r, mu, c] * P[r, mu, c]
-            if cosine:
+            if cosine is not None:
                 norms[r, mu] = max(math.sqrt(total), SMALLEST_NORMAL)
                 for c in range(d):
                     P_used[r, mu, c] = P[r, mu, c] / norms[r, mu]
                 offset[r, mu] = W[r, mu]
-            else:
-                P_used[r, mu] = P[r, mu]
+            else:  # loops: a row copy would compile its shape checks too
+                for c in range(d):
+                    P_used[r, mu, c] = P[r, mu, c]
                 offset[r, mu] = -beta * total + W[r, mu]
 
 
-@njit(cache=True, error_model="numpy")
+@jit(error_model="numpy")
 def _unproject_gradient(grad_P, P_used, norms, restarts):
     """Gradient through ``rho~ = rho / ||rho||``: drop the radial part, divide by the
     norm."""
@@ -494,60 +525,49 @@ def _unproject_gradient(grad_P, P_used, norms, restarts):
                     / norms[r, mu]
 
 
-@njit(cache=True)
-def _working_constants(P, beta, alpha, cosine):
+def _spherical(cosine):
+    """The kernels' ``cosine`` argument: True, or None for the Euclidean variant."""
+    return True if cosine else None
+
+
+def working_constants(dtype, beta, alpha, cosine):
     """scale, alpha, keep (see ``_backward``), logit floor and norm floor, in the
-    training precision: a float64 constant would turn float32 loops into float64."""
-    constants = np.empty(5, P.dtype)
-    constants[0] = beta if cosine else 2.0 * beta
-    constants[1] = alpha
-    constants[2] = 1.0 if cosine else 1.0 - alpha
-    constants[3] = LOGIT_FLOOR
-    constants[4] = SMALLEST_NORMAL
-    return constants
+    working precision: a float64 constant would turn float32 loops into float64."""
+    return np.array([beta if cosine else 2.0 * beta, alpha, 1.0 if cosine else 1.0 - alpha,
+                     LOGIT_FLOOR, SMALLEST_NORMAL], dtype=dtype)
 
 
-@njit(cache=True)
-def _batch_forward(X, rows, hidden, restarts, prepared, fill, start_from_fill, constants,
-                   cosine, n_steps, ws):
-    """T steps for the lanes (restarts x rows), and each lane's loss."""
-    P_used, _, offset = prepared
-    n_lanes = restarts.shape[0] * rows.shape[0]
-    _gather_lanes(X, rows, hidden, restarts, P_used, offset, fill, start_from_fill, ws)
-    _forward(ws, n_lanes, n_steps, constants[0], constants[1], constants[3],
-             constants[4], cosine)
-    _loss_and_seed_gradient(ws, n_lanes, n_steps, rows.shape[0])
+def new_prepared(P):
+    """Room for ``_prepare_prototypes``: prototypes as used, their norms, offsets."""
+    n_restarts, k, _ = P.shape
+    return (np.empty_like(P), np.ones((n_restarts, k), P.dtype),
+            np.empty((n_restarts, k), P.dtype))
 
 
-@njit(cache=True)
-def _batch_loss_and_grads(X, rows, hidden, restarts, P, W, fill, start_from_fill, beta,
-                          cosine, n_steps, alpha, ws, prepared, grad_P, grad_W, losses):
+@jit(error_model="numpy", inline="always")
+def _batch_loss_and_grads(X, order, first, n_rows, hidden, restarts, P, W, fill,
+                          start_from_fill, beta, cosine, n_steps, constants, ws, prepared,
+                          grad_P, grad_W, losses):
     """Per-point loss (into ``losses[r, b]``) and gradients of ``sum_R mean_B loss``
-    for the given restarts, on the batch ``X[rows]``."""
+    for the given restarts, on the batch ``X[order[first:first + n_rows]]`` (whose
+    hidden features are ``hidden[:, first:first + n_rows]``)."""
     P_used, norms, offset = prepared
-    constants = _working_constants(P, beta, alpha, cosine)
-    n_rows = rows.shape[0]
     n_lanes = restarts.shape[0] * n_rows
     _prepare_prototypes(P, W, restarts, beta, cosine, P_used, norms, offset)
-    _batch_forward(X, rows, hidden, restarts, prepared, fill, start_from_fill, constants,
-                   cosine, n_steps, ws)
+    _gather_lanes(X, order, first, n_rows, hidden, True, restarts, P_used, offset, fill,
+                  start_from_fill, ws)
+    _forward(ws, n_lanes, n_steps, constants[0], constants[1], constants[3], constants[4],
+             cosine)
+    _loss_and_seed_gradient(ws, n_lanes, n_steps, n_rows)
     _backward(ws, n_lanes, n_steps, constants[0], constants[1], constants[2], cosine)
     _scatter_gradients(ws, restarts, n_rows, P_used, beta, constants[0], cosine, grad_P,
                        grad_W)
-    if cosine:
+    if cosine is not None:
         _unproject_gradient(grad_P, P_used, norms, restarts)
     loss = ws[LANE_SCALARS][LOSS]
     for slot in range(restarts.shape[0]):
         for b in range(n_rows):
             losses[restarts[slot], b] = loss[slot * n_rows + b]
-
-
-@njit(cache=True)
-def _prepared_arrays(P):
-    """Room for ``_prepare_prototypes``: prototypes as used, their norms, offsets."""
-    n_restarts, k, _ = P.shape
-    return (np.empty_like(P), np.ones((n_restarts, k), P.dtype),
-            np.empty((n_restarts, k), P.dtype))
 
 
 def batch_loss_and_grads(X, hidden, P, W, fill, *, start_from_fill, beta, cosine, n_steps,
@@ -562,124 +582,245 @@ def batch_loss_and_grads(X, hidden, P, W, fill, *, start_from_fill, beta, cosine
     """
     n_restarts, k, d = P.shape
     n_rows = X.shape[0]
-    ws = allocate_workspace(n_restarts * n_rows, k, d, hidden.shape[2], n_steps, P.dtype)
+    ws = new_workspace(n_restarts * n_rows, k, d, hidden.shape[2], n_steps, P.dtype)
     grad_P, grad_W = np.zeros_like(P), np.zeros_like(W)
     losses = np.zeros((n_restarts, n_rows), dtype=P.dtype)
-    _batch_loss_and_grads(X, np.arange(n_rows), hidden, np.arange(n_restarts), P, W, fill,
-                          start_from_fill, beta, cosine, n_steps, alpha, ws,
-                          _prepared_arrays(P), grad_P, grad_W, losses)
+    _batch_loss_and_grads(X, np.arange(n_rows), 0, n_rows, hidden, np.arange(n_restarts), P,
+                          W, fill, start_from_fill, beta, _spherical(cosine), n_steps,
+                          working_constants(P.dtype, beta, alpha, cosine), ws,
+                          new_prepared(P), grad_P, grad_W, losses)
     return losses, grad_P, grad_W
 
 
-# -- Adam and the epoch ----------------------------------------------------------------
+# -- the epoch ------------------------------------------------------------------------
 
 
-@njit(cache=True, error_model="numpy")
-def _adam_update(param, grad, m, v, restarts, step_sizes, correction2):
-    """Adam on the rows of the given restarts: ``param -= step * m / (sqrt(v / c2) +
-    eps)``, with ``step = lr / c1`` per restart (as ``_training.BatchedAdam``)."""
-    size = param.size // param.shape[0]
-    flat_p, flat_g = param.reshape(-1), grad.reshape(-1)
-    flat_m, flat_v = m.reshape(-1), v.reshape(-1)
-    for r in restarts:
-        step = step_sizes[r]
-        for i in range(r * size, (r + 1) * size):
-            g = flat_g[i]
-            flat_m[i] = ADAM_BETA1 * flat_m[i] + (1.0 - ADAM_BETA1) * g
-            flat_v[i] = ADAM_BETA2 * flat_v[i] + (1.0 - ADAM_BETA2) * g * g
-            flat_p[i] -= step * flat_m[i] / (math.sqrt(flat_v[i] / correction2) + ADAM_EPS)
+@jit(error_model="numpy", nogil=True)
+def _train_batches(X, order, hidden, fill, start_from_fill, restarts, P, W, lr, adam_steps,
+                   weighted, beta, cosine, n_steps, constants, batch_size, start, stop, work):
+    """The batches of an epoch that start at ``start``, ``start + batch_size``, ...
+    before ``stop``; returns the number of Adam steps taken so far (see
+    :func:`train_epoch`, which allocates ``work``).
 
-
-@njit(cache=True)
-def train_epoch(X, order, hidden, fill, start_from_fill, restarts, P, W, moments, lr,
-                adam_steps, weighted, beta, cosine, n_steps, alpha, batch_size):
-    """One epoch of mini-batch Adam for the given (active) restarts.
-
-    ``order`` is the epoch's permutation of the points and ``hidden[r, i]`` the
-    tracked features of the i-th example of the epoch for restart r. Updates
-    ``P``, ``W`` and the Adam ``moments`` (m_P, v_P, m_W, v_W) in place; returns
-    the number of Adam steps taken so far and each restart's summed loss.
+    Each restart's prototypes and weights take the shared Adam step of
+    ``skdiffclust._training._optim``. Besides the losses, records the sum of the
+    parameters after each step (for their average over the epoch) and, for the
+    re-seeding of dead prototypes (``_training``), each example's loss by position
+    in the epoch and how many examples each prototype attracts most at the last
+    step of the dynamics.
     """
-    n_restarts, k, d = P.shape
-    n_samples = order.shape[0]
-    ws = allocate_workspace(restarts.shape[0] * batch_size, k, d, hidden.shape[2],
-                            n_steps, P.dtype)
-    prepared = _prepared_arrays(P)
-    grad_P, grad_W = np.zeros_like(P), np.zeros_like(W)
-    losses = np.zeros((n_restarts, batch_size), dtype=P.dtype)
-    epoch_loss = np.zeros(n_restarts)
-    step_sizes = np.empty(n_restarts)
+    ws, prepared, grad_P, grad_W, losses, epoch_loss, counts, position_loss, moments, \
+        sums = work
     m_P, v_P, m_W, v_W = moments
-    for start in range(0, n_samples, batch_size):
-        stop = min(start + batch_size, n_samples)
-        _batch_loss_and_grads(X, order[start:stop], hidden[:, start:stop], restarts, P, W,
-                              fill, start_from_fill, beta, cosine, n_steps, alpha, ws,
+    sum_P, sum_W = sums
+    k = P.shape[1]
+    n_samples = order.shape[0]
+    last = ws[ATTRACTION][n_steps - 1]
+    for first in range(start, stop, batch_size):
+        n_rows = min(batch_size, n_samples - first)
+        _batch_loss_and_grads(X, order, first, n_rows, hidden, restarts, P, W, fill,
+                              start_from_fill, beta, cosine, n_steps, constants, ws,
                               prepared, grad_P, grad_W, losses)
         adam_steps += 1
         correction1 = 1.0 - ADAM_BETA1**adam_steps
         correction2 = 1.0 - ADAM_BETA2**adam_steps
-        for r in restarts:
-            step_sizes[r] = lr[r] / correction1
-            for b in range(stop - start):
+        for slot in range(restarts.shape[0]):
+            r = restarts[slot]
+            for b in range(n_rows):
+                lane = slot * n_rows + b
                 epoch_loss[r] += losses[r, b]
-        _adam_update(P, grad_P, m_P, v_P, restarts, step_sizes, correction2)
-        if weighted:
-            _adam_update(W, grad_W, m_W, v_W, restarts, step_sizes, correction2)
-    return adam_steps, epoch_loss
+                position_loss[r, first + b] = losses[r, b]
+                strongest = 0
+                for mu in range(1, k):
+                    if last[mu, lane] > last[strongest, lane]:
+                        strongest = mu
+                counts[r, strongest] += 1
+            step_size = lr[r] / correction1
+            adam_update(P[r], grad_P[r], m_P[r], v_P[r], step_size, correction2)
+            if weighted:
+                adam_update(W[r], grad_W[r], m_W[r], v_W[r], step_size, correction2)
+            # the sum of the iterates, for their average over the epoch
+            for mu in range(k):
+                sum_W[r, mu] += W[r, mu]
+                for c in range(P.shape[2]):
+                    sum_P[r, mu, c] += P[r, mu, c]
+    return adam_steps
+
+
+# Kernel calls of training and inference take about this many lane-steps (one lane,
+# one step of the recursion, weighted by its size): some milliseconds each
+LANE_STEPS_PER_CALL = 1 << 22
+
+
+def _points_per_call(n_lanes_per_point, n_clusters, n_hidden, n_steps, granule):
+    """Points per kernel call, a multiple of ``granule`` (a batch, an inference chunk)."""
+    cost = n_lanes_per_point * n_steps * (n_clusters * (n_hidden + 2) + n_hidden)
+    return granule * max(LANE_STEPS_PER_CALL // max(cost * granule, 1), 1)
+
+
+def _check_contiguous(arrays):
+    for array in arrays:
+        if not array.flags.c_contiguous:
+            raise ValueError("ClAM's parameters and Adam moments must be C-contiguous arrays.")
+
+
+def train_epoch(X, order, hidden, fill, start_from_fill, restarts, P, W, moments, lr,
+                adam_steps, weighted, beta, cosine, n_steps, alpha, batch_size):
+    """One epoch of mini-batch Adam for the given (active) restarts.
+
+    ``X`` holds the points (an array), or gives them by ``X.take(indices)`` (rows
+    made dense a call at a time: sparse input). ``order`` is the epoch's
+    permutation of the points and ``hidden[r, i]`` the tracked features of the
+    i-th example of the epoch for restart r. Updates ``P``, ``W`` and the Adam
+    ``moments`` (m_P, v_P, m_W, v_W) in place; returns the number of Adam steps
+    taken so far, each restart's summed loss, the examples each prototype attracts
+    most (R, k), each example's loss by position in the epoch (R, n), and the
+    average of the prototypes (R, k, d) and log-weights (R, k) over the epoch's
+    steps (float64).
+    """
+    n_restarts, k, d = P.shape
+    n_samples, n_hidden = order.shape[0], hidden.shape[2]
+    _check_contiguous((P, W) + tuple(moments))
+    counts = np.zeros((n_restarts, k), dtype=np.int64)
+    position_loss = np.zeros((n_restarts, n_samples))
+    work = [new_workspace(restarts.shape[0] * batch_size, k, d, n_hidden, n_steps, P.dtype),
+            new_prepared(P), np.zeros_like(P), np.zeros_like(W),
+            np.zeros((n_restarts, batch_size), dtype=P.dtype), np.zeros(n_restarts), counts,
+            position_loss, tuple(moments), (np.zeros(P.shape), np.zeros(W.shape))]
+    constants = working_constants(P.dtype, beta, alpha, cosine)
+    # the backward pass costs about twice the forward one
+    step = _points_per_call(3 * restarts.shape[0], k, n_hidden, n_steps, batch_size)
+    dense = isinstance(X, np.ndarray)
+    for start in range(0, n_samples, step):
+        stop = min(start + step, n_samples)
+        if dense:
+            adam_steps = _train_batches(
+                X, order, hidden, fill, start_from_fill, restarts, P, W, lr, adam_steps,
+                weighted, beta, _spherical(cosine), n_steps, constants, batch_size, start,
+                stop, tuple(work))
+            continue
+        # a dense block of this call's rows, in the order of the epoch
+        rows = np.ascontiguousarray(X.take(order[start:stop]), dtype=P.dtype)
+        work[7] = np.zeros((n_restarts, stop - start))
+        adam_steps = _train_batches(
+            rows, np.arange(stop - start), np.ascontiguousarray(hidden[:, start:stop]), fill,
+            start_from_fill, restarts, P, W, lr, adam_steps, weighted, beta,
+            _spherical(cosine), n_steps, constants, batch_size, 0, stop - start, tuple(work))
+        position_loss[:, start:stop] = work[7]
+    n_steps_taken = -(-n_samples // batch_size)
+    sum_P, sum_W = work[9]
+    return (adam_steps, work[5], counts, position_loss, sum_P / n_steps_taken,
+            sum_W / n_steps_taken)
 
 
 # -- inference --------------------------------------------------------------------------
 
 
-@njit(cache=True)
-def completion_losses(X, hidden, P, W, fill, start_from_fill, beta, cosine, n_steps, alpha,
-                      chunk):
-    """Summed completion loss of every restart over the points (forward only).
+@jit(error_model="numpy", nogil=True)
+def _infer(X, order, start, stop, chunk, hidden, per_point, P, W, fill, start_from_fill,
+           beta, cosine, n_steps, constants, ws, prepared, totals, final):
+    """The forward dynamics of the points ``X[order[start:stop]]``, ``chunk`` at a time
+    (``R * chunk`` lanes): adds each restart's summed loss to ``totals`` and, if
+    ``final`` has rows, writes each point's final state there (one restart)."""
+    n_restarts, k, d = P.shape
+    restarts = np.arange(n_restarts)
+    P_used, norms, offset = prepared
+    _prepare_prototypes(P, W, restarts, beta, cosine, P_used, norms, offset)
+    loss, states = ws[LANE_SCALARS][LOSS], ws[STATES]
+    for first in range(start, stop, chunk):
+        n_rows = min(chunk, stop - first)
+        n_lanes = n_restarts * n_rows
+        _gather_lanes(X, order, first, n_rows, hidden, per_point, restarts, P_used, offset,
+                      fill, start_from_fill, ws)
+        _forward(ws, n_lanes, n_steps, constants[0], constants[1], constants[3],
+                 constants[4], cosine)
+        _loss_and_seed_gradient(ws, n_lanes, n_steps, n_rows)
+        for slot in range(n_restarts):
+            for b in range(n_rows):
+                totals[slot] += loss[slot * n_rows + b]
+        if final.shape[0] > 0:
+            for b in range(n_rows):
+                for c in range(d):
+                    final[order[first + b], c] = states[n_steps, c, b]
 
-    ``hidden`` (R, n, h) as for :func:`train_epoch`, indexed by row of ``X``; the
-    points go ``chunk`` at a time (``R * chunk`` lanes).
+
+def _run_inference(X, hidden, per_point, P, W, fill, start_from_fill, beta, cosine,
+                   n_steps, alpha, chunk, final, n_threads=1, finish=None):
+    """The forward dynamics of every point, a kernel call per slice of points.
+
+    ``X`` is an array, or gives its rows by ``X.block(start, stop)`` (sparse
+    input, made dense a call at a time). The calls are independent (own
+    workspace, own loss totals), so that they may run on ``n_threads`` threads
+    (the kernels release the GIL); their totals are summed in the order of the
+    points, so that the result does not depend on the number of threads.
+    ``finish(start, stop, final_rows)``, if given, runs in the same thread after
+    each call (e.g. labels of the slice's final states). Returns the summed losses.
     """
     n_restarts, k, d = P.shape
-    n_samples = X.shape[0]
-    restarts = np.arange(n_restarts)
-    ws = allocate_workspace(n_restarts * chunk, k, d, hidden.shape[2], n_steps, P.dtype)
-    prepared = _prepared_arrays(P)
-    _prepare_prototypes(P, W, restarts, beta, cosine, prepared[0], prepared[1],
-                        prepared[2])
-    constants = _working_constants(P, beta, alpha, cosine)
+    n_samples = X.shape[0] if isinstance(X, np.ndarray) else X.n_samples
+    constants = working_constants(P.dtype, beta, alpha, cosine)
+    step = _points_per_call(n_restarts, k, hidden.shape[2], n_steps, chunk)
+    dense = isinstance(X, np.ndarray)
+    every_point = np.arange(n_samples if dense else 0)
+
+    def call(start):
+        stop = min(start + step, n_samples)
+        ws = new_workspace(n_restarts * chunk, k, d, hidden.shape[2], n_steps, P.dtype)
+        totals = np.zeros(n_restarts)
+        if dense:
+            rows, order, first, last, hid, out = X, every_point, start, stop, hidden, final
+        else:
+            rows = np.ascontiguousarray(X.block(start, stop), dtype=P.dtype)
+            order, first, last = np.arange(stop - start), 0, stop - start
+            hid = np.ascontiguousarray(hidden[:, start:stop]) if per_point else hidden
+            out = final[start:stop] if final.shape[0] else final
+        _infer(rows, order, first, last, chunk, hid, per_point, P, W, fill, start_from_fill,
+               beta, _spherical(cosine), n_steps, constants, ws, new_prepared(P), totals, out)
+        if finish is not None:
+            finish(start, stop, final[start:stop])
+        return totals
+
+    starts = range(0, n_samples, step)
     totals = np.zeros(n_restarts)
-    loss = ws[LANE_SCALARS][LOSS]
-    for start in range(0, n_samples, chunk):
-        rows = np.arange(start, min(start + chunk, n_samples))
-        _batch_forward(X, rows, hidden[:, start : start + rows.shape[0]], restarts,
-                       prepared, fill, start_from_fill, constants, cosine, n_steps, ws)
-        for slot in range(n_restarts):
-            for b in range(rows.shape[0]):
-                totals[slot] += loss[slot * rows.shape[0] + b]
+    for part in _map_in_threads(call, starts, n_threads):
+        totals += part
     return totals
 
 
-@njit(cache=True)
-def converged_points(X, P, W, beta, cosine, n_steps, alpha, chunk):
+def _map_in_threads(function, items, n_threads):
+    """``map(function, items)`` in order, on up to ``n_threads`` threads."""
+    items = list(items)
+    if n_threads <= 1 or len(items) <= 1:
+        return [function(item) for item in items]
+    from concurrent.futures import ThreadPoolExecutor
+
+    pool = ThreadPoolExecutor(min(n_threads, len(items)))
+    try:
+        return list(pool.map(function, items))
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def completion_losses(X, hidden, P, W, fill, start_from_fill, beta, cosine, n_steps, alpha,
+                      chunk, n_threads=1, per_point=True):
+    """Summed completion loss of every restart over the points (forward only).
+
+    ``hidden`` (R, n, h) as for :func:`train_epoch`, indexed by row of ``X``, or
+    (``per_point=False``) the same (R, chunk, h) for every chunk; the points go
+    ``chunk`` at a time (``R * chunk`` lanes).
+    """
+    return _run_inference(X, hidden, per_point, P, W, fill, start_from_fill, beta, cosine,
+                          n_steps, alpha, chunk, np.empty((0, P.shape[2]), dtype=P.dtype),
+                          n_threads)
+
+
+def converged_points(X, P, W, beta, cosine, n_steps, alpha, chunk, n_threads=1, finish=None):
     """``x^T`` for every point: T steps of the unmasked recursion from x itself, with
     one set of prototypes ``P`` (1, k, d) and log-weights ``W`` (1, k)."""
-    n_samples, d = X.shape
-    k = P.shape[1]
-    restarts = np.zeros(1, dtype=np.int64)
-    every_feature = np.empty((1, chunk, d), dtype=np.int64)
-    every_feature[0, :, :] = np.arange(d)
-    ws = allocate_workspace(chunk, k, d, d, n_steps, P.dtype)
-    prepared = _prepared_arrays(P)
-    _prepare_prototypes(P, W, restarts, beta, cosine, prepared[0], prepared[1],
-                        prepared[2])
-    constants = _working_constants(P, beta, alpha, cosine)
+    n_samples = X.shape[0] if isinstance(X, np.ndarray) else X.n_samples
+    d = P.shape[2]
+    every_feature = np.broadcast_to(np.arange(d), (1, chunk, d)).copy()
     final = np.empty((n_samples, d), dtype=P.dtype)
-    states = ws[STATES]
-    for start in range(0, n_samples, chunk):
-        rows = np.arange(start, min(start + chunk, n_samples))
-        _batch_forward(X, rows, every_feature, restarts, prepared, X[0], False, constants,
-                       cosine, n_steps, ws)
-        for b in range(rows.shape[0]):
-            for c in range(d):
-                final[start + b, c] = states[n_steps, c, b]
+    _run_inference(X, every_feature, False, P, W, np.zeros(d, dtype=P.dtype), False, beta,
+                   cosine, n_steps, alpha, chunk, final, n_threads, finish)
     return final

@@ -3,7 +3,10 @@
 The ``n_init`` restarts are one batched model (prototypes of shape (R, k, d));
 their gradients come from the hand-written backward pass of ``_backprop``, and
 ``torch.optim.Adam`` (elementwise, hence R independent Adams) updates them. The
-CPU trains with the same maths in the numba kernels (``_training.CPUTrainer``).
+CPU trains with the same maths in the numba kernels (``_training.CPUTrainer``);
+as there, the trained parameters are their average over the last epoch. Unlike
+there, restarts are neither pruned nor re-seeded: all of them train to the end,
+in one batched computation.
 
 To keep the step capturable in a CUDA graph, nothing in it depends on the host:
 the masks of a whole epoch are drawn before it (random keys of shape
@@ -18,7 +21,7 @@ from skdiffclust._training._torch import UniformBatches, make_generator, train
 from skdiffclust._utils._torch import tensor_from_numpy
 from skdiffclust.clam._backprop import completion_loss_and_grads
 from skdiffclust.clam._kernels import hidden_count
-from skdiffclust.clam._training import PLATEAU_SCHEDULE, trained_restarts
+from skdiffclust.clam._training import PLATEAU_SCHEDULE, plateau_schedule, trained_restarts
 
 
 def masks_from_keys(keys, n_hidden):
@@ -47,13 +50,19 @@ class CompletionTask:
         self.n_hidden = hidden_count(mask_prob, X.shape[1])
         self.keys = None  # the epoch's mask keys, drawn by start_epoch
         self.step_index = torch.zeros((), dtype=torch.int64, device=device)
+        # the sum of the parameters over the epoch's steps, for their average
+        self.sums = (torch.zeros_like(self.prototypes), torch.zeros_like(self.log_weights))
+        self.n_summed = torch.zeros((), dtype=self.dtype, device=device)
 
     def parameters(self):
         return [self.prototypes, self.log_weights] if self.weighted else [self.prototypes]
 
     def prepare_epoch(self, n_batches, batch_size):
         """Draw the mask keys of an epoch (in place after the first, so that a
-        captured step keeps reading the same tensor) and rewind the step counter."""
+        captured step keeps reading the same tensor), rewind the step counter and
+        the sums of the parameters."""
+        for total in self.sums + (self.n_summed,):
+            total.zero_()
         if self.n_hidden == 0:
             return
         shape = (n_batches, self.prototypes.shape[0], batch_size, self.X.shape[1])
@@ -85,12 +94,25 @@ class CompletionTask:
         self.prototypes.grad = grad_P
         if self.weighted:
             self.log_weights.grad = grad_W
+        # the parameters before this step: after the previous one
+        self.sums[0].add_(self.prototypes)
+        self.sums[1].add_(self.log_weights)
+        self.n_summed.add_(1.0)
         return per_point.mean(-1)
+
+    def averaged_parameters(self):
+        """The parameters averaged over the last epoch (NumPy), as the CPU trainer's."""
+        if float(self.n_summed) == 0.0:  # no epoch
+            return self.prototypes.cpu().numpy(), self.log_weights.cpu().numpy()
+        return tuple((total / self.n_summed).cpu().numpy() for total in self.sums)
 
 
 def train_on_device(X, fill, init_prototypes, dynamics, *, weighted, mask_prob, batch_size,
-                    max_iter, learning_rate, tol, n_iter_no_change, device, seed, verbose):
+                    max_iter, learning_rate, tol, n_iter_no_change, device, seed, verbose,
+                    plateau_patience=PLATEAU_SCHEDULE["patience"]):
     """Algorithm 1 for every restart with the torch engine; returns TrainedRestarts."""
+    if not isinstance(X, np.ndarray):  # a row source (sparse input): dense on the device
+        X = np.concatenate([block for _, _, block in X.blocks()]).astype(np.float32)
     generator = make_generator(seed, device)
     task = CompletionTask(X, fill, init_prototypes, dynamics, weighted=weighted,
                           mask_prob=mask_prob, device=device, generator=generator)
@@ -99,12 +121,11 @@ def train_on_device(X, fill, init_prototypes, dynamics, *, weighted, mask_prob, 
                                                         sampler.batch_size)
 
     def plateau(optimizer):
-        settings = dict(PLATEAU_SCHEDULE)
+        settings = plateau_schedule(learning_rate, plateau_patience)
         return torch.optim.lr_scheduler.ReduceLROnPlateau(
             optimizer, mode="min", threshold_mode="rel", **settings)
 
     result = train(task, sampler, learning_rate=learning_rate, max_iter=max_iter, tol=tol,
                    n_iter_no_change=n_iter_no_change, name="ClAM", device=device,
                    verbose=verbose, scheduler=plateau)
-    return trained_restarts(task.prototypes.cpu().numpy(), task.log_weights.cpu().numpy(),
-                            result)
+    return trained_restarts(*task.averaged_parameters(), result)

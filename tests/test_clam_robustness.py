@@ -1,0 +1,255 @@
+"""ClAM: reproducibility, stability under last-bit noise, no silent cluster loss,
+scale-aware defaults, restarts (pruning, grouping), and input handling.
+
+Needs no torch: the CPU path trains with numba kernels.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.datasets import make_blobs
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.metrics import adjusted_rand_score
+from sklearn.preprocessing import StandardScaler
+
+from skdiffclust import ClAM
+from skdiffclust.clam import _kernels, _training
+from skdiffclust.clam._data import ScaledData
+
+# the paper's procedure: no re-seeding, every restart trained to the end
+PAPER = dict(reseed=False, prune=False, learning_rate=0.1, beta=1.0)
+
+
+def _load(shared_data, battery, name):
+    """A benchmark dataset, with clustbench's tie-breaking noise fixed."""
+    clustbench = pytest.importorskip("clustbench")
+    ds = clustbench.load_dataset(battery, name, path=str(shared_data), random_state=0)
+    keep = ds.labels[0] > 0
+    return ds.data[keep], ds.labels[0][keep], int(ds.n_clusters[0])
+
+
+def _quiet(estimator, X):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return estimator.fit(X)
+
+
+# -- reproducibility ----------------------------------------------------------------
+
+
+SCRIPT = textwrap.dedent("""
+    import json, sys
+    import numpy as np
+    from sklearn.datasets import make_blobs
+    from sklearn.preprocessing import StandardScaler
+    from skdiffclust import ClAM
+
+    X, _ = make_blobs(n_samples=1500, n_features=6, centers=6, cluster_std=2.5,
+                      random_state=3)
+    X = StandardScaler().fit_transform(X * np.arange(1, 7))  # standardised here
+    clam = ClAM(n_clusters=6, n_jobs=int(sys.argv[1]), random_state=0).fit(X)
+    print(json.dumps([clam.labels_.tolist(), clam.cluster_centers_.tolist()]))
+""")
+
+
+def test_two_processes_with_other_thread_counts_give_identical_results(tmp_path):
+    script = tmp_path / "fit.py"
+    script.write_text(SCRIPT)
+    outputs = []
+    for n_jobs, threads in [(1, "1"), (2, "2")]:
+        env = dict(os.environ, OMP_NUM_THREADS=threads, OPENBLAS_NUM_THREADS=threads,
+                   MKL_NUM_THREADS=threads)
+        done = subprocess.run([sys.executable, str(script), str(n_jobs)], env=env,
+                              capture_output=True, text=True, timeout=300, check=True)
+        outputs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    assert outputs[0] == outputs[1]
+
+
+@pytest.mark.parametrize("name", ["ecoli", "yeast"])
+def test_last_bit_noise_leaves_the_labels(shared_data, name):
+    # the issue's case: the same data standardised in two processes differ in the
+    # last bits; ClAM centres and scales in float64 and trains in float32
+    X, _, k = _load(shared_data, "uci", name)
+    X = StandardScaler().fit_transform(X)
+    noisy = X * (1.0 + 1e-12 * np.random.default_rng(0).standard_normal(X.shape))
+    labels = ClAM(k, random_state=0).fit(X).labels_
+    assert adjusted_rand_score(labels, ClAM(k, random_state=0).fit(noisy).labels_) >= 0.99
+
+
+def test_blobs_survive_relative_noise_of_float32_rounding():
+    X, _ = make_blobs(n_samples=600, n_features=5, centers=4, cluster_std=1.5,
+                      random_state=1)
+    noisy = X * (1.0 + 1e-7 * np.random.default_rng(1).standard_normal(X.shape))
+    labels = ClAM(4, random_state=0).fit(X).labels_
+    assert adjusted_rand_score(labels, ClAM(4, random_state=0).fit(noisy).labels_) >= 0.99
+
+
+def test_restart_groups_compute_the_same_bits():
+    # n_jobs runs groups of restarts on threads: a restart's lanes must not depend
+    # on the group they are computed with
+    rng = np.random.default_rng(0)
+    n_samples, n_features, k, n_restarts = 301, 7, 4, 4
+    X = rng.standard_normal((n_samples, n_features)).astype(np.float32)
+    order = rng.permutation(n_samples)
+    hidden = _kernels.hidden_features(rng.random((n_restarts, n_samples, 2)), n_features)
+    initial = rng.standard_normal((n_restarts, k, n_features)).astype(np.float32)
+    results = []
+    for groups in ([np.arange(n_restarts)], [np.array([0]), np.array([1, 2, 3])]):
+        P, W = initial.copy(), np.zeros((n_restarts, k), np.float32)
+        moments = tuple(np.zeros_like(a) for a in (P, P, W, W))
+        for group in groups:
+            _kernels.train_epoch(X, order, hidden, np.zeros(n_features, np.float32), True,
+                                 group, P, W, moments, np.full(n_restarts, 0.01), 0, True,
+                                 0.5, False, 5, 0.2, 16)
+        results.append((P, W))
+    np.testing.assert_array_equal(results[0][0], results[1][0])
+    np.testing.assert_array_equal(results[0][1], results[1][1])
+
+
+def test_n_jobs_changes_no_bit_of_the_fit():
+    X, _ = make_blobs(n_samples=500, n_features=5, centers=4, random_state=0)
+    one = ClAM(4, n_jobs=1, random_state=0).fit(X)
+    two = ClAM(4, n_jobs=2, random_state=0).fit(X)
+    np.testing.assert_array_equal(one.cluster_centers_, two.cluster_centers_)
+    np.testing.assert_array_equal(one.transform(X), two.transform(X))
+    assert one.score(X) == two.score(X)
+
+
+# -- no silent cluster loss ---------------------------------------------------------
+
+
+def test_d31_keeps_its_31_clusters(shared_data):
+    # the defaults lost 14 of d31's 31 clusters, silently
+    X, y, k = _load(shared_data, "sipu", "d31")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        clam = ClAM(k, random_state=0).fit(X)
+    lost = [w for w in caught if "non-empty clusters" in str(w.message)]
+    assert clam.n_clusters_ == k or lost
+    assert clam.n_clusters_ == k and adjusted_rand_score(y, clam.labels_) > 0.9
+
+
+def test_dead_prototypes_are_reseeded():
+    X, _ = make_blobs(n_samples=300, centers=3, cluster_std=0.5, random_state=0)
+    far = np.array([[100.0, 100.0], [X[0, 0], X[0, 1]], [X[1, 0], X[1, 1]]])
+    clam = _quiet(ClAM(3, init=far, random_state=0), X)
+    assert clam.n_clusters_ == 3 and np.unique(clam.labels_).size == 3
+
+
+def test_the_papers_procedure_keeps_dead_prototypes_and_warns():
+    X, _ = make_blobs(n_samples=300, centers=3, cluster_std=0.5, random_state=0)
+    far = np.array([[100.0, 100.0], [X[0, 0], X[0, 1]], [X[1, 0], X[1, 1]]])
+    with pytest.warns(UserWarning, match="found 2 non-empty clusters of the n_clusters=3"):
+        clam = _quiet(ClAM(3, init=far, random_state=0, **PAPER), X)
+    assert clam.n_clusters_ == 2
+    np.testing.assert_array_equal(np.unique(clam.labels_), [0, 1])
+
+
+# -- scale, shift, units and dtypes -------------------------------------------------
+
+
+@pytest.mark.parametrize("scale, offset", [(1e-40, 0.0), (1e40, 0.0), (1.0, 1e10),
+                                           (3.0, -7.0)])
+def test_prototypes_and_distances_are_in_the_input_units(scale, offset):
+    X, _ = make_blobs(n_samples=200, centers=3, random_state=2)
+    reference = ClAM(3, random_state=0).fit(X)
+    moved = ClAM(3, random_state=0).fit(X * scale + offset)
+    np.testing.assert_array_equal(moved.labels_, reference.labels_)
+    np.testing.assert_allclose(moved.cluster_centers_,
+                               reference.cluster_centers_ * scale + offset,
+                               rtol=1e-5, atol=1e-5 * scale)
+    np.testing.assert_allclose(moved.transform(X * scale + offset),
+                               reference.transform(X) * scale, rtol=1e-5, atol=1e-5 * scale)
+    assert moved.beta_ == pytest.approx(reference.beta_ / scale**2, rel=1e-5)
+    assert moved.score(X * scale + offset) == pytest.approx(
+        reference.score(X) * scale**2, rel=1e-5)
+
+
+def test_defaults_cluster_unscaled_data_like_standardised_data(shared_data):
+    # beta and the learning rate follow the scale of the clusters: s1's coordinates
+    # are in the hundreds of thousands (with beta=1 and lr=0.1 in absolute units,
+    # the prototypes did not move: ARI 0.55, KMeans 0.99)
+    X, y, k = _load(shared_data, "sipu", "s1")
+    assert adjusted_rand_score(y, ClAM(k, random_state=0).fit(X).labels_) > 0.95
+
+
+@pytest.mark.parametrize("method", ["predict", "transform", "score"])
+def test_inference_on_values_whose_squares_overflow_raises(method):
+    X, _ = make_blobs(n_samples=100, centers=2, random_state=0)
+    clam = ClAM(2, random_state=0).fit(X)
+    with pytest.raises(ValueError, match="overflow"):
+        getattr(clam, method)(X * 1e300)
+
+
+def test_float32_in_float32_out_and_feature_names():
+    X, _ = make_blobs(n_samples=120, n_features=4, centers=3, random_state=0)
+    clam = ClAM(3, random_state=0).fit(X.astype(np.float32))
+    assert clam.cluster_centers_.dtype == np.float32
+    assert clam.transform(X.astype(np.float32)).dtype == np.float32
+    np.testing.assert_array_equal(clam.get_feature_names_out(), ["clam0", "clam1", "clam2"])
+
+
+@pytest.mark.parametrize("metric", ["euclidean", "cosine"])
+def test_sparse_rows_give_the_dense_fit_bit_for_bit(metric):
+    X, _ = make_blobs(n_samples=150, n_features=6, centers=3, random_state=0)
+    X[X < 0] = 0.0  # sparse-looking data
+    dense = ClAM(3, metric=metric, random_state=0).fit(X)
+    sparse = ClAM(3, metric=metric, random_state=0).fit(sp.csr_matrix(X))
+    np.testing.assert_array_equal(sparse.labels_, dense.labels_)
+    np.testing.assert_array_equal(sparse.cluster_centers_, dense.cluster_centers_)
+    np.testing.assert_array_equal(sparse.transform(sp.csr_matrix(X)), dense.transform(X))
+    assert sparse.score(sp.csr_matrix(X)) == dense.score(X)
+
+
+def test_sparse_rows_are_made_dense_a_block_at_a_time():
+    X = sp.random(50, 8, density=0.3, format="csr", random_state=0)
+    data = ScaledData(X, cosine=False)
+    assert data.dense() is None  # nothing dense as a whole
+    expected = (X.toarray() - X.toarray().mean(0)) / data.scale
+    np.testing.assert_allclose(data.take(np.arange(50)), expected, rtol=1e-12)
+    np.testing.assert_array_equal(data.block(10, 20), data.take(np.arange(10, 20)))
+
+
+# -- defaults that scale with the data ------------------------------------------------
+
+
+def test_auto_patience_spans_a_number_of_steps():
+    patience = _training.steps_patience
+    assert patience(300, 16, 2000, (2, 10)) == 10  # 19 steps per epoch
+    assert patience(100_000, 16, 2000, (2, 10)) == 2  # 6,250 steps per epoch
+    assert patience(3_200, 16, 2000, (2, 10)) == 10
+    assert patience(20_000, 16, 2000, (2, 10)) == 2
+    assert patience(3_200, 16, 1000, (1, 5)) == 5  # the paper's plateau patience
+
+
+def test_restarts_that_found_the_same_prototypes_are_pruned():
+    rng = np.random.default_rng(0)
+    prototypes = rng.standard_normal((4, 3))
+    shuffled = prototypes[[2, 0, 3, 1]] + 1e-3
+    assert _training.same_prototypes(prototypes, shuffled)
+    moved = prototypes.copy()
+    moved[0] = prototypes[1] + 0.01  # two prototypes in one place, one missing
+    assert not _training.same_prototypes(prototypes, moved)
+
+
+def test_large_data_train_only_the_best_distinct_restarts():
+    X, _ = make_blobs(n_samples=20_000, n_features=8, centers=5, random_state=0)
+    clam = ClAM(5, random_state=0).fit(X)
+    assert clam.n_iter_ <= 6  # patience 2 epochs of 1,250 steps
+    assert clam.n_clusters_ == 5
+
+
+def test_the_papers_procedure_is_reachable():
+    X, _ = make_blobs(n_samples=200, n_features=8, centers=3, random_state=0)
+    X = StandardScaler().fit_transform(X)
+    clam = _quiet(ClAM(3, init="random", n_init=2, max_iter=20, n_iter_no_change=10,
+                       random_state=0, **PAPER), X)
+    assert clam.beta_ == pytest.approx(1.0, rel=1e-6)  # standardised: the paper's beta
+    assert clam.n_clusters_ >= 2
