@@ -1,40 +1,79 @@
-"""Collection rules shared by the test suite and the doctests of the package."""
+"""Collection rules shared by the test suite and the doctests of the package.
+
+Without torch, a module that imports it at the top cannot even be imported. Such
+modules are found by reading their source, so that a new one cannot break the
+torch-free run: test modules are reported as skipped with the reason, package
+modules (whose only tests are doctests) are not collected. The environment with
+torch runs all of them.
+"""
 
 import importlib.util
+import re
+from pathlib import Path
 
 import pytest
 
 HAS_TORCH = importlib.util.find_spec("torch") is not None
+REASON = 'needs PyTorch, which is not installed (pip install ".[test,torch]")'
 
-# Without torch, modules that import it at the top cannot even be collected; the
-# environment with torch runs all of them.
-collect_ignore_glob = []
-if not HAS_TORCH:
-    collect_ignore_glob += [
-        "skdiffclust/torch.py",
-        "skdiffclust/_training/_torch.py",
-        "skdiffclust/forest/_torch_ops.py",
-        "skdiffclust/forest/_embedding.py",
-        "skdiffclust/forest/_gpu*.py",
-        "skdiffclust/_utils/_torch.py",
-        "skdiffclust/clam/_backprop.py",
-        "skdiffclust/clam/_dynamics.py",
-        "skdiffclust/clam/_torch_training.py",
-        "skdiffclust/prcut/_device.py",
-        "skdiffclust/prcut/_estimator.py",  # its doctest fits a model
-        "skdiffclust/prcut/_loss.py",
-        "skdiffclust/prcut/_training.py",
-        "tests/test_torch_*.py",
-    ]
+_TOP_LEVEL_TORCH_IMPORT = re.compile(r"^(import torch\b|from torch\b)", re.MULTILINE)
+_ROOT = Path(__file__).resolve().parent
+
+# Package modules without a top-level torch import whose doctests still fit a torch model.
+_DOCTESTS_NEEDING_TORCH = {
+    _ROOT / "skdiffclust" / "prcut" / "_estimator.py",
+}
+
+
+def _imports_torch_at_top(path):
+    try:
+        source = Path(path).read_text(encoding="utf-8")
+    except OSError:
+        return False
+    return _TOP_LEVEL_TORCH_IMPORT.search(source) is not None
+
+
+def _is_test_module(path):
+    return path.name.startswith("test_") and path.suffix == ".py"
+
+
+def pytest_ignore_collect(collection_path, config):
+    """Leave out, without torch, the package modules whose doctests need it."""
+    if HAS_TORCH or collection_path.suffix != ".py" or _is_test_module(collection_path):
+        return None
+    path = collection_path.resolve()
+    if path in _DOCTESTS_NEEDING_TORCH or _imports_torch_at_top(path):
+        return True
+    return None
+
+
+class _ModuleNeedingTorch(pytest.Module):
+    """A test module importing torch at the top, reported as skipped without torch."""
+
+    def collect(self):
+        pytest.skip(REASON, allow_module_level=True)
+
+
+def pytest_pycollect_makemodule(module_path, parent):
+    if not HAS_TORCH and _imports_torch_at_top(module_path):
+        return _ModuleNeedingTorch.from_parent(parent, path=module_path)
+    return None
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_collect_file(file_path, parent):
+    """Drop the doctest collector of a test module that cannot be imported without torch."""
+    collectors = yield
+    if HAS_TORCH or not _is_test_module(file_path) or not _imports_torch_at_top(file_path):
+        return collectors
+    return [c for c in collectors if isinstance(c, _ModuleNeedingTorch)]
 
 
 def pytest_collection_modifyitems(config, items):
     """Skip, with the reason, every collected test marked ``torch`` when torch is absent."""
     if HAS_TORCH:
         return
-    skip = pytest.mark.skip(
-        reason='needs PyTorch, which is not installed (pip install ".[test,torch]")'
-    )
+    skip = pytest.mark.skip(reason=REASON)
     for item in items:
         if "torch" in item.keywords:
             item.add_marker(skip)

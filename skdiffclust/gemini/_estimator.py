@@ -231,7 +231,7 @@ default='mmd_ovo'
         then the penalised one if ``alpha > 0``), or, after :meth:`path`, those of
         the dense fit and of every step up to the selected model's.
 
-    loss_curve_ : ndarray of shape (n_iter_,)
+    loss_curve_ : ndarray of shape (`n_iter_`,)
         Minus the penalised GEMINI of each of these epochs (lower is better), for
         the restart kept.
 

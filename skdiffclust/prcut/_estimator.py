@@ -181,7 +181,7 @@ class PRCut(ClusterMixin, BaseEstimator):
         the KL divergence of the cluster proportions from uniform); ``score``
         on the training data gives minus this.
 
-    loss_curve_ : ndarray of shape (n_iter_,)
+    loss_curve_ : ndarray of shape (`n_iter_`,)
         Mean mini-batch objective of each epoch of the kept training (soft
         assignments; during annealing, with the annealed bound).
 
