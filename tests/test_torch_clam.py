@@ -12,7 +12,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import adjusted_rand_score, silhouette_score
 from sklearn.preprocessing import StandardScaler
 
-from skdiffclust.clam import ClAM, _kernels, _torch_training, _training
+from skdiffclust.clam import ClAM, _fastexp, _kernels, _torch_training, _training
 from skdiffclust.clam._backprop import completion_loss_and_grads
 from skdiffclust.clam._dynamics import (
     LOGIT_FLOOR,
@@ -304,8 +304,8 @@ def test_hidden_features_are_distinct_and_uniform():
 def test_vectorised_exp_is_accurate(dtype, max_ulps):
     x = np.linspace(LOGIT_FLOOR, 0.0, 100_001).astype(dtype)[None]
     weights, total = np.empty_like(x), np.zeros(x.shape[1], dtype)
-    exp = (_kernels._exp_weights_single if dtype == np.float32
-           else _kernels._exp_weights_double)
+    exp = (_fastexp.exp_weights_single if dtype == np.float32
+           else _fastexp.exp_weights_double)
     exp(x, np.zeros(x.shape[1], dtype), dtype(LOGIT_FLOOR), x.shape[1], weights,
         total, np.empty_like(x))
     expected = np.exp(x.astype(np.float64))
