@@ -69,6 +69,13 @@ SMALL = {
 }
 
 
+def warm_up(X, **params):
+    """A short fit that pays for torch's lazy initialisation, its warnings hidden."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        PRCut(n_clusters=2, max_iter=2, device="cpu", random_state=0, **params).fit(X)
+
+
 def hungarian_accuracy(y_true, y_pred):
     counts = confusion_matrix(y_true, y_pred)
     rows, cols = linear_sum_assignment(-counts)
@@ -169,7 +176,7 @@ def run_small(repeats):
     """
     print(f"\n300 points: warm fit, median over random_state 0..{repeats - 1} "
           "(wall / CPU seconds); ARI mean (min)")
-    PRCut(n_clusters=2, max_iter=5, device="cpu", random_state=0).fit(SMALL["two moons"]()[0])
+    warm_up(SMALL["two moons"]()[0])
     for name, make in SMALL.items():
         X, y = make()
         k = len(np.unique(y))
@@ -196,9 +203,7 @@ def run_memory(sizes):
     """Peak memory of PRCut on a dense precomputed affinity, in units of the input."""
     print("\ndense precomputed affinity (RBF kernel, float64): peak memory of the fit")
     warm = rbf_kernel(make_blobs(100, 8, random_state=0)[0], gamma=0.05)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        PRCut(n_clusters=2, affinity="precomputed", max_iter=2, device="cpu").fit(warm)
+    warm_up(warm, affinity="precomputed")
     for n in sizes:
         X, _ = make_blobs(n, 8, centers=5, random_state=0)
         affinity = rbf_kernel(X, gamma=0.05)
@@ -236,8 +241,7 @@ def main():
         run_memory([int(n) for n in args.memory_sizes.split(",")])
         return
     X, y = load_digits(return_X_y=True)
-    # warm-up: torch's first call pays for its lazy initialisation
-    PRCut(n_clusters=2, max_iter=5, device="cpu", random_state=0).fit(X[:100])
+    warm_up(X[:100])
     run_case("digits: n=1,797, d=64", X, y, DIGITS_SETTINGS, True)
     for n in BLOB_SIZES[:1] if args.quick else BLOB_SIZES:
         X, y = make_blobs(n, 32, centers=N_CLUSTERS, cluster_std=6.0, random_state=0)
