@@ -4,7 +4,8 @@ For each trained estimator, the same fit (same data, same random_state) runs wit
 ``device='cpu'`` and with ``device='cuda'``; the script prints both times, their
 ratio and the quality of each fit (ARI against the generating labels):
 
-* ClAM, 200,000 x 32 blobs (standardised), k=20;
+* ClAM, 200,000 x 32 blobs (standardised), k=20, at the default ``batch_size=16``
+  and at ``batch_size=1024`` (``clam-batch-1024``);
 * PRCut, 1,000,000 x 32 blobs, k=10, the kNN graph included;
 * SpanningForestClustering(embedding='mlp', batch_size=256) on digits with 25% of
   the labels (ARI of the held-out half, clustered in the learned embedding);
@@ -17,7 +18,8 @@ Each fit runs once after a warm-up fit on a small sample (numba compilation,
 CUDA context and kernel caches are not timed). Without CUDA the CUDA column says
 so. ``--quick`` divides the sizes by 20, to check the script on a laptop.
 
-Usage: ``python benchmarks/bench_gpu.py [--quick] [--only clam,prcut,forest,forest-batch]``.
+Usage: ``python benchmarks/bench_gpu.py [--quick] [--only CASE,...]``, the cases being
+``clam,clam-batch-1024,prcut,forest,forest-batch`` (all by default).
 """
 
 import argparse
@@ -46,15 +48,20 @@ def timed(fit):
     return time.perf_counter() - start, result
 
 
-def clam_case(scale):
+def clam_case(scale, batch_size=16):
     from skdiffclust import ClAM
 
     X, y = blobs(200_000 // scale, 20)
 
     def run(device, data=X):
-        model = ClAM(n_clusters=20, device=device, random_state=0).fit(data)
-        return adjusted_rand_score(y[: data.shape[0]], model.labels_)
-    return "ClAM 200k x 32, k=20", run, X[:2000]
+        model = ClAM(n_clusters=20, batch_size=batch_size, device=device,
+                     random_state=0).fit(data)
+        return adjusted_rand_score(y[: data.shape[0]], model.labels_), model.n_iter_
+    return f"ClAM 200k x 32, k=20, batch {batch_size}", run, X[:2000]
+
+
+def clam_large_batch_case(scale):
+    return clam_case(scale, batch_size=1024)
 
 
 def prcut_case(scale):
@@ -64,7 +71,7 @@ def prcut_case(scale):
 
     def run(device, data=X):
         model = PRCut(n_clusters=10, device=device, random_state=0).fit(data)
-        return adjusted_rand_score(y[: data.shape[0]], model.labels_)
+        return adjusted_rand_score(y[: data.shape[0]], model.labels_), model.n_iter_
     return "PRCut 1M x 32, k=10 (graph included)", run, X[:5000]
 
 
@@ -84,11 +91,12 @@ def forest_case(scale):
             max_iter=max_iter, device=device, random_state=0,
         ).fit(data, partial[: data.shape[0]])
         held_out = SpanningForestClustering(n_clusters=10).fit(model.transform(X_test))
-        return adjusted_rand_score(y_test, held_out.labels_)
+        return adjusted_rand_score(y_test, held_out.labels_), model.n_iter_
     return "SpanningForestClustering mlp, digits, batch 256", run, X_train[:300]
 
 
-CASES = {"clam": clam_case, "prcut": prcut_case, "forest": forest_case}
+CASES = {"clam": clam_case, "clam-batch-1024": clam_large_batch_case, "prcut": prcut_case,
+         "forest": forest_case}
 
 
 def forest_batch_table(scale, devices):
@@ -141,7 +149,7 @@ def cuda_device_name():
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="sizes divided by 20")
-    parser.add_argument("--only", default="clam,prcut,forest,forest-batch")
+    parser.add_argument("--only", default="clam,clam-batch-1024,prcut,forest,forest-batch")
     args = parser.parse_args()
     scale = 20 if args.quick else 1
     gpu = cuda_device_name()
@@ -149,7 +157,7 @@ def main():
     print(f"CPU: {machine}; GPU: {gpu or 'none (CUDA unavailable)'}"
           + ("; --quick: sizes divided by 20" if args.quick else ""))
     header = (f"{'case':<48} {'cpu s':>8} {'cuda s':>8} {'cpu/cuda':>9} {'ARI cpu':>8} "
-              f"{'ARI cuda':>9}")
+              f"{'ARI cuda':>9} {'epochs':>9}")
     print(header)
     print("-" * len(header))
     keys = args.only.split(",")
@@ -158,17 +166,17 @@ def main():
             continue
         name, run, warm_data = CASES[key](scale)
         devices = ["cpu"] + (["cuda"] if gpu else [])
-        times, scores = {}, {}
+        times, scores, epochs = {}, {}, {}
         for device in devices:
             timed(lambda: run(device, warm_data))  # compile / initialise, not timed
-            times[device], scores[device] = timed(lambda: run(device))
+            times[device], (scores[device], epochs[device]) = timed(lambda: run(device))
         if gpu:
             print(f"{name:<48} {times['cpu']:8.2f} {times['cuda']:8.2f} "
                   f"{times['cpu'] / times['cuda']:8.1f}x {scores['cpu']:8.3f} "
-                  f"{scores['cuda']:9.3f}", flush=True)
+                  f"{scores['cuda']:9.3f} {epochs['cpu']:>4}/{epochs['cuda']:<4}", flush=True)
         else:
             print(f"{name:<48} {times['cpu']:8.2f} {'n/a':>8} {'n/a':>9} "
-                  f"{scores['cpu']:8.3f} {'n/a':>9}", flush=True)
+                  f"{scores['cpu']:8.3f} {'n/a':>9} {epochs['cpu']:>4}", flush=True)
     if "forest-batch" in keys:
         forest_batch_table(scale, ["cpu"] + (["cuda"] if gpu else []))
 

@@ -455,6 +455,50 @@ def test_kernels_compile_for_a_gpu_with_the_signatures_they_run_with(simulated):
     assert int(stdout.split()[-1]) >= 10
 
 
+_COMPILE_WITHOUT_ROW_STACK = """
+import math
+import numpy as np
+import scipy.sparse  # imports that read NumPy's whole namespace, before the removal
+import numba.cuda.dispatcher as dispatcher
+from numba import cuda, types
+from skdiffclust.forest import _gpu
+
+del np.row_stack  # as in NumPy >= 2.5
+
+
+class H100:
+    compute_capability = (9, 0)
+
+
+dispatcher.get_current_device = lambda: H100()
+_gpu._kernels()
+assert not hasattr(np, "row_stack"), "the stand-in must not outlive the registries' load"
+
+
+@cuda.jit
+def kernel(a):
+    i = cuda.grid(1)
+    if i < a.size:
+        a[i] = math.exp(a[i])
+
+
+cuda.compile_ptx(kernel.py_func, (types.float64[:],), cc=(9, 0))
+"""
+
+
+def test_kernels_compile_under_a_numpy_without_row_stack():
+    """numba-cuda registers an overload of np.row_stack, which NumPy 2.5 removed: on
+    an H100 with NumPy 2.5.2 every launch failed with AttributeError until _gpu
+    provided a stand-in while the registries load."""
+    if not hasattr(np, "row_stack"):
+        pytest.skip("this NumPy has no row_stack to remove; the device run covers it")
+    if not _has_nvvm():
+        pytest.skip("needs NVVM (the CUDA toolkit's compiler library)")
+    done = subprocess.run([sys.executable, "-c", _COMPILE_WITHOUT_ROW_STACK],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
 # ------------------------------------------------------- host-side pieces
 @pytest.mark.parametrize("seed", range(12))
 def test_label_constraints_on_the_device_match_the_host_constraints(seed):
@@ -582,13 +626,15 @@ def test_cuda_public_api_matches_the_cpu_solver(dtype):
     G_A, G_M = torch.randn(2, 40, 40, generator=torch.Generator().manual_seed(0), dtype=dtype)
     results = {}
     for device in ("cpu", "cuda"):
-        S_var = S.to(device).requires_grad_(True)
+        # a fresh leaf per device: S.to("cpu") would be S itself, and S.to("cuda") of a
+        # tensor requiring grad not a leaf
+        S_var = S.clone().to(device).requires_grad_(True)
         gen = torch.Generator().manual_seed(3)
         A, F, M = perturbed_spanning_forest(S_var, 4, epsilon=0.3, n_samples=50,
                                             constraints=y.to(device), generator=gen)
         ((G_A.to(device) * A).sum() + (G_M.to(device) * M).sum() + F).backward()
         gen = torch.Generator().manual_seed(4)
-        S_loss = S.to(device).requires_grad_(True)
+        S_loss = S.clone().to(device).requires_grad_(True)
         loss = partial_fenchel_young_loss(S_loss, y.to(device), 4, epsilon=0.3, n_samples=50,
                                           generator=gen)
         loss.backward()

@@ -61,7 +61,12 @@ class TorchTask(Protocol):
         """
 
     def start_epoch(self, epoch):
-        """Optional: called before each epoch (numbered from 0), for schedules."""
+        """Optional: called before each epoch (numbered from 0), for schedules.
+
+        On CUDA it is called a second time for the first epoch, after the step's
+        capture, whose three warm-up steps are real steps: it must reset whatever
+        per-epoch state the steps advance.
+        """
 
 
 class UniformBatches:
@@ -246,6 +251,10 @@ def train(task, sampler, *, learning_rate, max_iter, tol, n_iter_no_change, name
         if not state["captured"]:
             state["captured"] = True
             stepper.capture(batches[0])
+            if start_epoch is not None:
+                # the capture's warm-up steps advanced the epoch's state (ClAM's
+                # step counter): start the epoch afresh
+                start_epoch(state["epoch"] - 1)
         total = None
         for i in range(batches.shape[0]):
             objective = stepper(batches[i])

@@ -74,6 +74,7 @@ their inputs; the validating public functions of ``skdiffclust.torch`` read S's
 check flags back from the device and parse the constraints on the host.
 """
 
+import contextlib
 import warnings
 
 import numpy as np
@@ -88,15 +89,54 @@ THREADS_PER_SAMPLE_BLOCK = 64  # kernels with one thread per sample
 MAX_RESIDENT_THREADS_PER_SM = 1024  # 64 registers per thread, 65536 per SM
 
 
+_SMALL_GRID_WARNING = r".*Grid size \d+ will likely result in GPU under-utilization"
+
+
 def simulated():
     """Whether numba.cuda is the CPU simulator (``NUMBA_ENABLE_CUDASIM=1``)."""
     return bool(numba_config.ENABLE_CUDASIM)
 
 
 def _kernels():
-    from skdiffclust.forest import _gpu_kernels
+    with _numpy_row_stack_placeholder():
+        from skdiffclust.forest import _gpu_kernels
 
+        if not simulated():
+            _load_cuda_lowering_registries()
     return _gpu_kernels
+
+
+def _numpy_row_stack(tup, *, dtype=None, casting="same_kind"):
+    """Stand-in for ``np.row_stack`` while numba.cuda registers its overloads."""
+    return np.vstack(tup, dtype=dtype, casting=casting)
+
+
+@contextlib.contextmanager
+def _numpy_row_stack_placeholder():
+    """Let numba.cuda load its lowering registries under NumPy >= 2.5.
+
+    numba-cuda (0.30.4 and earlier) registers an overload of ``np.row_stack``
+    unconditionally, when its target first compiles or loads a kernel; NumPy 2.5
+    removed that alias, so every kernel launch failed with ``AttributeError: module
+    'numpy' has no attribute 'row_stack'`` (seen on an H100 with NumPy 2.5.2). A
+    stand-in exists only while the registries load, then is removed again.
+    """
+    if hasattr(np, "row_stack"):
+        yield
+        return
+    np.row_stack = _numpy_row_stack
+    try:
+        yield
+    finally:
+        del np.row_stack
+
+
+def _load_cuda_lowering_registries():
+    """Import the module of numba.cuda that registers NumPy's overloads (once)."""
+    try:
+        import numba.cuda.cudaimpl  # noqa: F401
+    except ImportError:  # a numba.cuda with another layout: nothing to prepare
+        pass
 
 
 def _next_pow2(x):
@@ -143,12 +183,12 @@ class Launcher:
             kernel[blocks, threads, 0, shared_bytes](*(self._view(a) for a in args))
             return
         from numba import cuda
-        from numba.core.errors import NumbaPerformanceWarning
 
         index = self.device.index if self.device.index is not None else torch.cuda.current_device()
         with cuda.gpus[index], warnings.catch_warnings():
-            # numba warns about grids under 128 blocks: one block per sample is the design
-            warnings.simplefilter("ignore", NumbaPerformanceWarning)
+            # numba warns about grids under 128 blocks: one block per sample is the
+            # design (matched by message: numba-cuda has its own warning class)
+            warnings.filterwarnings("ignore", message=_SMALL_GRID_WARNING)
             stream = cuda.external_stream(torch.cuda.current_stream(self.device).cuda_stream)
             kernel[blocks, threads, stream, shared_bytes](*(self._view(a) for a in args))
 
