@@ -278,6 +278,26 @@ def test_cpu_and_torch_trainers_agree_on_the_same_draws(params):
     assert not np.allclose(cpu.parameters()[0], initial)  # training moved them
 
 
+def test_the_mask_counter_wraps_past_the_epoch_and_restarts_with_it():
+    # on CUDA the step's capture runs three warm-up steps, more than an epoch of one
+    # batch: the counter must wrap (an H100 raised a device-side assert) and the
+    # epoch restart afterwards
+    X, _ = make_blobs(n_samples=20, n_features=8, centers=2, random_state=0)
+    dynamics = _training.Dynamics(beta=1.0, n_steps=3, alpha=0.2, metric="euclidean")
+    task = _torch_training.CompletionTask(
+        X, X.mean(0), X[None, [0, 1]], dynamics, weighted=False, mask_prob=0.25,
+        device="cpu", generator=torch.Generator().manual_seed(0))
+    task.prepare_epoch(n_batches=1, batch_size=20)
+    batch = torch.arange(20)
+    for _ in range(3):
+        task.prototypes.grad = None
+        task.loss(batch)
+        assert int(task.step_index) == 0
+    task.prepare_epoch(n_batches=2, batch_size=10)
+    task.loss(batch[:10])
+    assert int(task.step_index) == 1 and float(task.n_summed) == 1.0
+
+
 def test_stopped_restarts_are_left_alone():
     X, _ = make_blobs(n_samples=40, n_features=4, centers=2, random_state=0)
     initial = np.stack([X[[0, 1]], X[[2, 3]]])

@@ -76,7 +76,8 @@ class CompletionTask:
         if self.n_hidden:
             keys = self.keys.index_select(0, self.step_index).squeeze(0)
             masks = masks_from_keys(keys, self.n_hidden)
-            self.step_index.add_(1)
+            # wraps around: the capture's warm-up steps may outnumber an epoch's batches
+            self.step_index.add_(1).remainder_(self.keys.shape[0])
         return None, self.loss_with_masks(batch, masks)
 
     @torch.no_grad()
