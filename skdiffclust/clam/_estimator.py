@@ -157,9 +157,12 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
         trains every restart until the end, as the paper does.
 
     device : {'auto', 'cpu', 'cuda'}, default='auto'
-        Where the prototypes are trained; ``'auto'`` picks CUDA when PyTorch is
-        installed and sees one. The CPU trains with numba kernels and needs no
-        PyTorch; CUDA trains with torch (without pruning). Inference
+        Where the prototypes are trained. The CPU trains with numba kernels and
+        needs no PyTorch; CUDA trains with torch (without pruning). ``'auto'``
+        picks CUDA when PyTorch is installed, sees one, and ``batch_size`` is at
+        least 1024: a step on a small batch is too little work for a GPU (on an
+        H100, 200,000 x 32 points, k=20: 5.5x slower than the CPU at
+        ``batch_size=16``, 1.9x faster at 1024). Inference
         (``labels_``, ``predict``, ``transform``, ``score``) runs on the CPU, so
         fitted estimators need neither a GPU nor PyTorch.
 
@@ -349,7 +352,7 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
             )
         check_magnitude(X)
         training = _training_module()
-        device = _resolve_device(self.device)
+        device = _resolve_device(self.device, self.batch_size)
         n_threads = effective_n_jobs(self.n_jobs)
         init_seed, train_seed, score_seed = derive_seeds(self.random_state, 3)
         data = ScaledData(X, self.metric == "cosine")
@@ -597,9 +600,17 @@ def _training_module():
     return _training
 
 
-def _resolve_device(device):
+# device='auto' trains on CUDA from this batch size up. A step is a few hundred
+# small operations on (n_init, n_clusters, batch_size, n_features) arrays: on an H100
+# (16-core host, 200,000 x 32, k=20) CUDA took 33.6 s against the CPU kernels' 6.1 s
+# at batch_size=16, and 6.1 s against 11.4 s at batch_size=1024
+CUDA_MIN_BATCH_SIZE = 1024
+
+
+def _resolve_device(device, batch_size):
     """'cpu' (the numba kernels, no torch needed) or the torch device for CUDA."""
-    if device == "cpu" or (device == "auto" and not _nvidia_driver_present()):
+    if device == "cpu" or (device == "auto" and (batch_size < CUDA_MIN_BATCH_SIZE
+                                                 or not _nvidia_driver_present())):
         return "cpu"
     try:
         from skdiffclust._utils._torch import resolve_device
