@@ -148,7 +148,7 @@ def knn_search(X, n_neighbors, device, block_rows=None):
     points = torch.as_tensor(X, dtype=torch.float32, device=device)
     sq_norms = (points * points).sum(1)
     if block_rows is None:
-        block_rows = max(1, min(n, (1 << 26) // max(n, 1)))
+        block_rows = _knn_block_rows(n, torch.device(device))
     neighbours = torch.empty((n, n_neighbors), dtype=torch.int64, device=device)
     for start in range(0, n, block_rows):
         stop = min(start + block_rows, n)
@@ -159,6 +159,22 @@ def knn_search(X, n_neighbors, device, block_rows=None):
         neighbours[start:stop] = squared.topk(n_neighbors, dim=1, largest=False).indices
     neighbours = neighbours.to("cpu").numpy()
     return _exact_distances(X, neighbours), neighbours
+
+
+# entries of one block of squared distances: 256 MB of float32 on the CPU; on CUDA
+# up to 2 GB, within an eighth of the free memory (the block, topk's scratch). At
+# n = 1,000,000 the CPU's budget means blocks of 67 rows, 15,000 products and topks
+# whose launch latency a GPU would wait on
+CPU_BLOCK_ENTRIES = 1 << 26
+CUDA_BLOCK_ENTRIES = 1 << 29
+
+
+def _knn_block_rows(n, device):
+    entries = CPU_BLOCK_ENTRIES
+    if device.type == "cuda":
+        free, _ = torch.cuda.mem_get_info(device)
+        entries = max(CPU_BLOCK_ENTRIES, min(CUDA_BLOCK_ENTRIES, free // 32))
+    return max(1, min(n, entries // max(n, 1)))
 
 
 def _exact_distances(X, neighbours):
