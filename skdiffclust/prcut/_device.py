@@ -153,10 +153,13 @@ def knn_search(X, n_neighbors, device, block_rows=None):
     for start in range(0, n, block_rows):
         stop = min(start + block_rows, n)
         block = points[start:stop]
-        squared = sq_norms[start:stop, None] + sq_norms[None, :] - 2.0 * block @ points.T
+        # ||y||^2 - 2 <x, y> in one fused product: the row's own ||x||^2 does not
+        # change its order, and each pass over the block is a pass over n x block
+        # floats (the search is bound by memory traffic)
+        partial = torch.addmm(sq_norms[None, :], block, points.T, alpha=-2.0)
         rows = torch.arange(stop - start, device=device)
-        squared[rows, rows + start] = float("inf")  # never its own neighbour
-        neighbours[start:stop] = squared.topk(n_neighbors, dim=1, largest=False).indices
+        partial[rows, rows + start] = float("inf")  # never its own neighbour
+        neighbours[start:stop] = partial.topk(n_neighbors, dim=1, largest=False).indices
     neighbours = neighbours.to("cpu").numpy()
     return _exact_distances(X, neighbours), neighbours
 
