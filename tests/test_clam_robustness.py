@@ -253,3 +253,57 @@ def test_the_papers_procedure_is_reachable():
                        random_state=0, **PAPER), X)
     assert clam.beta_ == pytest.approx(1.0, rel=1e-6)  # standardised: the paper's beta
     assert clam.n_clusters_ >= 2
+
+
+# -- beta='auto': selected by silhouette, as the paper's authors select it ---------
+
+
+def test_the_softest_beta_near_the_best_silhouette_is_chosen():
+    from skdiffclust.clam._estimator import SILHOUETTE_TOLERANCE, _softest_near_best
+
+    near = 0.5 - SILHOUETTE_TOLERANCE / 2
+    assert _softest_near_best([(3, 0.40), (3, near), (3, 0.50)]) == 1
+    assert _softest_near_best([(3, 0.40), (3, 0.48), (3, 0.50)]) == 2
+    # a fit that lost a cluster is not chosen, whatever its silhouette
+    assert _softest_near_best([(2, 0.90), (3, 0.30), (3, 0.20)]) == 1
+
+
+@pytest.mark.parametrize("n_samples", [300, 6000])
+def test_the_selected_fit_is_the_fit_at_the_selected_beta(n_samples):
+    # up to 5,000 points the winning candidate is kept (no refit); beyond, the beta
+    # chosen on a sample is fitted on all points; verbose always refits: same model
+    X, _ = make_blobs(n_samples=n_samples, centers=4, cluster_std=2.0, random_state=1)
+    quiet = _quiet(ClAM(4, random_state=0), X)
+    refitted = _quiet(ClAM(4, random_state=0, verbose=True), X)
+    np.testing.assert_array_equal(quiet.labels_, refitted.labels_)
+    np.testing.assert_array_equal(quiet.cluster_centers_, refitted.cluster_centers_)
+    assert quiet.beta_ == refitted.beta_ and quiet.n_iter_ == refitted.n_iter_
+    fixed = _quiet(ClAM(4, random_state=0, beta=quiet.beta_ * quiet._scale**2), X)
+    np.testing.assert_array_equal(fixed.labels_, quiet.labels_)
+
+
+def test_a_float_beta_is_a_single_fit(monkeypatch):
+    from skdiffclust.clam import _estimator
+
+    calls = []
+    original = _estimator.ClAM._fit_with_sharpness
+    monkeypatch.setattr(_estimator.ClAM, "_fit_with_sharpness",
+                        lambda self, *args: calls.append(args[1]) or original(self, *args))
+    X, _ = make_blobs(n_samples=200, centers=3, random_state=0)
+    _quiet(ClAM(3, beta=1.0, random_state=0), X)
+    assert calls == [1.0]
+    calls.clear()
+    _quiet(ClAM(3, random_state=0), X)
+    assert calls == list(_estimator.AUTO_BETA_GRID)  # the winner is kept, not refitted
+
+
+@pytest.mark.shared_data
+@pytest.mark.parametrize("battery, name, min_ari", [
+    ("fcps", "engytime", 0.78),  # 0.70 at the fixed default sharpness; k-means 0.815
+    ("fcps", "lsun", 0.42),      # 0.35; k-means 0.44
+])
+def test_selected_beta_separates_what_the_soft_default_merges(shared_data, battery, name,
+                                                              min_ari):
+    X, y, k = _load(shared_data, battery, name)
+    clam = _quiet(ClAM(k, random_state=0), X)
+    assert adjusted_rand_score(y, clam.labels_) >= min_ari

@@ -13,8 +13,10 @@ from sklearn.base import (
     ClusterMixin,
     TransformerMixin,
     _fit_context,
+    clone,
 )
 from sklearn.cluster import kmeans_plusplus
+from sklearn.metrics import silhouette_score
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 from threadpoolctl import threadpool_limits
@@ -24,10 +26,23 @@ from skdiffclust._utils._state import keeps_state_on_failure
 from skdiffclust._utils._validation import check_magnitude
 from skdiffclust.clam._data import ScaledData, squared_distances
 
-# beta='auto' is AUTO_BETA over the spread (mean squared distance of the points to
-# their nearest initial prototype); learning_rate='auto' is AUTO_LEARNING_RATE times
-# the spread per feature, sqrt(spread / d): both follow the scale of the clusters
-AUTO_BETA = 1.0
+# beta='auto' is a multiple of one over the spread (mean squared distance of the
+# points to their nearest initial prototype), the multiple being chosen among
+# AUTO_BETA_GRID by the silhouette of the partition it gives, on at most
+# SELECTION_POINTS points (the paper selects beta by silhouette, dataset by
+# dataset); learning_rate='auto' is AUTO_LEARNING_RATE times the spread per
+# feature, sqrt(spread / d): both follow the scale of the clusters
+AUTO_BETA_GRID = (0.5, 1.0, 2.0, 4.0, 8.0, 16.0)
+SELECTION_POINTS = 5000
+# on more points, the selection fits this many of them, drawn at random (then the
+# chosen beta is fitted on all of them)
+SELECTION_SAMPLE = 2500
+# the silhouettes are computed on at most this many of those points; the softest
+# beta within SILHOUETTE_TOLERANCE of the best silhouette is chosen (differences
+# below it are within the sampling noise of a 1,000-point silhouette, and sharper
+# fits depend more on the last bits of the data)
+SILHOUETTE_POINTS = 1000
+SILHOUETTE_TOLERANCE = 0.005
 AUTO_LEARNING_RATE = 0.05
 # the spread is estimated on at most this many points, evenly spaced in the data
 SPREAD_POINTS = 10_000
@@ -68,10 +83,16 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
         shift and equivariant to a global rescale; a float beta is in units of
         one over that deviation squared: on standardised features, the paper's
         beta (it found 0.1 to 3 best on the UCI sets of 7 to 18 features, and
-        about 0.1 on the 64 features of digits). ``'auto'`` is one over the mean
-        squared distance of the points to their nearest initial prototype (two
-        over it for ``metric='cosine'``): a sharpness fitted to the scale of the
-        clusters, whatever their number and the dimension. ``beta_`` holds the
+        about 0.1 on the 64 features of digits). ``'auto'`` selects beta as the paper's
+        authors do, by the silhouette of the partition: ClAM is fitted at 0.5, 1,
+        2, 4, 8 and 16 times one over the mean squared distance of the points to
+        their nearest initial prototype (two over it for ``metric='cosine'``, a
+        sharpness fitted to the scale of the clusters), on all the points up to
+        5,000 (on 2,500 drawn at random beyond, then once more on all of them),
+        and the softest beta whose silhouette (on 1,000 of those points) is
+        within 0.005 of the best is kept, among the fits that keep the most
+        clusters. About six fits' time on small data. A float is the paper's
+        single fit at a fixed beta. ``beta_`` holds the
         value used, in the units of the input.
 
     n_steps : int, default=10
@@ -351,15 +372,58 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
                 f"n_samples={X.shape[0]} should be >= n_clusters={self.n_clusters}."
             )
         check_magnitude(X)
+        *seeds, selection_seed = derive_seeds(self.random_state, 4)
+        if self.beta != "auto" or self.max_iter == 0 or not 2 <= self.n_clusters < X.shape[0]:
+            return self._fit_with_sharpness(X, 1.0, seeds)
+        sharpness, candidate, caught = self._select_sharpness(X, seeds, selection_seed)
+        if candidate is None or self.verbose:  # fitted on a sample, or the bar is wanted
+            return self._fit_with_sharpness(X, sharpness, seeds)
+        # fitted on all of X with the same seeds: this very fit, already made, and
+        # the warnings it gave
+        params = self.get_params(deep=False)
+        vars(self).update({k: v for k, v in vars(candidate).items() if k not in params})
+        for warning in caught:
+            warnings.warn(warning.message, warning.category, stacklevel=4)
+        return self
+
+    def _select_sharpness(self, X, seeds, selection_seed):
+        """The multiple of beta='auto' (in ``AUTO_BETA_GRID``) whose partition of at
+        most ``SELECTION_POINTS`` points has the best silhouette, among those that
+        keep the most clusters; with the winning fit when it was made on all of X."""
+        rng = numpy_generator(selection_seed)
+        n_sample = X.shape[0] if X.shape[0] <= SELECTION_POINTS else SELECTION_SAMPLE
+        sample = X[_evenly_drawn(rng, X.shape[0], n_sample)]
+        scored = _evenly_drawn(rng, sample.shape[0], SILHOUETTE_POINTS)
+        metric = "cosine" if self.metric == "cosine" else "euclidean"
+        # centred (dense, Euclidean), so that a large offset costs no precision
+        scored_rows = sample[scored]
+        if metric == "euclidean" and isinstance(scored_rows, np.ndarray):
+            scored_rows = scored_rows - scored_rows.mean(axis=0)
+        fits, keys = [], []
+        for sharpness in AUTO_BETA_GRID:
+            candidate = clone(self).set_params(verbose=False)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                candidate._fit_with_sharpness(sample, sharpness, seeds)
+            fits.append((sharpness, candidate, caught))
+            keys.append((candidate.n_clusters_,
+                         _silhouette(scored_rows, candidate.labels_[scored], metric)))
+        sharpness, candidate, caught = fits[_softest_near_best(keys)]
+        if sample.shape[0] < X.shape[0]:
+            return sharpness, None, []
+        return sharpness, candidate, caught
+
+    def _fit_with_sharpness(self, X, sharpness, seeds):
+        """Fit at ``beta = sharpness`` times the automatic one (or ``self.beta``)."""
         training = _training_module()
         device = _resolve_device(self.device, self.batch_size)
         n_threads = effective_n_jobs(self.n_jobs)
-        init_seed, train_seed, score_seed = derive_seeds(self.random_state, 3)
+        init_seed, train_seed, score_seed = seeds
         data = ScaledData(X, self.metric == "cosine")
         with threadpool_limits(n_threads, user_api="blas"):  # k-means++'s small products
             initial = self._initial_prototypes(data, init_seed)
         spread = _spread(data, initial)
-        dynamics = self._dynamics(training, self._beta(spread))
+        dynamics = self._dynamics(training, self._beta(spread, sharpness))
         fill = data.column_reduction(self.mask_value)
         trained = training.train_restarts(
             _training_rows(data), fill.astype(np.float32), initial.astype(np.float32),
@@ -412,15 +476,16 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
                 f"n_clusters={self.n_clusters} asked: the dynamics take no training "
                 "point to the other prototypes. Labels are numbered 0 .. n_clusters_ - 1. "
                 "A larger beta, more restarts (n_init) or fewer clusters may help.",
-                UserWarning, stacklevel=5,  # fit, keeps_state_on_failure, _fit_context
+                # _fit_with_sharpness, fit, keeps_state_on_failure, _fit_context
+                UserWarning, stacklevel=6,
             )
 
-    def _beta(self, spread):
+    def _beta(self, spread, sharpness):
         """beta in the units of the centred and scaled data."""
         if self.beta != "auto":
             return float(self.beta)
         # cosine logits are beta <rho~, v> = -beta/2 ||rho~ - v||^2 + const
-        return (2.0 if self.metric == "cosine" else 1.0) * AUTO_BETA / spread
+        return (2.0 if self.metric == "cosine" else 1.0) * sharpness / spread
 
     def _learning_rate(self, spread, n_features):
         if self.learning_rate != "auto":
@@ -654,6 +719,32 @@ def _spread(data, initial):
         return spread
     total = float(np.mean(squared_distances(rows, np.zeros((1, data.n_features)))))
     return total if total > 0 else 1.0
+
+
+def _softest_near_best(keys):
+    """Index of the first (softest) key with the most clusters and a silhouette
+    within ``SILHOUETTE_TOLERANCE`` of the best: sharper fits are more sensitive to
+    the last bits of the data, and a tie should not be decided by them."""
+    most = max(n_clusters for n_clusters, _ in keys)
+    best = max(silhouette for n_clusters, silhouette in keys if n_clusters == most)
+    return next(i for i, (n_clusters, silhouette) in enumerate(keys)
+                if n_clusters == most and silhouette >= best - SILHOUETTE_TOLERANCE)
+
+
+def _evenly_drawn(rng, n, size):
+    """All of 0..n-1 if n <= size, else ``size`` of them drawn at random, sorted."""
+    if n <= size:
+        return np.arange(n)
+    return np.sort(rng.choice(n, size, replace=False))
+
+
+def _silhouette(X, labels, metric):
+    """The silhouette of a partition; -1 where it is undefined (one cluster, or as
+    many clusters as points)."""
+    n_labels = np.unique(labels).size
+    if not 2 <= n_labels < X.shape[0]:
+        return -1.0
+    return float(silhouette_score(X, labels, metric=metric))
 
 
 def _unit_rows(X):
