@@ -392,8 +392,8 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
         keep the most clusters; with the winning fit when it was made on all of X."""
         rng = numpy_generator(selection_seed)
         n_sample = X.shape[0] if X.shape[0] <= SELECTION_POINTS else SELECTION_SAMPLE
-        sample = X[_evenly_drawn(rng, X.shape[0], n_sample)]
-        scored = _evenly_drawn(rng, sample.shape[0], SILHOUETTE_POINTS)
+        sample = X[_row_sample(rng, X.shape[0], n_sample)]
+        scored = _row_sample(rng, sample.shape[0], SILHOUETTE_POINTS)
         metric = "cosine" if self.metric == "cosine" else "euclidean"
         # centred (dense, Euclidean), so that a large offset costs no precision
         scored_rows = sample[scored]
@@ -731,7 +731,7 @@ def _softest_near_best(keys):
                 if n_clusters == most and silhouette >= best - SILHOUETTE_TOLERANCE)
 
 
-def _evenly_drawn(rng, n, size):
+def _row_sample(rng, n, size):
     """All of 0..n-1 if n <= size, else ``size`` of them drawn at random, sorted."""
     if n <= size:
         return np.arange(n)
