@@ -1,8 +1,18 @@
-"""Differentiable spanning forests for PyTorch (Stewart et al., NeurIPS 2023).
+"""The differentiable clustering objectives as PyTorch building blocks.
 
-This module imports torch; the rest of skdiffclust does not.
+This module imports torch; the rest of skdiffclust does not. It gathers what the
+method folders define, for use in your own models and training loops (see the
+user guide, "The objectives in your own torch model"):
 
-The operators take a symmetric similarity matrix ``S`` (n x n; larger means more
+* perturbed spanning forests and the partial Fenchel-Young loss (Stewart et al.,
+  NeurIPS 2023), defined here;
+* :class:`PRCutLoss` and :class:`PRCutBatchPairs` (``prcut/_loss.py``,
+  ``prcut/_device.py``): PRCut's batch objective and its batch pairs of a graph;
+* :func:`gemini_loss` (``gemini/_torch.py``): the GEMINI objectives;
+* :class:`ClAMLayer` and :func:`clam_loss` (``clam/_layer.py``): ClAM's
+  associative-memory recursion and its pattern-completion loss.
+
+The spanning-forest operators take a symmetric similarity matrix ``S`` (n x n; larger means more
 similar, e.g. negative squared distances between embeddings) and perturb it with
 symmetric Gaussian noise ``epsilon * Z`` (independent entries above the diagonal).
 The Monte-Carlo samples are solved in parallel by numba kernels on the CPU, or, for
@@ -16,6 +26,7 @@ import numpy as np
 import torch
 
 from skdiffclust._utils._validation import check_n_clusters
+from skdiffclust.clam._layer import ClAMLayer, clam_loss
 from skdiffclust.forest._constraints import Constraints
 from skdiffclust.forest._constraints import constraints_from_labels as _labels_to_matrix
 from skdiffclust.forest._torch_ops import (
@@ -28,9 +39,17 @@ from skdiffclust.forest._torch_ops import (
     seed_from_generator,
     similarity_to_numpy,
 )
+from skdiffclust.gemini._torch import gemini_loss
+from skdiffclust.prcut._device import PRCutBatchPairs
+from skdiffclust.prcut._loss import PRCutLoss
 
 __all__ = [
+    "ClAMLayer",
+    "PRCutBatchPairs",
+    "PRCutLoss",
+    "clam_loss",
     "constraints_from_labels",
+    "gemini_loss",
     "partial_fenchel_young_loss",
     "perturbed_spanning_forest",
 ]

@@ -19,7 +19,7 @@ from skdiffclust.prcut import PRCut, ratio_cut
 from skdiffclust.prcut._graph import knn_affinity, pbar_floor
 from skdiffclust.prcut._inference import predict_probabilities
 from skdiffclust.prcut._loss import (
-    ProportionAverage,
+    PRCutLoss,
     bound_and_gradient,
     bound_of_batch_mean,
     kl_to_uniform,
@@ -90,9 +90,9 @@ def test_surrogate_backpropagates_the_bound_gradient_into_the_network():
 def test_an_emptying_cluster_gives_finite_gradients():
     p_left, p_right, rows, cols, weights = _random_pair(3)
     p_left[:, 2], p_right[:, 2] = 0.0, 0.0  # cluster 2 is empty
-    average = ProportionAverage(3, 0.8, "cpu", torch.float64)
+    criterion = PRCutLoss(3, momentum=0.8, dtype=torch.float64)
     for _ in range(50):
-        p_bar = average.update(torch.cat([p_left, p_right]).mean(0))
+        p_bar = criterion._proportions(torch.cat([p_left, p_right]).mean(0))
     assert p_bar[2] == pbar_floor(3)
     bound, grad_left, grad_right = bound_and_gradient(
         p_left, p_right, rows, cols, weights, p_bar, 12)
@@ -113,13 +113,13 @@ def test_a_batch_pair_without_edges_gives_no_ratio_cut_signal():
 
 
 def test_proportion_average_starts_uniform_and_tracks_the_batches():
-    average = ProportionAverage(2, 0.8, "cpu", torch.float64)
-    first = average.update(torch.tensor([1.0, 0.0], dtype=torch.float64))
+    criterion = PRCutLoss(2, momentum=0.8, dtype=torch.float64)
+    first = criterion._proportions(torch.tensor([1.0, 0.0], dtype=torch.float64))
     torch.testing.assert_close(first, torch.tensor([0.9, 0.1], dtype=torch.float64))
-    second = average.update(torch.tensor([0.0, 1.0], dtype=torch.float64))
+    second = criterion._proportions(torch.tensor([0.0, 1.0], dtype=torch.float64))
     torch.testing.assert_close(second, torch.tensor([0.18, 0.82], dtype=torch.float64))
     for _ in range(50):
-        value = average.update(torch.tensor([0.3, 0.7], dtype=torch.float64))
+        value = criterion._proportions(torch.tensor([0.3, 0.7], dtype=torch.float64))
     torch.testing.assert_close(value, torch.tensor([0.3, 0.7], dtype=torch.float64))
 
 

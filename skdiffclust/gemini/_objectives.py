@@ -161,11 +161,11 @@ def _diag_embed(V):
 
 
 def _transport(a, b, D):
-    """Exact optimal transport cost between histograms a and b, with dual potentials."""
+    """Exact optimal transport between histograms a and b: cost, dual potentials, plan."""
     import ot
 
-    _, log = ot.emd(a, b, D, log=True)
-    return float(log["cost"]), log["u"], log["v"]
+    plan, log = ot.emd(a, b, D, log=True)
+    return float(log["cost"]), log["u"], log["v"], plan
 
 
 def _histograms(alpha):
@@ -177,30 +177,90 @@ def _histograms(alpha):
     return np.where(mass > 0, hist / np.where(mass > 0, mass, 1.0), 1.0 / alpha.shape[0])
 
 
-def _wasserstein(T, D, one_vs_one):
-    """Wasserstein GEMINI of one restart (T of shape (n, K)): value and gradient."""
-    n, n_clusters = T.shape
-    pi, alpha = _weights(T)
+def transport_costs(alpha, D, one_vs_one, keep_plans=False):
+    """Wasserstein distances between the clusters' histograms, and their gradients.
+
+    Parameters
+    ----------
+    alpha : ndarray of shape (n, K)
+        Importance weights ``T / pi``; column k over n is cluster k's histogram.
+    D : ndarray of shape (n, n)
+        Ground distances between the samples.
+    one_vs_one : bool
+        Distances between every pair of clusters, or from each cluster to the
+        uniform histogram of the data.
+    keep_plans : bool, default=False
+        Also return the transport plans (the gradients with respect to ``D``).
+
+    Returns
+    -------
+    costs : ndarray of shape (K,) or (K, K)
+        ``W(alpha_k / n, 1 / n)``, or the symmetric ``W(alpha_k / n, alpha_m / n)``
+        (zero diagonal).
+    potentials : ndarray of shape (K, n) or (K, K, n)
+        Centred dual potentials: ``potentials[k] / n`` (one-vs-all), or
+        ``potentials[k, m] / n`` (one-vs-one), is the gradient of ``costs[k]``, or
+        of ``costs[k, m]``, with respect to ``alpha[:, k]`` (see
+        :func:`transport_gradient`).
+    plans : ndarray of shape (K, n, n) or (K, K, n, n), or None
+        The optimal plans, ``plans[k, m]`` filled for ``k < m`` only.
+    """
+    n, n_clusters = alpha.shape
     hist = _histograms(alpha)
-    grad_alpha = np.zeros_like(alpha)
     if not one_vs_one:
         uniform = np.full(n, 1.0 / n)
-        distances = np.empty(n_clusters)
+        costs, potentials = np.empty(n_clusters), np.empty((n_clusters, n))
+        plans = np.empty((n_clusters, n, n)) if keep_plans else None
         for k in range(n_clusters):
-            distances[k], u, _ = _transport(hist[k], uniform, D)
-            grad_alpha[:, k] = pi[k] * (u - u.mean()) / n
-        return float(pi @ distances), _chain_to_predictions(T, pi, alpha, grad_alpha,
-                                                            distances)
-    distances = np.zeros((n_clusters, n_clusters))
+            costs[k], u, _, plan = _transport(hist[k], uniform, D)
+            potentials[k] = u - u.mean()
+            if keep_plans:
+                plans[k] = plan
+        return costs, potentials, plans
+    costs = np.zeros((n_clusters, n_clusters))
+    potentials = np.zeros((n_clusters, n_clusters, n))
+    plans = np.zeros((n_clusters, n_clusters, n, n)) if keep_plans else None
     for k in range(n_clusters):
         for m in range(k + 1, n_clusters):
-            cost, u, v = _transport(hist[k], hist[m], D)
-            distances[k, m] = distances[m, k] = cost
-            # the pair appears as (k, m) and (m, k): twice pi_k pi_m W_km
-            grad_alpha[:, k] += 2.0 * pi[k] * pi[m] * (u - u.mean()) / n
-            grad_alpha[:, m] += 2.0 * pi[k] * pi[m] * (v - v.mean()) / n
-    value = float(pi @ distances @ pi)
-    return value, _chain_to_predictions(T, pi, alpha, grad_alpha, 2.0 * distances @ pi)
+            cost, u, v, plan = _transport(hist[k], hist[m], D)
+            costs[k, m] = costs[m, k] = cost
+            potentials[k, m], potentials[m, k] = u - u.mean(), v - v.mean()
+            if keep_plans:
+                plans[k, m] = plan
+    return costs, potentials, plans
+
+
+def transport_gradient(weights, potentials):
+    """Gradient with respect to alpha (n, K) of ``sum weights * costs``.
+
+    ``weights`` has the shape of :func:`transport_costs`'s costs; one-vs-one
+    weights are symmetrised first (``costs[k, m]`` and ``costs[m, k]`` are one
+    transport), the diagonal ignored.
+    """
+    n = potentials.shape[-1]
+    if weights.ndim == 1:
+        return (weights[:, None] * potentials).T / n
+    weights = weights + weights.T
+    n_clusters = weights.shape[0]
+    grad = np.zeros((n, n_clusters))
+    for k in range(n_clusters):
+        for m in range(n_clusters):
+            if m != k:
+                grad[:, k] += weights[k, m] * potentials[k, m] / n
+    return grad
+
+
+def _wasserstein(T, D, one_vs_one):
+    """Wasserstein GEMINI of one restart (T of shape (n, K)): value and gradient."""
+    pi, alpha = _weights(T)
+    costs, potentials, _ = transport_costs(alpha, D, one_vs_one)
+    if not one_vs_one:
+        grad_alpha = transport_gradient(pi, potentials)
+        return float(pi @ costs), _chain_to_predictions(T, pi, alpha, grad_alpha, costs)
+    # the pair appears as (k, m) and (m, k): twice pi_k pi_m W_km
+    grad_alpha = transport_gradient(pi[:, None] * pi[None, :], potentials)
+    value = float(pi @ costs @ pi)
+    return value, _chain_to_predictions(T, pi, alpha, grad_alpha, 2.0 * costs @ pi)
 
 
 def _mutual_information(T):

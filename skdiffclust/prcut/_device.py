@@ -12,15 +12,19 @@ A dense precomputed affinity is read block by block (:class:`DenseGraph`).
 
 Each graph returns the block between a left and a right batch as an
 ``EdgeBlock`` or a ``DenseBlock`` of ``_loss``, normalised by its total weight.
+:class:`PRCutBatchPairs` (public, in ``skdiffclust.torch``) draws the engine's batch
+pairs and reads their blocks with the same classes, for a user's training loop.
 """
 
 import warnings
+from numbers import Integral
 
 import numpy as np
 import scipy.sparse as sp
 import torch
 
-from skdiffclust.prcut._graph import BatchPairExtractor
+from skdiffclust._training._torch import PairedBatches
+from skdiffclust.prcut._graph import BatchPairExtractor, check_precomputed_affinity
 from skdiffclust.prcut._loss import DenseBlock, EdgeBlock
 
 # ELL padding may cost at most this many times the stored entries (plus one slot
@@ -79,11 +83,16 @@ class HostGraph:
         self.device, self.dtype = device, dtype
 
     def __call__(self, left, right):
+        return EdgeBlock(*self.edges(left, right), left.shape[0], right.shape[0],
+                         self.dtype)
+
+    def edges(self, left, right):
+        """Edges between ``left`` and ``right`` (see :meth:`PaddedGraph.edges`),
+        extracted on the host; only non-zero weights."""
         rows, cols, weights = self.extract(left.to("cpu").numpy(), right.to("cpu").numpy())
-        return EdgeBlock(torch.as_tensor(rows, device=self.device),
-                         torch.as_tensor(cols, device=self.device),
-                         torch.as_tensor(weights, dtype=self.dtype, device=self.device),
-                         left.shape[0], right.shape[0], self.dtype)
+        return (torch.as_tensor(rows, device=self.device),
+                torch.as_tensor(cols, device=self.device),
+                torch.as_tensor(weights, dtype=self.dtype, device=self.device))
 
 
 class DenseGraph:
@@ -130,6 +139,99 @@ def device_graph(W, device, dtype):
     if n * width <= MAX_PADDING_RATIO * W.nnz + n:
         return PaddedGraph(W, device, dtype)
     return HostGraph(W, device, dtype)
+
+
+class PRCutBatchPairs:
+    """Batch pairs of a graph's samples and the affinity blocks between them.
+
+    What PRCut's training draws at each step (algorithm 1, lines 3-5), for a
+    training loop of your own with :class:`PRCutLoss`: each epoch, a left and a
+    right permutation of the samples are cut into batches of ``batch_size``, and
+    each step gets the block of the graph between its left and right batch. The
+    indices and the blocks are made on ``device`` (the graph is held there once,
+    as padded neighbour lists, unless a few very high degrees would make that
+    wasteful; nothing is densified).
+
+    Parameters
+    ----------
+    graph : scipy.sparse matrix of shape (n_samples, n_samples)
+        Symmetric, non-negative affinity graph (e.g. a symmetric kNN
+        connectivity graph); its diagonal is ignored.
+    batch_size : int
+        Samples per batch (at most ``n_samples``). An epoch has
+        ``max(n_samples // batch_size, 1)`` pairs; the remainder of each
+        permutation is left out, a different one each epoch.
+    device : torch.device or str, default=None
+        Where the indices and blocks are made: ``generator``'s device when given,
+        else the CPU.
+    dtype : torch.dtype, default=torch.float32
+        Of the blocks' weights.
+    generator : torch.Generator, default=None
+        Draws the permutations, on ``device``; torch's default generator when
+        None.
+
+    Yields
+    ------
+    left, right : torch.Tensor of int64, shape (batch_size,)
+        Sample indices of the two batches (each without repeats).
+    affinity : torch.Tensor, sparse COO, shape (batch_size, batch_size)
+        ``graph[left][:, right]``, uncoalesced: padding entries of weight 0 keep
+        its shape static, so that no step waits for the device.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import scipy.sparse as sp
+    >>> import torch
+    >>> from skdiffclust.torch import PRCutBatchPairs
+    >>> graph = sp.csr_matrix(np.ones((6, 6)) - np.eye(6))
+    >>> pairs = PRCutBatchPairs(graph, 3, generator=torch.Generator().manual_seed(0))
+    >>> len(pairs)
+    2
+    >>> left, right, affinity = next(iter(pairs))
+    >>> affinity.to_dense().shape
+    torch.Size([3, 3])
+    """
+
+    def __init__(self, graph, batch_size, *, device=None, dtype=torch.float32,
+                 generator=None):
+        W = _checked_graph(graph)
+        if isinstance(batch_size, bool) or not isinstance(batch_size, Integral) \
+                or batch_size < 1:
+            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}.")
+        if device is None:
+            device = generator.device if generator is not None else "cpu"
+        device = torch.device(device)
+        if generator is not None and generator.device.type != device.type:
+            raise ValueError(
+                f"generator is on {generator.device} but the pairs are drawn on {device}.")
+        self.graph = device_graph(W, device, dtype)
+        self.batches = PairedBatches(W.shape[0], batch_size, generator, device)
+        self.batch_size = self.batches.left.batch_size
+        self.device, self.dtype = device, dtype
+
+    def __len__(self):
+        return self.batches.n_batches
+
+    def __iter__(self):
+        """One epoch of ``(left, right, affinity)``."""
+        shape = (self.batch_size, self.batch_size)
+        for left, right in self.batches.epoch():
+            rows, cols, weights = self.graph.edges(left, right)
+            # valid by construction: checking would read the indices back
+            yield left, right, torch.sparse_coo_tensor(
+                torch.stack([rows, cols]), weights, shape, check_invariants=False)
+
+
+def _checked_graph(graph):
+    """A user's graph as a canonical CSR matrix, or a clear error."""
+    if not sp.issparse(graph):
+        raise TypeError(f"graph must be a SciPy sparse matrix, got {type(graph).__name__}.")
+    if graph.ndim != 2 or graph.shape[0] != graph.shape[1] or graph.shape[0] < 2:
+        raise ValueError(
+            f"graph must be a square (n_samples, n_samples) matrix with at least 2 "
+            f"samples, got shape {graph.shape}.")
+    return check_precomputed_affinity(graph, name="graph")
 
 
 def knn_search(X, n_neighbors, device, block_rows=None):

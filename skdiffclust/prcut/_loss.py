@@ -18,6 +18,9 @@ every sample. It is evaluated with a moving
 average of p_bar, floored, and reaches the network through the surrogate
 sum_i p_i * sg(dL/dp_i) (algorithm 1, line 9).
 
+:class:`PRCutLoss` is that objective as a torch module, the public one and the
+one PRCut's engine step calls.
+
 Annealing. The edge term splits into a Laplacian part and a hardness part,
 
     p_i + p_j - 2 p_i p_j = (p_i - p_j)^2 + [p_i (1 - p_i) + p_j (1 - p_j)],
@@ -30,7 +33,10 @@ first become unstable along the smoothest generalised eigenvectors of the graph
 eq. 7 exactly. ``hardness`` is that s.
 """
 
+from numbers import Integral, Real
+
 import torch
+from torch import nn
 
 from skdiffclust.prcut._graph import pbar_floor
 
@@ -183,31 +189,205 @@ def kl_to_uniform(p_mean, floor):
     return (p_mean * torch.log(p_mean.clamp_min(floor) * k)).sum()
 
 
-class ProportionAverage:
-    """Moving average of the cluster proportions P-bar (algorithm 1, line 7).
+class PRCutLoss(nn.Module):
+    """The PRCut batch objective (Ghriss & Monteleoni, 2025) as a torch loss.
 
-    P-bar_t = (1 - beta) P-bar_{t-1} + beta * batch mean, from P-bar_0 = 1/k (or
-    the proportions of the initial partition), at the constant rate beta of the
-    authors' code. The paper's decaying rate
-    beta / t averages over the whole run and lags behind the network: a
-    shrinking cluster then gets the 1/P-bar of a larger one, the eq. 8 term that
-    would hold it back is too weak, and it dies out (measured on digits at
-    gamma = 1: 7 to 9 of 10 clusters survive with beta / t, all 10 with beta).
+    For the assignment probabilities ``P`` of a left and ``Q`` of a right batch
+    and the affinity block ``W`` between them (divided by its total weight), the
+    value is the paper's batch objective
+
+    .. math::
+
+        \\sum_l \\frac{1}{\\bar P_l} \\sum_{ij} W_{ij}
+        (P_{il} + Q_{jl} - 2 P_{il} Q_{jl})
+        + \\gamma \\, \\mathrm{KL}(\\bar p \\,\\|\\, \\mathrm{uniform}),
+
+    the ratio-cut bound of eq. 7 with the moving average :math:`\\bar P` of the
+    cluster proportions (floored at 1% of ``1 / n_clusters``), plus the
+    anti-collapse term on the batch mean :math:`\\bar p` of both batches. Its
+    gradient with respect to the probabilities is the paper's (algorithm 1):
+    eq. 8, evaluated with :math:`\\bar P`,
+
+    .. math::
+
+        \\frac{\\partial L}{\\partial P_{il}} = \\frac{\\sum_j W_{ij}
+        (1 - 2 Q_{jl})}{\\bar P_l} - \\frac{\\mathrm{cut}_l}{n \\bar P_l^2},
+
+    (n the number of samples of the pair; likewise for ``Q``), plus the exact
+    gradient of the KL term. It reaches the network through eq. 8's surrogate
+    ``sum_i p_i sg(dL/dp_i)``: the returned tensor has the objective's value and
+    the surrogate's gradient.
+
+    Parameters
+    ----------
+    n_clusters : int
+        Number of clusters k (columns of the probabilities).
+    gamma : float, default=1.0
+        Weight of KL(batch mean || uniform), which keeps clusters from emptying.
+    momentum : float in (0, 1], default=0.8
+        Rate of the moving average, ``P-bar <- (1 - momentum) P-bar + momentum *
+        batch mean``; 1 uses the batch mean, where eq. 8 is the exact gradient of
+        the value.
+    device, dtype : default=None
+        Of the buffer ``p_bar`` (torch's defaults when None); move the module with
+        ``.to()`` like the probabilities.
+
+    Attributes
+    ----------
+    p_bar : torch.Tensor of shape (n_clusters,)
+        Buffer (saved in ``state_dict()``): the moving average of the cluster
+        proportions, ``1 / n_clusters`` at first (assign another start with
+        ``loss.p_bar.copy_(...)``).
+
+    Notes
+    -----
+    In training mode (``loss.train()``, the default) each call folds the batch
+    mean into ``p_bar``, in place and on the device (no host synchronisation, so
+    that a training step can be captured in a CUDA graph), before using it. In
+    evaluation mode (``loss.eval()``) ``p_bar`` is read, never updated: the value
+    of held-out batches is measured with the proportions learnt in training, and
+    evaluating does not change the next training step.
+
+    The moving average uses a constant rate, as the authors' code does; the
+    paper's decaying rate ``beta / t`` averages over the whole run and lags
+    behind the network: a shrinking cluster then gets the 1/P-bar of a larger
+    one, the eq. 8 term that would hold it back is too weak, and it dies out
+    (measured on digits at gamma = 1: 7 to 9 of 10 clusters survive with
+    ``beta / t``, all 10 with a constant rate).
+
+    No gradient flows to the affinity.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from skdiffclust.torch import PRCutLoss
+    >>> criterion = PRCutLoss(2, gamma=1.0)
+    >>> logits = torch.tensor([[3.0, -3.0], [2.0, -2.0], [-2.0, 2.0], [-3.0, 3.0]],
+    ...                       requires_grad=True)
+    >>> proba = torch.softmax(logits, dim=1)
+    >>> W = torch.tensor([[1.0, 0.0], [0.0, 1.0]])  # sample 0 ~ 2, sample 1 ~ 3
+    >>> loss = criterion(proba[:2], proba[2:], W)
+    >>> loss.backward()
+    >>> criterion.p_bar
+    tensor([0.5000, 0.5000])
+    >>> bool(logits.grad[0, 0] > 0)  # sample 0 is pulled toward its neighbour's cluster
+    True
     """
 
-    def __init__(self, n_clusters, momentum, device, dtype, initial=None):
-        self.momentum = momentum
-        if initial is None:
-            self.value = torch.full((n_clusters,), 1.0 / n_clusters, device=device,
-                                    dtype=dtype)
-        else:  # the proportions of an initial partition
-            self.value = torch.as_tensor(initial, device=device, dtype=dtype).clone()
+    def __init__(self, n_clusters, *, gamma=1.0, momentum=0.8, device=None, dtype=None):
+        super().__init__()
+        if isinstance(n_clusters, bool) or not isinstance(n_clusters, Integral) or n_clusters < 1:
+            raise ValueError(f"n_clusters must be a positive integer, got {n_clusters!r}.")
+        if not isinstance(gamma, Real) or not 0 <= gamma < float("inf"):
+            raise ValueError(f"gamma must be a non-negative finite number, got {gamma!r}.")
+        if not isinstance(momentum, Real) or not 0 < momentum <= 1:
+            raise ValueError(f"momentum must be in (0, 1], got {momentum!r}.")
+        self.n_clusters, self.gamma = int(n_clusters), float(gamma)
+        self.momentum = float(momentum)
         self.floor = pbar_floor(n_clusters)
+        self.register_buffer(
+            "p_bar", torch.full((n_clusters,), 1.0 / n_clusters, device=device, dtype=dtype))
 
-    def update(self, batch_mean):
-        """Fold in a batch's mean probabilities; return the floored P-bar.
+    def forward(self, proba_left, proba_right, affinity, *, hardness=1.0):
+        """The batch objective (value), with eq. 8's gradient.
 
-        In place, so that a captured CUDA graph keeps updating the same tensor.
+        Parameters
+        ----------
+        proba_left : torch.Tensor of shape (n_left, n_clusters)
+            Assignment probabilities of the left batch (rows on the simplex).
+        proba_right : torch.Tensor of shape (n_right, n_clusters)
+            Those of the right batch; same dtype and device.
+        affinity : torch.Tensor of shape (n_left, n_right)
+            The block of the affinity graph between the two batches: a dense
+            tensor, or a sparse COO or CSR tensor (duplicate entries add up), with
+            non-negative weights; divided by its total inside (a block without
+            edges gives no ratio-cut term). :class:`PRCutBatchPairs` draws them.
+        hardness : float in (0, 1], default=1.0
+            Weight s of the hardness part of the edge term, ``(p_i - q_j)^2 + s
+            [p_i (1 - p_i) + q_j (1 - q_j)]``: 1 is eq. 7; PRCut's ``annealing``
+            raises it from 0.01 to 1.
+
+        Returns
+        -------
+        loss : torch.Tensor of shape ()
         """
-        self.value.mul_(1.0 - self.momentum).add_(batch_mean.detach(), alpha=self.momentum)
-        return self.value.clamp_min(self.floor)
+        block = self._block(affinity, proba_left, proba_right, hardness)
+        probabilities = torch.cat([proba_left, proba_right])
+        batch_mean = probabilities.mean(0)
+        p_bar = self._proportions(batch_mean)
+        bound, grad_left, grad_right = block_bound_and_gradient(
+            proba_left.detach(), proba_right.detach(), block, p_bar,
+            probabilities.shape[0], hardness)
+        kl = kl_to_uniform(batch_mean, self.floor)
+        differentiated = surrogate(proba_left, proba_right, grad_left, grad_right) \
+            + self.gamma * kl
+        objective = (bound + self.gamma * kl).detach()
+        # the objective's value, the surrogate's gradient (s - s is exactly 0)
+        return objective + (differentiated - differentiated.detach())
+
+    def _proportions(self, batch_mean):
+        """The floored P-bar, after folding in the batch mean in training mode
+        (in place, so that a captured CUDA graph keeps updating the same buffer)."""
+        if self.training:
+            self.p_bar.mul_(1.0 - self.momentum).add_(batch_mean.detach(),
+                                                       alpha=self.momentum)
+        return self.p_bar.clamp_min(self.floor)
+
+    def _block(self, affinity, proba_left, proba_right, hardness):
+        """The normalised block (``EdgeBlock`` / ``DenseBlock``), after the checks
+        that need no value read back from the device."""
+        for name, proba in (("proba_left", proba_left), ("proba_right", proba_right)):
+            _check_proba(proba, name, self.n_clusters)
+        if (proba_right.dtype, proba_right.device) != (proba_left.dtype, proba_left.device):
+            raise TypeError("proba_left and proba_right must share a dtype and a device.")
+        if (self.p_bar.dtype, self.p_bar.device) != (proba_left.dtype, proba_left.device):
+            raise TypeError(
+                f"PRCutLoss's p_bar is {self.p_bar.dtype} on {self.p_bar.device} but the "
+                f"probabilities are {proba_left.dtype} on {proba_left.device}: move the "
+                "loss with .to(device, dtype).")
+        if not isinstance(hardness, Real) or not 0 < hardness <= 1:
+            raise ValueError(f"hardness must be in (0, 1], got {hardness!r}.")
+        if isinstance(affinity, (EdgeBlock, DenseBlock)):  # the engine's, normalised
+            return affinity
+        return affinity_block(affinity, proba_left.shape[0], proba_right.shape[0],
+                              proba_left.dtype, proba_left.device)
+
+
+def _check_proba(proba, name, n_clusters):
+    if not isinstance(proba, torch.Tensor) or not torch.is_floating_point(proba):
+        raise TypeError(f"{name} must be a floating point torch.Tensor.")
+    if proba.ndim != 2 or proba.shape[1] != n_clusters:
+        raise ValueError(
+            f"{name} must have shape (batch_size, n_clusters={n_clusters}), "
+            f"got {tuple(proba.shape)}.")
+
+
+def affinity_block(affinity, n_left, n_right, dtype, device):
+    """A user's dense, COO or CSR block as an ``EdgeBlock`` or ``DenseBlock``."""
+    if not isinstance(affinity, torch.Tensor):
+        raise TypeError(
+            f"affinity must be a torch.Tensor (dense, sparse COO or CSR), got "
+            f"{type(affinity).__name__}.")
+    if tuple(affinity.shape) != (n_left, n_right):
+        raise ValueError(
+            f"affinity must have shape (n_left, n_right) = ({n_left}, {n_right}), got "
+            f"{tuple(affinity.shape)}.")
+    if affinity.device != device:
+        raise ValueError(
+            f"affinity is on {affinity.device} but the probabilities on {device}.")
+    if affinity.layout == torch.strided:
+        return DenseBlock(affinity.detach(), dtype)
+    if affinity.layout == torch.sparse_csr:
+        counts = affinity.crow_indices().diff()
+        values = affinity.values()
+        # output_size known on the host: no synchronisation with the device
+        rows = torch.repeat_interleave(torch.arange(n_left, device=device), counts,
+                                       output_size=values.shape[0])
+        return EdgeBlock(rows, affinity.col_indices(), values.detach(), n_left, n_right,
+                         dtype)
+    if affinity.layout == torch.sparse_coo:
+        # the raw entries, coalesced or not (duplicates add up in the sums)
+        rows, cols = affinity._indices()
+        return EdgeBlock(rows, cols, affinity._values().detach(), n_left, n_right, dtype)
+    raise TypeError(
+        f"affinity must be dense, sparse COO or sparse CSR, got layout {affinity.layout}.")

@@ -21,13 +21,7 @@ from torch import nn
 from skdiffclust._training._torch import PairedBatches, UniformBatches, torch_threads, train
 from skdiffclust._utils._torch import build_mlp, make_generator
 from skdiffclust.prcut._device import HostGraph, device_graph, shared_tensor
-from skdiffclust.prcut._loss import (
-    ProportionAverage,
-    block_bound_and_gradient,
-    kl_to_uniform,
-    pbar_floor,
-    surrogate,
-)
+from skdiffclust.prcut._loss import PRCutLoss
 from skdiffclust.prcut._spectral import spectral_partition
 
 # hardness at the first annealing step: small enough that the uniform assignment
@@ -160,10 +154,10 @@ class RatioCutTask:
     def __init__(self, network, features, graph, *, n_clusters, momentum, gamma,
                  n_annealing_steps, device, dtype, initial_proportions=None):
         self.network, self.features, self.graph = network, features, graph
-        self.gamma = gamma
-        self.p_bar_average = ProportionAverage(n_clusters, momentum, device, dtype,
-                                               initial=initial_proportions)
-        self.floor = pbar_floor(n_clusters)
+        self.criterion = PRCutLoss(n_clusters, gamma=gamma, momentum=momentum,
+                                   device=device, dtype=dtype)
+        if initial_proportions is not None:
+            self.criterion.p_bar.copy_(torch.as_tensor(initial_proportions))
         self.hardness = hardness_schedule(n_annealing_steps)
         self.n_steps = 0
         self.capturable = (n_annealing_steps == 0 and not isinstance(graph, HostGraph)
@@ -178,16 +172,9 @@ class RatioCutTask:
         block = self.graph(left, right)
         probabilities = torch.softmax(self.network(self.features(torch.cat([left, right]))), 1)
         n_left = left.shape[0]
-        p_left, p_right = probabilities[:n_left], probabilities[n_left:]
-        batch_mean = probabilities.mean(0)
-        p_bar = self.p_bar_average.update(batch_mean)
-        bound, grad_left, grad_right = block_bound_and_gradient(
-            p_left.detach(), p_right.detach(), block, p_bar,
-            probabilities.shape[0], self.hardness(self.n_steps),
-        )
-        kl = kl_to_uniform(batch_mean, self.floor)
-        loss = surrogate(p_left, p_right, grad_left, grad_right) + self.gamma * kl
-        return loss, (bound + self.gamma * kl).detach()
+        loss = self.criterion(probabilities[:n_left], probabilities[n_left:], block,
+                              hardness=self.hardness(self.n_steps))
+        return loss, loss.detach()
 
 
 # the initialisation fits the network to the initial partition until it
