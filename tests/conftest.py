@@ -40,3 +40,13 @@ def shared_data():
     if not SHARED_DATA.is_dir():
         pytest.skip(f"benchmark data not found at {SHARED_DATA}")
     return SHARED_DATA
+
+
+@pytest.fixture
+def one_torch_thread():
+    """One torch CPU thread for the test (restored after): small training loops only
+    wait for each other with more threads than free cores."""
+    from skdiffclust._training._torch import torch_threads
+
+    with torch_threads(1):
+        yield

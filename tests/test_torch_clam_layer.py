@@ -11,19 +11,13 @@ from sklearn.metrics import adjusted_rand_score
 from sklearn.preprocessing import StandardScaler
 
 from skdiffclust import ClAM
-from skdiffclust._training._torch import torch_threads
 from skdiffclust.clam._kernels import hidden_count
 from skdiffclust.torch import ClAMLayer, clam_loss
 from tests.test_torch_clam import _hidden_and_masks, _paper_step
 
 CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 
-
-@pytest.fixture(autouse=True)
-def one_torch_thread():
-    """Small training loops: more threads than free cores only make them wait."""
-    with torch_threads(1):
-        yield
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def _generator(seed):

@@ -1,5 +1,7 @@
 """The public torch objectives: gemini_loss, PRCutLoss and PRCutBatchPairs."""
 
+import warnings
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -10,19 +12,14 @@ from sklearn.metrics.pairwise import rbf_kernel
 from sklearn.neighbors import kneighbors_graph
 from torch import nn
 
-from skdiffclust._training._torch import torch_threads
 from skdiffclust.gemini import OBJECTIVES, gemini_value_and_grad
+from skdiffclust.prcut._device import PaddedGraph
 from skdiffclust.prcut._graph import bipartite_objective, pbar_floor
 from skdiffclust.torch import PRCutBatchPairs, PRCutLoss, gemini_loss
 
 CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 
-
-@pytest.fixture(autouse=True)
-def one_torch_thread():
-    """Small training loops: more threads than free cores only make them wait."""
-    with torch_threads(1):
-        yield
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def _generator(seed):
@@ -158,7 +155,10 @@ def _pair(seed, n_left=7, n_right=5, k=3, density=0.5, dtype=torch.float64):
 
 
 def _layouts(block):
-    return {"dense": block, "coo": block.to_sparse_coo(), "csr": block.to_sparse_csr()}
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
+        csr = block.to_sparse_csr()
+    return {"dense": block, "coo": block.to_sparse_coo(), "csr": csr}
 
 
 def _eq8(P, Q, W, p_bar, gamma):
@@ -293,16 +293,23 @@ def _knn_graph(X, n_neighbors=10):
     return knn.maximum(knn.T).tocsr()
 
 
-def test_batch_pairs_are_the_graph_blocks_of_two_permutations():
+@pytest.mark.parametrize("reader", ["csr", "padded"])
+def test_batch_pairs_are_the_graph_blocks_of_two_permutations(reader):
     X, _ = make_blobs(103, centers=3, random_state=0)
     graph = _knn_graph(X)
     pairs = PRCutBatchPairs(graph, 20, generator=_generator(0))
+    if reader == "padded":  # CUDA's reader (fixed shapes), on the CPU
+        pairs.graph = PaddedGraph(graph, torch.device("cpu"), torch.float32)
     assert len(pairs) == 5
     lefts, rights = [], []
     for left, right, affinity in pairs:
         assert affinity.layout == torch.sparse_coo and affinity.dtype == torch.float32
         expected = graph[left.numpy()][:, right.numpy()].toarray()
         np.testing.assert_array_equal(affinity.to_dense().numpy(), expected)
+        P, Q, _ = _pair(12, n_left=20, n_right=20)  # the same loss as the dense block
+        dense = torch.as_tensor(expected, dtype=torch.float64)
+        torch.testing.assert_close(PRCutLoss(3, dtype=torch.float64)(P, Q, affinity),
+                                   PRCutLoss(3, dtype=torch.float64)(P, Q, dense))
         lefts.append(left)
         rights.append(right)
     for batches in (lefts, rights):  # 100 distinct samples of the 103

@@ -148,9 +148,11 @@ class PRCutBatchPairs:
     training loop of your own with :class:`PRCutLoss`: each epoch, a left and a
     right permutation of the samples are cut into batches of ``batch_size``, and
     each step gets the block of the graph between its left and right batch. The
-    indices and the blocks are made on ``device`` (the graph is held there once,
-    as padded neighbour lists, unless a few very high degrees would make that
-    wasteful; nothing is densified).
+    indices and the blocks are made on ``device``; nothing is densified. On CUDA
+    the graph is held on the device as padded neighbour lists, as PRCut's
+    training holds it (unless a few very high degrees would make that wasteful),
+    so that no step waits for the host; on the CPU the blocks are read from the
+    CSR graph, with their edges only.
 
     Parameters
     ----------
@@ -175,8 +177,8 @@ class PRCutBatchPairs:
     left, right : torch.Tensor of int64, shape (batch_size,)
         Sample indices of the two batches (each without repeats).
     affinity : torch.Tensor, sparse COO, shape (batch_size, batch_size)
-        ``graph[left][:, right]``, uncoalesced: padding entries of weight 0 keep
-        its shape static, so that no step waits for the device.
+        ``graph[left][:, right]``, uncoalesced; on CUDA with padding entries of
+        weight 0, which keep its shape the same at every step.
 
     Examples
     --------
@@ -205,7 +207,11 @@ class PRCutBatchPairs:
         if generator is not None and generator.device.type != device.type:
             raise ValueError(
                 f"generator is on {generator.device} but the pairs are drawn on {device}.")
-        self.graph = device_graph(W, device, dtype)
+        # on the CPU nothing waits for a device: the exact edges, without padding
+        # (a padded block of a kNN graph holds several times more entries, which
+        # every product of the loss then reads)
+        self.graph = HostGraph(W, device, dtype) if device.type == "cpu" else \
+            device_graph(W, device, dtype)
         self.batches = PairedBatches(W.shape[0], batch_size, generator, device)
         self.batch_size = self.batches.left.batch_size
         self.device, self.dtype = device, dtype
