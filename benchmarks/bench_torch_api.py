@@ -24,9 +24,10 @@ require a gradient. On the CPU torch runs ``--threads`` threads (default 1: on a
 shared 2-core machine more threads than free cores slow small steps down).
 
 The script is organised in sections (``SECTIONS``), each a function printing its
-own table; the digits CNN comparison of issue 20 (item 3: ``PRCut(module=cnn)``,
-``gemini_loss`` in a torch loop and ``ClAMLayer`` next to KMeans and
-SpectralClustering) belongs in a section of its own, next to ``steps``.
+own table and selected with ``--only``; the digits CNN comparison of issue 20
+(item 3: ``PRCut(module=cnn)``, ``gemini_loss`` in a torch loop and ``ClAMLayer``
+next to KMeans and SpectralClustering) belongs in a section of its own,
+``digits``, registered in ``SECTIONS`` next to ``steps``.
 
 Usage: ``python benchmarks/bench_torch_api.py [--repeats 20] [--threads 1]
 [--only steps]``.

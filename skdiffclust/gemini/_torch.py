@@ -77,7 +77,8 @@ def gemini_loss(proba, similarity, gemini="mmd_ovo"):
     ``n_samples``-point histograms on the CPU, each call: keep their batches
     small (a few hundred samples). The optimal transport cost is piecewise linear
     in the histograms; its gradient is the (centred) dual potential, unique where
-    the optimal transport is not degenerate.
+    the optimal transport is not degenerate. The check for NaN and infinity reads
+    one flag back from the device.
 
     Examples
     --------
