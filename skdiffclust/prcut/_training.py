@@ -146,7 +146,7 @@ def hardness_schedule(n_annealing_steps):
 
 class RatioCutTask:
     """The engine's task: one step of algorithm 1 on a batch pair, whose loss is the
-    public :class:`~skdiffclust.prcut._loss.PRCutLoss` (P-bar is its buffer).
+    public ``skdiffclust.torch.PRCutLoss`` (P-bar is its buffer).
 
     Capturable in a CUDA graph when nothing changes on the host from step to step:
     no annealing schedule, a padded device graph and dense features.
