@@ -385,8 +385,9 @@ def test_blobs_are_recovered_and_predict_agrees(blobs):
 def test_wine_clusters_match_the_cultivars():
     X, y = load_wine(return_X_y=True)
     X = StandardScaler().fit_transform(X)
-    clam = ClAM(n_clusters=3, beta=0.3, max_iter=30, random_state=0, device="cpu").fit(X)
-    assert adjusted_rand_score(y, clam.labels_) > 0.85
+    # beta='auto' selects the softest sharpness here (k-means: 0.897)
+    clam = ClAM(n_clusters=3, max_iter=30, random_state=0, device="cpu").fit(X)
+    assert adjusted_rand_score(y, clam.labels_) > 0.88
 
 
 def test_ecoli_silhouette_reaches_the_papers_level(shared_data):

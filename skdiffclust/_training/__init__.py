@@ -15,10 +15,11 @@ numba backend, a task (parameters and per-batch loss) for torch.
 """
 
 from skdiffclust._training._loop import (
+    Cooldown,
     StoppingRule,
     TrainingResult,
     run_epochs,
     warn_not_converged,
 )
 
-__all__ = ["StoppingRule", "TrainingResult", "run_epochs", "warn_not_converged"]
+__all__ = ["Cooldown", "StoppingRule", "TrainingResult", "run_epochs", "warn_not_converged"]

@@ -90,7 +90,7 @@ def aggregate(objective):
 
 def run_epochs(epoch, *, max_iter, tol, n_iter_no_change, name, verbose=False,
                min_epochs=0, on_epoch_end=None, check_finite=True, warn=True,
-               progress=None, target=None):
+               progress=None, target=None, cooldown=None):
     """Call ``epoch()`` until the stopping rule holds or ``max_iter`` epochs ran.
 
     Parameters
@@ -116,6 +116,12 @@ def run_epochs(epoch, *, max_iter, tol, n_iter_no_change, name, verbose=False,
     warn : bool, default=True
         Issue the ``ConvergenceWarning`` (callers that run several trainings may
         collect ``converged`` and warn once themselves).
+    cooldown : Cooldown, default=None
+        Epochs run once the stopping rule holds, each after
+        ``cooldown.start_epoch(i)`` (``i`` from 0), within ``max_iter``: a step
+        size annealed towards zero brings stochastic training to rest near the
+        minimum of its full objective, instead of where the last mini-batches put
+        it (see :class:`Cooldown`).
     progress : EpochProgress, default=None
         A bar shared by several trainings (then ``verbose`` is ignored and the bar
         is left open); by default each run shows its own.
@@ -134,22 +140,31 @@ def run_epochs(epoch, *, max_iter, tol, n_iter_no_change, name, verbose=False,
     converged = False
     own_bar = progress is None
     bar = EpochProgress(verbose, name, max_iter) if own_bar else progress
+
+    def run_one():
+        total, values = aggregate(epoch())
+        if check_finite and not math.isfinite(total):
+            raise FloatingPointError(
+                f"{name}'s training diverged: the objective of epoch {len(curve) + 1} "
+                "is not finite. Lower learning_rate, or check the input for "
+                "extreme values."
+            )
+        curve.append(values)
+        bar.update(total)
+        return total
+
     try:
         for _ in range(max_iter):
-            total, values = aggregate(epoch())
-            if check_finite and not math.isfinite(total):
-                raise FloatingPointError(
-                    f"{name}'s training diverged: the objective of epoch {len(curve) + 1} "
-                    "is not finite. Lower learning_rate, or check the input for "
-                    "extreme values."
-                )
-            curve.append(values)
-            bar.update(total)
+            total = run_one()
             if on_epoch_end is not None:
                 on_epoch_end(total)
             if rule.update(total):
                 converged = True
                 break
+        if converged and cooldown is not None:
+            for i in range(min(cooldown.n_epochs, max_iter - len(curve))):
+                cooldown.start_epoch(i)
+                run_one()
     finally:
         if own_bar:
             bar.close()
@@ -158,6 +173,37 @@ def run_epochs(epoch, *, max_iter, tol, n_iter_no_change, name, verbose=False,
     loss_curve = np.asarray(curve, dtype=np.float64) if curve else np.empty(0)
     return TrainingResult(n_iter=len(curve), loss_curve=loss_curve,
                           converged=converged or max_iter == 0)
+
+
+class Cooldown:
+    """The cool-down of a stochastic training: epochs at a geometrically shrinking step.
+
+    Mini-batch training that has stopped improving still moves its parameters
+    around the minimum by about a step size; where they end is where the last
+    mini-batches put them, which is sensitive to the last bits of the data (the
+    trajectories of slightly different data decorrelate within that noise ball).
+    Once the stopping rule holds, ``n_epochs`` more epochs run with the step size
+    multiplied by ``factor`` before each (``set_scale(factor ** (i + 1))`` is
+    called with the multiplier of the initial step size): the parameters come to
+    rest near the minimum of the full objective, a function of the data's
+    structure. Methods average their parameters over the last epoch as well.
+
+    Parameters
+    ----------
+    n_epochs : int
+        Epochs of cool-down.
+    factor : float in (0, 1)
+        Multiplier of the step size per epoch.
+    set_scale : callable
+        ``set_scale(multiplier)``: scale the optimiser's step size (relative to
+        its value when the cool-down starts).
+    """
+
+    def __init__(self, n_epochs, factor, set_scale):
+        self.n_epochs, self.factor, self.set_scale = int(n_epochs), float(factor), set_scale
+
+    def start_epoch(self, i):
+        self.set_scale(self.factor ** (i + 1))
 
 
 def warn_not_converged(name, max_iter, tol, n_iter_no_change):

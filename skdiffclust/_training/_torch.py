@@ -32,7 +32,7 @@ from typing import Protocol
 
 import torch
 
-from skdiffclust._training._loop import run_epochs
+from skdiffclust._training._loop import Cooldown, run_epochs
 from skdiffclust._utils._torch import make_generator, resolve_device  # noqa: F401
 
 
@@ -200,7 +200,7 @@ class _Stepper:
 
 def train(task, sampler, *, learning_rate, max_iter, tol, n_iter_no_change, name,
           device, verbose=False, min_epochs=0, n_threads=1, capture=None, scheduler=None,
-          warn=True, target=None):
+          warn=True, target=None, cooldown=None):
     """Train a task with Adam, epoch by epoch, until it converges.
 
     Parameters
@@ -226,6 +226,9 @@ def train(task, sampler, *, learning_rate, max_iter, tol, n_iter_no_change, name
     warn : bool, default=True
         Issue the ``ConvergenceWarning`` when ``max_iter`` runs out (False for an
         auxiliary training, such as an initialisation, whose budget is internal).
+    cooldown : tuple (n_epochs, factor), default=None
+        Epochs once converged, Adam's step size multiplied by ``factor`` before
+        each (see :class:`skdiffclust._training.Cooldown`).
 
     Returns
     -------
@@ -269,4 +272,22 @@ def train(task, sampler, *, learning_rate, max_iter, tol, n_iter_no_change, name
             name=name, verbose=verbose, min_epochs=min_epochs,
             on_epoch_end=None if lr_schedule is None else lr_schedule.step, warn=warn,
             target=target,
+            cooldown=None if cooldown is None else optimizer_cooldown(optimizer, *cooldown),
         )
+
+
+def optimizer_cooldown(optimizer, n_epochs, factor):
+    """A :class:`Cooldown` scaling the step size of every parameter group, from the
+    rates they have when it starts (in place: a captured step reads them)."""
+    rates = []
+
+    def set_scale(multiplier):
+        if not rates:
+            rates.extend(float(group["lr"]) for group in optimizer.param_groups)
+        for group, rate in zip(optimizer.param_groups, rates):
+            if isinstance(group["lr"], torch.Tensor):
+                group["lr"].fill_(rate * multiplier)
+            else:
+                group["lr"] = rate * multiplier
+
+    return Cooldown(n_epochs, factor, set_scale)

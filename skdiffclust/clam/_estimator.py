@@ -32,7 +32,7 @@ from skdiffclust.clam._data import ScaledData, squared_distances
 # SELECTION_POINTS points (the paper selects beta by silhouette, dataset by
 # dataset); learning_rate='auto' is AUTO_LEARNING_RATE times the spread per
 # feature, sqrt(spread / d): both follow the scale of the clusters
-AUTO_BETA_GRID = (0.5, 1.0, 2.0, 4.0, 8.0, 16.0)
+AUTO_BETA_GRID = (0.5, 1.0, 2.0, 4.0)
 SELECTION_POINTS = 5000
 # on more points, the selection fits this many of them, drawn at random (then the
 # chosen beta is fitted on all of them)
@@ -44,6 +44,8 @@ SELECTION_SAMPLE = 2500
 SILHOUETTE_POINTS = 1000
 SILHOUETTE_TOLERANCE = 0.005
 AUTO_LEARNING_RATE = 0.05
+# restarts whose masked loss is within this fraction of the lowest tie (the first wins)
+RESTART_MARGIN = 1e-3
 # the spread is estimated on at most this many points, evenly spaced in the data
 SPREAD_POINTS = 10_000
 # k-means++ seeds on at most this many points, drawn at random
@@ -424,18 +426,22 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
             initial = self._initial_prototypes(data, init_seed)
         spread = _spread(data, initial)
         dynamics = self._dynamics(training, self._beta(spread, sharpness))
+        learning_rate = self._learning_rate(spread, data.n_features, dynamics.beta)
         fill = data.column_reduction(self.mask_value)
         trained = training.train_restarts(
             _training_rows(data), fill.astype(np.float32), initial.astype(np.float32),
             dynamics, weighted=self.weighted, mask_prob=self.mask_prob,
             batch_size=self.batch_size, max_iter=self.max_iter,
-            learning_rate=self._learning_rate(spread, data.n_features), tol=self.tol,
+            learning_rate=learning_rate, tol=self.tol,
             n_iter_no_change=self._patience(training, data.n_samples),
             plateau_patience=training.steps_patience(
                 data.n_samples, self.batch_size, training.PLATEAU_STEPS,
                 training.PLATEAU_BOUNDS),
             device=device, seed=train_seed, verbose=self.verbose, n_threads=n_threads,
             reseed=self.reseed, prune=self.prune,
+            cooldown_epochs=training.steps_patience(
+                data.n_samples, self.batch_size, training.COOLDOWN_STEPS,
+                training.COOLDOWN_BOUNDS),
         )
         if self.max_iter == 0:  # untrained: the initial prototypes, not their float32 copy
             trained.prototypes = initial
@@ -487,10 +493,16 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
         # cosine logits are beta <rho~, v> = -beta/2 ||rho~ - v||^2 + const
         return (2.0 if self.metric == "cosine" else 1.0) * sharpness / spread
 
-    def _learning_rate(self, spread, n_features):
+    def _learning_rate(self, spread, n_features, beta):
+        """'auto': a fraction of the clusters' spread per feature, divided by the
+        sharpness ``s = beta * spread`` as ``max(s, 1/2) * sqrt(max(s, 1))``: the
+        loss steepens with beta, and steps of the same length make mini-batch
+        training chaotic (its result then hangs on the data's last bits)."""
         if self.learning_rate != "auto":
             return float(self.learning_rate)
-        return AUTO_LEARNING_RATE * float(np.sqrt(spread / n_features))
+        sharpness = beta * spread / (2.0 if self.metric == "cosine" else 1.0)
+        return (AUTO_LEARNING_RATE * float(np.sqrt(spread / n_features))
+                / (max(sharpness, 0.5) * np.sqrt(max(sharpness, 1.0))))
 
     def _patience(self, training, n_samples):
         if self.n_iter_no_change != "auto":
@@ -758,13 +770,18 @@ def _normalised_weights(log_weights):
 
 
 def _best_restart(losses, prototypes):
+    """The first restart whose loss is within ``RESTART_MARGIN`` (relative) of the
+    lowest: restarts that found the same minimum differ only in the data's last
+    bits, and the order of the restarts, not those bits, must break the tie."""
     finite = np.isfinite(losses) & np.isfinite(prototypes).all(axis=(1, 2))
     if not finite.any():
         raise FloatingPointError(
             "ClAM training diverged (non-finite loss in every restart); lower "
             "learning_rate or beta."
         )
-    return int(np.argmin(np.where(finite, losses, np.inf)))
+    losses = np.where(finite, losses, np.inf)
+    best = losses.min()
+    return int(np.flatnonzero(losses <= best + RESTART_MARGIN * abs(best))[0])
 
 
 def _relabel_by_first_appearance(labels, n_clusters):

@@ -21,7 +21,13 @@ from skdiffclust._training._torch import UniformBatches, make_generator, train
 from skdiffclust._utils._torch import tensor_from_numpy
 from skdiffclust.clam._backprop import completion_loss_and_grads
 from skdiffclust.clam._kernels import hidden_count
-from skdiffclust.clam._training import PLATEAU_SCHEDULE, plateau_schedule, trained_restarts
+from skdiffclust.clam._training import (
+    COOLDOWN_BOUNDS,
+    COOLDOWN_FACTOR,
+    PLATEAU_SCHEDULE,
+    plateau_schedule,
+    trained_restarts,
+)
 
 
 def masks_from_keys(keys, n_hidden):
@@ -110,7 +116,8 @@ class CompletionTask:
 
 def train_on_device(X, fill, init_prototypes, dynamics, *, weighted, mask_prob, batch_size,
                     max_iter, learning_rate, tol, n_iter_no_change, device, seed, verbose,
-                    plateau_patience=PLATEAU_SCHEDULE["patience"]):
+                    plateau_patience=PLATEAU_SCHEDULE["patience"],
+                    cooldown_epochs=COOLDOWN_BOUNDS[1]):
     """Algorithm 1 for every restart with the torch engine; returns TrainedRestarts."""
     if not isinstance(X, np.ndarray):  # a row source (sparse input): dense on the device
         X = np.concatenate([block for _, _, block in X.blocks()]).astype(np.float32)
@@ -128,5 +135,6 @@ def train_on_device(X, fill, init_prototypes, dynamics, *, weighted, mask_prob, 
 
     result = train(task, sampler, learning_rate=learning_rate, max_iter=max_iter, tol=tol,
                    n_iter_no_change=n_iter_no_change, name="ClAM", device=device,
-                   verbose=verbose, scheduler=plateau)
+                   verbose=verbose, scheduler=plateau,
+                   cooldown=(cooldown_epochs, COOLDOWN_FACTOR))
     return trained_restarts(*task.averaged_parameters(), result)
