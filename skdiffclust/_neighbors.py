@@ -1,0 +1,324 @@
+"""k-nearest-neighbour search: the one function behind every kNN graph of the package.
+
+:func:`kneighbors` returns each sample's ``n_neighbors`` nearest other samples
+(Euclidean) and their distances, by one of three searches:
+
+* **exact on the CPU**: scikit-learn's ``NearestNeighbors`` (brute force for
+  dense data in more than 15 dimensions, a tree below; dense or CSR input);
+* **exact on CUDA**: a blockwise search in torch (:func:`torch_kneighbors`):
+  squared distances of a block of rows to all rows by one matrix product, then
+  ``topk``; memory O(block_rows * n);
+* **approximate**: FAISS's inverted-file index with exact distances
+  (``IndexIVFFlat``) on the CPU, from the optional extra
+  ``pip install "skdiffclust[ann]"`` (the ``faiss-cpu`` wheel). The samples are
+  grouped into ``n_lists`` ~ sqrt(n) cells by k-means; each sample's neighbours
+  are searched in the ``N_PROBE`` cells whose centres are nearest to it, so a
+  neighbour lying in a cell that was not visited is missed. The distances
+  returned are recomputed exactly, in float64, for the pairs found.
+
+``algorithm='auto'`` searches exactly up to ``AUTO_EXACT_MAX_SAMPLES`` samples,
+approximately above when FAISS is installed (exactly otherwise, without an
+error); sparse input is always searched exactly (scikit-learn), and on CUDA
+'auto' is the exact search on the device.
+
+Why FAISS's IVF-Flat (measured on the project's 2-core CPU machine, one process,
+10 Gaussian blobs in 32 dimensions, ``cluster_std=6``, scaled as PRCut scales
+them, 10 neighbours; recall@10 against the exact search on 2,000 random
+samples; wall seconds, the machine shared with other jobs, load average 2-4,
+see ``doc/benchmarks.rst`` for the full table and ``benchmarks/bench_scale.py
+--compare-libraries`` to reproduce it):
+
+====================  =============  ============  =================  ==============
+search                20,000         70,000        1,000,000          first call
+====================  =============  ============  =================  ==============
+exact (scikit-learn)  2.1 s, 1.00    24 s, 1.00    ~30 min (extrap.)  none
+pynndescent 0.7.0     2.5 s, 0.87    6.1 s, 0.76   see benchmarks     +48-56 s numba
+FAISS HNSW (M=32)     2.2 s, 1.00    see bench.    see benchmarks     none
+FAISS IVF-Flat        0.7 s, 1.00    see bench.    see benchmarks     none
+====================  =============  ============  =================  ==============
+
+* pynndescent's recall on these data (0.87 at 20,000 points, 0.76 at 70,000)
+  is below the 0.9 this project asks for, and its first call in a fresh
+  environment compiles numba code for about 50 s (cached afterwards); its wheel
+  is small (0.1 MB) as numba is already a dependency.
+* FAISS's wheel is larger (faiss-cpu 1.15.1: 18.8 MB, numpy its only
+  dependency) but has no compilation at first call. Its IVF-Flat index reached
+  recall >= 0.99 at a third of HNSW's time, and it is deterministic: k-means
+  training is seeded (derived from ``random_state``), each sample's cells and
+  distances are computed independently of the others, so the result does not
+  depend on the thread count (observed here; FAISS does not promise it in
+  writing). HNSW's parallel construction inserts points in an order that
+  depends on the threads' timing: its graph, hence its neighbours, change from
+  run to run.
+"""
+
+import math
+
+import numpy as np
+import scipy.sparse as sp
+from joblib import effective_n_jobs
+from sklearn.neighbors import NearestNeighbors
+
+from skdiffclust._utils._random import derive_seeds
+from skdiffclust._utils._validation import consistent_sparse_indices
+
+ALGORITHMS = ("auto", "exact", "approximate")
+
+# 'auto' searches exactly up to this many samples: measured on the 2-core
+# machine, the exact search takes about a second there, and the approximate one
+# is at least twice as fast above it (doc/benchmarks.rst)
+AUTO_EXACT_MAX_SAMPLES = 20_000
+
+# IVF-Flat: about sqrt(n) cells (at least 39 training samples per cell, FAISS's
+# minimum), N_PROBE of them visited per sample. Recall@10 >= 0.99 on 32-dimensional
+# isotropic blobs at 20,000-1,000,000 samples (a hard case: low-dimensional or
+# clustered data reach higher recalls)
+N_PROBE = 32
+MIN_SAMPLES_PER_LIST = 39
+
+EXTRA = "ann"
+
+
+def kneighbors(X, n_neighbors, *, algorithm="auto", device=None, n_jobs=None,
+               random_state=None):
+    """The ``n_neighbors`` nearest neighbours of every sample, itself excluded.
+
+    Parameters
+    ----------
+    X : {ndarray, sparse matrix} of shape (n_samples, n_features)
+        Samples (dense, or CSR with int32 or int64 indices).
+
+    n_neighbors : int
+        Neighbours per sample; between 1 and ``n_samples - 1``.
+
+    algorithm : {'auto', 'exact', 'approximate'}, default='auto'
+        ``'exact'``: scikit-learn's ``NearestNeighbors`` on the CPU, or the
+        blockwise torch search when ``device`` is CUDA (dense input).
+        ``'approximate'``: FAISS's IVF-Flat index on the CPU (see the module
+        docstring); needs ``pip install "skdiffclust[ann]"`` and dense input.
+        ``'auto'``: exact up to ``AUTO_EXACT_MAX_SAMPLES`` samples, for sparse
+        input, on CUDA, or without FAISS; approximate otherwise.
+
+    device : torch.device, str or None, default=None
+        Where an exact dense search runs; ``None`` or a CPU device:
+        scikit-learn.
+
+    n_jobs : int or None, default=None
+        CPU threads of the approximate search (``None``: 1, ``-1``: all), and
+        ``n_jobs`` of scikit-learn's. The neighbours found do not depend on it.
+
+    random_state : int, RandomState instance or None, default=None
+        Seeds the approximate index's k-means (drawn only when it is used).
+
+    Returns
+    -------
+    distances : ndarray of shape (n_samples, n_neighbors), float64
+        Euclidean distances to the neighbours, in increasing order (exact
+        values, recomputed in float64 for the pairs an approximate or torch
+        search found).
+
+    indices : ndarray of shape (n_samples, n_neighbors), int64
+        The neighbours' row numbers.
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``algorithm`` or ``n_neighbors`` out of range.
+    TypeError
+        For ``algorithm='approximate'`` on sparse input.
+    ImportError
+        For ``algorithm='approximate'`` without FAISS.
+    """
+    if algorithm not in ALGORITHMS:
+        raise ValueError(
+            f"algorithm must be one of {', '.join(map(repr, ALGORITHMS))}; got "
+            f"{algorithm!r}."
+        )
+    n_samples = X.shape[0]
+    if not 1 <= n_neighbors < n_samples:
+        raise ValueError(
+            f"n_neighbors={n_neighbors} must be between 1 and n_samples - 1 = "
+            f"{n_samples - 1}."
+        )
+    sparse = sp.issparse(X)
+    if sparse:
+        X = consistent_sparse_indices(sp.csr_matrix(X))
+    if algorithm == "approximate" and sparse:
+        raise TypeError(
+            "The approximate neighbour search needs dense features; X is sparse. "
+            "Use the exact search (algorithm='exact' or 'auto'), which reads "
+            "sparse input as it is."
+        )
+    cuda = device is not None and _device_type(device) == "cuda"
+    if algorithm == "approximate" or (
+            algorithm == "auto" and not sparse and not cuda
+            and n_samples > AUTO_EXACT_MAX_SAMPLES and approximate_available()):
+        seed = derive_seeds(random_state, 1)[0]
+        return faiss_kneighbors(X, n_neighbors, n_threads=effective_n_jobs(n_jobs),
+                                seed=seed)
+    if cuda and not sparse:
+        return torch_kneighbors(X, n_neighbors, device)
+    search = NearestNeighbors(n_neighbors=n_neighbors, n_jobs=n_jobs).fit(X)
+    # kneighbors() without X leaves each sample out of its own neighbours
+    distances, indices = search.kneighbors()
+    return distances, indices.astype(np.int64, copy=False)
+
+
+def approximate_available():
+    """Whether the approximate search's library (FAISS) can be imported."""
+    try:
+        _import_faiss()
+    except ImportError:
+        return False
+    return True
+
+
+def _import_faiss():
+    try:
+        import faiss
+    except ImportError as error:
+        raise ImportError(
+            "The approximate neighbour search needs FAISS: pip install "
+            f'"skdiffclust[{EXTRA}]" (the faiss-cpu wheel).'
+        ) from error
+    return faiss
+
+
+def _device_type(device):
+    return device if isinstance(device, str) else device.type
+
+
+def _centred_float32(X):
+    """Rows centred in float64, then cast to float32 (an offset costs no precision)."""
+    X = np.asarray(X, dtype=np.float64)
+    X = X - X.mean(axis=0)
+    return X, np.ascontiguousarray(X, dtype=np.float32)
+
+
+def faiss_kneighbors(X, n_neighbors, *, n_threads=1, seed=0, n_probe=N_PROBE):
+    """Approximate neighbours by FAISS's IVF-Flat index; see :func:`kneighbors`.
+
+    The index holds the float32 rows (centred in float64 first) in about
+    sqrt(n_samples) cells found by k-means (seeded by ``seed``); each row is
+    searched in its ``n_probe`` nearest cells for ``n_neighbors + 1`` rows, itself
+    dropped. A row whose cells hold too few others (tiny data) is searched
+    exactly instead.
+    """
+    faiss = _import_faiss()
+    X, points = _centred_float32(X)
+    n_samples, n_features = points.shape
+    n_lists = max(1, min(int(round(math.sqrt(n_samples))),
+                         n_samples // MIN_SAMPLES_PER_LIST))
+    threads = faiss.omp_get_max_threads()
+    faiss.omp_set_num_threads(max(int(n_threads), 1))
+    try:
+        quantizer = faiss.IndexFlatL2(n_features)
+        index = faiss.IndexIVFFlat(quantizer, n_features, n_lists)
+        index.cp.seed = int(seed)
+        index.cp.verbose = False
+        index.train(points)
+        index.add(points)
+        index.nprobe = min(n_probe, n_lists)
+        _, found = index.search(points, n_neighbors + 1)
+    finally:
+        faiss.omp_set_num_threads(threads)
+    indices = _without_self(found, n_neighbors)
+    incomplete = np.flatnonzero((indices < 0).any(1))
+    if incomplete.size:
+        search = NearestNeighbors(n_neighbors=n_neighbors + 1).fit(X)
+        rows = search.kneighbors(X[incomplete], return_distance=False)
+        indices[incomplete] = _without_self(rows, n_neighbors, incomplete)
+    return _sorted_by_exact_distance(X, indices)
+
+
+def _without_self(found, n_neighbors, rows=None):
+    """Each row's first ``n_neighbors`` entries other than itself (its own index is
+    dropped where found, the last entry otherwise)."""
+    rows = np.arange(found.shape[0]) if rows is None else rows
+    is_self = found == rows[:, None]
+    # where the row itself was not found, drop the farthest candidate instead
+    is_self[~is_self.any(1), -1] = True
+    return found[~is_self].reshape(found.shape[0], n_neighbors).astype(np.int64)
+
+
+def torch_kneighbors(X, n_neighbors, device, block_rows=None):
+    """Exact k nearest neighbours of every row of X (itself excluded), on ``device``.
+
+    Blockwise: squared distances of ``block_rows`` rows to all rows by a matrix
+    product, then ``topk``; memory O(block_rows * n). Distances are computed in
+    float32 from features centred in float64 (so that a large offset does not
+    cost precision), then recomputed exactly for the selected pairs.
+
+    Returns ``(distances, neighbours)`` as NumPy arrays of shape (n, n_neighbors).
+    """
+    import torch
+
+    X, _ = _centred_float32(X)
+    n = X.shape[0]
+    device = torch.device(device)
+    points = torch.as_tensor(X, dtype=torch.float32, device=device)
+    sq_norms = (points * points).sum(1)
+    if block_rows is None:
+        block_rows = _knn_block_rows(n, device)
+    neighbours = torch.empty((n, n_neighbors), dtype=torch.int64, device=device)
+    for start in range(0, n, block_rows):
+        stop = min(start + block_rows, n)
+        block = points[start:stop]
+        # ||y||^2 - 2 <x, y> in one fused product: the row's own ||x||^2 does not
+        # change its order, and each pass over the block is a pass over n x block
+        # floats (the search is bound by memory traffic)
+        partial = torch.addmm(sq_norms[None, :], block, points.T, alpha=-2.0)
+        rows = torch.arange(stop - start, device=device)
+        partial[rows, rows + start] = float("inf")  # never its own neighbour
+        neighbours[start:stop] = partial.topk(n_neighbors, dim=1, largest=False).indices
+    return _sorted_by_exact_distance(X, neighbours.to("cpu").numpy())
+
+
+# entries of one block of squared distances: 256 MB of float32 on the CPU; on CUDA
+# up to 2 GB, within an eighth of the free memory (the block, topk's scratch). At
+# n = 1,000,000 the CPU's budget means blocks of 67 rows, 15,000 products and topks
+# whose launch latency a GPU would wait on
+CPU_BLOCK_ENTRIES = 1 << 26
+CUDA_BLOCK_ENTRIES = 1 << 29
+
+
+def _knn_block_rows(n, device):
+    import torch
+
+    entries = CPU_BLOCK_ENTRIES
+    if device.type == "cuda":
+        free, _ = torch.cuda.mem_get_info(device)
+        entries = max(CPU_BLOCK_ENTRIES, min(CUDA_BLOCK_ENTRIES, free // 32))
+    return max(1, min(n, entries // max(n, 1)))
+
+
+def _sorted_by_exact_distance(X, neighbours):
+    """Float64 Euclidean distances of each row to its listed neighbours, both sorted
+    by increasing distance (ties in the order found)."""
+    distances = np.empty(neighbours.shape)
+    step = max(1, (1 << 24) // max(neighbours.shape[1] * X.shape[1], 1))
+    for start in range(0, X.shape[0], step):
+        diff = X[start:start + step, None, :] - X[neighbours[start:start + step]]
+        distances[start:start + step] = np.sqrt((diff * diff).sum(-1))
+    order = np.argsort(distances, axis=1, kind="stable")
+    return (np.take_along_axis(distances, order, 1),
+            np.take_along_axis(neighbours, order, 1))
+
+
+def recall(found, exact):
+    """Mean fraction of each row's exact neighbours that ``found`` lists too.
+
+    Parameters
+    ----------
+    found, exact : ndarray of int of shape (n_rows, n_neighbors)
+        Neighbour lists of the same rows (in any order).
+
+    Returns
+    -------
+    recall : float
+    """
+    hits = 0
+    for start in range(0, exact.shape[0], 4096):
+        rows = slice(start, start + 4096)
+        hits += int((found[rows, :, None] == exact[rows, None, :]).any(2).sum())
+    return hits / exact.size
