@@ -70,10 +70,14 @@ ALGORITHMS = ("auto", "exact", "approximate")
 AUTO_EXACT_MAX_SAMPLES = 20_000
 
 # IVF-Flat: about sqrt(n) cells (at least 39 training samples per cell, FAISS's
-# minimum), N_PROBE of them visited per sample. Recall@10 >= 0.99 on 32-dimensional
-# isotropic blobs at 20,000-1,000,000 samples (a hard case: low-dimensional or
-# clustered data reach higher recalls)
-N_PROBE = 32
+# minimum); each sample visits the cells nearest to it until about CANDIDATES
+# samples are compared with it, between MIN_PROBE and MAX_PROBE cells. The time
+# is then linear in n (n * CANDIDATES distances). On 32-dimensional isotropic
+# blobs (a hard case: low-dimensional or clustered data reach higher recalls),
+# recall@10 is 0.998 at 20,000-70,000 samples (32 cells visited) and 0.56 at
+# 1,000,000 (8 of 1,000 cells); visiting 32 would give 0.91 in four times the time
+CANDIDATES = 8192
+MIN_PROBE, MAX_PROBE = 4, 32
 MIN_SAMPLES_PER_LIST = 39
 
 EXTRA = "ann"
@@ -104,8 +108,9 @@ def kneighbors(X, n_neighbors, *, algorithm="auto", device=None, n_jobs=None,
         scikit-learn.
 
     n_jobs : int or None, default=None
-        CPU threads of the approximate search (``None``: 1, ``-1``: all), and
-        ``n_jobs`` of scikit-learn's. The neighbours found do not depend on it.
+        CPU threads of the approximate search; ``None`` or ``-1``: all cores, as
+        scikit-learn's exact brute-force search uses (its ``n_jobs`` is passed
+        on too, for its tree searches). The neighbours found do not depend on it.
 
     random_state : int, RandomState instance or None, default=None
         Seeds the approximate index's k-means (drawn only when it is used).
@@ -154,8 +159,8 @@ def kneighbors(X, n_neighbors, *, algorithm="auto", device=None, n_jobs=None,
             algorithm == "auto" and not sparse and not cuda
             and n_samples > AUTO_EXACT_MAX_SAMPLES and approximate_available()):
         seed = derive_seeds(random_state, 1)[0]
-        return faiss_kneighbors(X, n_neighbors, n_threads=effective_n_jobs(n_jobs),
-                                seed=seed)
+        threads = effective_n_jobs(-1 if n_jobs is None else n_jobs)
+        return faiss_kneighbors(X, n_neighbors, n_threads=threads, seed=seed)
     if cuda and not sparse:
         return torch_kneighbors(X, n_neighbors, device)
     search = NearestNeighbors(n_neighbors=n_neighbors, n_jobs=n_jobs).fit(X)
@@ -195,14 +200,14 @@ def _centred_float32(X):
     return X, np.ascontiguousarray(X, dtype=np.float32)
 
 
-def faiss_kneighbors(X, n_neighbors, *, n_threads=1, seed=0, n_probe=N_PROBE):
+def faiss_kneighbors(X, n_neighbors, *, n_threads=1, seed=0, n_probe=None):
     """Approximate neighbours by FAISS's IVF-Flat index; see :func:`kneighbors`.
 
     The index holds the float32 rows (centred in float64 first) in about
     sqrt(n_samples) cells found by k-means (seeded by ``seed``); each row is
-    searched in its ``n_probe`` nearest cells for ``n_neighbors + 1`` rows, itself
-    dropped. A row whose cells hold too few others (tiny data) is searched
-    exactly instead.
+    searched in its ``n_probe`` nearest cells (``None``: :func:`probed_cells`)
+    for ``n_neighbors + 1`` rows, itself dropped. A row whose cells hold too few
+    others (tiny data) is searched exactly instead.
     """
     faiss = _import_faiss()
     X, points = _centred_float32(X)
@@ -218,7 +223,7 @@ def faiss_kneighbors(X, n_neighbors, *, n_threads=1, seed=0, n_probe=N_PROBE):
         index.cp.verbose = False
         index.train(points)
         index.add(points)
-        index.nprobe = min(n_probe, n_lists)
+        index.nprobe = min(n_probe or probed_cells(n_samples, n_lists), n_lists)
         _, found = index.search(points, n_neighbors + 1)
     finally:
         faiss.omp_set_num_threads(threads)
@@ -229,6 +234,13 @@ def faiss_kneighbors(X, n_neighbors, *, n_threads=1, seed=0, n_probe=N_PROBE):
         rows = search.kneighbors(X[incomplete], return_distance=False)
         indices[incomplete] = _without_self(rows, n_neighbors, incomplete)
     return _sorted_by_exact_distance(X, indices)
+
+
+def probed_cells(n_samples, n_lists):
+    """Cells visited per sample: about ``CANDIDATES`` samples compared with each,
+    within [MIN_PROBE, MAX_PROBE] cells."""
+    per_list = n_samples / n_lists
+    return int(min(max(round(CANDIDATES / per_list), MIN_PROBE), MAX_PROBE))
 
 
 def _without_self(found, n_neighbors, rows=None):

@@ -158,7 +158,8 @@ class PRCut(ClusterMixin, BaseEstimator):
 
     n_jobs : int, default=None
         CPU threads of the neighbour search and of torch's CPU training; ``None``
-        means 1, ``-1`` all cores. Results do not depend on it.
+        means 1 for the training and all cores for the search (as scikit-learn's
+        brute-force search does), ``-1`` all cores. Results do not depend on it.
 
     random_state : int, RandomState instance or None, default=None
         Seeds the initialisations (the network and the subspace iteration) and
