@@ -165,3 +165,27 @@ def test_rows_whose_probed_cells_hold_too_few_samples_are_searched_exactly():
     assert all(np.unique(row).size == 100 for row in indices)
     expected, _ = NearestNeighbors(n_neighbors=100).fit(X).kneighbors()
     np.testing.assert_allclose(distances, expected, rtol=1e-12)
+
+
+@needs_faiss
+def test_prcut_finds_the_same_partition_on_the_approximate_graph():
+    pytest.importorskip("torch")
+    from sklearn.metrics import adjusted_rand_score
+
+    from skdiffclust import PRCut
+
+    X, _ = make_blobs(3_000, 8, centers=4, cluster_std=4.0, random_state=0)  # connected
+    fits = {algorithm: PRCut(n_clusters=4, neighbors_algorithm=algorithm, device="cpu",
+                             random_state=0).fit(X)
+            for algorithm in ("exact", "approximate")}
+    assert adjusted_rand_score(fits["exact"].labels_, fits["approximate"].labels_) > 0.99
+    # score builds its graph the same way
+    assert np.isfinite(fits["approximate"].score(X))
+
+
+def test_prcut_names_a_bad_neighbors_algorithm():
+    pytest.importorskip("torch")
+    from skdiffclust import PRCut
+
+    with pytest.raises(ValueError, match="neighbors_algorithm"):
+        PRCut(neighbors_algorithm="brute").fit(np.zeros((10, 2)))
