@@ -298,14 +298,17 @@ def run_prcut(sizes, exact_max_n):
     for n in sizes:
         X, y, _ = blobs(n)
         algorithms = ["exact", "auto"] if n <= exact_max_n else ["auto"]
+        if "neighbors_algorithm" not in PRCut().get_params():
+            algorithms = [None]  # a version before the parameter (its search: exact)
         for algorithm in algorithms:
+            params = {} if algorithm is None else {"neighbors_algorithm": algorithm}
             state = load()
             with phase_clock() as phases, warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 cpu = time.process_time()
                 wall, memory, model = measured(lambda: PRCut(
-                    n_clusters=N_CLUSTERS, neighbors_algorithm=algorithm,
-                    device="cpu", random_state=0).fit(X))
+                    n_clusters=N_CLUSTERS, device="cpu", random_state=0,
+                    **params).fit(X))
                 cpu = time.process_time() - cpu
             ari = adjusted_rand_score(y, model.labels_)
             print(f"  n={n:,} neighbors_algorithm={algorithm!r}: {wall:.1f} / {cpu:.1f} s, "

@@ -189,3 +189,13 @@ def test_prcut_names_a_bad_neighbors_algorithm():
 
     with pytest.raises(ValueError, match="neighbors_algorithm"):
         PRCut(neighbors_algorithm="brute").fit(np.zeros((10, 2)))
+
+
+def test_importing_the_package_imports_neither_faiss_nor_torch():
+    import subprocess
+
+    code = ("import sys, skdiffclust, skdiffclust._neighbors; "
+            "print('faiss' in sys.modules, 'torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.split() == ["False", "False"]
