@@ -223,7 +223,7 @@ def run_libraries(sizes, n_jobs):
             state = load()
             wall, cpu, found = timed(lambda: search(Z, n_jobs))
             found = _neighbors._without_self(found[rows], N_NEIGHBORS, rows)
-            print(f"  n={n:>9,} {name:<40} {wall:7.1f} / {cpu:7.1f} s  recall "
+            print(f"  n={n:>9,} {name:<46} {wall:7.1f} / {cpu:7.1f} s  recall "
                   f"{_neighbors.recall(found, truth):.4f} ({state})", flush=True)
 
 
