@@ -144,7 +144,7 @@ def run_case(title, X, y, prcut_settings, run_spectral):
     # PRCut's graph: the data centred and scaled globally (ties among the
     # neighbours, as in the integer pixels of digits, then break the same way)
     graph_seconds, graph_memory, W_sc = measured(
-        lambda: knn_affinity(center_and_scale(X)[0], N_NEIGHBORS))
+        lambda: knn_affinity(center_and_scale(X)[0], N_NEIGHBORS, random_state=0))
     assert (W_sc != W).nnz == 0  # the very same graph
     sc_seconds, sc_memory, spectral = measured(
         lambda: SpectralClustering(N_CLUSTERS, affinity="precomputed",

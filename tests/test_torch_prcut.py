@@ -331,28 +331,3 @@ def test_importing_prcut_does_not_import_torch():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
     assert out.split() == ["False"]
-
-
-@pytest.mark.parametrize("block_rows", [None, 1, 7, 1000])
-def test_blockwise_knn_search_finds_the_exact_neighbours(block_rows):
-    # the CUDA fit builds its graph with this search; any block size, same result
-    from sklearn.neighbors import NearestNeighbors
-
-    from skdiffclust.prcut._device import knn_search
-
-    X = np.random.default_rng(0).normal(size=(300, 5)) + 1e3  # a large offset too
-    distances, neighbours = knn_search(X, 6, torch.device("cpu"), block_rows=block_rows)
-    expected_distances, expected = NearestNeighbors(n_neighbors=6).fit(X).kneighbors()
-    np.testing.assert_array_equal(np.sort(neighbours, 1), np.sort(expected, 1))
-    np.testing.assert_allclose(np.sort(distances, 1), expected_distances, rtol=1e-9)
-
-
-def test_knn_blocks_grow_on_cuda_within_the_free_memory(monkeypatch):
-    from skdiffclust.prcut import _device
-
-    assert _device._knn_block_rows(1_000_000, torch.device("cpu")) == 67
-    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device: (80 << 30, 80 << 30))
-    assert _device._knn_block_rows(1_000_000, torch.device("cuda")) == 536
-    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device: (1 << 30, 80 << 30))
-    assert _device._knn_block_rows(1_000_000, torch.device("cuda")) == 67
-    assert _device._knn_block_rows(50, torch.device("cuda")) == 50

@@ -91,3 +91,21 @@ def center_and_scale(X):
         return Z, shift, 1.0
     scale = peak * float(np.sqrt(np.mean((Z / peak) ** 2)))
     return Z / scale, shift, scale
+
+
+def consistent_sparse_indices(X):
+    """A CSR/CSC matrix whose ``indices`` and ``indptr`` share one integer dtype.
+
+    SciPy makes both int64 for large matrices, and a user may set only one of them
+    to int64; scikit-learn's Cython routines (``mean_variance_axis``, the sparse
+    distance reductions) need both alike. They become int32 where every index and
+    ``nnz`` fit in it (scikit-learn's fastest paths), int64 otherwise. The data are
+    not copied; the index arrays only when their dtype changes.
+    """
+    limit = np.iinfo(np.int32).max
+    fits = max(X.nnz, *X.shape) <= limit
+    dtype = np.int32 if fits else np.int64
+    if X.indices.dtype == dtype and X.indptr.dtype == dtype:
+        return X
+    return X.__class__((X.data, X.indices.astype(dtype), X.indptr.astype(dtype)),
+                       shape=X.shape, copy=False)

@@ -1,4 +1,4 @@
-"""PRCut's graph on the training device: exact kNN search and batch-pair blocks, in torch.
+"""PRCut's graph on the training device: batch-pair blocks, in torch.
 
 The CSR graph of ``_graph`` is read on the host. On the training device the graph
 is held as a padded neighbour list ("ELL" layout): row i lists the neighbours of
@@ -238,61 +238,3 @@ def _checked_graph(graph):
             f"graph must be a square (n_samples, n_samples) matrix with at least 2 "
             f"samples, got shape {graph.shape}.")
     return check_precomputed_affinity(graph, name="graph")
-
-
-def knn_search(X, n_neighbors, device, block_rows=None):
-    """Exact k nearest neighbours of every row of X (itself excluded), on ``device``.
-
-    Blockwise: squared distances of ``block_rows`` rows to all rows by a matrix
-    product, then ``topk``; memory O(block_rows * n). Distances are computed in
-    float32 from features centred in float64 (so that a large offset does not
-    cost precision), then recomputed exactly for the selected pairs.
-
-    Returns ``(distances, neighbours)`` as NumPy arrays of shape (n, n_neighbors).
-    """
-    X = np.asarray(X, dtype=np.float64)
-    X = X - X.mean(axis=0)
-    n = X.shape[0]
-    points = torch.as_tensor(X, dtype=torch.float32, device=device)
-    sq_norms = (points * points).sum(1)
-    if block_rows is None:
-        block_rows = _knn_block_rows(n, torch.device(device))
-    neighbours = torch.empty((n, n_neighbors), dtype=torch.int64, device=device)
-    for start in range(0, n, block_rows):
-        stop = min(start + block_rows, n)
-        block = points[start:stop]
-        # ||y||^2 - 2 <x, y> in one fused product: the row's own ||x||^2 does not
-        # change its order, and each pass over the block is a pass over n x block
-        # floats (the search is bound by memory traffic)
-        partial = torch.addmm(sq_norms[None, :], block, points.T, alpha=-2.0)
-        rows = torch.arange(stop - start, device=device)
-        partial[rows, rows + start] = float("inf")  # never its own neighbour
-        neighbours[start:stop] = partial.topk(n_neighbors, dim=1, largest=False).indices
-    neighbours = neighbours.to("cpu").numpy()
-    return _exact_distances(X, neighbours), neighbours
-
-
-# entries of one block of squared distances: 256 MB of float32 on the CPU; on CUDA
-# up to 2 GB, within an eighth of the free memory (the block, topk's scratch). At
-# n = 1,000,000 the CPU's budget means blocks of 67 rows, 15,000 products and topks
-# whose launch latency a GPU would wait on
-CPU_BLOCK_ENTRIES = 1 << 26
-CUDA_BLOCK_ENTRIES = 1 << 29
-
-
-def _knn_block_rows(n, device):
-    entries = CPU_BLOCK_ENTRIES
-    if device.type == "cuda":
-        free, _ = torch.cuda.mem_get_info(device)
-        entries = max(CPU_BLOCK_ENTRIES, min(CUDA_BLOCK_ENTRIES, free // 32))
-    return max(1, min(n, entries // max(n, 1)))
-
-
-def _exact_distances(X, neighbours):
-    """Euclidean distances of each row to its listed neighbours, in float64 chunks."""
-    out = np.empty(neighbours.shape)
-    step = max(1, (1 << 24) // max(neighbours.shape[1] * X.shape[1], 1))
-    for start in range(0, X.shape[0], step):
-        diff = X[start : start + step, None, :] - X[neighbours[start : start + step]]
-        out[start : start + step] = np.sqrt((diff * diff).sum(-1))
-    return out

@@ -8,8 +8,8 @@ of W between a left and a right batch straight from the CSR arrays.
 import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
-from sklearn.neighbors import NearestNeighbors
 
+from skdiffclust._neighbors import kneighbors
 from skdiffclust._utils._symmetry import max_asymmetry
 
 AFFINITIES = ("nearest_neighbors", "rbf", "precomputed")
@@ -23,12 +23,13 @@ def pbar_floor(n_clusters):
     return PBAR_FLOOR_FRACTION / n_clusters
 
 
-def knn_affinity(X, n_neighbors, *, kernel="connectivity", rbf_gamma=None, n_jobs=None):
+def knn_affinity(X, n_neighbors, *, kernel="connectivity", rbf_gamma=None,
+                 algorithm="auto", device=None, n_jobs=None, random_state=None):
     """Symmetric k-nearest-neighbour affinity of the rows of X, in CSR form.
 
     Parameters
     ----------
-    X : ndarray of shape (n_samples, n_features)
+    X : {ndarray, sparse matrix} of shape (n_samples, n_features)
         Feature vectors.
 
     n_neighbors : int
@@ -43,8 +44,17 @@ def knn_affinity(X, n_neighbors, *, kernel="connectivity", rbf_gamma=None, n_job
         Inverse squared bandwidth of ``'rbf'``. ``None``: one over the median
         squared distance along the edges.
 
+    algorithm : {'auto', 'exact', 'approximate'}, default='auto'
+        The neighbour search (:func:`skdiffclust._neighbors.kneighbors`).
+
+    device : torch.device or None, default=None
+        Where an exact dense search runs (CUDA: torch, blockwise).
+
     n_jobs : int or None, default=None
-        Parallel jobs of the neighbour search.
+        CPU threads of the neighbour search.
+
+    random_state : int, RandomState instance or None, default=None
+        Seeds the approximate search.
 
     Returns
     -------
@@ -52,15 +62,8 @@ def knn_affinity(X, n_neighbors, *, kernel="connectivity", rbf_gamma=None, n_job
         Symmetric, non-negative, zero diagonal, float64, at most
         ``2 * n_samples * n_neighbors`` stored entries.
     """
-    n_samples = X.shape[0]
-    if not 1 <= n_neighbors < n_samples:
-        raise ValueError(
-            f"n_neighbors={n_neighbors} must be between 1 and n_samples - 1 = "
-            f"{n_samples - 1}."
-        )
-    search = NearestNeighbors(n_neighbors=n_neighbors, n_jobs=n_jobs).fit(X)
-    # kneighbors() without X leaves each sample out of its own neighbours
-    distances, neighbors = search.kneighbors()
+    distances, neighbors = kneighbors(X, n_neighbors, algorithm=algorithm, device=device,
+                                      n_jobs=n_jobs, random_state=random_state)
     return affinity_from_neighbors(distances, neighbors, kernel=kernel, rbf_gamma=rbf_gamma)
 
 

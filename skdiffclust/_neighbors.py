@@ -1,0 +1,347 @@
+"""k-nearest-neighbour search: the one function behind every kNN graph of the package.
+
+:func:`kneighbors` returns each sample's ``n_neighbors`` nearest other samples
+(Euclidean) and their distances, by one of three searches:
+
+* **exact on the CPU**: scikit-learn's ``NearestNeighbors`` (brute force for
+  dense data in more than 15 dimensions, a tree below; dense or CSR input);
+* **exact on CUDA**: a blockwise search in torch (:func:`torch_kneighbors`):
+  squared distances of a block of rows to all rows by one matrix product, then
+  ``topk``; memory O(block_rows * n);
+* **approximate**: FAISS's inverted-file index with exact distances
+  (``IndexIVFFlat``) on the CPU, from the optional extra
+  ``pip install "skdiffclust[ann]"`` (the ``faiss-cpu`` wheel). The samples are
+  grouped into ``n_lists`` ~ sqrt(n) cells by k-means; each sample's neighbours
+  are searched in the ``N_PROBE`` cells whose centres are nearest to it, so a
+  neighbour lying in a cell that was not visited is missed. The distances
+  returned are recomputed exactly, in float64, for the pairs found.
+
+``algorithm='auto'`` searches exactly up to ``AUTO_EXACT_MAX_SAMPLES`` samples,
+approximately above when FAISS is installed (exactly otherwise, without an
+error); sparse input is always searched exactly (scikit-learn), and on CUDA
+'auto' is the exact search on the device.
+
+Why FAISS's IVF-Flat. pynndescent and FAISS were measured side by side on the
+project's 2-core CPU machine (shared: load average 2 to 8), in one process, on
+``make_blobs(n, 32, centers=10, cluster_std=6)`` scaled as PRCut scales its
+data, 10 neighbours, 2 threads: wall / CPU seconds, recall@10 against the exact
+neighbours of 2,000 random samples (``benchmarks/bench_scale.py
+--compare-libraries``; the whole table is in ``doc/benchmarks.rst``):
+
+=====================  ======================  =====================  ======================
+search                 20,000                  70,000                 1,000,000
+=====================  ======================  =====================  ======================
+exact (scikit-learn)   2.1 / 1.4 s, 1          24 / 16 s, 1           ~30 min (extrapolated)
+pynndescent 0.7.0      2.5 / 1.7 s, 0.87       6.1 / 4.9 s, 0.76      355 / 119 s, 0.48
+FAISS HNSW, M=16       2.2 / 2.2 s, 0.99       4.7 / 6.9 s, 0.96      564 / 284 s, 0.77
+FAISS IVF-Flat         0.7 / 0.7 s, 0.998      2.1 / 4.2 s, 0.998     363 / 264 s, 0.91
+(32 cells visited)
+FAISS IVF-Flat         1.3 / 1.2 s, 0.9997     see benchmarks         ~100 s CPU, 0.56
+(8,192 candidates)
+=====================  ======================  =====================  ======================
+
+* First call: pynndescent compiles its numba code, 48 to 56 s in a fresh
+  environment (cached afterwards); FAISS compiles nothing.
+* Wheels: pynndescent 0.1 MB (numba, its big dependency, is already ours);
+  faiss-cpu 1.15.1 18.8 MB, numpy its only dependency.
+* Recall: on these isotropic 32-dimensional blobs (a hard case: the neighbours
+  of a sample are hardly nearer than the rest of its blob) pynndescent's
+  defaults reach 0.87 at 20,000 samples, below the 0.9 this project asks for,
+  and 0.48 at 1,000,000 in more time than IVF-Flat needs for 0.56. IVF-Flat
+  sits on or above the others' time/recall curve at every size, and lets one
+  number (the candidates compared per sample) trade one for the other.
+* Determinism: IVF-Flat's k-means is seeded (from ``random_state``) and each
+  sample's cells and distances are computed independently of the others, so
+  the neighbours do not depend on the thread count (tested; FAISS does not
+  promise it in writing). HNSW's parallel construction inserts the samples in
+  an order that depends on the threads' timing, and pynndescent's parallel
+  updates likewise.
+
+The approximate search's cost, ``n * CANDIDATES`` distances, is linear in n;
+at 1,000,000 samples its recall@10 on the hard blobs is 0.56 (8 of 1,000 cells
+visited), and PRCut's partition there has ARI 0.997 all the same: a missed
+neighbour is replaced by a slightly farther sample of the same blob.
+"""
+
+import math
+
+import numpy as np
+import scipy.sparse as sp
+from joblib import effective_n_jobs
+from sklearn.neighbors import NearestNeighbors
+
+from skdiffclust._utils._random import derive_seeds
+from skdiffclust._utils._validation import consistent_sparse_indices
+
+ALGORITHMS = ("auto", "exact", "approximate")
+
+# 'auto' searches exactly up to this many samples: measured on the 2-core
+# machine, the exact search takes about a second there, and the approximate one
+# is at least twice as fast above it (doc/benchmarks.rst)
+AUTO_EXACT_MAX_SAMPLES = 20_000
+
+# IVF-Flat: about sqrt(n) cells (at least 39 training samples per cell, FAISS's
+# minimum); each sample visits the cells nearest to it until about CANDIDATES
+# samples are compared with it, between MIN_PROBE and MAX_PROBE cells. The time
+# is then linear in n (n * CANDIDATES distances). On 32-dimensional isotropic
+# blobs (a hard case: low-dimensional or clustered data reach higher recalls),
+# recall@10 is 0.998 at 20,000-70,000 samples (32 cells visited) and 0.56 at
+# 1,000,000 (8 of 1,000 cells); visiting 32 would give 0.91 in four times the time
+CANDIDATES = 8192
+MIN_PROBE, MAX_PROBE = 4, 32
+MIN_SAMPLES_PER_LIST = 39
+
+EXTRA = "ann"
+
+
+def kneighbors(X, n_neighbors, *, algorithm="auto", device=None, n_jobs=None,
+               random_state=None):
+    """The ``n_neighbors`` nearest neighbours of every sample, itself excluded.
+
+    Parameters
+    ----------
+    X : {ndarray, sparse matrix} of shape (n_samples, n_features)
+        Samples (dense, or CSR with int32 or int64 indices).
+
+    n_neighbors : int
+        Neighbours per sample; between 1 and ``n_samples - 1``.
+
+    algorithm : {'auto', 'exact', 'approximate'}, default='auto'
+        ``'exact'``: scikit-learn's ``NearestNeighbors`` on the CPU, or the
+        blockwise torch search when ``device`` is CUDA (dense input).
+        ``'approximate'``: FAISS's IVF-Flat index on the CPU (see the module
+        docstring); needs ``pip install "skdiffclust[ann]"`` and dense input.
+        ``'auto'``: exact up to ``AUTO_EXACT_MAX_SAMPLES`` samples, for sparse
+        input, on CUDA, or without FAISS; approximate otherwise.
+
+    device : torch.device, str or None, default=None
+        Where an exact dense search runs; ``None`` or a CPU device:
+        scikit-learn.
+
+    n_jobs : int or None, default=None
+        CPU threads of the approximate search; ``None`` or ``-1``: all cores, as
+        scikit-learn's exact brute-force search uses (its ``n_jobs`` is passed
+        on too, for its tree searches). The neighbours found do not depend on it.
+
+    random_state : int, RandomState instance or None, default=None
+        Seeds the approximate index's k-means (drawn only when it is used).
+
+    Returns
+    -------
+    distances : ndarray of shape (n_samples, n_neighbors), float64
+        Euclidean distances to the neighbours, in increasing order (exact
+        values, recomputed in float64 for the pairs an approximate or torch
+        search found).
+
+    indices : ndarray of shape (n_samples, n_neighbors), int64
+        The neighbours' row numbers.
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``algorithm`` or ``n_neighbors`` out of range.
+    TypeError
+        For ``algorithm='approximate'`` on sparse input.
+    ImportError
+        For ``algorithm='approximate'`` without FAISS.
+    """
+    if algorithm not in ALGORITHMS:
+        raise ValueError(
+            f"algorithm must be one of {', '.join(map(repr, ALGORITHMS))}; got "
+            f"{algorithm!r}."
+        )
+    n_samples = X.shape[0]
+    if not 1 <= n_neighbors < n_samples:
+        raise ValueError(
+            f"n_neighbors={n_neighbors} must be between 1 and n_samples - 1 = "
+            f"{n_samples - 1}."
+        )
+    sparse = sp.issparse(X)
+    if sparse:
+        X = consistent_sparse_indices(sp.csr_matrix(X))
+    if algorithm == "approximate" and sparse:
+        raise TypeError(
+            "The approximate neighbour search needs dense features; X is sparse. "
+            "Use the exact search (algorithm='exact' or 'auto'), which reads "
+            "sparse input as it is."
+        )
+    cuda = device is not None and _device_type(device) == "cuda"
+    if algorithm == "approximate" or (
+            algorithm == "auto" and not sparse and not cuda
+            and n_samples > AUTO_EXACT_MAX_SAMPLES and approximate_available()):
+        seed = derive_seeds(random_state, 1)[0]
+        threads = effective_n_jobs(-1 if n_jobs is None else n_jobs)
+        return faiss_kneighbors(X, n_neighbors, n_threads=threads, seed=seed)
+    if cuda and not sparse:
+        return torch_kneighbors(X, n_neighbors, device)
+    search = NearestNeighbors(n_neighbors=n_neighbors, n_jobs=n_jobs).fit(X)
+    # kneighbors() without X leaves each sample out of its own neighbours
+    distances, indices = search.kneighbors()
+    return distances, indices.astype(np.int64, copy=False)
+
+
+def approximate_available():
+    """Whether the approximate search's library (FAISS) can be imported."""
+    try:
+        _import_faiss()
+    except ImportError:
+        return False
+    return True
+
+
+def _import_faiss():
+    try:
+        import faiss
+    except ImportError as error:
+        raise ImportError(
+            "The approximate neighbour search needs FAISS: pip install "
+            f'"skdiffclust[{EXTRA}]" (the faiss-cpu wheel).'
+        ) from error
+    return faiss
+
+
+def _device_type(device):
+    return device if isinstance(device, str) else device.type
+
+
+def _centred_float32(X):
+    """Rows centred in float64, then cast to float32 (an offset costs no precision)."""
+    X = np.asarray(X, dtype=np.float64)
+    X = X - X.mean(axis=0)
+    return X, np.ascontiguousarray(X, dtype=np.float32)
+
+
+def faiss_kneighbors(X, n_neighbors, *, n_threads=1, seed=0, n_probe=None):
+    """Approximate neighbours by FAISS's IVF-Flat index; see :func:`kneighbors`.
+
+    The index holds the float32 rows (centred in float64 first) in about
+    sqrt(n_samples) cells found by k-means (seeded by ``seed``); each row is
+    searched in its ``n_probe`` nearest cells (``None``: :func:`probed_cells`)
+    for ``n_neighbors + 1`` rows, itself dropped. A row whose cells hold too few
+    others (tiny data) is searched exactly instead.
+    """
+    faiss = _import_faiss()
+    X, points = _centred_float32(X)
+    n_samples, n_features = points.shape
+    n_lists = max(1, min(int(round(math.sqrt(n_samples))),
+                         n_samples // MIN_SAMPLES_PER_LIST))
+    threads = faiss.omp_get_max_threads()
+    faiss.omp_set_num_threads(max(int(n_threads), 1))
+    try:
+        quantizer = faiss.IndexFlatL2(n_features)
+        index = faiss.IndexIVFFlat(quantizer, n_features, n_lists)
+        index.cp.seed = int(seed)
+        index.cp.verbose = False
+        index.train(points)
+        index.add(points)
+        index.nprobe = min(n_probe or probed_cells(n_samples, n_lists), n_lists)
+        _, found = index.search(points, n_neighbors + 1)
+    finally:
+        faiss.omp_set_num_threads(threads)
+    indices = _without_self(found, n_neighbors)
+    incomplete = np.flatnonzero((indices < 0).any(1))
+    if incomplete.size:
+        search = NearestNeighbors(n_neighbors=n_neighbors + 1).fit(X)
+        rows = search.kneighbors(X[incomplete], return_distance=False)
+        indices[incomplete] = _without_self(rows, n_neighbors, incomplete)
+    return _sorted_by_exact_distance(X, indices)
+
+
+def probed_cells(n_samples, n_lists):
+    """Cells visited per sample: about ``CANDIDATES`` samples compared with each,
+    within [MIN_PROBE, MAX_PROBE] cells."""
+    per_list = n_samples / n_lists
+    return int(min(max(round(CANDIDATES / per_list), MIN_PROBE), MAX_PROBE))
+
+
+def _without_self(found, n_neighbors, rows=None):
+    """Each row's first ``n_neighbors`` entries other than itself (its own index is
+    dropped where found, the last entry otherwise)."""
+    rows = np.arange(found.shape[0]) if rows is None else rows
+    is_self = found == rows[:, None]
+    # where the row itself was not found, drop the farthest candidate instead
+    is_self[~is_self.any(1), -1] = True
+    return found[~is_self].reshape(found.shape[0], n_neighbors).astype(np.int64)
+
+
+def torch_kneighbors(X, n_neighbors, device, block_rows=None):
+    """Exact k nearest neighbours of every row of X (itself excluded), on ``device``.
+
+    Blockwise: squared distances of ``block_rows`` rows to all rows by a matrix
+    product, then ``topk``; memory O(block_rows * n). Distances are computed in
+    float32 from features centred in float64 (so that a large offset does not
+    cost precision), then recomputed exactly for the selected pairs.
+
+    Returns ``(distances, neighbours)`` as NumPy arrays of shape (n, n_neighbors).
+    """
+    import torch
+
+    X, _ = _centred_float32(X)
+    n = X.shape[0]
+    device = torch.device(device)
+    points = torch.as_tensor(X, dtype=torch.float32, device=device)
+    sq_norms = (points * points).sum(1)
+    if block_rows is None:
+        block_rows = _knn_block_rows(n, device)
+    neighbours = torch.empty((n, n_neighbors), dtype=torch.int64, device=device)
+    for start in range(0, n, block_rows):
+        stop = min(start + block_rows, n)
+        block = points[start:stop]
+        # ||y||^2 - 2 <x, y> in one fused product: the row's own ||x||^2 does not
+        # change its order, and each pass over the block is a pass over n x block
+        # floats (the search is bound by memory traffic)
+        partial = torch.addmm(sq_norms[None, :], block, points.T, alpha=-2.0)
+        rows = torch.arange(stop - start, device=device)
+        partial[rows, rows + start] = float("inf")  # never its own neighbour
+        neighbours[start:stop] = partial.topk(n_neighbors, dim=1, largest=False).indices
+    return _sorted_by_exact_distance(X, neighbours.to("cpu").numpy())
+
+
+# entries of one block of squared distances: 256 MB of float32 on the CPU; on CUDA
+# up to 2 GB, within an eighth of the free memory (the block, topk's scratch). At
+# n = 1,000,000 the CPU's budget means blocks of 67 rows, 15,000 products and topks
+# whose launch latency a GPU would wait on
+CPU_BLOCK_ENTRIES = 1 << 26
+CUDA_BLOCK_ENTRIES = 1 << 29
+
+
+def _knn_block_rows(n, device):
+    import torch
+
+    entries = CPU_BLOCK_ENTRIES
+    if device.type == "cuda":
+        free, _ = torch.cuda.mem_get_info(device)
+        entries = max(CPU_BLOCK_ENTRIES, min(CUDA_BLOCK_ENTRIES, free // 32))
+    return max(1, min(n, entries // max(n, 1)))
+
+
+def _sorted_by_exact_distance(X, neighbours):
+    """Float64 Euclidean distances of each row to its listed neighbours, both sorted
+    by increasing distance (ties in the order found)."""
+    distances = np.empty(neighbours.shape)
+    step = max(1, (1 << 24) // max(neighbours.shape[1] * X.shape[1], 1))
+    for start in range(0, X.shape[0], step):
+        diff = X[start:start + step, None, :] - X[neighbours[start:start + step]]
+        distances[start:start + step] = np.sqrt((diff * diff).sum(-1))
+    order = np.argsort(distances, axis=1, kind="stable")
+    return (np.take_along_axis(distances, order, 1),
+            np.take_along_axis(neighbours, order, 1))
+
+
+def recall(found, exact):
+    """Mean fraction of each row's exact neighbours that ``found`` lists too.
+
+    Parameters
+    ----------
+    found, exact : ndarray of int of shape (n_rows, n_neighbors)
+        Neighbour lists of the same rows (in any order).
+
+    Returns
+    -------
+    recall : float
+    """
+    hits = 0
+    for start in range(0, exact.shape[0], 4096):
+        rows = slice(start, start + 4096)
+        hits += int((found[rows, :, None] == exact[rows, None, :]).any(2).sum())
+    return hits / exact.size

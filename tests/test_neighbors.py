@@ -1,0 +1,201 @@
+"""The kNN search behind every graph of the package (``skdiffclust._neighbors``)."""
+
+import sys
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.datasets import make_blobs
+from sklearn.neighbors import NearestNeighbors
+
+from skdiffclust import _neighbors
+from skdiffclust._neighbors import kneighbors, recall
+
+needs_faiss = pytest.mark.skipif(
+    not _neighbors.approximate_available(),
+    reason='the approximate search needs FAISS: pip install "skdiffclust[ann]"')
+
+
+def _int64_indices(X):
+    X = sp.csr_matrix(X)
+    X.indices = X.indices.astype(np.int64)
+    X.indptr = X.indptr.astype(np.int64)
+    return X
+
+
+def _blobs(n_samples, seed=0):
+    # the issue's hard case: 10 isotropic blobs in 32 dimensions, overlapping
+    X, _ = make_blobs(n_samples, 32, centers=10, cluster_std=6, random_state=seed)
+    return (X - X.mean(0)) / X.std()
+
+
+@pytest.mark.parametrize("kind", ["dense", "csr", "csr-int64", "csr-mixed"])
+def test_the_exact_search_is_scikit_learns(kind):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 6))
+    X[rng.random(X.shape) < 0.5] = 0.0
+    data = X
+    if kind != "dense":
+        data = sp.csr_matrix(X)
+        if kind == "csr-int64":
+            data = _int64_indices(data)
+        elif kind == "csr-mixed":  # only the indices set to int64
+            data.indices = data.indices.astype(np.int64)
+    distances, indices = kneighbors(data, 7, algorithm="exact")
+    reference = X if kind == "dense" else sp.csr_matrix(X)  # int32 indices
+    expected_distances, expected = NearestNeighbors(n_neighbors=7).fit(
+        reference).kneighbors()
+    np.testing.assert_array_equal(indices, expected)
+    np.testing.assert_allclose(distances, expected_distances, rtol=1e-12)
+    assert indices.dtype == np.int64 and distances.dtype == np.float64
+
+
+def test_small_data_are_searched_exactly_by_auto():
+    X = np.random.default_rng(1).normal(size=(300, 4))
+    for algorithm in ("auto", "exact"):
+        _, indices = kneighbors(X, 5, algorithm=algorithm, random_state=0)
+        np.testing.assert_array_equal(
+            indices, NearestNeighbors(n_neighbors=5).fit(X).kneighbors()[1])
+
+
+@pytest.mark.parametrize("algorithm, n_neighbors, match", [
+    ("brute", 3, "algorithm must be one of 'auto', 'exact', 'approximate'"),
+    ("auto", 0, "n_neighbors=0 must be between 1 and n_samples - 1 = 9"),
+    ("exact", 10, "n_neighbors=10 must be between 1 and n_samples - 1 = 9"),
+])
+def test_bad_parameters_are_named(algorithm, n_neighbors, match):
+    with pytest.raises(ValueError, match=match):
+        kneighbors(np.zeros((10, 2)), n_neighbors, algorithm=algorithm)
+
+
+def test_without_self_drops_the_sample_or_else_its_farthest_candidate():
+    found = np.array([[0, 4, 2], [3, 2, 5], [7, 1, 2]])
+    np.testing.assert_array_equal(_neighbors._without_self(found, 2),
+                                  [[4, 2], [3, 2], [7, 1]])
+
+
+@pytest.mark.parametrize("block_rows", [None, 1, 7, 1000])
+def test_blockwise_torch_search_finds_the_exact_neighbours(block_rows):
+    # the CUDA fit builds its graph with this search; any block size, same result
+    torch = pytest.importorskip("torch")
+    X = np.random.default_rng(0).normal(size=(300, 5)) + 1e3  # a large offset too
+    distances, neighbours = _neighbors.torch_kneighbors(X, 6, torch.device("cpu"),
+                                                        block_rows=block_rows)
+    expected_distances, expected = NearestNeighbors(n_neighbors=6).fit(X).kneighbors()
+    np.testing.assert_array_equal(np.sort(neighbours, 1), np.sort(expected, 1))
+    np.testing.assert_allclose(distances, expected_distances, rtol=1e-9)
+
+
+def test_torch_blocks_grow_on_cuda_within_the_free_memory(monkeypatch):
+    torch = pytest.importorskip("torch")
+    rows = _neighbors._knn_block_rows
+    assert rows(1_000_000, torch.device("cpu")) == 67
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device: (80 << 30, 80 << 30))
+    assert rows(1_000_000, torch.device("cuda")) == 536
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device: (1 << 30, 80 << 30))
+    assert rows(1_000_000, torch.device("cuda")) == 67
+    assert rows(50, torch.device("cuda")) == 50
+
+
+def test_without_faiss_auto_searches_exactly_and_approximate_says_what_to_install(
+        monkeypatch):
+    monkeypatch.setitem(sys.modules, "faiss", None)  # import faiss raises ImportError
+    monkeypatch.setattr(_neighbors, "AUTO_EXACT_MAX_SAMPLES", 50)
+    X = np.random.default_rng(2).normal(size=(120, 3))
+    _, indices = kneighbors(X, 4, algorithm="auto")
+    np.testing.assert_array_equal(indices,
+                                  NearestNeighbors(n_neighbors=4).fit(X).kneighbors()[1])
+    with pytest.raises(ImportError, match=r'pip install "skdiffclust\[ann\]"'):
+        kneighbors(X, 4, algorithm="approximate")
+
+
+def test_the_approximate_search_refuses_sparse_input():
+    X = sp.random(50, 8, density=0.3, format="csr", random_state=0)
+    with pytest.raises(TypeError, match="approximate neighbour search needs dense"):
+        kneighbors(X, 3, algorithm="approximate")
+
+
+@needs_faiss
+def test_approximate_recall_at_10_is_at_least_0_9_on_20000_points():
+    # the issue's acceptance test, on its hard case (isotropic blobs, 32 dimensions)
+    X = _blobs(20_000)
+    distances, indices = kneighbors(X, 10, algorithm="approximate", random_state=0)
+    rows = np.random.default_rng(0).choice(X.shape[0], 2_000, replace=False)
+    _, exact = NearestNeighbors(n_neighbors=11).fit(X).kneighbors(X[rows])
+    exact = np.array([r[r != i][:10] for i, r in zip(rows, exact)])
+    assert recall(indices[rows], exact) >= 0.9
+    assert not np.any(indices == np.arange(X.shape[0])[:, None])  # self excluded
+    np.testing.assert_allclose(  # exact distances of the pairs found, increasing
+        distances, np.linalg.norm(X[:, None] - X[indices], axis=2), rtol=1e-12)
+    assert np.all(np.diff(distances, axis=1) >= 0)
+
+
+@needs_faiss
+def test_approximate_search_is_deterministic_whatever_the_threads():
+    X = _blobs(3_000, seed=1)
+    first = kneighbors(X, 10, algorithm="approximate", n_jobs=1, random_state=3)
+    again = kneighbors(X, 10, algorithm="approximate", n_jobs=1, random_state=3)
+    threads = kneighbors(X, 10, algorithm="approximate", n_jobs=2, random_state=3)
+    for other in (again, threads):
+        np.testing.assert_array_equal(first[1], other[1])
+        np.testing.assert_array_equal(first[0], other[0])
+
+
+@needs_faiss
+def test_auto_searches_approximately_above_the_threshold(monkeypatch):
+    calls = []
+    search = _neighbors.faiss_kneighbors
+    monkeypatch.setattr(_neighbors, "faiss_kneighbors",
+                        lambda *args, **kwargs: calls.append(1) or search(*args, **kwargs))
+    monkeypatch.setattr(_neighbors, "AUTO_EXACT_MAX_SAMPLES", 500)
+    X = np.random.default_rng(4).normal(size=(501, 3))
+    kneighbors(X[:500], 5)
+    assert not calls
+    kneighbors(X, 5, random_state=0)
+    kneighbors(sp.csr_matrix(X), 5)  # sparse: exact
+    assert len(calls) == 1
+
+
+@needs_faiss
+def test_rows_whose_probed_cells_hold_too_few_samples_are_searched_exactly():
+    X = np.random.default_rng(5).normal(size=(400, 3))
+    # 10 cells of about 40 samples, one probed: 100 neighbours fit in none
+    distances, indices = _neighbors.faiss_kneighbors(X, 100, n_probe=1, seed=0)
+    assert not np.any(indices == np.arange(400)[:, None])
+    assert all(np.unique(row).size == 100 for row in indices)
+    expected, _ = NearestNeighbors(n_neighbors=100).fit(X).kneighbors()
+    np.testing.assert_allclose(distances, expected, rtol=1e-12)
+
+
+@needs_faiss
+def test_prcut_finds_the_same_partition_on_the_approximate_graph():
+    pytest.importorskip("torch")
+    from sklearn.metrics import adjusted_rand_score
+
+    from skdiffclust import PRCut
+
+    X, _ = make_blobs(3_000, 8, centers=4, cluster_std=4.0, random_state=0)  # connected
+    fits = {algorithm: PRCut(n_clusters=4, neighbors_algorithm=algorithm, device="cpu",
+                             random_state=0).fit(X)
+            for algorithm in ("exact", "approximate")}
+    assert adjusted_rand_score(fits["exact"].labels_, fits["approximate"].labels_) > 0.99
+    # score builds its graph the same way
+    assert np.isfinite(fits["approximate"].score(X))
+
+
+def test_prcut_names_a_bad_neighbors_algorithm():
+    pytest.importorskip("torch")
+    from skdiffclust import PRCut
+
+    with pytest.raises(ValueError, match="neighbors_algorithm"):
+        PRCut(neighbors_algorithm="brute").fit(np.zeros((10, 2)))
+
+
+def test_importing_the_package_imports_neither_faiss_nor_torch():
+    import subprocess
+
+    code = ("import sys, skdiffclust, skdiffclust._neighbors; "
+            "print('faiss' in sys.modules, 'torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.split() == ["False", "False"]
