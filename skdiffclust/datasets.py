@@ -3,7 +3,7 @@
 import numpy as np
 from sklearn.utils import check_random_state
 
-__all__ = ["make_celeux_one", "make_celeux_two", "make_denoising"]
+__all__ = ["make_celeux_one", "make_celeux_two", "make_denoising", "make_graph_case"]
 
 # the four means sampled in Stewart et al. (2023), appendix 11
 DENOISING_MEANS = np.array([
@@ -160,3 +160,89 @@ def make_celeux_two(n_samples=2000, *, random_state=None):
     informative = np.zeros(14, dtype=bool)
     informative[:2] = True
     return np.hstack([informative_part, redundant, independent]), y, informative
+
+
+# centres and sizes of the groups of make_graph_case; the bridges join two groups by
+# a line of points one group's standard deviation wide at most
+_GRAPH_CASES = {
+    "unequal": dict(centers=[[0, 0], [8, 0], [4, 7]], sizes=[1000, 300, 100], bridges=[]),
+    "bridge": dict(centers=[[0, 0], [8, 0], [4, 7]], sizes=[1000, 300, 100],
+                   bridges=[(0, 1)]),
+    "fewer_components": dict(centers=[[0, 0], [5, 0], [12, 0], [17, 0], [8.5, 8]],
+                             sizes=[400, 200, 300, 150, 250], bridges=[(0, 1), (2, 3)]),
+}
+BRIDGE_POINTS = 40
+
+
+def make_graph_case(case="unequal", *, random_state=None):
+    """Clusters whose nearest-neighbour graph has (nearly) one component each.
+
+    The cases where a graph cut has a ratio cut of zero, or close to it, on
+    offer, on which spectral clustering finds the clusters exactly: PRCut must
+    take those cuts too, whatever the clusters' sizes (issue 19 of the project,
+    and ``doc/benchmarks.rst``).
+
+    * ``'unequal'``: three well-separated Gaussian groups (standard deviation 1)
+      of 1,000, 300 and 100 points (10:3:1), in 2-D;
+    * ``'bridge'``: the same, with a thin bridge of 38 points between the two
+      largest groups (each bridge point belongs to the nearer group);
+    * ``'rings'``: three concentric rings of radii 1, 3 and 5 (300, 600 and 900
+      points, noise 0.1);
+    * ``'fewer_components'``: five groups (400, 200, 300, 150 and 250 points,
+      standard deviation 0.6) in three components: two pairs of groups joined by
+      a bridge, and a group alone.
+
+    Parameters
+    ----------
+    case : {'unequal', 'bridge', 'rings', 'fewer_components'}, default='unequal'
+    random_state : int, RandomState instance or None, default=None
+
+    Returns
+    -------
+    X : ndarray of shape (n_samples, 2)
+    y : ndarray of shape (n_samples,)
+        The group of each point.
+    n_clusters : int
+        The number of groups.
+
+    Examples
+    --------
+    >>> from skdiffclust.datasets import make_graph_case
+    >>> X, y, k = make_graph_case("unequal", random_state=0)
+    >>> X.shape, k
+    ((1400, 2), 3)
+    """
+    rng = check_random_state(random_state)
+    if case == "rings":
+        return _rings(rng)
+    if case not in _GRAPH_CASES:
+        raise ValueError(
+            f"case must be one of {sorted([*_GRAPH_CASES, 'rings'])}, got {case!r}.")
+    spec = _GRAPH_CASES[case]
+    centers = np.asarray(spec["centers"], dtype=float)
+    std = 1.0 if case != "fewer_components" else 0.6
+    parts = [centers[g] + std * rng.standard_normal((size, 2))
+             for g, size in enumerate(spec["sizes"])]
+    labels = [np.full(size, g) for g, size in enumerate(spec["sizes"])]
+    for a, b in spec["bridges"]:
+        t = np.linspace(0.0, 1.0, BRIDGE_POINTS)[1:-1]
+        start, stop = centers[a] + 2 * std * _unit(centers[b] - centers[a]), \
+            centers[b] - 2 * std * _unit(centers[b] - centers[a])
+        parts.append(start + t[:, None] * (stop - start)
+                     + 0.05 * std * rng.standard_normal((t.size, 2)))
+        labels.append(np.where(t < 0.5, a, b))
+    return np.vstack(parts), np.concatenate(labels), len(spec["sizes"])
+
+
+def _unit(v):
+    return v / np.linalg.norm(v)
+
+
+def _rings(rng):
+    parts, labels = [], []
+    for g, (radius, size) in enumerate([(1.0, 300), (3.0, 600), (5.0, 900)]):
+        angle = rng.uniform(0.0, 2 * np.pi, size)
+        parts.append(radius * np.c_[np.cos(angle), np.sin(angle)]
+                     + 0.1 * rng.standard_normal((size, 2)))
+        labels.append(np.full(size, g))
+    return np.vstack(parts), np.concatenate(labels), 3

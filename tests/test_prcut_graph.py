@@ -29,11 +29,14 @@ def _random_graph(n, density, seed):
     return check_precomputed_affinity(A + A.T)
 
 
-def test_knn_graph_is_the_symmetric_union_of_neighbourhoods():
+def test_knn_graph_averages_both_directions_as_spectral_clustering_does():
     X = np.random.default_rng(0).normal(size=(80, 3))
     W = knn_affinity(X, 5)
     directed = kneighbors_graph(X, 5, include_self=False).toarray()
-    np.testing.assert_array_equal(W.toarray(), np.maximum(directed, directed.T))
+    # mutual neighbours 1, one-way neighbours 1/2: SpectralClustering's
+    # symmetrisation (which also counts each sample among its own neighbours)
+    np.testing.assert_array_equal(W.toarray(), (directed + directed.T) / 2)
+    assert set(np.unique(W.data)) == {0.5, 1.0}
     assert W.diagonal().sum() == 0
     assert W.nnz <= 2 * 80 * 5
 
@@ -43,14 +46,16 @@ def test_rbf_weights_the_same_edges_with_a_gaussian():
     connectivity = knn_affinity(X, 6)
     W = knn_affinity(X, 6, kernel="rbf", rbf_gamma=0.5)
     rows, cols = connectivity.nonzero()
-    expected = np.exp(-0.5 * ((X[rows] - X[cols]) ** 2).sum(1))
+    # the connectivity weight (1 mutual, 1/2 one-way) times the Gaussian
+    expected = np.asarray(connectivity[rows, cols]).ravel() * np.exp(
+        -0.5 * ((X[rows] - X[cols]) ** 2).sum(1))
     np.testing.assert_array_equal(W.nonzero()[0], rows)
     np.testing.assert_allclose(np.asarray(W[rows, cols]).ravel(), expected, rtol=1e-12)
 
 
 def test_rbf_default_bandwidth_survives_identical_samples():
     W = knn_affinity(np.ones((10, 2)), 3, kernel="rbf")
-    assert np.all(np.isfinite(W.data)) and np.all(W.data == 1.0)
+    assert np.all(np.isfinite(W.data)) and np.all(np.isin(W.data, [0.5, 1.0]))
     assert W.nnz >= 10 * 3
 
 

@@ -90,7 +90,7 @@ def aggregate(objective):
 
 def run_epochs(epoch, *, max_iter, tol, n_iter_no_change, name, verbose=False,
                min_epochs=0, on_epoch_end=None, check_finite=True, warn=True,
-               progress=None, target=None, cooldown=None):
+               progress=None, target=None, cooldown=None, settled=None):
     """Call ``epoch()`` until the stopping rule holds or ``max_iter`` epochs ran.
 
     Parameters
@@ -122,6 +122,12 @@ def run_epochs(epoch, *, max_iter, tol, n_iter_no_change, name, verbose=False,
         size annealed towards zero brings stochastic training to rest near the
         minimum of its full objective, instead of where the last mini-batches put
         it (see :class:`Cooldown`).
+    settled : callable, default=None
+        ``settled() -> bool``, asked after an epoch at which the stopping rule
+        holds: training converges only once it also answers True (a method whose
+        result is a hard partition may ask that the partition stop changing, so
+        that where the noisy objective happens to trip the rule does not decide
+        the result).
     progress : EpochProgress, default=None
         A bar shared by several trainings (then ``verbose`` is ignored and the bar
         is left open); by default each run shows its own.
@@ -158,7 +164,7 @@ def run_epochs(epoch, *, max_iter, tol, n_iter_no_change, name, verbose=False,
             total = run_one()
             if on_epoch_end is not None:
                 on_epoch_end(total)
-            if rule.update(total):
+            if rule.update(total) and (settled is None or settled()):
                 converged = True
                 break
         if converged and cooldown is not None:

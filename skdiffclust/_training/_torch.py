@@ -60,6 +60,11 @@ class TorchTask(Protocol):
         value per restart, averaged over the epoch into ``loss_curve_``.
         """
 
+    def settled(self):
+        """Optional: whether the result has stopped changing (see
+        :func:`skdiffclust._training._loop.run_epochs`); read once per epoch at
+        most, when the stopping rule holds."""
+
     def start_epoch(self, epoch):
         """Optional: called before each epoch (numbered from 0), for schedules.
 
@@ -238,8 +243,8 @@ def train(task, sampler, *, learning_rate, max_iter, tol, n_iter_no_change, name
     on_cuda = device.type == "cuda"
     if capture is None:
         capture = on_cuda and getattr(task, "capturable", False)
-    optimizer = torch.optim.Adam(list(task.parameters()), lr=learning_rate,
-                                 capturable=bool(capture))
+    optimizer = adam(list(task.parameters()), learning_rate, capturable=bool(capture),
+                     on_cuda=on_cuda)
     stepper = _Stepper(task, optimizer)
     lr_schedule = None if scheduler is None else scheduler(optimizer)
     state = {"epoch": 0, "captured": not capture}
@@ -273,7 +278,20 @@ def train(task, sampler, *, learning_rate, max_iter, tol, n_iter_no_change, name
             on_epoch_end=None if lr_schedule is None else lr_schedule.step, warn=warn,
             target=target,
             cooldown=None if cooldown is None else optimizer_cooldown(optimizer, *cooldown),
+            settled=getattr(task, "settled", None),
         )
+
+
+def adam(parameters, learning_rate, *, capturable, on_cuda):
+    """torch.optim.Adam; on the CPU its fused kernel where this torch has one (one
+    call instead of a dozen small operations per step: a quarter of the time of a
+    small network's step)."""
+    if not on_cuda:
+        try:
+            return torch.optim.Adam(parameters, lr=learning_rate, fused=True)
+        except (RuntimeError, TypeError, ValueError):  # torch < 2.4: no fused CPU Adam
+            pass
+    return torch.optim.Adam(parameters, lr=learning_rate, capturable=capturable)
 
 
 def optimizer_cooldown(optimizer, n_epochs, factor):

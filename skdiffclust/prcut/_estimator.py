@@ -23,6 +23,7 @@ from skdiffclust.prcut._graph import (
     knn_affinity,
     bipartite_objective,
     connected_component_labels,
+    group_components,
     partition_objective,
 )
 from skdiffclust.prcut._inference import predict_probabilities
@@ -60,9 +61,14 @@ class PRCut(ClusterMixin, BaseEstimator):
 
     affinity : {'nearest_neighbors', 'rbf', 'precomputed'}, default='nearest_neighbors'
         The similarity graph W whose ratio cut is minimised, built once and kept
-        sparse. ``'nearest_neighbors'``: W_ij = 1 when i is among the
-        ``n_neighbors`` nearest neighbours of j or j among those of i.
-        ``'rbf'``: the same edges weighted by exp(-rbf_gamma ||x_i - x_j||^2).
+        sparse. ``'nearest_neighbors'``: W_ij = 1 when i and j are among each
+        other's ``n_neighbors`` nearest neighbours, 1/2 when only one of them is
+        among the other's (``(A + A.T) / 2``: the paper's connectivity graph,
+        symmetrised as scikit-learn's ``SpectralClustering`` symmetrises its
+        own; mutual neighbours weigh twice a one-way pair, and the spectral
+        partitions of this graph had lower ratio cuts on the development data
+        than those of the union ``max(A, A.T)``, which is W * 2 rounded up).
+        ``'rbf'``: the same, times exp(-rbf_gamma ||x_i - x_j||^2).
         ``'precomputed'``: ``X`` is the (n_samples, n_samples) affinity matrix,
         dense or sparse (symmetric, non-negative, its diagonal ignored); the
         network's input is then the row of ``X``, and ``predict`` takes the
@@ -95,12 +101,22 @@ class PRCut(ClusterMixin, BaseEstimator):
         followed by the softmax, the paper's model on pretrained representations;
         on raw features it cannot draw curved boundaries (two moons, circles).
 
-    gamma : float, default=1.0
+    gamma : float, default=0.3
         Weight of the KL(P-bar || uniform) regulariser. Large values force
         balanced clusters (the paper's 100 forbids the unbalanced partitions of
-        most real data); small ones let the ratio cut choose the sizes but risk
-        clusters dying out, which the spectral start and the selection of
-        partitions that use every cluster prevent.
+        most real data, and at 1 the balance still outvotes near-zero cuts:
+        groups of sizes 10:3:1 cut through); small ones let the ratio cut choose
+        the sizes but risk clusters dying out, which the spectral start and the
+        selection of partitions that use every cluster prevent.
+
+    keep_components : bool, default=True
+        When the graph has at least ``n_clusters`` connected components, return
+        whole components (ratio cut 0): the components themselves when there
+        are ``n_clusters`` of them, else grouped into clusters of balanced
+        sizes (with a warning); the network is fitted to that partition and
+        PRCut's training, which could only cut through components, does not
+        run. ``False``: the objective decides, whose balance term may cut
+        through components to even out the sizes (the paper's algorithm).
 
     momentum : float, default=0.8
         Rate beta of the moving average of the cluster proportions P-bar:
@@ -127,23 +143,40 @@ class PRCut(ClusterMixin, BaseEstimator):
         partition has its own budget, see Notes); a ``ConvergenceWarning`` says
         when they ran out before the objective converged.
 
-    learning_rate : float, default=1e-2
-        Adam's step size.
+    learning_rate : float or 'auto', default='auto'
+        Adam's step size. ``'auto'``: 3e-3 with mini-batches, 1e-2 when one
+        batch holds every sample (``n_samples <= batch_size``: each step reads
+        the whole graph, with no sampling noise). The paper's 1e-2 with
+        mini-batches made the trained partition chaotic: fits on copies of the
+        data that differ in their last digits disagreed on up to 15% of the
+        pairs of samples. Once the stopping rule holds, about 8 more steps
+        (at least an epoch) shrink it geometrically to 1/16 of its value (a
+        cool-down: Adam's steps do not shrink with the gradient, and the
+        network would otherwise end wherever the last steps' oscillation put
+        it); they count in ``n_iter_`` and ``loss_curve_``.
 
     tol : float, default=1e-3
         Training stops when the epoch's mean objective has not decreased by more
         than ``tol`` times its scale (the larger of its best and its first value)
         for ``n_iter_no_change`` epochs.
 
-    n_iter_no_change : int, default=10
-        Patience of the stopping rule, in epochs.
+    n_iter_no_change : int or 'auto', default='auto'
+        Patience of the stopping rule, in epochs; training also waits until an
+        epoch changes the cluster of at most 0.1% of the samples. ``'auto'``:
+        the epochs of about 32 batch pairs, between 10 and 32 (32 epochs of one
+        step on data of at most ``batch_size`` samples, 10 from 3,200 samples
+        on): a patience of a few steps stops training on a plateau of the
+        objective, where copies of the data differing in their last digits stop
+        at different epochs.
 
     n_init : int, default=1
         Number of trainings from different seeds (network and batches; the
         initial partition is computed once); of the networks they produce (and,
         with ``init='spectral'``, those fitted to the initial partition before
         training), the one whose partition uses the most clusters, then has the
-        lowest objective on the whole graph, is kept.
+        lowest objective on the whole graph, is kept; an objective lower by less
+        than 0.1% than that of an earlier candidate (the spectral start first)
+        does not displace it.
 
     init : {'spectral', 'random'}, default='spectral'
         ``'spectral'``: fit the network to spectral clustering's partition of the
@@ -302,13 +335,15 @@ class PRCut(ClusterMixin, BaseEstimator):
         "rbf_gamma": [Interval(Real, 0, None, closed="neither"), None],
         "hidden_layer_sizes": ["array-like"],
         "gamma": [Interval(Real, 0, None, closed="left")],
+        "keep_components": ["boolean"],
         "momentum": [Interval(Real, 0, 1, closed="right")],
         "annealing": [Interval(Real, 0, 1, closed="left")],
         "batch_size": [Interval(Integral, 1, None, closed="left")],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
-        "learning_rate": [Interval(Real, 0, None, closed="neither")],
+        "learning_rate": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
         "tol": [Interval(Real, 0, None, closed="left")],
-        "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
+        "n_iter_no_change": [Interval(Integral, 1, None, closed="left"),
+                             StrOptions({"auto"})],
         "n_init": [Interval(Integral, 1, None, closed="left")],
         "init": [StrOptions({"spectral", "random"})],
         "device": [StrOptions({"auto", "cpu", "cuda"})],
@@ -319,9 +354,11 @@ class PRCut(ClusterMixin, BaseEstimator):
 
     def __init__(self, n_clusters=8, *, affinity="nearest_neighbors", n_neighbors=10,
                  neighbors_algorithm="auto",
-                 rbf_gamma=None, hidden_layer_sizes=(64, 64), gamma=1.0, momentum=0.8,
-                 annealing=0.0, batch_size=1024, max_iter=500, learning_rate=1e-2, tol=1e-3,
-                 n_iter_no_change=10, n_init=1, init="spectral", device="auto", n_jobs=None,
+                 rbf_gamma=None, hidden_layer_sizes=(64, 64), gamma=0.3,
+                 keep_components=True, momentum=0.8,
+                 annealing=0.0, batch_size=1024, max_iter=500, learning_rate="auto", tol=1e-3,
+                 n_iter_no_change="auto", n_init=1, init="spectral", device="auto",
+                 n_jobs=None,
                  random_state=None, verbose=False):
         self.n_clusters = n_clusters
         self.affinity = affinity
@@ -330,6 +367,7 @@ class PRCut(ClusterMixin, BaseEstimator):
         self.rbf_gamma = rbf_gamma
         self.hidden_layer_sizes = hidden_layer_sizes
         self.gamma = gamma
+        self.keep_components = keep_components
         self.momentum = momentum
         self.annealing = annealing
         self.batch_size = batch_size
@@ -384,17 +422,23 @@ class PRCut(ClusterMixin, BaseEstimator):
             scaling = FeatureScaling(X)
             graph = self._build_graph(scaling, device)
         components = connected_component_labels(graph)
-        _warn_on_degenerate_graph(components, scaling.identical)
+        whole = self.keep_components and components.max() + 1 >= self.n_clusters
+        _warn_on_degenerate_graph(components, scaling.identical, self.n_clusters,
+                                  self.keep_components)
         initial_labels = None
-        if self.init == "spectral":
+        if whole:  # zero cuts: whole components, which training could only cut
+            initial_labels = group_components(components, self.n_clusters)
+        elif self.init == "spectral":
             initial_labels = training.initial_partition(
                 graph, self.n_clusters, components, device=device, seed=seeds[-1],
                 n_threads=_n_threads(self.n_jobs))
         best = self._train_networks(scaling, graph, hidden, device, seeds, initial_labels,
-                                    training)
+                                    training, whole)
         coefs, intercepts, curve, n_iter = best
         # labels_ by the exported network on X, as predict gives them
         P = predict_probabilities(X, coefs, intercepts)
+        if whole:  # the components exactly, whatever a boundary sample's network says
+            P = np.eye(self.n_clusters)[initial_labels]
         used = np.unique(P.argmax(1))
         if used.size < self.n_clusters:
             warnings.warn(
@@ -439,18 +483,22 @@ class PRCut(ClusterMixin, BaseEstimator):
                             n_jobs=self.n_jobs, random_state=self.random_state)
 
     def _train_networks(self, scaling, graph, hidden, device, seeds, initial_labels,
-                        training):
+                        training, whole=False):
         """Train ``n_init`` networks; keep the one whose partition uses the most
         clusters, then has the lowest objective on the whole graph (with an initial
-        partition, the network fitted to it competes too)."""
+        partition, the network fitted to it competes too). A later candidate
+        replaces the kept one only if its objective is lower by more than
+        ``SELECTION_MARGIN`` (relative): near-ties are decided by the order of the
+        candidates (the spectral start first), not by the data's last bits. With
+        ``whole``, only one network is fitted to ``initial_labels``, exactly."""
         inputs = scaling.network_input()
         best = None
-        for init in range(self.n_init):
+        for init in range(1 if whole else self.n_init):
             name = "PRCut" if self.n_init == 1 else f"PRCut ({init + 1}/{self.n_init})"
             candidates, result = training.train_prcut(
                 inputs, graph, n_clusters=self.n_clusters,
                 hidden_layer_sizes=hidden, batch_size=self.batch_size,
-                max_iter=self.max_iter, learning_rate=self.learning_rate,
+                max_iter=0 if whole else self.max_iter, learning_rate=self.learning_rate,
                 momentum=self.momentum, gamma=self.gamma,
                 annealing=self.annealing, tol=self.tol,
                 n_iter_no_change=self.n_iter_no_change, device=device,
@@ -458,14 +506,16 @@ class PRCut(ClusterMixin, BaseEstimator):
                 verbose=self.verbose, n_threads=_n_threads(self.n_jobs), name=name,
                 initial_labels=initial_labels, input_offset=scaling.offset,
                 share_inputs=isinstance(scaling, AffinityRows),
+                fit_target=0.0 if whole else training.INIT_ERROR_TARGET,
             )
             for (coefs, intercepts), labels in candidates:
                 _check_finite(coefs, intercepts)
                 objective = partition_objective(graph, labels, self.n_clusters, self.gamma)
                 # partitions using every cluster first, as asked; then the objective
-                rank = (self.n_clusters - np.unique(labels).size, objective)
-                if best is None or rank < best[0]:
-                    best = (rank, coefs, intercepts, result.loss_curve, result.n_iter)
+                unused = self.n_clusters - np.unique(labels).size
+                if best is None or _clearly_better((unused, objective), best[0]):
+                    best = ((unused, objective), coefs, intercepts, result.loss_curve,
+                            result.n_iter)
         _, coefs, intercepts, *rest = best
         return (*scaling.on_raw_features(coefs, intercepts), *rest)
 
@@ -662,17 +712,36 @@ def _check_finite(coefs, intercepts):
         )
 
 
-def _warn_on_degenerate_graph(components, identical):
+# a candidate network replaces the kept one when its objective is lower by more than
+# this fraction
+SELECTION_MARGIN = 1e-3
+
+
+def _clearly_better(rank, best):
+    """Whether ``(unused clusters, objective)`` beats ``best`` beyond the margin."""
+    if rank[0] != best[0]:
+        return rank[0] < best[0]
+    return rank[1] < best[1] - SELECTION_MARGIN * abs(best[1])
+
+
+def _warn_on_degenerate_graph(components, identical, n_clusters, keep_components):
     n_components = int(components.max()) + 1
     if n_components == components.size:
         warnings.warn(
             "The affinity graph has no edge: every partition has ratio cut 0, and "
             "only the KL term shapes the clusters.", UserWarning, stacklevel=5,
         )
-    elif n_components > 1:
+    elif n_components > n_clusters and keep_components:
         warnings.warn(
-            f"The affinity graph is not connected ({n_components} components): any "
-            "partition keeping each component whole has ratio cut 0.",
+            f"The affinity graph has {n_components} connected components for "
+            f"n_clusters={n_clusters}: PRCut returns whole components (ratio cut 0), "
+            "grouped into clusters of balanced sizes.", UserWarning, stacklevel=5,
+        )
+    elif n_components >= n_clusters and not keep_components:
+        warnings.warn(
+            f"The affinity graph has {n_components} connected components: any "
+            "partition keeping each component whole has ratio cut 0 (with "
+            "keep_components=False, the balance term may still cut through them).",
             UserWarning, stacklevel=5,
         )
     if identical:

@@ -34,7 +34,7 @@ import scipy.sparse as sp
 import torch
 
 from skdiffclust.prcut._device import shared_tensor
-from skdiffclust.prcut._graph import connected_component_labels
+from skdiffclust.prcut._graph import connected_component_labels, group_components
 
 # graphs with at most this many vertices get a dense eigendecomposition (exact,
 # and cheaper than iterating at that size)
@@ -151,23 +151,6 @@ def spectral_partition(W, n_clusters, components=None, *, device, dtype, seed):
     vectors = top_eigenvectors(operator, n_clusters, seed)
     maps = operator.inverse_sqrt * vectors + operator.isolated * vectors
     return cluster_qr(maps).cpu().numpy().astype(np.int64)
-
-
-def group_components(components, n_clusters):
-    """Whole components in ``n_clusters`` groups of balanced sizes (ratio cut 0).
-
-    Largest component first, each to the group with the fewest samples so far
-    (longest-processing-time scheduling); with as many components as clusters,
-    each component is a cluster.
-    """
-    sizes = np.bincount(components)
-    group_of = np.empty(sizes.size, dtype=np.int64)
-    load = np.zeros(n_clusters)
-    for component in np.argsort(-sizes, kind="stable"):
-        group = int(np.argmin(load))
-        group_of[component] = group
-        load[group] += sizes[component]
-    return group_of[components]
 
 
 def top_eigenvectors(operator, k, seed):
