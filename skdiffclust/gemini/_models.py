@@ -11,8 +11,11 @@ proximal operators and pickling all see plain NumPy. Inputs are ``_data.Inputs``
 share one product with them.
 """
 
+import warnings
+
 import numpy as np
-from sklearn.cluster import kmeans_plusplus
+from sklearn.cluster import KMeans, kmeans_plusplus
+from sklearn.exceptions import ConvergenceWarning
 
 from skdiffclust.gemini._data import per_restart, side_by_side
 
@@ -40,10 +43,11 @@ def _uniform(rng, fan_in, shape):
 
 def init_kmeans_plusplus(inputs, kernel_weights, hidden_layer_sizes, n_clusters,
                          n_restarts, rng):
-    """Output layers whose initial partition is a k-means++ seeding's Voronoi partition.
+    """Output layers whose initial partition is a k-means partition.
 
-    For each restart, k-means++ seeds ``c_k`` are drawn in the GEMINI's geometry
-    (the kernel coordinates ``phi = z * kernel_weights``); the skip connection and
+    For each restart, k-means++ seeds are drawn in the GEMINI's geometry (the
+    kernel coordinates ``phi = z * kernel_weights``) and refined into centres
+    ``c_k`` by Lloyd's iterations (:func:`lloyd_centres`); the skip connection and
     the output bias give the logits ``beta (2 c_k' phi - |c_k|^2)``, i.e.
     ``-beta |phi - c_k|^2`` up to a per-sample constant, whose argmax is the
     nearest seed. ``beta`` is the inverse of the seeding's mean squared distance
@@ -65,6 +69,7 @@ def init_kmeans_plusplus(inputs, kernel_weights, hidden_layer_sizes, n_clusters,
     for r in range(n_restarts):
         seeds, _ = kmeans_plusplus(coordinates, n_clusters,
                                    random_state=int(rng.integers(2**31 - 1)))
+        seeds = lloyd_centres(coordinates, seeds)
         seeds = np.asarray(seeds, dtype=np.float64) - origin  # centred coordinates
         seed_squares = (seeds**2).sum(axis=1)
         nearest = np.maximum(
@@ -76,6 +81,25 @@ def init_kmeans_plusplus(inputs, kernel_weights, hidden_layer_sizes, n_clusters,
         if hidden_layer_sizes:
             params[f"W{last}"][r] = 0.0
     return params
+
+
+# Lloyd's iterations refining each restart's k-means++ seeds (at most)
+LLOYD_ITERATIONS = 30
+
+
+def lloyd_centres(coordinates, seeds):
+    """The seeds moved by Lloyd's iterations (deterministic k-means from them).
+
+    k-means++'s draws hang on the data's last bits where squared distances nearly
+    tie (duplicated or rounded samples), and a GEMINI trained from a different
+    seeding may end in another optimum; Lloyd's iterations take neighbouring
+    seedings to the same centres.
+    """
+    kmeans = KMeans(n_clusters=seeds.shape[0], init=seeds, n_init=1,
+                    max_iter=LLOYD_ITERATIONS, random_state=0)
+    with warnings.catch_warnings():  # fewer distinct points than seeds: kept as is
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return kmeans.fit(coordinates).cluster_centers_
 
 
 def output_parameters(params):

@@ -12,6 +12,7 @@ kernel per batch for all of them) and keeps the one with the highest GEMINI.
 from dataclasses import dataclass, field
 
 import numpy as np
+from sklearn.metrics import adjusted_rand_score
 
 from skdiffclust._training import run_epochs
 from skdiffclust._training._optim import Adam, SGDMomentum
@@ -149,11 +150,11 @@ def train_epochs(params, problem, *, penalty, optimizer, learning_rate, max_iter
 
 def train_restarts(params, problem, *, learning_rate, max_iter, tol, rng, reseed=True,
                    progress=None):
-    """Dense Adam fit of every restart; returns the best one's parameters and curve.
+    """Dense Adam fit of every restart; returns the kept one's parameters and curve.
 
-    The restart with the highest GEMINI over the data wins (the selection the
-    paper would make between runs: the objective itself). With ``reseed``,
-    clusters left empty are re-seeded during training (``_reseed``).
+    The kept restart is the one of highest GEMINI whose partition another restart
+    reproduces (:func:`representative_restart`).
+    With ``reseed``, clusters left empty are re-seeded during training (``_reseed``).
     """
     reseeder = None
     if reseed:
@@ -162,10 +163,54 @@ def train_restarts(params, problem, *, learning_rate, max_iter, tol, rng, reseed
     result = train_epochs(params, problem, penalty=0.0, optimizer="adam",
                           learning_rate=learning_rate, max_iter=max_iter, tol=tol, rng=rng,
                           warn=False, progress=progress, reseeder=reseeder)
-    scores = full_gemini(params, problem)
-    best = int(np.argmax(scores))
+    best = representative_restart(params, problem, full_gemini(params, problem))
     curve = result.loss_curve[:, best] if result.n_iter else np.empty(0)
     return restart(params, best), curve, result.converged
+
+
+# restarts whose GEMINI is within this fraction of the highest tie: the first wins
+RESTART_MARGIN = 1e-3
+
+
+def best_restart(scores):
+    """The first restart within ``RESTART_MARGIN`` (relative) of the highest GEMINI:
+    restarts that found the same partition differ in the data's last bits, and
+    their order, not those bits, must break the tie."""
+    scores = np.asarray(scores, dtype=float)
+    best = scores.max()
+    return int(np.flatnonzero(scores >= best - RESTART_MARGIN * abs(best))[0])
+
+
+# a restart's partition is reproduced when another restart's agrees with it at
+# least this much (adjusted Rand index)
+REPRODUCED_ARI = 0.9
+
+
+def representative_restart(params, problem, scores):
+    """The restart of highest GEMINI among those whose partition another restart
+    reproduces (:data:`REPRODUCED_ARI`); of all of them when none is reproduced.
+    Near-ties (``RESTART_MARGIN``) go to the first.
+
+    The highest GEMINI alone is decided by whichever restart was luckiest: a
+    k-means++ seeding that hangs on the data's last bits can find, on one copy
+    of the data and not on another, an optimum that no other restart reaches.
+    """
+    if params[SKIP].shape[0] == 1:
+        return 0
+    labels = softmax(forward(params, problem.inputs.rows(None))[0]).argmax(axis=2)
+    return best_reproduced_restart(labels, scores)
+
+
+def best_reproduced_restart(labels, scores):
+    """:func:`representative_restart` from each restart's labels (R, n) and GEMINI."""
+    n_restarts = len(labels)
+    reproduced = np.array([
+        any(adjusted_rand_score(labels[r], labels[q]) >= REPRODUCED_ARI
+            for q in range(n_restarts) if q != r)
+        for r in range(n_restarts)])
+    if not reproduced.any():
+        return best_restart(scores)
+    return best_restart(np.where(reproduced, scores, -np.inf))
 
 
 def selected_groups(params, problem):
