@@ -252,13 +252,13 @@ def test_the_papers_procedure_is_reachable():
 
 
 def test_the_softest_beta_near_the_best_silhouette_is_chosen():
-    from skdiffclust.clam._estimator import SILHOUETTE_TOLERANCE, _softest_near_best
+    from skdiffclust.clam._selection import SILHOUETTE_TOLERANCE, softest_near_best
 
     near = 0.5 - SILHOUETTE_TOLERANCE / 2
-    assert _softest_near_best([(3, 0.40), (3, near), (3, 0.50)]) == 1
-    assert _softest_near_best([(3, 0.40), (3, 0.48), (3, 0.50)]) == 2
+    assert softest_near_best([(3, 0.40), (3, near), (3, 0.50)]) == 1
+    assert softest_near_best([(3, 0.40), (3, 0.48), (3, 0.50)]) == 2
     # a fit that lost a cluster is not chosen, whatever its silhouette
-    assert _softest_near_best([(2, 0.90), (3, 0.30), (3, 0.20)]) == 1
+    assert softest_near_best([(2, 0.90), (3, 0.30), (3, 0.20)]) == 1
 
 
 @pytest.mark.parametrize("n_samples", [300, 6000])

@@ -16,7 +16,6 @@ from sklearn.base import (
     clone,
 )
 from sklearn.cluster import kmeans_plusplus
-from sklearn.metrics import silhouette_score
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 from threadpoolctl import threadpool_limits
@@ -24,7 +23,17 @@ from threadpoolctl import threadpool_limits
 from skdiffclust._utils._random import derive_seeds, numpy_generator
 from skdiffclust._utils._state import keeps_state_on_failure
 from skdiffclust._utils._validation import check_magnitude
-from skdiffclust.clam._data import ScaledData, squared_distances
+from skdiffclust.clam._data import ScaledData
+from skdiffclust.clam._selection import (
+    best_restart,
+    normalised_weights,
+    relabel_by_first_appearance,
+    row_sample,
+    silhouette,
+    softest_near_best,
+    spread_of,
+    unit_rows,
+)
 
 # beta='auto' is a multiple of one over the spread (mean squared distance of the
 # points to their nearest initial prototype), the multiple being chosen among
@@ -37,17 +46,10 @@ SELECTION_POINTS = 5000
 # on more points, the selection fits this many of them, drawn at random (then the
 # chosen beta is fitted on all of them)
 SELECTION_SAMPLE = 2500
-# the silhouettes are computed on at most this many of those points; the softest
-# beta within SILHOUETTE_TOLERANCE of the best silhouette is chosen (differences
-# below it are within the sampling noise of a 1,000-point silhouette, and sharper
-# fits depend more on the last bits of the data)
+# the silhouettes are computed on at most this many of those points (the softest
+# beta within _selection.SILHOUETTE_TOLERANCE of the best silhouette is chosen)
 SILHOUETTE_POINTS = 1000
-SILHOUETTE_TOLERANCE = 0.005
 AUTO_LEARNING_RATE = 0.05
-# restarts whose masked loss is within this fraction of the lowest tie (the first wins)
-RESTART_MARGIN = 1e-3
-# the spread is estimated on at most this many points, evenly spaced in the data
-SPREAD_POINTS = 10_000
 # k-means++ seeds on at most this many points, drawn at random
 SEEDING_POINTS = 20_000
 
@@ -394,8 +396,8 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
         keep the most clusters; with the winning fit when it was made on all of X."""
         rng = numpy_generator(selection_seed)
         n_sample = X.shape[0] if X.shape[0] <= SELECTION_POINTS else SELECTION_SAMPLE
-        sample = X[_row_sample(rng, X.shape[0], n_sample)]
-        scored = _row_sample(rng, sample.shape[0], SILHOUETTE_POINTS)
+        sample = X[row_sample(rng, X.shape[0], n_sample)]
+        scored = row_sample(rng, sample.shape[0], SILHOUETTE_POINTS)
         metric = "cosine" if self.metric == "cosine" else "euclidean"
         # centred (dense, Euclidean), so that a large offset costs no precision
         scored_rows = sample[scored]
@@ -409,8 +411,8 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
                 candidate._fit_with_sharpness(sample, sharpness, seeds)
             fits.append((sharpness, candidate, caught))
             keys.append((candidate.n_clusters_,
-                         _silhouette(scored_rows, candidate.labels_[scored], metric)))
-        sharpness, candidate, caught = fits[_softest_near_best(keys)]
+                         silhouette(scored_rows, candidate.labels_[scored], metric)))
+        sharpness, candidate, caught = fits[softest_near_best(keys)]
         if sample.shape[0] < X.shape[0]:
             return sharpness, None, []
         return sharpness, candidate, caught
@@ -424,7 +426,7 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
         data = ScaledData(X, self.metric == "cosine")
         with threadpool_limits(n_threads, user_api="blas"):  # k-means++'s small products
             initial = self._initial_prototypes(data, init_seed)
-        spread = _spread(data, initial)
+        spread = spread_of(data, initial)
         dynamics = self._dynamics(training, self._beta(spread, sharpness))
         learning_rate = self._learning_rate(spread, data.n_features, dynamics.beta)
         fill = data.column_reduction(self.mask_value)
@@ -454,7 +456,7 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
     def _set_fitted(self, kept, data, dynamics, fill, score_seed, dtype):
         """Fitted attributes in the input's units (occupied clusters first); the
         state inference needs in ClAM's (centred and scaled) units."""
-        order, labels = _relabel_by_first_appearance(kept["labels"], self.n_clusters)
+        order, labels = relabel_by_first_appearance(kept["labels"], self.n_clusters)
         squared_scale = data.scale**2
         self._prototypes = kept["prototypes"][order]
         self._shift, self._scale = data.shift, data.scale
@@ -518,12 +520,12 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
         losses = training.evaluate_loss(rows, fill, trained.prototypes[candidates],
                                         log_weights, dynamics, self.mask_prob, score_seed,
                                         n_threads)
-        best = candidates[_best_restart(losses, trained.prototypes[candidates])]
+        best = candidates[best_restart(losses, trained.prototypes[candidates])]
         loss = float(losses[candidates == best][0])
         prototypes = trained.prototypes[best].astype(np.float64)
         if self.metric == "cosine":
-            prototypes = _unit_rows(prototypes)
-        weights = _normalised_weights(trained.log_weights[best].astype(np.float64))
+            prototypes = unit_rows(prototypes)
+        weights = normalised_weights(trained.log_weights[best].astype(np.float64))
         labels, _ = training.converge(
             rows, prototypes, np.log(weights) if self.weighted else None, dynamics,
             n_threads)
@@ -718,78 +720,3 @@ def _inference_rows(data):
     """float64 rows for inference: an array (dense input), or the row source."""
     rows = data.dense()
     return data if rows is None else rows
-
-
-def _spread(data, initial):
-    """Mean squared distance of the points to their nearest initial prototype
-    (averaged over the restarts, on at most ``SPREAD_POINTS`` points evenly spaced
-    in the data): the scale of the clusters, in the units of the centred and scaled
-    data. If the prototypes sit on every point, the points' own mean squared norm."""
-    rows = data.take(np.arange(0, data.n_samples, -(-data.n_samples // SPREAD_POINTS)))
-    spread = float(np.mean([squared_distances(rows, P).min(axis=1).mean() for P in initial]))
-    if spread > 1e-12 * data.n_features:
-        return spread
-    total = float(np.mean(squared_distances(rows, np.zeros((1, data.n_features)))))
-    return total if total > 0 else 1.0
-
-
-def _softest_near_best(keys):
-    """Index of the first (softest) key with the most clusters and a silhouette
-    within ``SILHOUETTE_TOLERANCE`` of the best: sharper fits are more sensitive to
-    the last bits of the data, and a tie should not be decided by them."""
-    most = max(n_clusters for n_clusters, _ in keys)
-    best = max(silhouette for n_clusters, silhouette in keys if n_clusters == most)
-    return next(i for i, (n_clusters, silhouette) in enumerate(keys)
-                if n_clusters == most and silhouette >= best - SILHOUETTE_TOLERANCE)
-
-
-def _row_sample(rng, n, size):
-    """All of 0..n-1 if n <= size, else ``size`` of them drawn at random, sorted."""
-    if n <= size:
-        return np.arange(n)
-    return np.sort(rng.choice(n, size, replace=False))
-
-
-def _silhouette(X, labels, metric):
-    """The silhouette of a partition; -1 where it is undefined (one cluster, or as
-    many clusters as points)."""
-    n_labels = np.unique(labels).size
-    if not 2 <= n_labels < X.shape[0]:
-        return -1.0
-    return float(silhouette_score(X, labels, metric=metric))
-
-
-def _unit_rows(X):
-    norms = np.linalg.norm(X, axis=1, keepdims=True)
-    return X / np.maximum(norms, np.finfo(X.dtype).tiny)
-
-
-def _normalised_weights(log_weights):
-    shifted = np.exp(log_weights - log_weights.max())
-    return shifted / shifted.sum()
-
-
-def _best_restart(losses, prototypes):
-    """The first restart whose loss is within ``RESTART_MARGIN`` (relative) of the
-    lowest: restarts that found the same minimum differ only in the data's last
-    bits, and the order of the restarts, not those bits, must break the tie."""
-    finite = np.isfinite(losses) & np.isfinite(prototypes).all(axis=(1, 2))
-    if not finite.any():
-        raise FloatingPointError(
-            "ClAM training diverged (non-finite loss in every restart); lower "
-            "learning_rate or beta."
-        )
-    losses = np.where(finite, losses, np.inf)
-    best = losses.min()
-    return int(np.flatnonzero(losses <= best + RESTART_MARGIN * abs(best))[0])
-
-
-def _relabel_by_first_appearance(labels, n_clusters):
-    """Renumber occupied clusters 0..m-1 by first appearance; empty ones go last."""
-    _, first = np.unique(labels, return_index=True)
-    occupied = labels[np.sort(first)]
-    empty = np.setdiff1d(np.arange(n_clusters), occupied)
-    order = np.concatenate([occupied, empty])
-    rank = np.empty(n_clusters, dtype=np.intp)
-    rank[order] = np.arange(n_clusters)
-    return order, rank[labels]

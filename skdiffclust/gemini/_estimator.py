@@ -30,6 +30,7 @@ from skdiffclust.gemini._models import (
 from skdiffclust.gemini._objectives import OBJECTIVES
 from skdiffclust.gemini._training import (
     GeminiPath,
+    GeminiStream,
     Problem,
     feature_mask,
     full_gemini,
@@ -368,6 +369,7 @@ default='mmd_ovo'
         self : object
         """
         X, problem, params, rng = self._setup(X)
+        self.__dict__.pop("_stream", None)
         n_phases = 2 if self.alpha > 0 else 1
         with self._threads(), EpochProgress(self.verbose, "SparseGEMINI",
                                             self.max_iter * n_phases) as bar:
@@ -390,6 +392,77 @@ default='mmd_ovo'
         self._warn_empty_clusters()
         self.labels_ = labels
         return self
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    @keeps_state_on_failure
+    def partial_fit(self, X, y=None):
+        """One pass over a chunk of the data, continuing the previous calls' training.
+
+        The first call (or the first after :meth:`fit`) initialises the model from
+        its chunk as ``fit`` does: the standardisation of the features and the
+        GEMINI's geometry (the kernel's scale, its Nyström landmarks) are those of
+        the first chunk, kept for the next ones, so feed a representative first
+        chunk (shuffled data); the ``n_init`` restarts start from k-means partitions
+        of it. Each call then makes one pass over its chunk in batches of
+        ``batch_size``, with Adam (and, if ``alpha > 0``, SGD and the proximal
+        step of the penalty after each step) continuing its state
+        (``batch_size='auto'``: batches of at most 1,024 samples); clusters a pass
+        leaves empty are re-seeded from that chunk. After the first pass only the
+        restart that :meth:`fit` would keep, judged on the first chunk, goes on,
+        so that a cluster keeps its number from call to call. After every call
+        the fitted attributes and :meth:`predict` are valid and ``labels_`` are
+        the chunk's. ``n_iter_`` counts the calls, ``loss_curve_`` holds minus the
+        GEMINI of each pass, ``n_steps_`` the steps and ``n_samples_seen_`` the
+        samples. No feature-selection path: use :meth:`path` on data that fit in
+        memory.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            A chunk of the training data; the first needs at least ``n_clusters``
+            samples.
+        y : Ignored
+
+        Returns
+        -------
+        self : object
+        """
+        stream = getattr(self, "_stream", None)
+        if stream is None:
+            X, problem, params, rng = self._setup(X)
+            problem.batch_size = self._stream_batch_size(X.shape[0])
+            stream = GeminiStream.start(params, problem, rng, self._optimizer_name(),
+                                        self.learning_rate, self.reseed_empty_clusters)
+        else:
+            X = validate_data(self, X, accept_sparse="csr", dtype=[np.float64, np.float32],
+                              reset=False)
+            check_magnitude(X)
+            stream = stream.copy()  # a failed call leaves the estimator as it was
+            problem = stream.problem(X, self._stream_batch_size(X.shape[0]), self)
+        with self._threads():
+            stream.pass_over(problem, penalty=self.alpha)
+            stream.keep_best_restart(problem)
+            labels = self._set_fitted(stream.params, problem, stream.curve())
+        self.n_iter_ = len(stream.objectives)
+        self.n_steps_ = stream.n_steps
+        self.n_samples_seen_ = stream.n_samples_seen
+        self._stream = stream
+        self._warn_empty_clusters()
+        self.labels_ = labels
+        return self
+
+    def _stream_batch_size(self, n_samples):
+        """``partial_fit``'s batches: ``batch_size``, with 'auto' (and None) at most
+        1,024 samples, so that a pass over a chunk takes several steps."""
+        if self.batch_size in ("auto", None):
+            return min(n_samples, AUTO_BATCH_SIZE)
+        return int(self.batch_size)
+
+    def _optimizer_name(self):
+        return "sgd" if self.alpha > 0 else "adam"
+
+    def _groups(self, n_features):
+        return _check_groups(self.groups, n_features)
 
     @_fit_context(prefer_skip_nested_validation=True)
     @keeps_state_on_failure
@@ -417,6 +490,7 @@ default='mmd_ovo'
             stored as ``path_``.
         """
         X, problem, params, rng = self._setup(X)
+        self.__dict__.pop("_stream", None)
         bar = tqdm(desc="SparseGEMINI path", unit="step") if self.verbose else None
         try:
             with self._threads():
@@ -532,7 +606,7 @@ default='mmd_ovo'
         self._batch = problem.batch_size
         self.loss_curve_ = loss_curve
         self.n_iter_ = int(loss_curve.shape[0])
-        for name in ("path_", "feature_exit_lambdas_"):
+        for name in ("path_", "feature_exit_lambdas_", "n_steps_", "n_samples_seen_"):
             self.__dict__.pop(name, None)
         return np.argmax(proba[:, self._cluster_order], axis=1)
 

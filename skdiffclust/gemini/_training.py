@@ -9,6 +9,7 @@ when minus the penalised GEMINI has not improved by ``tol`` (relative) for
 kernel per batch for all of them) and keeps the one with the highest GEMINI.
 """
 
+import copy
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -123,29 +124,109 @@ def train_epochs(params, problem, *, penalty, optimizer, learning_rate, max_iter
     (n_iter, R) holds minus the penalised GEMINI of each restart at each epoch;
     restarts stop together.
     """
-    optimizer = (Adam if optimizer == "adam" else SGDMomentum)(
-        params, learning_rate, maximize=True)
+    optimizer = make_optimizer(optimizer, params, learning_rate)
 
     def epoch():
-        values, counts = [], 0
-        for rows in problem.batches(rng):
-            value, grads, proba = gemini_and_gradients(params, problem, rows)
-            optimizer.step(params, grads)
-            if penalty > 0:
-                proximal_step(params, problem, learning_rate * penalty)
-            values.append(value)
-            if reseeder is not None:
-                counts = counts + cluster_counts(proba)
-        if reseeder is not None and np.any(counts == 0):
-            reseeder(params, optimizer, counts)
-        penalised = np.mean(values, axis=0)
-        if penalty > 0:
-            penalised = penalised - penalty * problem.penalty(params)
-        return -penalised
+        return one_pass(params, problem, optimizer, rng, penalty=penalty,
+                        reseeder=reseeder)[0]
 
     return run_epochs(epoch, max_iter=max_iter, tol=tol,
                       n_iter_no_change=problem.n_iter_no_change, name="SparseGEMINI",
                       warn=warn, progress=progress)
+
+
+@dataclass
+class GeminiStream:
+    """The state :meth:`SparseGEMINI.partial_fit` carries from a chunk to the next:
+    every restart's parameters, the optimiser, the batch generator, the re-seeder,
+    the first chunk's standardisation and geometry, and the work done."""
+
+    params: dict
+    optimizer: object
+    rng: np.random.Generator
+    reseeder: object
+    standardisation: object
+    geometry: object
+    objectives: list = field(default_factory=list)  # minus the GEMINI of each pass
+    n_steps: int = 0
+    n_samples_seen: int = 0
+
+    @classmethod
+    def start(cls, params, problem, rng, optimizer, learning_rate, reseed):
+        R, K = params[SKIP].shape[0], params[SKIP].shape[2]
+        return cls(params=params, optimizer=make_optimizer(optimizer, params, learning_rate),
+                   rng=rng, reseeder=EmptyClusterReseeder(problem, R, K, rng) if reseed
+                   else None, standardisation=problem.standardisation,
+                   geometry=problem.geometry)
+
+    def copy(self):
+        return copy.deepcopy(self)
+
+    def problem(self, X, batch_size, estimator):
+        """A chunk's problem, in the first chunk's standardisation and geometry."""
+        group, n_groups = estimator._groups(X.shape[1])
+        return Problem(inputs=self.standardisation.inputs(X), geometry=self.geometry,
+                       objective=estimator.gemini, group=group, n_groups=n_groups,
+                       M=float(estimator.M), batch_size=batch_size,
+                       n_iter_no_change=int(estimator.n_iter_no_change),
+                       standardisation=self.standardisation)
+
+    def pass_over(self, problem, penalty):
+        if self.reseeder is not None:
+            self.reseeder.problem = problem  # re-seed from this chunk's samples
+        objective, n_steps = one_pass(self.params, problem, self.optimizer, self.rng,
+                                      penalty=penalty, reseeder=self.reseeder)
+        self.objectives.append(objective)
+        self.n_steps += n_steps
+        self.n_samples_seen += problem.n_samples
+
+    def keep_best_restart(self, problem):
+        """After the first pass: keep only the restart ``fit`` would keep, judged on
+        the chunk, so that the clusters keep their numbers from call to call."""
+        if self.params[SKIP].shape[0] == 1:
+            return
+        best = representative_restart(self.params, problem, full_gemini(self.params, problem))
+        self.params.update(restart(self.params, best))
+        for state in vars(self.optimizer).values():  # Adam's moments, SGD's velocity
+            if isinstance(state, dict):
+                state.update({name: value[best:best + 1].copy()
+                              for name, value in state.items()})
+        if self.reseeder is not None:
+            self.reseeder.budget = self.reseeder.budget[best:best + 1].copy()
+        self.objectives = [values[best:best + 1] for values in self.objectives]
+
+    def curve(self):
+        return np.asarray([values[0] for values in self.objectives])
+
+
+def make_optimizer(name, params, learning_rate):
+    """Adam (``'adam'``) or SGD with momentum (``'sgd'``), ascending the GEMINI."""
+    return (Adam if name == "adam" else SGDMomentum)(params, learning_rate, maximize=True)
+
+
+def one_pass(params, problem, optimizer, rng, *, penalty=0.0, reseeder=None):
+    """One pass over the problem's samples in batches: a step per batch (and the
+    penalty's proximal step), then the re-seeding of the clusters it left empty.
+
+    Returns minus the penalised GEMINI of each restart (mean over the batches)
+    and the number of steps taken.
+    """
+    values, counts, n_steps = [], 0, 0
+    for rows in problem.batches(rng):
+        value, grads, proba = gemini_and_gradients(params, problem, rows)
+        optimizer.step(params, grads)
+        n_steps += 1
+        if penalty > 0:
+            proximal_step(params, problem, optimizer.learning_rate * penalty)
+        values.append(value)
+        if reseeder is not None:
+            counts = counts + cluster_counts(proba)
+    if reseeder is not None and np.any(counts == 0):
+        reseeder(params, optimizer, counts)
+    penalised = np.mean(values, axis=0)
+    if penalty > 0:
+        penalised = penalised - penalty * problem.penalty(params)
+    return -penalised, n_steps
 
 
 def train_restarts(params, problem, *, learning_rate, max_iter, tol, rng, reseed=True,
