@@ -1,7 +1,5 @@
 """ClAM: clustering with associative memories (Saha, Krotov, Zaki, Ram, ICML 2023)."""
 
-import os
-import sys
 import warnings
 from numbers import Integral, Real
 
@@ -24,6 +22,7 @@ from skdiffclust._utils._random import derive_seeds, numpy_generator
 from skdiffclust._utils._state import keeps_state_on_failure
 from skdiffclust._utils._validation import check_magnitude
 from skdiffclust.clam._data import ScaledData
+from skdiffclust.clam._device import resolve_training_device
 from skdiffclust.clam._selection import (
     best_restart,
     normalised_weights,
@@ -370,12 +369,9 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
         self : object
             Fitted estimator.
         """
-        X = validate_data(self, X, accept_sparse="csr", dtype=[np.float64, np.float32])
-        if X.shape[0] < self.n_clusters:
-            raise ValueError(
-                f"n_samples={X.shape[0]} should be >= n_clusters={self.n_clusters}."
-            )
-        check_magnitude(X)
+        X = self._validate_first(X)
+        for name in ("_stream", "n_steps_", "n_samples_seen_"):
+            self.__dict__.pop(name, None)
         *seeds, selection_seed = derive_seeds(self.random_state, 4)
         if self.beta != "auto" or self.max_iter == 0 or not 2 <= self.n_clusters < X.shape[0]:
             return self._fit_with_sharpness(X, 1.0, seeds)
@@ -389,6 +385,99 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
         for warning in caught:
             warnings.warn(warning.message, warning.category, stacklevel=4)
         return self
+
+    def _validate_first(self, X):
+        X = validate_data(self, X, accept_sparse="csr", dtype=[np.float64, np.float32])
+        if X.shape[0] < self.n_clusters:
+            raise ValueError(
+                f"n_samples={X.shape[0]} should be >= n_clusters={self.n_clusters}."
+            )
+        check_magnitude(X)
+        return X
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    @keeps_state_on_failure
+    def partial_fit(self, X, y=None):
+        """One pass over a chunk of the data, continuing the previous calls' training.
+
+        The first call (or the first after :meth:`fit`) initialises ClAM from its
+        chunk as ``fit`` does: ``beta='auto'`` is selected by silhouette on it
+        (on 2,500 of its points at most), the ``n_init`` restarts are seeded by
+        k-means++ in it, and the centring and scale of its points, and the
+        ``mask_value`` of hidden features, are frozen: later chunks are seen in
+        the first chunk's coordinates (so feed a representative first chunk,
+        e.g. shuffled data; running moments would move the coordinates, hence
+        the prototypes' units, from call to call). Each call makes one pass over
+        its chunk in mini-batches of ``batch_size``, continuing the prototypes,
+        Adam's state, the plateau schedule of the learning rate and the
+        re-seeding of dead prototypes (from the chunk's points). After the first
+        pass only the restart ``fit`` would keep goes on, so that a cluster keeps
+        its number from call to call (``cluster_centers_`` keep their order;
+        labels may skip a cluster the chunk leaves empty). After every call the
+        fitted attributes and :meth:`predict` are valid and ``labels_`` are the
+        chunk's; ``n_iter_`` counts the calls, ``loss_curve_`` holds each pass's
+        mean loss, ``n_steps_`` the Adam steps and ``n_samples_seen_`` the points.
+        Training runs on the CPU (numba kernels), whatever ``device``.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            A chunk of the training points; the first needs at least
+            ``n_clusters`` of them.
+
+        y : Ignored
+            Not used, present for API consistency.
+
+        Returns
+        -------
+        self : object
+            Fitted estimator.
+        """
+        stream = getattr(self, "_stream", None)
+        if stream is None:
+            X = self._validate_first(X)
+            stream = self._start_stream(X)
+        else:
+            X = validate_data(self, X, accept_sparse="csr", dtype=[np.float64, np.float32],
+                              reset=False)
+            check_magnitude(X)
+            stream = stream.copy()  # a failed call leaves the estimator as it was
+        n_threads = effective_n_jobs(self.n_jobs)
+        data = stream.data(X)
+        rows = _inference_rows(data)
+        stream.pass_over(data, weighted=self.weighted, mask_prob=self.mask_prob,
+                         batch_size=self.batch_size, reseed=self.reseed,
+                         n_threads=n_threads)
+        stream.keep_best_restart(rows, self.mask_prob, self.weighted, n_threads)
+        kept = stream.kept(rows, self.mask_prob, self.weighted, n_threads)
+        self._set_fitted(kept, data, stream.dynamics, stream.fill, stream.score_seed,
+                         X.dtype, relabel=False)
+        self.n_steps_, self.n_samples_seen_ = stream.n_steps, stream.n_samples_seen
+        self._stream = stream
+        self._warn_empty_clusters(stacklevel=5)
+        return self
+
+    def _start_stream(self, X):
+        """The state of ``partial_fit`` before its first pass, from the first chunk."""
+        from skdiffclust.clam._stream import ClamStream
+
+        training = _training_module()
+        *seeds, selection_seed = derive_seeds(self.random_state, 4)
+        sharpness = 1.0
+        if self.beta == "auto" and 2 <= self.n_clusters < X.shape[0]:
+            sharpness = self._select_sharpness(X, seeds, selection_seed)[0]
+        init_seed, train_seed, score_seed = seeds
+        data = ScaledData(X, self.metric == "cosine")
+        with threadpool_limits(effective_n_jobs(self.n_jobs), user_api="blas"):
+            initial = self._initial_prototypes(data, init_seed)
+        spread = spread_of(data, initial)
+        dynamics = self._dynamics(training, self._beta(spread, sharpness))
+        return ClamStream.start(
+            data, initial, dynamics, data.column_reduction(self.mask_value),
+            self._learning_rate(spread, data.n_features, dynamics.beta),
+            training.steps_patience(data.n_samples, self.batch_size,
+                                    training.PLATEAU_STEPS, training.PLATEAU_BOUNDS),
+            seed=train_seed, score_seed=score_seed)
 
     def _select_sharpness(self, X, seeds, selection_seed):
         """The multiple of beta='auto' (in ``AUTO_BETA_GRID``) whose partition of at
@@ -420,7 +509,7 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
     def _fit_with_sharpness(self, X, sharpness, seeds):
         """Fit at ``beta = sharpness`` times the automatic one (or ``self.beta``)."""
         training = _training_module()
-        device = _resolve_device(self.device, self.batch_size)
+        device = resolve_training_device(self.device, self.batch_size)
         n_threads = effective_n_jobs(self.n_jobs)
         init_seed, train_seed, score_seed = seeds
         data = ScaledData(X, self.metric == "cosine")
@@ -453,10 +542,13 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
         self._warn_empty_clusters()
         return self
 
-    def _set_fitted(self, kept, data, dynamics, fill, score_seed, dtype):
-        """Fitted attributes in the input's units (occupied clusters first); the
-        state inference needs in ClAM's (centred and scaled) units."""
-        order, labels = relabel_by_first_appearance(kept["labels"], self.n_clusters)
+    def _set_fitted(self, kept, data, dynamics, fill, score_seed, dtype, relabel=True):
+        """Fitted attributes in the input's units (occupied clusters first, unless
+        not ``relabel``); the state inference needs in ClAM's (centred and scaled)
+        units."""
+        order, labels = np.arange(self.n_clusters), kept["labels"]
+        if relabel:
+            order, labels = relabel_by_first_appearance(labels, self.n_clusters)
         squared_scale = data.scale**2
         self._prototypes = kept["prototypes"][order]
         self._shift, self._scale = data.shift, data.scale
@@ -477,15 +569,17 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
             return prototypes
         return prototypes * self._scale + self._shift
 
-    def _warn_empty_clusters(self):
+    def _warn_empty_clusters(self, stacklevel=6):
+        # stacklevel: _fit_with_sharpness, fit, keeps_state_on_failure, _fit_context
         if self.n_clusters_ < self.n_clusters:
+            numbering = ("Labels are numbered 0 .. n_clusters_ - 1" if stacklevel == 6
+                         else "Labels keep the prototypes' numbers")
             warnings.warn(
                 f"ClAM found {self.n_clusters_} non-empty clusters of the "
                 f"n_clusters={self.n_clusters} asked: the dynamics take no training "
-                "point to the other prototypes. Labels are numbered 0 .. n_clusters_ - 1. "
-                "A larger beta, more restarts (n_init) or fewer clusters may help.",
-                # _fit_with_sharpness, fit, keeps_state_on_failure, _fit_context
-                UserWarning, stacklevel=6,
+                f"point to the other prototypes. {numbering}. A larger beta, more "
+                "restarts (n_init) or fewer clusters may help.",
+                UserWarning, stacklevel=stacklevel,
             )
 
     def _beta(self, spread, sharpness):
@@ -677,37 +771,6 @@ def _training_module():
     from skdiffclust.clam import _training
 
     return _training
-
-
-# device='auto' trains on CUDA from this batch size up. A step is a few hundred
-# small operations on (n_init, n_clusters, batch_size, n_features) arrays: on an H100
-# (16-core host, 200,000 x 32, k=20) CUDA took 33.6 s against the CPU kernels' 6.1 s
-# at batch_size=16, and 6.1 s against 11.4 s at batch_size=1024
-CUDA_MIN_BATCH_SIZE = 1024
-
-
-def _resolve_device(device, batch_size):
-    """'cpu' (the numba kernels, no torch needed) or the torch device for CUDA."""
-    if device == "cpu" or (device == "auto" and (batch_size < CUDA_MIN_BATCH_SIZE
-                                                 or not _nvidia_driver_present())):
-        return "cpu"
-    try:
-        from skdiffclust._utils._torch import resolve_device
-    except ImportError as error:
-        if device == "auto":
-            return "cpu"
-        raise ImportError(
-            'ClAM(device="cuda") trains with PyTorch: pip install "skdiffclust[torch]"'
-        ) from error
-    return resolve_device(device)
-
-
-def _nvidia_driver_present():
-    """False where no CUDA device can be: Linux without NVIDIA's device files. Then
-    ``device='auto'`` needs no torch import (a second or more) to pick the CPU."""
-    if not sys.platform.startswith("linux"):
-        return True
-    return os.path.exists("/dev/nvidiactl") or os.path.exists("/dev/dxg")  # WSL: dxg
 
 
 def _training_rows(data):
