@@ -12,10 +12,16 @@ Cases: scikit-learn's digits (1,797 x 64, 10 classes), then 10 Gaussian blobs in
 n = 10,000, 70,000 and 200,000. SpectralClustering is skipped above
 ``--sc-max-n`` samples (default 70,000); ``--full`` runs it everywhere.
 
-``--small``: small data, where a fit should take well under a second: 300 points
-(three blobs, two moons, two circles), PRCut's warm fit time (median of
+``--small``: small data, where a fit should take under 0.3 s: 300 points (three
+blobs, two moons, two circles), then 1,000 (blobs in 2 and 64 dimensions, unequal
+blobs, moons, the first 1,000 digits) and iris and wine, PRCut's warm fit time (median of
 ``--repeats`` fits, wall and CPU) next to SpectralClustering's
 (``affinity='nearest_neighbors'``, 10 neighbours) in the same process, with ARIs.
+
+``--graph-cases``: the generated cases of
+:func:`skdiffclust.datasets.make_graph_case` (groups of sizes 10:3:1, with a thin
+bridge, concentric rings, five groups in three components), PRCut's and
+SpectralClustering's mean ARI over three draws.
 
 ``--memory``: the peak memory of ``affinity='precomputed'`` on a dense (n, n)
 float64 affinity (an RBF kernel, every entry positive), as a multiple of the
@@ -27,7 +33,8 @@ Usage::
 
     python benchmarks/bench_prcut.py            # all cases
     python benchmarks/bench_prcut.py --quick    # digits and n = 10,000 only
-    python benchmarks/bench_prcut.py --small    # 300 points
+    python benchmarks/bench_prcut.py --small    # at most 1,000 points
+    python benchmarks/bench_prcut.py --graph-cases
     python benchmarks/bench_prcut.py --memory   # dense precomputed affinity
 """
 
@@ -42,12 +49,20 @@ import numpy as np
 
 from scipy.optimize import linear_sum_assignment
 from sklearn.cluster import SpectralClustering
-from sklearn.datasets import load_digits, make_blobs, make_circles, make_moons
+from sklearn.datasets import (
+    load_digits,
+    load_iris,
+    load_wine,
+    make_blobs,
+    make_circles,
+    make_moons,
+)
 from sklearn.metrics import adjusted_rand_score, confusion_matrix
 from sklearn.metrics import normalized_mutual_info_score
 from sklearn.metrics.pairwise import rbf_kernel
 
 from skdiffclust._utils._validation import center_and_scale
+from skdiffclust.datasets import make_graph_case
 from skdiffclust.prcut import PRCut, ratio_cut
 from skdiffclust.prcut._graph import knn_affinity
 
@@ -66,7 +81,16 @@ SMALL = {
     "three blobs": lambda: make_blobs(300, centers=3, random_state=0),
     "two moons": lambda: make_moons(300, noise=0.05, random_state=0),
     "two circles": lambda: make_circles(300, noise=0.05, factor=0.5, random_state=0),
+    "four blobs, 1,000": lambda: make_blobs(1000, centers=4, random_state=0),
+    "three unequal blobs, 1,000": lambda: make_blobs(
+        1000, centers=3, cluster_std=[1.0, 2.5, 0.5], random_state=170),
+    "two moons, 1,000": lambda: make_moons(1000, noise=0.05, random_state=0),
+    "ten blobs 1,000 x 64": lambda: make_blobs(1000, 64, centers=10, random_state=0),
+    "digits[:1000]": lambda: tuple(a[:1000] for a in load_digits(return_X_y=True)),
+    "iris": lambda: load_iris(return_X_y=True),
+    "wine": lambda: load_wine(return_X_y=True),
 }
+GRAPH_CASES = ("unequal", "bridge", "rings", "fewer_components")
 
 
 def warm_up(X, **params):
@@ -174,9 +198,10 @@ def run_small(repeats):
     mean (min) ARI over those seeds (one seed's ARI says little on overlapping
     blobs).
     """
-    print(f"\n300 points: warm fit, median over random_state 0..{repeats - 1} "
+    print(f"\nat most 1,000 points: warm fit, median over random_state 0..{repeats - 1} "
           "(wall / CPU seconds); ARI mean (min)")
     warm_up(SMALL["two moons"]()[0])
+    slowest = 0.0
     for name, make in SMALL.items():
         X, y = make()
         k = len(np.unique(y))
@@ -193,10 +218,34 @@ def run_small(repeats):
             return f"{np.mean(values):.3f} ({np.min(values):.3f})"
 
         epochs = statistics.median(model.n_iter_ for model in ours[2])
-        print(f"  {name:<12} PRCut {ours[0]:5.2f} / {ours[1]:5.2f} s ({epochs:g} epochs) "
-              f"ARI {ari(ours[2])}   SpectralClustering {theirs[0]:5.2f} / "
-              f"{theirs[1]:5.2f} s ARI {ari(theirs[2])}   wall ratio "
-              f"{ours[0] / theirs[0]:.2f}x")
+        slowest = max(slowest, ours[0])
+        print(f"  {name:<26} {len(X):>5} x {X.shape[1]:<3} PRCut {ours[0]:5.2f} / "
+              f"{ours[1]:5.2f} s ({epochs:g} epochs) ARI {ari(ours[2])}   "
+              f"SpectralClustering {theirs[0]:5.2f} / {theirs[1]:5.2f} s ARI "
+              f"{ari(theirs[2])}   wall ratio {ours[0] / theirs[0]:.2f}x")
+    print(f"  slowest PRCut fit: {slowest:.2f} s (target: under 0.3 s)")
+
+
+def run_graph_cases(n_draws):
+    """PRCut and SpectralClustering (the same 10-NN graph) on the generated cases of
+    :func:`skdiffclust.datasets.make_graph_case`: mean ARI over draws 0..n_draws-1."""
+    print(f"\ngenerated cases (skdiffclust.datasets.make_graph_case), mean ARI over "
+          f"{n_draws} draws; PRCut's target: SpectralClustering's minus 0.01")
+    for case in GRAPH_CASES:
+        ours, theirs = [], []
+        for draw in range(n_draws):
+            X, y, k = make_graph_case(case, random_state=draw)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                ours.append(adjusted_rand_score(y, PRCut(
+                    n_clusters=k, device="cpu", random_state=0).fit(X).labels_))
+                theirs.append(adjusted_rand_score(y, SpectralClustering(
+                    k, affinity="nearest_neighbors", n_neighbors=N_NEIGHBORS,
+                    assign_labels="cluster_qr", random_state=0).fit(X).labels_))
+        met = np.mean(ours) >= np.mean(theirs) - 0.01
+        print(f"  {case:<18} PRCut {np.mean(ours):.3f} (min {min(ours):.3f})   "
+              f"SpectralClustering {np.mean(theirs):.3f}   target met: "
+              f"{'yes' if met else 'NO'}")
 
 
 def run_memory(sizes):
@@ -227,7 +276,10 @@ def main():
     parser.add_argument("--full", action="store_true",
                         help="SpectralClustering at all sizes")
     parser.add_argument("--sc-max-n", type=int, default=70_000)
-    parser.add_argument("--small", action="store_true", help="300 points only")
+    parser.add_argument("--small", action="store_true",
+                        help="data of at most 1,000 points only")
+    parser.add_argument("--graph-cases", action="store_true",
+                        help="the generated cases of make_graph_case only")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--memory", action="store_true",
                         help="dense precomputed affinity only")
@@ -236,6 +288,9 @@ def main():
 
     if args.small:
         run_small(args.repeats)
+        return
+    if args.graph_cases:
+        run_graph_cases(3)
         return
     if args.memory:
         run_memory([int(n) for n in args.memory_sizes.split(",")])

@@ -28,6 +28,11 @@ from numba import config, cuda, float64
 # a block of 1024 threads launch (65536 registers per SM)
 _BLOCK_KERNEL = ({} if config.ENABLE_CUDASIM else {"max_registers": 64, "cache": True})
 _KERNEL = {} if config.ENABLE_CUDASIM else {"cache": True}
+# On numba's CUDA simulator every simulated thread swaps this module's ``cuda``
+# global while iterating over the module's globals; the first warning raised here
+# (numpy's uint64 overflow in splitmix64) would add ``__warningregistry__`` to them
+# from another thread mid-iteration. Creating it up front keeps their size fixed.
+__warningregistry__ = {}
 
 REDUCTION_FIELDS = 4  # key, packed position, vertex, parent
 INF = np.float64(np.inf)

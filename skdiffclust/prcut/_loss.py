@@ -183,7 +183,10 @@ def block_bound_and_gradient(p_left, p_right, block, p_bar, n_rows, hardness=1.0
         dbound/dp_left and dbound/dp_right, shaped like p_left and p_right.
     """
     rows, cols = block.row_sums()[:, None], block.col_sums()[:, None]
-    w_right, w_left = block.times_right(p_right), block.times_left(p_left)
+    w_right = block.times_right(p_right)
+    # the whole (symmetric) graph between a batch and itself: one product serves both
+    symmetric = isinstance(block, WholeGraphBlock) and p_left is p_right
+    w_left = w_right if symmetric else block.times_left(p_left)
     soft = 1.0 - hardness
     cut = (hardness * ((rows * p_left).sum(0) + (cols * p_right).sum(0))
            - 2.0 * (p_left * w_right).sum(0))

@@ -272,8 +272,8 @@ def fit_to_partition(network, features, labels, *, batch_size, device, batch_see
 
 # small data (one batch of every sample): L-BFGS rounds of this many iterations, at
 # most this many, until the error target is met (about three times fewer network
-# evaluations than Adam's steps for the same fit)
-LBFGS_ROUND, LBFGS_MAX_ROUNDS = 10, 4
+# evaluations than Adam's steps for the same fit; PRCut's training refines the rest)
+LBFGS_ROUND, LBFGS_MAX_ROUNDS = 10, 2
 
 
 def _fit_whole_batch(task, device, target):
