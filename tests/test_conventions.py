@@ -55,6 +55,7 @@ TORCH = pytest.mark.torch
 TRANSFORMERS = [
     pytest.param(clam, None, id="ClAM"),
     pytest.param(gemini, None, id="SparseGEMINI"),
+    pytest.param(prcut, None, id="PRCut", marks=TORCH),
     pytest.param(embedding, PARTIAL, id="SpanningForest-embedding", marks=TORCH),
 ]
 ALL = [

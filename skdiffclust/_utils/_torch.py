@@ -4,10 +4,12 @@ Imported only from training code paths, so that ``import skdiffclust`` never
 imports torch.
 """
 
+import contextlib
 import copy
 import math
 
 import numpy as np
+import scipy.sparse as sp
 import torch
 from torch import nn
 
@@ -28,6 +30,28 @@ def make_generator(seed, device="cpu"):
     generator = torch.Generator(device=device)
     generator.manual_seed(int(seed))
     return generator
+
+
+@contextlib.contextmanager
+def seeded_global_rng(seed, device="cpu"):
+    """Run with torch's global generators (the CPU's, and ``device``'s when it is
+    CUDA) seeded from ``seed``, and restore their states afterwards.
+
+    For code that draws from the global generators and cannot be given a local one:
+    a user's module materialising its lazy parameters (``nn.LazyLinear``) or
+    drawing dropout masks. Its results then follow from ``seed``, and the caller's
+    random streams are left as they were.
+    """
+    device = torch.device(device)
+    cuda = []
+    if device.type == "cuda":
+        cuda = [device.index if device.index is not None else torch.cuda.current_device()]
+    with torch.random.fork_rng(devices=cuda):
+        torch.default_generator.manual_seed(int(seed))
+        for index in cuda:
+            with torch.cuda.device(index):
+                torch.cuda.manual_seed(int(seed))
+        yield
 
 
 def _init_linear(layer, generator):
@@ -88,10 +112,13 @@ def module_dtype(module):
 
 @torch.no_grad()
 def apply_in_batches(module, X, device, batch_size=4096):
-    """``module(X)`` for a NumPy X, in batches, returned as a float64 NumPy array."""
+    """``module(X)`` for a NumPy X (or a SciPy sparse matrix, densified a batch at a
+    time), in batches, returned as a float64 NumPy array."""
     dtype = module_dtype(module)
     outputs = []
     for start in range(0, X.shape[0], batch_size):
-        chunk = tensor_from_numpy(X[start : start + batch_size], dtype, device)
-        outputs.append(module(chunk).to("cpu", torch.float64).numpy())
+        rows = X[start : start + batch_size]
+        rows = rows.toarray() if sp.issparse(rows) else rows
+        outputs.append(module(tensor_from_numpy(rows, dtype, device))
+                       .to("cpu", torch.float64).numpy())
     return np.concatenate(outputs) if outputs else np.empty((0, 0))

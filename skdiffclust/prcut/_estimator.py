@@ -5,19 +5,20 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
-import scipy.sparse as sp
-from sklearn.base import BaseEstimator, ClusterMixin, _fit_context
+from scipy.special import softmax
+from sklearn.base import (
+    BaseEstimator,
+    ClassNamePrefixFeaturesOutMixin,
+    ClusterMixin,
+    TransformerMixin,
+    _fit_context,
+)
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.sparsefuncs import mean_variance_axis
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from skdiffclust._utils._random import derive_seeds
 from skdiffclust._utils._state import keeps_state_on_failure
-from skdiffclust._utils._validation import (
-    center_and_scale,
-    check_magnitude,
-    consistent_sparse_indices,
-)
+from skdiffclust._utils._validation import check_magnitude
 from skdiffclust.prcut._graph import (
     check_precomputed_affinity,
     knn_affinity,
@@ -25,11 +26,13 @@ from skdiffclust.prcut._graph import (
     connected_component_labels,
     group_components,
     partition_objective,
+    warn_on_degenerate_graph,
 )
-from skdiffclust.prcut._inference import predict_probabilities
+from skdiffclust.prcut._inference import predict_logits
+from skdiffclust.prcut._scaling import AffinityRows, FeatureScaling
 
 
-class PRCut(ClusterMixin, BaseEstimator):
+class PRCut(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, BaseEstimator):
     """Deep clustering by probabilistic ratio-cut optimisation (PRCut).
 
     A network maps each sample to cluster-assignment probabilities P. PRCut treats
@@ -51,8 +54,12 @@ class PRCut(ClusterMixin, BaseEstimator):
     Read more in the :ref:`User Guide <prcut>`, which lists the defaults that
     differ from the paper.
 
-    Needs PyTorch (``pip install "skdiffclust[torch]"``) to fit; ``predict`` and
-    ``predict_proba`` run in NumPy.
+    The network is a built-in MLP, or your own ``torch.nn.Module`` (``module``):
+    a CNN on images, a head on pretrained features.
+
+    Needs PyTorch (``pip install "skdiffclust[torch]"``) to fit. With the built-in
+    network, ``predict``, ``predict_proba`` and ``transform`` run in NumPy (a
+    fitted model loads without torch); with ``module``, they run ``module_``.
 
     Parameters
     ----------
@@ -100,6 +107,24 @@ class PRCut(ClusterMixin, BaseEstimator):
         Hidden layers of the network (GELU activations). ``()`` is a linear map
         followed by the softmax, the paper's model on pretrained representations;
         on raw features it cannot draw curved boundaries (two moons, circles).
+        Ignored when ``module`` is given.
+
+    module : torch.nn.Module, default=None
+        Your own network in place of the built-in one: any ``nn.Module`` mapping
+        a float tensor of rows of X, of shape (batch, n_features), to
+        ``n_clusters`` logits (reshaping rows to images is its job, e.g. with
+        ``nn.Unflatten``). PRCut trains a deep copy, ``module_``; the module
+        passed is never changed, and every training starts from its weights
+        (pretrained ones are kept). Its input is the rows of X as given, in the
+        dtype of its parameters (float32 unless it was converted): PRCut's
+        standardisation of the features is the built-in network's only, so scale
+        the data first (e.g. in a pipeline) or normalise inside the module.
+        Sparse rows are densified a batch at a time; with
+        ``affinity='precomputed'`` the input is the row of affinities, as for the
+        built-in network. Uninitialised (lazy) parameters, e.g. of
+        ``nn.LazyLinear``, are drawn from ``random_state`` (torch's global
+        generators are left as they were). ``None``: the built-in MLP. Read more
+        in the :ref:`User Guide <prcut_module>`.
 
     gamma : float, default=0.3
         Weight of the KL(P-bar || uniform) regulariser. Large values force
@@ -170,8 +195,9 @@ class PRCut(ClusterMixin, BaseEstimator):
         at different epochs.
 
     n_init : int, default=1
-        Number of trainings from different seeds (network and batches; the
-        initial partition is computed once); of the networks they produce (and,
+        Number of trainings from different seeds (network and batches; with
+        ``module``, batches and lazy parameters; the initial partition is
+        computed once); of the networks they produce (and,
         with ``init='spectral'``, those fitted to the initial partition before
         training), the one whose partition uses the most clusters, then has the
         lowest objective on the whole graph, is kept; an objective lower by less
@@ -187,7 +213,8 @@ class PRCut(ClusterMixin, BaseEstimator):
         Where the network is trained; ``'auto'`` picks CUDA when available. On
         CUDA the kNN graph is built there too (exact, blockwise; unless
         ``neighbors_algorithm='approximate'``) and the data, the
-        graph and the batches stay on the device. Fitted weights are NumPy arrays.
+        graph and the batches stay on the device. Fitted weights are NumPy arrays
+        (``module_`` is moved back to the CPU).
 
     n_jobs : int, default=None
         CPU threads of the neighbour search and of torch's CPU training; ``None``
@@ -210,15 +237,26 @@ class PRCut(ClusterMixin, BaseEstimator):
     n_clusters_ : int
         Number of non-empty clusters. The network's outputs of clusters that no
         training sample chose are removed (with a warning), so labels run from 0
-        to ``n_clusters_ - 1``.
+        to ``n_clusters_ - 1``; the columns of ``predict_proba`` and ``transform``
+        are these clusters.
 
     coefs_ : list of ndarray
-        Weight matrices of the network, ``coefs_[i]`` of shape
+        Weight matrices of the built-in network, ``coefs_[i]`` of shape
         (n_inputs of layer i, n_outputs of layer i); the standardisation of the
         features is folded into the first one (and into ``intercepts_[0]``).
+        Only without ``module``.
 
     intercepts_ : list of ndarray
-        Bias vectors of the network.
+        Bias vectors of the built-in network. Only without ``module``.
+
+    module_ : torch.nn.Module
+        The trained copy of ``module``, on the CPU, in evaluation mode (pickled
+        with the estimator: loading it needs torch). Only with ``module``.
+
+    module_outputs_ : ndarray of shape (`n_clusters_`,)
+        The output of ``module_`` whose logit is each cluster's: the module is
+        kept whole, and the outputs of clusters that no training sample chose are
+        left out. Only with ``module``.
 
     affinity_matrix_ : scipy.sparse.csr_matrix or ndarray of shape \
             (n_samples, n_samples)
@@ -334,6 +372,8 @@ class PRCut(ClusterMixin, BaseEstimator):
         "neighbors_algorithm": [StrOptions({"auto", "exact", "approximate"})],
         "rbf_gamma": [Interval(Real, 0, None, closed="neither"), None],
         "hidden_layer_sizes": ["array-like"],
+        # torch is imported only to fit: fit checks that it is an nn.Module
+        "module": "no_validation",
         "gamma": [Interval(Real, 0, None, closed="left")],
         "keep_components": ["boolean"],
         "momentum": [Interval(Real, 0, 1, closed="right")],
@@ -354,7 +394,7 @@ class PRCut(ClusterMixin, BaseEstimator):
 
     def __init__(self, n_clusters=8, *, affinity="nearest_neighbors", n_neighbors=10,
                  neighbors_algorithm="auto",
-                 rbf_gamma=None, hidden_layer_sizes=(64, 64), gamma=0.3,
+                 rbf_gamma=None, hidden_layer_sizes=(64, 64), module=None, gamma=0.3,
                  keep_components=True, momentum=0.8,
                  annealing=0.0, batch_size=1024, max_iter=500, learning_rate="auto", tol=1e-3,
                  n_iter_no_change="auto", n_init=1, init="spectral", device="auto",
@@ -366,6 +406,7 @@ class PRCut(ClusterMixin, BaseEstimator):
         self.neighbors_algorithm = neighbors_algorithm
         self.rbf_gamma = rbf_gamma
         self.hidden_layer_sizes = hidden_layer_sizes
+        self.module = module
         self.gamma = gamma
         self.keep_components = keep_components
         self.momentum = momentum
@@ -414,6 +455,10 @@ class PRCut(ClusterMixin, BaseEstimator):
         if not precomputed:
             check_magnitude(X)
         training, torch_utils = _import_training()
+        if self.module is not None:  # before any work: the graph may take long
+            from skdiffclust.prcut._module import check_is_module
+
+            check_is_module(self.module)
         device = torch_utils.resolve_device(self.device)
         seeds = derive_seeds(self.random_state, 2 * self.n_init + 1)
         if precomputed:
@@ -423,7 +468,7 @@ class PRCut(ClusterMixin, BaseEstimator):
             graph = self._build_graph(scaling, device)
         components = connected_component_labels(graph)
         whole = self.keep_components and components.max() + 1 >= self.n_clusters
-        _warn_on_degenerate_graph(components, scaling.identical, self.n_clusters,
+        warn_on_degenerate_graph(components, scaling.identical, self.n_clusters,
                                   self.keep_components)
         initial_labels = None
         if whole:  # zero cuts: whole components, which training could only cut
@@ -432,14 +477,18 @@ class PRCut(ClusterMixin, BaseEstimator):
             initial_labels = training.initial_partition(
                 graph, self.n_clusters, components, device=device, seed=seeds[-1],
                 n_threads=_n_threads(self.n_jobs))
-        best = self._train_networks(scaling, graph, hidden, device, seeds, initial_labels,
-                                    training, whole)
-        coefs, intercepts, curve, n_iter = best
+        weights, curve, n_iter = self._train_networks(
+            X, scaling, graph, hidden, device, seeds, initial_labels, training, whole)
         # labels_ by the exported network on X, as predict gives them
-        P = predict_probabilities(X, coefs, intercepts)
+        if self.module is None:
+            network = weights
+            labels = predict_logits(X, *weights).argmax(1)
+        else:
+            network = torch_utils.module_from_state(self.module, weights)
+            labels = _module_logits(network, X).argmax(1)
         if whole:  # the components exactly, whatever a boundary sample's network says
-            P = np.eye(self.n_clusters)[initial_labels]
-        used = np.unique(P.argmax(1))
+            labels = initial_labels
+        used = np.unique(labels)
         if used.size < self.n_clusters:
             warnings.warn(
                 f"Only {used.size} of the n_clusters={self.n_clusters} clusters are "
@@ -447,12 +496,8 @@ class PRCut(ClusterMixin, BaseEstimator):
                 "removed (n_clusters_ < n_clusters). A larger gamma favours "
                 "balanced clusters.", UserWarning, stacklevel=4,
             )
-            coefs = [*coefs[:-1], coefs[-1][:, used]]
-            intercepts = [*intercepts[:-1], intercepts[-1][used]]
-            P = P[:, used]
-        self.labels_ = P.argmax(1).astype(np.int64)
-        self.coefs_ = coefs
-        self.intercepts_ = intercepts
+        self._set_network(network, used)
+        self.labels_ = np.searchsorted(used, labels).astype(np.int64)
         self.affinity_matrix_ = graph
         self.objective_ = partition_objective(graph, self.labels_, self.n_clusters,
                                               self.gamma)
@@ -460,6 +505,20 @@ class PRCut(ClusterMixin, BaseEstimator):
         self.n_iter_ = int(n_iter)
         self.n_clusters_ = int(used.size)
         return self
+
+    def _set_network(self, network, used):
+        """Keep the network's outputs of the clusters ``used``: the built-in
+        network's other output columns are dropped; a module is kept whole, its
+        outputs mapped to the clusters (``module_outputs_``). The attributes of the
+        other kind of network, from an earlier fit, are removed."""
+        for name in ("coefs_", "intercepts_", "module_", "module_outputs_"):
+            vars(self).pop(name, None)
+        if self.module is not None:
+            self.module_, self.module_outputs_ = network, used
+            return
+        coefs, intercepts = network
+        self.coefs_ = [*coefs[:-1], coefs[-1][:, used]]
+        self.intercepts_ = [*intercepts[:-1], intercepts[-1][used]]
 
     def _build_graph(self, scaling, device=None, warn=True):
         """The kNN graph of the globally centred and scaled data (``scaling.metric``),
@@ -482,7 +541,7 @@ class PRCut(ClusterMixin, BaseEstimator):
                             algorithm=self.neighbors_algorithm, device=device,
                             n_jobs=self.n_jobs, random_state=self.random_state)
 
-    def _train_networks(self, scaling, graph, hidden, device, seeds, initial_labels,
+    def _train_networks(self, X, scaling, graph, hidden, device, seeds, initial_labels,
                         training, whole=False):
         """Train ``n_init`` networks; keep the one whose partition uses the most
         clusters, then has the lowest objective on the whole graph (with an initial
@@ -490,8 +549,13 @@ class PRCut(ClusterMixin, BaseEstimator):
         replaces the kept one only if its objective is lower by more than
         ``SELECTION_MARGIN`` (relative): near-ties are decided by the order of the
         candidates (the spectral start first), not by the data's last bits. With
-        ``whole``, only one network is fitted to ``initial_labels``, exactly."""
-        inputs = scaling.network_input()
+        ``whole``, only one network is fitted to ``initial_labels``, exactly.
+
+        Returns the kept network's weights (the built-in network's ``(coefs,
+        intercepts)`` on raw features, or the module's state as NumPy arrays), its
+        loss curve and epochs."""
+        builtin = self.module is None
+        inputs = scaling.network_input() if builtin else X
         best = None
         for init in range(1 if whole else self.n_init):
             name = "PRCut" if self.n_init == 1 else f"PRCut ({init + 1}/{self.n_init})"
@@ -504,20 +568,23 @@ class PRCut(ClusterMixin, BaseEstimator):
                 n_iter_no_change=self.n_iter_no_change, device=device,
                 init_seed=seeds[2 * init], batch_seed=seeds[2 * init + 1],
                 verbose=self.verbose, n_threads=_n_threads(self.n_jobs), name=name,
-                initial_labels=initial_labels, input_offset=scaling.offset,
+                initial_labels=initial_labels,
+                input_offset=scaling.offset if builtin else None,
                 share_inputs=isinstance(scaling, AffinityRows),
                 fit_target=0.0 if whole else training.INIT_ERROR_TARGET,
+                module=self.module,
             )
-            for (coefs, intercepts), labels in candidates:
-                _check_finite(coefs, intercepts)
+            for weights, labels in candidates:
+                _check_finite(weights)
                 objective = partition_objective(graph, labels, self.n_clusters, self.gamma)
                 # partitions using every cluster first, as asked; then the objective
                 unused = self.n_clusters - np.unique(labels).size
                 if best is None or _clearly_better((unused, objective), best[0]):
-                    best = ((unused, objective), coefs, intercepts, result.loss_curve,
-                            result.n_iter)
-        _, coefs, intercepts, *rest = best
-        return (*scaling.on_raw_features(coefs, intercepts), *rest)
+                    best = ((unused, objective), weights, result.loss_curve, result.n_iter)
+        _, weights, *rest = best
+        if builtin:
+            weights = scaling.on_raw_features(*weights)
+        return (weights, *rest)
 
     def predict_proba(self, X):
         """Cluster-assignment probabilities of new samples, from the network.
@@ -533,14 +600,49 @@ class PRCut(ClusterMixin, BaseEstimator):
         -------
         proba : ndarray of shape (n_queries, n_found_clusters)
             One column per cluster of ``labels_`` (``n_clusters_`` of them);
-            each row sums to 1.
+            each row sums to 1. In float64.
         """
+        return softmax(self._logits(self._validate_queries(X)), axis=1)
+
+    def transform(self, X):
+        """Cluster-assignment probabilities of samples, in the dtype of X.
+
+        The probabilities of :meth:`predict_proba` (one column per cluster found,
+        ``n_clusters_`` of them), as a transformer's output: float32 for float32
+        input, named by ``get_feature_names_out``, ``set_output`` applies.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_queries, n_features) or \
+                (n_queries, n_samples_fit)
+            New samples, or their affinities to the training samples if
+            ``affinity='precomputed'``.
+
+        Returns
+        -------
+        proba : ndarray of shape (n_queries, n_found_clusters)
+            Each row sums to 1.
+        """
+        X = self._validate_queries(X)
+        return softmax(self._logits(X), axis=1).astype(X.dtype, copy=False)
+
+    def _validate_queries(self, X):
         check_is_fitted(self)
         X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32],
                           accept_sparse="csr")
         if self.affinity != "precomputed":
             check_magnitude(X)
-        return predict_probabilities(X, self.coefs_, self.intercepts_)
+        return X
+
+    def _logits(self, X):
+        """The fitted network's logits of the clusters found, in float64."""
+        if hasattr(self, "module_"):
+            return _module_logits(self.module_, X)[:, self.module_outputs_]
+        return predict_logits(X, self.coefs_, self.intercepts_)
+
+    @property
+    def _n_features_out(self):
+        return self.n_clusters_
 
     def predict(self, X):
         """Most likely cluster of each new sample.
@@ -612,6 +714,7 @@ class PRCut(ClusterMixin, BaseEstimator):
         tags.input_tags.pairwise = precomputed
         tags.input_tags.sparse = True
         tags.input_tags.positive_only = precomputed
+        tags.transformer_tags.preserves_dtype = ["float64", "float32"]
         return tags
 
 
@@ -623,6 +726,17 @@ def _import_training():
         raise ImportError(
             'PRCut needs PyTorch: pip install "skdiffclust[torch]"') from error
     return _training, _torch
+
+
+def _module_logits(module, X):
+    """A module's logits of X (float64, on the CPU), all finite."""
+    _, torch_utils = _import_training()
+    logits = torch_utils.apply_in_batches(module, X, "cpu")
+    if not np.all(np.isfinite(logits)):
+        raise ValueError(
+            "The trained module gives non-finite logits (NaN or infinity) for some "
+            "rows of X; if its training diverged, lower learning_rate.")
+    return logits
 
 
 def _check_hidden_layer_sizes(hidden_layer_sizes):
@@ -645,68 +759,10 @@ def _n_threads(n_jobs):
     return max(int(n_jobs), 1)
 
 
-class FeatureScaling:
-    """How PRCut rescales features: one global scale for the kNN graph, one per
-    feature for the network.
-
-    The data are centred in float64 before any cast to the network's float32, so
-    that an offset costs no precision, and divided by one global scale (the root
-    mean squared deviation), so that the graph's metric is the data's whatever
-    their units (``metric``). The network reads each feature standardised
-    (``network_input``); sparse features are only divided by their standard
-    deviation, never densified, and their centring ``offset = mean / std`` is
-    subtracted inside the network's first layer.
-    """
-
-    def __init__(self, X):
-        self.sparse = sp.issparse(X)
-        if self.sparse:
-            # scikit-learn's mean_variance_axis needs indices and indptr alike
-            X = consistent_sparse_indices(sp.csr_matrix(X, dtype=np.float64))
-            self.mean, variance = mean_variance_axis(X, axis=0)
-            self.metric_scale = float(np.sqrt(np.mean(variance))) or 1.0
-            self.metric = X * (1.0 / self.metric_scale)
-            unit_std = np.sqrt(variance) / self.metric_scale
-        else:
-            self.metric, self.mean, self.metric_scale = center_and_scale(X)
-            unit_std = self.metric.std(axis=0)
-        self.identical = not np.any(unit_std > 0)
-        unit_std[unit_std == 0] = 1.0
-        self.unit_std = unit_std
-        self.std = unit_std * self.metric_scale  # in the units of X
-        self.offset = self.mean / self.std if self.sparse else None
-
-    def network_input(self):
-        """Features standardised per feature (the dense ``metric`` is reused in place)."""
-        if self.sparse:
-            return sp.csr_matrix(self.metric @ sp.diags(1.0 / self.unit_std))
-        self.metric /= self.unit_std
-        return self.metric
-
-    def on_raw_features(self, coefs, intercepts):
-        """Weights on raw features: ``(x - mean) / std @ A + b = x @ A' + b'``."""
-        first = coefs[0] / self.std[:, None]
-        return [first, *coefs[1:]], [intercepts[0] - self.mean @ first, *intercepts[1:]]
-
-
-class AffinityRows:
-    """The network's input with ``affinity='precomputed'``: the rows as they are."""
-
-    offset = None
-    identical = False
-
-    def __init__(self, X):
-        self.X = X
-
-    def network_input(self):
-        return self.X
-
-    def on_raw_features(self, coefs, intercepts):
-        return coefs, intercepts
-
-
-def _check_finite(coefs, intercepts):
-    if not all(np.all(np.isfinite(a)) for a in (*coefs, *intercepts)):
+def _check_finite(weights):
+    """Built-in ``(coefs, intercepts)`` or a module's state: all finite."""
+    arrays = weights.values() if isinstance(weights, dict) else [*weights[0], *weights[1]]
+    if not all(np.all(np.isfinite(a)) for a in arrays):
         raise FloatingPointError(
             "PRCut's training diverged (non-finite weights); lower learning_rate."
         )
@@ -722,30 +778,3 @@ def _clearly_better(rank, best):
     if rank[0] != best[0]:
         return rank[0] < best[0]
     return rank[1] < best[1] - SELECTION_MARGIN * abs(best[1])
-
-
-def _warn_on_degenerate_graph(components, identical, n_clusters, keep_components):
-    n_components = int(components.max()) + 1
-    if n_components == components.size:
-        warnings.warn(
-            "The affinity graph has no edge: every partition has ratio cut 0, and "
-            "only the KL term shapes the clusters.", UserWarning, stacklevel=5,
-        )
-    elif n_components > n_clusters and keep_components:
-        warnings.warn(
-            f"The affinity graph has {n_components} connected components for "
-            f"n_clusters={n_clusters}: PRCut returns whole components (ratio cut 0), "
-            "grouped into clusters of balanced sizes.", UserWarning, stacklevel=5,
-        )
-    elif n_components >= n_clusters and not keep_components:
-        warnings.warn(
-            f"The affinity graph has {n_components} connected components: any "
-            "partition keeping each component whole has ratio cut 0 (with "
-            "keep_components=False, the balance term may still cut through them).",
-            UserWarning, stacklevel=5,
-        )
-    if identical:
-        warnings.warn(
-            "All samples are identical: they all get the same cluster.",
-            UserWarning, stacklevel=5,
-        )

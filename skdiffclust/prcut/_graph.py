@@ -5,6 +5,8 @@ O(n_samples * n_neighbors), never n x n), and every training step reads the bloc
 of W between a left and a right batch straight from the CSR arrays.
 """
 
+import warnings
+
 import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
@@ -440,3 +442,33 @@ def bipartite_objective(B, labels_left, labels_right, n_clusters, gamma):
     kl = float(np.sum(shares * np.log(np.maximum(shares, pbar_floor(n_clusters))
                                       * n_clusters)))
     return bound + gamma * kl
+
+
+def warn_on_degenerate_graph(components, identical, n_clusters, keep_components):
+    """Warn when the graph's partition is decided by its components, not its cuts
+    (no edge, at least ``n_clusters`` components) or all samples are identical;
+    for ``PRCut.fit`` (the stack levels point at its caller)."""
+    n_components = int(components.max()) + 1
+    if n_components == components.size:
+        warnings.warn(
+            "The affinity graph has no edge: every partition has ratio cut 0, and "
+            "only the KL term shapes the clusters.", UserWarning, stacklevel=5,
+        )
+    elif n_components > n_clusters and keep_components:
+        warnings.warn(
+            f"The affinity graph has {n_components} connected components for "
+            f"n_clusters={n_clusters}: PRCut returns whole components (ratio cut 0), "
+            "grouped into clusters of balanced sizes.", UserWarning, stacklevel=5,
+        )
+    elif n_components >= n_clusters and not keep_components:
+        warnings.warn(
+            f"The affinity graph has {n_components} connected components: any "
+            "partition keeping each component whole has ratio cut 0 (with "
+            "keep_components=False, the balance term may still cut through them).",
+            UserWarning, stacklevel=5,
+        )
+    if identical:
+        warnings.warn(
+            "All samples are identical: they all get the same cluster.",
+            UserWarning, stacklevel=5,
+        )

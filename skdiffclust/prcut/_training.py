@@ -20,9 +20,16 @@ from torch import nn
 
 from skdiffclust._training import TrainingResult
 from skdiffclust._training._torch import PairedBatches, UniformBatches, torch_threads, train
-from skdiffclust._utils._torch import build_mlp, make_generator
+from skdiffclust._utils._torch import (
+    build_mlp,
+    make_generator,
+    module_dtype,
+    seeded_global_rng,
+    state_to_numpy,
+)
 from skdiffclust.prcut._device import HostGraph, device_graph, shared_tensor
 from skdiffclust.prcut._loss import PRCutLoss, WholeGraphBlock
+from skdiffclust.prcut._module import copy_module
 from skdiffclust.prcut._spectral import spectral_partition
 
 # hardness at the first annealing step: small enough that the uniform assignment
@@ -91,11 +98,13 @@ class FeatureBatches:
     ``share=True`` (a dense precomputed affinity, as large as n x n), a float32
     or float64 array on the CPU is shared instead, not copied: each batch is
     gathered and cast a few rows at a time, so that a step needs O(batch_size *
-    n_inputs) memory in the training precision only.
+    n_inputs) memory in the training precision only. Batches of sparse rows are
+    :class:`SparseRows` (the built-in network's format), or, with
+    ``dense_rows=True`` (a user's module), dense tensors made on the device.
     """
 
-    def __init__(self, X, device, dtype, share=False):
-        self.device, self.dtype = device, dtype
+    def __init__(self, X, device, dtype, share=False, dense_rows=False):
+        self.device, self.dtype, self.dense_rows = device, dtype, dense_rows
         self.n_samples, self.n_inputs = X.shape
         self.sparse = sp.issparse(X)
         self.shared = (share and not self.sparse and device.type == "cpu"
@@ -123,6 +132,14 @@ class FeatureBatches:
         offsets = np.cumsum(lengths) - lengths
         entries = np.repeat(starts - offsets, lengths) + np.arange(int(lengths.sum()))
         entries = torch.as_tensor(entries, device=self.device)
+        if self.dense_rows:
+            rows = torch.zeros((index.shape[0], self.n_inputs), dtype=self.dtype,
+                               device=self.device)
+            owners = torch.as_tensor(np.repeat(np.arange(index.shape[0]), lengths),
+                                     device=self.device)
+            # accumulate: a non-canonical CSR row may repeat a column
+            return rows.index_put_((owners, self.indices[entries]), self.values[entries],
+                                   accumulate=True)
         return SparseRows(self.indices[entries],
                           torch.as_tensor(offsets, device=self.device),
                           self.values[entries])
@@ -162,8 +179,10 @@ class RatioCutTask:
             self.criterion.p_bar.copy_(torch.as_tensor(initial_proportions))
         self.hardness = hardness_schedule(n_annealing_steps)
         self.n_steps = 0
+        # a user's module may keep host-side state or change shapes: never captured
         self.capturable = (n_annealing_steps == 0 and not isinstance(graph, HostGraph)
-                           and not features.sparse)
+                           and not features.sparse
+                           and isinstance(network, AssignmentNetwork))
         # batches of every sample (small data): both hold all of them, in two
         # orders, so every step reads the whole graph; the network then runs once
         # on the samples, against the whole graph read once
@@ -231,10 +250,9 @@ class PartitionTask:
     elsewhere than the partition does.
     """
 
-    capturable = True
-
     def __init__(self, network, features, labels):
         self.network, self.features, self.labels = network, features, labels
+        self.capturable = isinstance(network, AssignmentNetwork)
 
     def parameters(self):
         return self.network.parameters()
@@ -304,13 +322,76 @@ def train_prcut(X, graph, *, n_clusters, hidden_layer_sizes, batch_size, max_ite
                 learning_rate, momentum, gamma, annealing, tol, n_iter_no_change,
                 device, init_seed, batch_seed, verbose, n_threads=1, name="PRCut",
                 initial_labels=None, input_offset=None, share_inputs=False,
-                fit_target=INIT_ERROR_TARGET):
-    """Train the assignment network on the graph (algorithm 1).
+                fit_target=INIT_ERROR_TARGET, module=None):
+    """Make the network (the built-in one, or a copy of ``module``) and train it on
+    the graph (:func:`train_network`).
 
     Parameters
     ----------
     X : ndarray or sparse matrix of shape (n_samples, n_inputs)
         The network's input (features, or rows of a precomputed affinity).
+    graph : scipy.sparse.csr_matrix or ndarray of shape (n_samples, n_samples)
+        Canonical affinity graph, or a dense affinity.
+    init_seed : int
+        Seeds the built-in network's initialisation; with ``module``, torch's
+        global generators while the copy's lazy parameters are materialised and
+        while it trains (dropout), restored afterwards.
+    input_offset : ndarray, default=None
+        Subtracted from the input inside the built-in network's first layer
+        (centring sparse input).
+    share_inputs : bool, default=False
+        Read X in place on the CPU rather than converting it (see
+        :class:`FeatureBatches`); for a dense precomputed affinity.
+    module : torch.nn.Module, default=None
+        The user's network (:mod:`skdiffclust.prcut._module`), trained as a deep
+        copy in the dtype of its parameters, on dense rows of X (sparse rows are
+        densified a batch at a time). ``None``: the built-in
+        :class:`AssignmentNetwork` (``hidden_layer_sizes``), in float32.
+
+    Other parameters are those of :func:`train_network`.
+
+    Returns
+    -------
+    candidates, result
+        See :func:`train_network`; the candidates' weights are (coefs,
+        intercepts) for the built-in network, the module's ``state_dict`` as
+        NumPy arrays for a user's module.
+    """
+    device = torch.device(device)
+    if module is None:
+        network = AssignmentNetwork(X.shape[1], hidden_layer_sizes, n_clusters,
+                                    make_generator(init_seed), input_offset)
+        dtype, global_rng = torch.float32, contextlib.nullcontext()
+    else:
+        global_rng = seeded_global_rng(init_seed, device)
+    with global_rng:
+        if module is not None:
+            network = copy_module(module, X, n_clusters)
+            dtype = module_dtype(network)
+        features = FeatureBatches(X, device, dtype, share=share_inputs,
+                                  dense_rows=module is not None)
+        return train_network(
+            network.to(device), features, graph, n_clusters=n_clusters,
+            batch_size=batch_size, max_iter=max_iter, learning_rate=learning_rate,
+            momentum=momentum, gamma=gamma, annealing=annealing, tol=tol,
+            n_iter_no_change=n_iter_no_change, device=device, batch_seed=batch_seed,
+            verbose=verbose, n_threads=n_threads, name=name,
+            initial_labels=initial_labels, fit_target=fit_target)
+
+
+def train_network(network, features, graph, *, n_clusters, batch_size, max_iter,
+                  learning_rate, momentum, gamma, annealing, tol, n_iter_no_change,
+                  device, batch_seed, verbose, n_threads=1, name="PRCut",
+                  initial_labels=None, fit_target=INIT_ERROR_TARGET):
+    """Train a given network on the graph (algorithm 1), in place.
+
+    Parameters
+    ----------
+    network : torch.nn.Module
+        On ``device``: the built-in :class:`AssignmentNetwork` or a user's module,
+        mapping rows of ``features`` to ``n_clusters`` logits.
+    features : FeatureBatches
+        The network's input on ``device``, in the network's dtype.
     graph : scipy.sparse.csr_matrix or ndarray of shape (n_samples, n_samples)
         Canonical affinity graph, or a dense affinity.
     max_iter : int
@@ -322,31 +403,23 @@ def train_prcut(X, graph, *, n_clusters, hidden_layer_sizes, batch_size, max_ite
     initial_labels : ndarray of int, default=None
         A partition the network is first fitted to (:func:`fit_to_partition`);
         P-bar then starts at its proportions. ``None``:
-        the network starts from its random initialisation (the paper).
-    input_offset : ndarray, default=None
-        Subtracted from the input inside the first layer (centring sparse input).
-    share_inputs : bool, default=False
-        Read X in place on the CPU rather than converting it (see
-        :class:`FeatureBatches`); for a dense precomputed affinity.
+        the network starts from its current weights (the paper: a random
+        initialisation).
     fit_target : float, default=INIT_ERROR_TARGET
         Fraction of an epoch's samples the network fitted to ``initial_labels``
         may still assign elsewhere (0: all of them as given, within the budget).
 
     Returns
     -------
-    candidates : list of ((coefs, intercepts), labels)
-        The trained network's weights, float64 NumPy arrays (layer l maps h to
-        ``h @ coefs[l] + intercepts[l]``), with the cluster it gives each
-        training sample; preceded by those of the network fitted to the initial
-        partition, when there is one.
+    candidates : list of (weights, labels)
+        The trained network's weights as NumPy arrays (:func:`network_weights`),
+        with the cluster it gives each training sample; preceded by those of the
+        network fitted to the initial partition, when there is one.
     result : TrainingResult
         Epochs run, the objective (bound + gamma * KL) of each, convergence.
     """
-    dtype = torch.float32
-    device = torch.device(device)
-    network = AssignmentNetwork(X.shape[1], hidden_layer_sizes, n_clusters,
-                                make_generator(init_seed), input_offset).to(device)
-    features = FeatureBatches(X, device, dtype, share=share_inputs)
+    dtype = features.dtype
+    n_samples = features.n_samples
     initial_proportions, candidates = None, []
     if initial_labels is not None:
         fit_to_partition(network, features, initial_labels, batch_size=batch_size,
@@ -358,7 +431,7 @@ def train_prcut(X, graph, *, n_clusters, hidden_layer_sizes, batch_size, max_ite
                                               converged=True)
         initial_proportions = np.bincount(initial_labels, minlength=n_clusters) / len(
             initial_labels)
-    sampler = PairedBatches(X.shape[0], batch_size, make_generator(batch_seed, device),
+    sampler = PairedBatches(n_samples, batch_size, make_generator(batch_seed, device),
                             device)
     n_annealing_epochs = int(round(annealing * max_iter))
     task = RatioCutTask(
@@ -367,10 +440,10 @@ def train_prcut(X, graph, *, n_clusters, hidden_layer_sizes, batch_size, max_ite
         n_annealing_steps=n_annealing_epochs * sampler.n_batches, device=device,
         dtype=dtype, initial_proportions=initial_proportions,
     )
-    if sampler.left.batch_size == X.shape[0]:
+    if sampler.left.batch_size == n_samples:
         task.cover_every_sample(graph, device, dtype)
     network.train()
-    learning_rate = learning_rate_for(learning_rate, X.shape[0], batch_size)
+    learning_rate = learning_rate_for(learning_rate, n_samples, batch_size)
     n_iter_no_change = patience_for(n_iter_no_change, sampler.n_batches)
     result = train(task, sampler, learning_rate=learning_rate, max_iter=max_iter, tol=tol,
                    n_iter_no_change=n_iter_no_change, name=name, device=device,
@@ -378,6 +451,15 @@ def train_prcut(X, graph, *, n_clusters, hidden_layer_sizes, batch_size, max_ite
                    cooldown=cooldown_schedule(sampler.n_batches))
     candidates.append(_candidate(network, features, batch_size, device, n_threads))
     return candidates, result
+
+
+def network_weights(network):
+    """The weights of a network as NumPy arrays on the host: ``(coefs,
+    intercepts)`` of the built-in network (layer l maps h to ``h @ coefs[l] +
+    intercepts[l]``, float64), the ``state_dict`` of a user's module."""
+    if isinstance(network, AssignmentNetwork):
+        return network.weights_as_numpy()
+    return state_to_numpy(network)
 
 
 # training has settled (and may stop, once the objective has too) when an epoch
@@ -435,7 +517,7 @@ def _candidate(network, features, batch_size, device, n_threads):
             for start in range(0, features.n_samples, step)
         ])
     network.train()
-    return network.weights_as_numpy(), labels.to("cpu").numpy()
+    return network_weights(network), labels.to("cpu").numpy()
 
 
 def _threads(device, n_threads):

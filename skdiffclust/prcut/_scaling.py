@@ -1,0 +1,73 @@
+"""How PRCut's built-in network reads the data: scaled features, or affinity rows.
+
+Kept apart from the estimator (no torch): the graph is built from the scaled
+features, the built-in network reads them standardised and the standardisation
+is folded into its exported weights. A user's module (``PRCut(module=...)``) reads
+the rows of X as given instead.
+"""
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.utils.sparsefuncs import mean_variance_axis
+
+from skdiffclust._utils._validation import center_and_scale, consistent_sparse_indices
+
+
+class FeatureScaling:
+    """How PRCut rescales features: one global scale for the kNN graph, one per
+    feature for the network.
+
+    The data are centred in float64 before any cast to the network's float32, so
+    that an offset costs no precision, and divided by one global scale (the root
+    mean squared deviation), so that the graph's metric is the data's whatever
+    their units (``metric``). The network reads each feature standardised
+    (``network_input``); sparse features are only divided by their standard
+    deviation, never densified, and their centring ``offset = mean / std`` is
+    subtracted inside the network's first layer.
+    """
+
+    def __init__(self, X):
+        self.sparse = sp.issparse(X)
+        if self.sparse:
+            # scikit-learn's mean_variance_axis needs indices and indptr alike
+            X = consistent_sparse_indices(sp.csr_matrix(X, dtype=np.float64))
+            self.mean, variance = mean_variance_axis(X, axis=0)
+            self.metric_scale = float(np.sqrt(np.mean(variance))) or 1.0
+            self.metric = X * (1.0 / self.metric_scale)
+            unit_std = np.sqrt(variance) / self.metric_scale
+        else:
+            self.metric, self.mean, self.metric_scale = center_and_scale(X)
+            unit_std = self.metric.std(axis=0)
+        self.identical = not np.any(unit_std > 0)
+        unit_std[unit_std == 0] = 1.0
+        self.unit_std = unit_std
+        self.std = unit_std * self.metric_scale  # in the units of X
+        self.offset = self.mean / self.std if self.sparse else None
+
+    def network_input(self):
+        """Features standardised per feature (the dense ``metric`` is reused in place)."""
+        if self.sparse:
+            return sp.csr_matrix(self.metric @ sp.diags(1.0 / self.unit_std))
+        self.metric /= self.unit_std
+        return self.metric
+
+    def on_raw_features(self, coefs, intercepts):
+        """Weights on raw features: ``(x - mean) / std @ A + b = x @ A' + b'``."""
+        first = coefs[0] / self.std[:, None]
+        return [first, *coefs[1:]], [intercepts[0] - self.mean @ first, *intercepts[1:]]
+
+
+class AffinityRows:
+    """The network's input with ``affinity='precomputed'``: the rows as they are."""
+
+    offset = None
+    identical = False
+
+    def __init__(self, X):
+        self.X = X
+
+    def network_input(self):
+        return self.X
+
+    def on_raw_features(self, coefs, intercepts):
+        return coefs, intercepts
