@@ -88,13 +88,13 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
         beta (it found 0.1 to 3 best on the UCI sets of 7 to 18 features, and
         about 0.1 on the 64 features of digits). ``'auto'`` selects beta as the paper's
         authors do, by the silhouette of the partition: ClAM is fitted at 0.5, 1,
-        2, 4, 8 and 16 times one over the mean squared distance of the points to
+        2 and 4 times one over the mean squared distance of the points to
         their nearest initial prototype (two over it for ``metric='cosine'``, a
         sharpness fitted to the scale of the clusters), on all the points up to
         5,000 (on 2,500 drawn at random beyond, then once more on all of them),
         and the softest beta whose silhouette (on 1,000 of those points) is
         within 0.005 of the best is kept, among the fits that keep the most
-        clusters. About six fits' time on small data. A float is the paper's
+        clusters. About four fits' time on small data. A float is the paper's
         single fit at a fixed beta. ``beta_`` holds the
         value used, in the units of the input.
 
@@ -155,8 +155,15 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
         epochs (on more than 3,200 points, for about 1,000 steps), down to 1e-4
         times its initial value (the paper's schedule). ``'auto'`` is 0.05 times
         the root mean squared distance per feature of the points to their nearest
-        initial prototype: each step then moves a prototype by a fraction of its
-        cluster's spread, whatever the scale of the clusters.
+        initial prototype (each step then moves a prototype by a fraction of its
+        cluster's spread, whatever the scale of the clusters), divided by
+        ``max(s, 1/2) * sqrt(max(s, 1))`` for the sharpness s of ``beta`` (its
+        multiple of ``'auto'``'s unit): the loss steepens with beta, and steps of
+        the same length would make mini-batch training chaotic, its result
+        hanging on the data's last digits. Once training has converged, about
+        1,000 more steps (1 to 4 epochs) halve the rate at each epoch (a
+        cool-down, so that the prototypes do not end where the last mini-batches
+        put them); they count in ``n_iter_``.
 
     tol : float, default=1e-3
         Training stops when the epoch loss (summed over the restarts) has not
