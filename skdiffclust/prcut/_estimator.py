@@ -169,9 +169,9 @@ class PRCut(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Bas
         when they ran out before the objective converged.
 
     learning_rate : float or 'auto', default='auto'
-        Adam's step size. ``'auto'``: 3e-3 (when one batch holds every sample,
-        ``n_samples <= batch_size``, each step reads the whole graph, with no
-        sampling noise, and the patience is 10 steps). The paper's 1e-2 with
+        Adam's step size. ``'auto'``: 3e-3 (also when one batch holds every
+        sample, ``n_samples <= batch_size``, and each step reads the whole
+        graph, with no sampling noise). The paper's 1e-2 with
         mini-batches made the trained partition chaotic: fits on copies of the
         data that differ in their last digits disagreed on up to 15% of the
         pairs of samples. Once the stopping rule holds, about 8 more steps
@@ -188,9 +188,9 @@ class PRCut(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Bas
     n_iter_no_change : int or 'auto', default='auto'
         Patience of the stopping rule, in epochs; training also waits until an
         epoch changes the cluster of at most 0.1% of the samples. ``'auto'``:
-        the epochs of about 32 batch pairs, between 10 and 32 (10 from 3,200
-        samples on; 10 steps too when one batch holds every sample, whose
-        objective is exact): a patience of a few steps stops training on a plateau of the
+        the epochs of about 32 batch pairs, between 10 and 32 (32 epochs of one
+        step on data of at most ``batch_size`` samples, 10 from 3,200 samples
+        on): a patience of a few steps stops training on a plateau of the
         objective, where copies of the data differing in their last digits stop
         at different epochs.
 

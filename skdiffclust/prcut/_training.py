@@ -444,8 +444,7 @@ def train_network(network, features, graph, *, n_clusters, batch_size, max_iter,
         task.cover_every_sample(graph, device, dtype)
     network.train()
     learning_rate = learning_rate_for(learning_rate, n_samples, batch_size)
-    n_iter_no_change = patience_for(n_iter_no_change, sampler.n_batches,
-                                    whole_batch=sampler.left.batch_size == n_samples)
+    n_iter_no_change = patience_for(n_iter_no_change, sampler.n_batches)
     result = train(task, sampler, learning_rate=learning_rate, max_iter=max_iter, tol=tol,
                    n_iter_no_change=n_iter_no_change, name=name, device=device,
                    verbose=verbose, min_epochs=n_annealing_epochs, n_threads=n_threads,
@@ -483,13 +482,10 @@ AUTO_LEARNING_RATE, AUTO_LEARNING_RATE_WHOLE_BATCH = 3e-3, 3e-3
 PATIENCE_STEPS, PATIENCE_BOUNDS = 32, (10, 32)
 
 
-def patience_for(n_iter_no_change, n_batches, whole_batch=False):
-    """The patience in epochs (resolving 'auto'). With one batch of every sample the
-    objective is exact, not sampled: the lower bound is patience enough."""
+def patience_for(n_iter_no_change, n_batches):
+    """The patience in epochs (resolving 'auto')."""
     if n_iter_no_change != "auto":
         return int(n_iter_no_change)
-    if whole_batch:
-        return PATIENCE_BOUNDS[0]
     return int(np.clip(-(-PATIENCE_STEPS // n_batches), *PATIENCE_BOUNDS))
 
 
