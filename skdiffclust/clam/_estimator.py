@@ -18,6 +18,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 from threadpoolctl import threadpool_limits
 
+from skdiffclust._training._stream import forget_stream, keep_stream
 from skdiffclust._utils._random import derive_seeds, numpy_generator
 from skdiffclust._utils._state import keeps_state_on_failure
 from skdiffclust._utils._validation import check_magnitude
@@ -377,8 +378,7 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
             Fitted estimator.
         """
         X = self._validate_first(X)
-        for name in ("_stream", "n_steps_", "n_samples_seen_"):
-            self.__dict__.pop(name, None)
+        forget_stream(self)
         *seeds, selection_seed = derive_seeds(self.random_state, 4)
         if self.beta != "auto" or self.max_iter == 0 or not 2 <= self.n_clusters < X.shape[0]:
             return self._fit_with_sharpness(X, 1.0, seeds)
@@ -459,8 +459,7 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
         kept = stream.kept(rows, self.mask_prob, self.weighted, n_threads)
         self._set_fitted(kept, data, stream.dynamics, stream.fill, stream.score_seed,
                          X.dtype, relabel=False)
-        self.n_steps_, self.n_samples_seen_ = stream.n_steps, stream.n_samples_seen
-        self._stream = stream
+        keep_stream(self, stream)
         self._warn_empty_clusters(stacklevel=5)
         return self
 

@@ -16,6 +16,7 @@ from tqdm.auto import tqdm
 
 from skdiffclust._training import warn_not_converged
 from skdiffclust._training._progress import EpochProgress
+from skdiffclust._training._stream import forget_stream, keep_stream
 from skdiffclust._utils._random import derive_seeds
 from skdiffclust._utils._state import keeps_state_on_failure
 from skdiffclust._utils._validation import check_magnitude
@@ -370,7 +371,7 @@ default='mmd_ovo'
         self : object
         """
         X, problem, params, rng = self._setup(X)
-        self.__dict__.pop("_stream", None)
+        forget_stream(self)
         n_phases = 2 if self.alpha > 0 else 1
         with self._threads(), EpochProgress(self.verbose, "SparseGEMINI",
                                             self.max_iter * n_phases) as bar:
@@ -444,10 +445,7 @@ default='mmd_ovo'
             stream.pass_over(problem, penalty=self.alpha)
             stream.keep_best_restart(problem)
             labels = self._set_fitted(stream.params, problem, stream.curve())
-        self.n_iter_ = len(stream.objectives)
-        self.n_steps_ = stream.n_steps
-        self.n_samples_seen_ = stream.n_samples_seen
-        self._stream = stream
+        keep_stream(self, stream)
         self._warn_empty_clusters()
         self.labels_ = labels
         return self
@@ -491,7 +489,7 @@ default='mmd_ovo'
             stored as ``path_``.
         """
         X, problem, params, rng = self._setup(X)
-        self.__dict__.pop("_stream", None)
+        forget_stream(self)
         bar = tqdm(desc="SparseGEMINI path", unit="step") if self.verbose else None
         try:
             with self._threads():
