@@ -1,8 +1,6 @@
 """Learning through clustering with SpanningForestClustering(embedding=...)."""
 
 import pickle
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -13,6 +11,8 @@ from sklearn.model_selection import train_test_split
 
 from skdiffclust import SpanningForestClustering
 from skdiffclust.datasets import make_denoising
+
+from tests._torchless import run_without_torch
 
 pytestmark = pytest.mark.torch
 
@@ -181,22 +181,15 @@ def test_embedding_models_load_and_predict_without_torch(denoising, tmp_path):
     path = tmp_path / "model.pkl"
     path.write_bytes(pickle.dumps(est))
     np.save(tmp_path / "X_val.npy", X_val)
-    code = (
-        "import pickle, sys\n"
+    out = tmp_path / "out.npy"
+    done = run_without_torch(
+        "import pickle\n"
         "import numpy as np\n"
-        "class NoTorch:  # import torch now fails, as where it is not installed\n"
-        "    def find_spec(self, name, path, target=None):\n"
-        "        if name.split('.')[0] == 'torch':\n"
-        "            raise ImportError('No module named torch')\n"
-        "sys.meta_path.insert(0, NoTorch())\n"
         f"est = pickle.loads(open({str(path)!r}, 'rb').read())\n"
         f"X_val = np.load({str(tmp_path / 'X_val.npy')!r})\n"
-        "np.save(sys.argv[1], np.column_stack([est.predict(X_val), est.transform(X_val)]))\n"
-        "assert 'torch' not in sys.modules\n"
+        "np.save(sys.argv[1], np.column_stack([est.predict(X_val), est.transform(X_val)]))\n",
+        out,
     )
-    out = tmp_path / "out.npy"
-    done = subprocess.run([sys.executable, "-c", code, str(out)], capture_output=True,
-                          text=True)
     assert done.returncode == 0, done.stderr[-2000:]
     result = np.load(out)
     np.testing.assert_array_equal(result[:, 0], est.predict(X_val))

@@ -9,8 +9,6 @@ accuracy of the built-in MLP on the same graph.
 """
 
 import pickle
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -24,6 +22,8 @@ from torch import nn
 
 from skdiffclust.metrics import clustering_accuracy
 from skdiffclust.prcut import PRCut
+
+from tests._torchless import run_without_torch
 
 pytestmark = pytest.mark.torch
 
@@ -132,21 +132,15 @@ def test_a_pickled_builtin_prcut_loads_and_predicts_without_torch(blobs, tmp_pat
     path = tmp_path / "prcut.pkl"
     path.write_bytes(pickle.dumps(model))
     np.save(tmp_path / "X.npy", X)
-    code = (
-        "import pickle, sys\n"
+    done = run_without_torch(
+        "import pickle\n"
         "import numpy as np\n"
-        "class NoTorch:  # import torch now fails, as where it is not installed\n"
-        "    def find_spec(self, name, path, target=None):\n"
-        "        if name.split('.')[0] == 'torch':\n"
-        "            raise ImportError('No module named torch')\n"
-        "sys.meta_path.insert(0, NoTorch())\n"
         f"model = pickle.loads(open({str(path)!r}, 'rb').read())\n"
         f"X = np.load({str(tmp_path / 'X.npy')!r})\n"
         "print((model.predict(X) == model.labels_).all(), model.transform(X).shape)\n"
-        "assert 'torch' not in sys.modules\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True).stdout
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = done.stdout
     assert out.split() == ["True", "(150,", "3)"]
 
 
