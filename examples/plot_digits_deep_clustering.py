@@ -54,6 +54,10 @@ X = (digits.data / 16.0).astype(np.float32)
 y = digits.target
 x = torch.as_tensor(X)
 SEED = 0
+# batches of a few hundred small images: one thread is fastest (with more, torch's
+# threads spend the step waiting on each other); restored at the end
+n_threads = torch.get_num_threads()
+torch.set_num_threads(1)
 
 
 def make_cnn(seed):
@@ -197,3 +201,4 @@ for cluster, ax in enumerate(axes):
     ax.axis("off")
 fig.suptitle("PRCut(module=cnn): mean image of each cluster (and its size)")
 plt.show()
+torch.set_num_threads(n_threads)

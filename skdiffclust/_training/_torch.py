@@ -205,7 +205,7 @@ class _Stepper:
 
 def train(task, sampler, *, learning_rate, max_iter, tol, n_iter_no_change, name,
           device, verbose=False, min_epochs=0, n_threads=1, capture=None, scheduler=None,
-          warn=True, target=None, cooldown=None):
+          warn=True, target=None, cooldown=None, optimizer=None):
     """Train a task with Adam, epoch by epoch, until it converges.
 
     Parameters
@@ -234,6 +234,11 @@ def train(task, sampler, *, learning_rate, max_iter, tol, n_iter_no_change, name
     cooldown : tuple (n_epochs, factor), default=None
         Epochs once converged, Adam's step size multiplied by ``factor`` before
         each (see :class:`skdiffclust._training.Cooldown`).
+    optimizer : torch.optim.Optimizer, default=None
+        An optimiser of the task's parameters to continue (``partial_fit``: one
+        epoch over a chunk, Adam's state carried from call to call, see
+        :mod:`skdiffclust._training._stream`); its own step size is used and
+        ``learning_rate`` ignored. ``None``: a new Adam (:func:`adam`).
 
     Returns
     -------
@@ -243,8 +248,11 @@ def train(task, sampler, *, learning_rate, max_iter, tol, n_iter_no_change, name
     on_cuda = device.type == "cuda"
     if capture is None:
         capture = on_cuda and getattr(task, "capturable", False)
-    optimizer = adam(list(task.parameters()), learning_rate, capturable=bool(capture),
-                     on_cuda=on_cuda)
+    if optimizer is None:
+        optimizer = adam(list(task.parameters()), learning_rate, capturable=bool(capture),
+                         on_cuda=on_cuda)
+    else:
+        capture = False  # a given optimiser was not made capturable
     stepper = _Stepper(task, optimizer)
     lr_schedule = None if scheduler is None else scheduler(optimizer)
     state = {"epoch": 0, "captured": not capture}

@@ -96,6 +96,31 @@ def state_to_numpy(module):
             for name, value in module.state_dict().items()}
 
 
+def optimizer_state_to_numpy(optimizer):
+    """A torch optimiser's ``state_dict`` with its tensors as NumPy arrays (on the
+    host, copied): picklable, loadable without torch; :func:`optimizer_state_from_numpy`
+    gives it back."""
+    return _map_arrays(optimizer.state_dict(), torch.Tensor,
+                       lambda value: value.detach().to("cpu").numpy().copy())
+
+
+def optimizer_state_from_numpy(state):
+    """The ``state_dict`` of :func:`optimizer_state_to_numpy`, for ``load_state_dict``
+    (tensors copied from the arrays: the optimiser's updates do not write into them)."""
+    return _map_arrays(state, np.ndarray, torch.tensor)
+
+
+def _map_arrays(value, kind, convert):
+    """``value`` (nested dicts, lists, tuples) with every ``kind`` converted."""
+    if isinstance(value, kind):
+        return convert(value)
+    if isinstance(value, dict):
+        return {key: _map_arrays(item, kind, convert) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_map_arrays(item, kind, convert) for item in value)
+    return value
+
+
 def module_from_state(template, state):
     """A CPU copy of ``template`` carrying the weights ``state``."""
     module = copy.deepcopy(template).to("cpu")

@@ -109,3 +109,16 @@ def consistent_sparse_indices(X):
         return X
     return X.__class__((X.data, X.indices.astype(dtype), X.indptr.astype(dtype)),
                        shape=X.shape, copy=False)
+
+
+def check_hidden_layer_sizes(hidden_layer_sizes):
+    """``hidden_layer_sizes`` as a tuple of positive ints (``()`` allowed)."""
+    sizes = np.asarray(hidden_layer_sizes)
+    valid = sizes.ndim == 1 and (
+        sizes.size == 0 or (sizes.dtype.kind in "iu" and sizes.min() >= 1))
+    if not valid:
+        raise ValueError(
+            "hidden_layer_sizes must be a sequence of positive integers, got "
+            f"{hidden_layer_sizes!r}."
+        )
+    return tuple(int(s) for s in sizes)

@@ -18,6 +18,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 from threadpoolctl import threadpool_limits
 
+from skdiffclust._training._stream import forget_stream, keep_stream
 from skdiffclust._utils._random import derive_seeds, numpy_generator
 from skdiffclust._utils._state import keeps_state_on_failure
 from skdiffclust._utils._validation import check_magnitude
@@ -88,13 +89,13 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
         beta (it found 0.1 to 3 best on the UCI sets of 7 to 18 features, and
         about 0.1 on the 64 features of digits). ``'auto'`` selects beta as the paper's
         authors do, by the silhouette of the partition: ClAM is fitted at 0.5, 1,
-        2, 4, 8 and 16 times one over the mean squared distance of the points to
+        2 and 4 times one over the mean squared distance of the points to
         their nearest initial prototype (two over it for ``metric='cosine'``, a
         sharpness fitted to the scale of the clusters), on all the points up to
         5,000 (on 2,500 drawn at random beyond, then once more on all of them),
         and the softest beta whose silhouette (on 1,000 of those points) is
         within 0.005 of the best is kept, among the fits that keep the most
-        clusters. About six fits' time on small data. A float is the paper's
+        clusters. About four fits' time on small data. A float is the paper's
         single fit at a fixed beta. ``beta_`` holds the
         value used, in the units of the input.
 
@@ -155,8 +156,15 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
         epochs (on more than 3,200 points, for about 1,000 steps), down to 1e-4
         times its initial value (the paper's schedule). ``'auto'`` is 0.05 times
         the root mean squared distance per feature of the points to their nearest
-        initial prototype: each step then moves a prototype by a fraction of its
-        cluster's spread, whatever the scale of the clusters.
+        initial prototype (each step then moves a prototype by a fraction of its
+        cluster's spread, whatever the scale of the clusters), divided by
+        ``max(s, 1/2) * sqrt(max(s, 1))`` for the sharpness s of ``beta`` (its
+        multiple of ``'auto'``'s unit): the loss steepens with beta, and steps of
+        the same length would make mini-batch training chaotic, its result
+        hanging on the data's last digits. Once training has converged, about
+        1,000 more steps (1 to 4 epochs) halve the rate at each epoch (a
+        cool-down, so that the prototypes do not end where the last mini-batches
+        put them); they count in ``n_iter_``.
 
     tol : float, default=1e-3
         Training stops when the epoch loss (summed over the restarts) has not
@@ -370,8 +378,7 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
             Fitted estimator.
         """
         X = self._validate_first(X)
-        for name in ("_stream", "n_steps_", "n_samples_seen_"):
-            self.__dict__.pop(name, None)
+        forget_stream(self)
         *seeds, selection_seed = derive_seeds(self.random_state, 4)
         if self.beta != "auto" or self.max_iter == 0 or not 2 <= self.n_clusters < X.shape[0]:
             return self._fit_with_sharpness(X, 1.0, seeds)
@@ -452,8 +459,7 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
         kept = stream.kept(rows, self.mask_prob, self.weighted, n_threads)
         self._set_fitted(kept, data, stream.dynamics, stream.fill, stream.score_seed,
                          X.dtype, relabel=False)
-        self.n_steps_, self.n_samples_seen_ = stream.n_steps, stream.n_samples_seen
-        self._stream = stream
+        keep_stream(self, stream)
         self._warn_empty_clusters(stacklevel=5)
         return self
 

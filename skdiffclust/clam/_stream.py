@@ -10,20 +10,21 @@ from call to call. After the first pass only the restart ``fit`` would keep
 prototypes, hence the clusters, keep their numbers.
 """
 
-import copy
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 from skdiffclust._training._optim import ReduceOnPlateau
+from skdiffclust._training._stream import StreamState
 from skdiffclust.clam import _training as training
 from skdiffclust.clam._data import ScaledData
 from skdiffclust.clam._selection import best_restart, normalised_weights, unit_rows
 
 
 @dataclass
-class ClamStream:
-    """What one ``partial_fit`` call hands the next (all NumPy: it pickles)."""
+class ClamStream(StreamState):
+    """What one ``partial_fit`` call hands the next (all NumPy: it pickles); the
+    work done is counted by :class:`~skdiffclust._training._stream.StreamState`."""
 
     shift: np.ndarray
     scale: float
@@ -38,9 +39,6 @@ class ClamStream:
     budget: np.ndarray  # re-seeds left per restart
     score_seed: int
     averages: tuple = None  # the parameters averaged over the last pass (float64)
-    objectives: list = field(default_factory=list)  # each pass's mean loss
-    n_steps: int = 0
-    n_samples_seen: int = 0
 
     @classmethod
     def start(cls, data, initial, dynamics, fill, learning_rate, plateau_patience, *,
@@ -60,9 +58,6 @@ class ClamStream:
                    optimizer=optimizer, schedule=schedule,
                    rng=np.random.default_rng(seed), budget=np.full(n_restarts, k),
                    score_seed=score_seed)
-
-    def copy(self):
-        return copy.deepcopy(self)
 
     def data(self, X):
         """A chunk in the first chunk's coordinates."""
@@ -84,9 +79,8 @@ class ClamStream:
         self.schedule.holder = training._LearningRates(self.optimizer)
         self.schedule.step(float(np.sum(losses)))
         self.averages = trainer.parameters(averaged=True)
-        self.objectives.append(np.asarray(losses, dtype=np.float64))
-        self.n_steps += -(-data.n_samples // trainer.batch_size)
-        self.n_samples_seen += data.n_samples
+        self.count_pass(np.asarray(losses, dtype=np.float64),
+                        -(-data.n_samples // trainer.batch_size), data.n_samples)
 
     def keep_best_restart(self, rows, mask_prob, weighted, n_threads):
         """After the first pass: keep only the restart of lowest masked loss on the
@@ -122,6 +116,6 @@ class ClamStream:
         loss = training.evaluate_loss(
             rows, self.fill, prototypes[None], None if log_weights is None
             else log_weights[None], self.dynamics, mask_prob, self.score_seed, n_threads)
-        curve = np.asarray([values[0] for values in self.objectives])
+        curve = self.curve()
         return {"prototypes": prototypes, "weights": weights, "labels": labels,
                 "loss": float(loss[0]), "n_iter": len(self.objectives), "loss_curve": curve}

@@ -9,7 +9,6 @@ when minus the penalised GEMINI has not improved by ``tol`` (relative) for
 kernel per batch for all of them) and keeps the one with the highest GEMINI.
 """
 
-import copy
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -17,6 +16,7 @@ from sklearn.metrics import adjusted_rand_score
 
 from skdiffclust._training import run_epochs
 from skdiffclust._training._optim import Adam, SGDMomentum
+from skdiffclust._training._stream import StreamState
 from skdiffclust.gemini._data import CHUNK
 from skdiffclust.gemini._models import (
     SKIP,
@@ -137,10 +137,12 @@ def train_epochs(params, problem, *, penalty, optimizer, learning_rate, max_iter
 
 
 @dataclass
-class GeminiStream:
+class GeminiStream(StreamState):
     """The state :meth:`SparseGEMINI.partial_fit` carries from a chunk to the next:
     every restart's parameters, the optimiser, the batch generator, the re-seeder,
-    the first chunk's standardisation and geometry, and the work done."""
+    the first chunk's standardisation and geometry, and the work done
+    (:class:`~skdiffclust._training._stream.StreamState`; ``objectives`` holds
+    minus the GEMINI of each pass)."""
 
     params: dict
     optimizer: object
@@ -148,9 +150,6 @@ class GeminiStream:
     reseeder: object
     standardisation: object
     geometry: object
-    objectives: list = field(default_factory=list)  # minus the GEMINI of each pass
-    n_steps: int = 0
-    n_samples_seen: int = 0
 
     @classmethod
     def start(cls, params, problem, rng, optimizer, learning_rate, reseed):
@@ -159,9 +158,6 @@ class GeminiStream:
                    rng=rng, reseeder=EmptyClusterReseeder(problem, R, K, rng) if reseed
                    else None, standardisation=problem.standardisation,
                    geometry=problem.geometry)
-
-    def copy(self):
-        return copy.deepcopy(self)
 
     def problem(self, X, batch_size, estimator):
         """A chunk's problem, in the first chunk's standardisation and geometry."""
@@ -177,9 +173,7 @@ class GeminiStream:
             self.reseeder.problem = problem  # re-seed from this chunk's samples
         objective, n_steps = one_pass(self.params, problem, self.optimizer, self.rng,
                                       penalty=penalty, reseeder=self.reseeder)
-        self.objectives.append(objective)
-        self.n_steps += n_steps
-        self.n_samples_seen += problem.n_samples
+        self.count_pass(objective, n_steps, problem.n_samples)
 
     def keep_best_restart(self, problem):
         """After the first pass: keep only the restart ``fit`` would keep, judged on
@@ -195,9 +189,6 @@ class GeminiStream:
         if self.reseeder is not None:
             self.reseeder.budget = self.reseeder.budget[best:best + 1].copy()
         self.objectives = [values[best:best + 1] for values in self.objectives]
-
-    def curve(self):
-        return np.asarray([values[0] for values in self.objectives])
 
 
 def make_optimizer(name, params, learning_rate):

@@ -16,20 +16,22 @@ from sklearn.base import (
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from skdiffclust._training._stream import forget_stream, keep_stream
 from skdiffclust._utils._random import derive_seeds
 from skdiffclust._utils._state import keeps_state_on_failure
-from skdiffclust._utils._validation import check_magnitude
+from skdiffclust._utils._validation import check_hidden_layer_sizes, check_magnitude
 from skdiffclust.prcut._graph import (
     check_precomputed_affinity,
-    knn_affinity,
     bipartite_objective,
     connected_component_labels,
     group_components,
     partition_objective,
+    scaled_knn_graph,
     warn_on_degenerate_graph,
 )
-from skdiffclust.prcut._inference import predict_logits
+from skdiffclust.prcut._inference import module_logits, predict_logits
 from skdiffclust.prcut._scaling import AffinityRows, FeatureScaling
+from skdiffclust.prcut._stream import PRCutStream
 
 
 class PRCut(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, BaseEstimator):
@@ -169,9 +171,9 @@ class PRCut(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Bas
         when they ran out before the objective converged.
 
     learning_rate : float or 'auto', default='auto'
-        Adam's step size. ``'auto'``: 3e-3 with mini-batches, 1e-2 when one
-        batch holds every sample (``n_samples <= batch_size``: each step reads
-        the whole graph, with no sampling noise). The paper's 1e-2 with
+        Adam's step size. ``'auto'``: 3e-3 (also when one batch holds every
+        sample, ``n_samples <= batch_size``, and each step reads the whole
+        graph, with no sampling noise). The paper's 1e-2 with
         mini-batches made the trained partition chaotic: fits on copies of the
         data that differ in their last digits disagreed on up to 15% of the
         pairs of samples. Once the stopping rule holds, about 8 more steps
@@ -356,13 +358,12 @@ class PRCut(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Bas
     >>> rng = np.random.default_rng(0)
     >>> X = np.concatenate([rng.normal(0, 0.5, (30, 2)), rng.normal(2, 0.5, (30, 2))])
     >>> model = PRCut(n_clusters=2, random_state=0).fit(X)
-    >>> np.unique(model.labels_[:30]), np.unique(model.labels_[30:])  # one each
-    (array([1]), array([0]))
+    >>> model.labels_[:30].tolist() == [0] * 30, model.labels_[30:].tolist() == [1] * 30
+    (True, True)
     >>> model.predict([[0.1, 0.0], [2.1, 1.9]])
-    array([1, 0])
-    >>> model.predict_proba([[0.0, 0.0], [1.0, 1.0]]).round(1)  # sure, then unsure
-    array([[0.1, 0.9],
-           [0.5, 0.5]])
+    array([0, 1])
+    >>> model.predict_proba([[0.0, 0.0]]).round(2)
+    array([[1., 0.]])
     """
 
     _parameter_constraints: dict = {
@@ -446,8 +447,9 @@ class PRCut(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Bas
         precomputed = self.affinity == "precomputed"
         X = validate_data(self, X, accept_sparse="csr", dtype=[np.float64, np.float32],
                           ensure_min_samples=2)
+        forget_stream(self)
         n_samples = X.shape[0]
-        hidden = _check_hidden_layer_sizes(self.hidden_layer_sizes)
+        check_hidden_layer_sizes(self.hidden_layer_sizes)  # before any work
         if self.n_clusters > n_samples:
             raise ValueError(
                 f"n_clusters={self.n_clusters} must be <= n_samples={n_samples}."
@@ -455,46 +457,175 @@ class PRCut(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Bas
         if not precomputed:
             check_magnitude(X)
         training, torch_utils = _import_training()
+        device = torch_utils.resolve_device(self.device)
+        seeds, scaling, graph, initial_labels, whole = self._start(
+            X, device, training, 2 * self.n_init + 1)
+        weights, curve = training.train_and_keep_best(
+            self._network_input(X, scaling), graph, **self._training_settings(scaling),
+            n_init=self.n_init, seeds=seeds, initial_labels=initial_labels, whole=whole,
+            max_iter=self.max_iter, annealing=self.annealing, tol=self.tol,
+            n_iter_no_change=self.n_iter_no_change, device=device, verbose=self.verbose,
+            n_threads=_n_threads(self.n_jobs), share_inputs=isinstance(scaling, AffinityRows))
+        if self.module is None:
+            weights = scaling.on_raw_features(*weights)
+        network, labels = self._exported(weights, X, torch_utils)
+        if whole:  # the components exactly, whatever a boundary sample's network says
+            labels = initial_labels
+        self._set_fitted(network, labels, graph, curve)
+        return self
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    @keeps_state_on_failure
+    def partial_fit(self, X, y=None):
+        """One pass over a chunk of the data, continuing the previous calls' training.
+
+        The first call (or the first after :meth:`fit`) starts from its chunk as
+        ``fit`` does (initial partition, ``n_init`` networks fitted to it, each
+        trained for one pass, the one ``fit`` would keep going on) and freezes the
+        centring and scales of its features: later chunks are seen in the first
+        chunk's units, for the kNN metric and the network's input alike (feed a
+        representative first chunk, e.g. shuffled data). Each call builds its
+        chunk's own kNN graph (no edge joins two chunks) and makes one pass of
+        ``max(n_chunk // batch_size, 1)`` batch pairs over it, continuing the
+        network (``module``'s too), Adam's moments and step counts, the moving
+        average P-bar and the ``annealing`` schedule (over ``annealing *
+        max_iter`` passes of the first chunk's size), at the step size
+        ``learning_rate`` gives the first chunk; the stream, not ``max_iter``,
+        ``tol`` and ``n_iter_no_change``, decides how long training lasts.
+        Training runs on the CPU, whatever ``device``.
+
+        After every call the fitted attributes are those of ``fit`` for the last
+        chunk (``labels_``, as :meth:`predict` gives them, ``objective_`` and
+        ``affinity_matrix_`` are the chunk's; clusters the chunk leaves empty are
+        left out, with a warning, but kept in the stream), ``n_iter_`` counts the
+        calls, ``loss_curve_`` holds each pass's mean batch objective,
+        ``n_steps_`` the training steps (not those of the fit to the initial
+        partition) and ``n_samples_seen_`` the samples. A call that fails leaves
+        the estimator as it was; the stream's state is NumPy (it pickles), and
+        the same ``random_state`` and chunks give the same results.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            A chunk of the training samples (at least 2; the first chunk at least
+            ``n_clusters``). ``affinity='precomputed'`` is not supported.
+
+        y : Ignored
+            Not used, present for API consistency by convention.
+
+        Returns
+        -------
+        self : object
+            Fitted estimator.
+        """
+        if self.affinity == "precomputed":
+            raise ValueError(
+                "partial_fit needs features: with affinity='precomputed' the network's "
+                "input is a row of affinities to the training samples, which a stream "
+                "does not keep. Use fit.")
+        stream = getattr(self, "_stream", None)
+        X = validate_data(self, X, accept_sparse="csr", dtype=[np.float64, np.float32],
+                          ensure_min_samples=2, reset=stream is None)
+        if stream is None and X.shape[0] < self.n_clusters:
+            raise ValueError(
+                f"The first chunk of partial_fit needs at least n_clusters="
+                f"{self.n_clusters} samples, got {X.shape[0]}.")
+        check_magnitude(X)
+        check_hidden_layer_sizes(self.hidden_layer_sizes)
+        training, torch_utils = _import_training()
+        cpu = torch_utils.resolve_device("cpu")
+        n_threads = _n_threads(self.n_jobs)
+        if stream is None:
+            seeds, scaling, graph, initial_labels, whole = self._start(
+                X, cpu, training, 2 * self.n_init + 2)
+            stream, weights = PRCutStream.start(
+                self._network_input(X, scaling), graph, initial_labels, scaling=scaling,
+                settings=self._stream_settings(scaling), stream_seed=seeds[-1],
+                seeds=[seeds[2 * i:2 * i + 2] for i in range(self.n_init)],
+                fit_target=0.0 if whole else training.INIT_ERROR_TARGET,
+                n_threads=n_threads)
+        else:
+            scaling = stream.scaling.applied_to(X)
+            graph = self._build_graph(scaling, cpu)
+            stream = stream.copy()  # a failed call leaves the estimator as it was
+            weights = stream.pass_over(self._network_input(X, scaling), graph,
+                                       settings=self._stream_settings(scaling),
+                                       n_threads=n_threads)
+        if self.module is None:
+            weights = scaling.on_raw_features(*weights)
+        network, labels = self._exported(weights, X, torch_utils)
+        self._set_fitted(network, labels, graph, stream.curve())
+        keep_stream(self, stream)
+        return self
+
+    def _training_settings(self, scaling):
+        """The arguments of the training (``fit``'s and ``partial_fit``'s) that
+        come from the parameters, and the centring of sparse features."""
+        return dict(
+            n_clusters=self.n_clusters,
+            hidden_layer_sizes=check_hidden_layer_sizes(self.hidden_layer_sizes),
+            batch_size=self.batch_size, momentum=self.momentum, gamma=self.gamma,
+            learning_rate=self.learning_rate, module=self.module,
+            input_offset=scaling.offset if self.module is None else None)
+
+    def _stream_settings(self, scaling):
+        """Those of ``partial_fit``'s passes: annealing over passes, not epochs."""
+        return dict(self._training_settings(scaling),
+                    annealing_epochs=int(round(self.annealing * self.max_iter)))
+
+    def _network_input(self, X, scaling):
+        """The network's input: the scaled features (built-in network; their
+        centring, when sparse, is ``input_offset``) or the rows of X (``module``)."""
+        return scaling.network_input() if self.module is None else X
+
+    def _start(self, X, device, training, n_seeds):
+        """What ``fit`` and ``partial_fit``'s first call start from: ``n_seeds``
+        seeds (the spectral start's is ``seeds[2 * n_init]``), how the network reads
+        X (``scaling``), the graph, the initial partition (``None`` for
+        ``init='random'``) and whether it is the graph's whole components
+        (``keep_components``); warns about a degenerate graph."""
         if self.module is not None:  # before any work: the graph may take long
             from skdiffclust.prcut._module import check_is_module
 
             check_is_module(self.module)
-        device = torch_utils.resolve_device(self.device)
-        seeds = derive_seeds(self.random_state, 2 * self.n_init + 1)
-        if precomputed:
+        seeds = derive_seeds(self.random_state, n_seeds)
+        if self.affinity == "precomputed":
             graph, scaling = check_precomputed_affinity(X), AffinityRows(X)
         else:
             scaling = FeatureScaling(X)
-            graph = self._build_graph(scaling, device)
+            graph = self._build_graph(scaling, device, stacklevel=6)
         components = connected_component_labels(graph)
-        whole = self.keep_components and components.max() + 1 >= self.n_clusters
+        whole = bool(self.keep_components and components.max() + 1 >= self.n_clusters)
         warn_on_degenerate_graph(components, scaling.identical, self.n_clusters,
-                                  self.keep_components)
+                                 self.keep_components, stacklevel=6)
         initial_labels = None
         if whole:  # zero cuts: whole components, which training could only cut
             initial_labels = group_components(components, self.n_clusters)
         elif self.init == "spectral":
             initial_labels = training.initial_partition(
-                graph, self.n_clusters, components, device=device, seed=seeds[-1],
-                n_threads=_n_threads(self.n_jobs))
-        weights, curve, n_iter = self._train_networks(
-            X, scaling, graph, hidden, device, seeds, initial_labels, training, whole)
-        # labels_ by the exported network on X, as predict gives them
+                graph, self.n_clusters, components, device=device,
+                seed=seeds[2 * self.n_init], n_threads=_n_threads(self.n_jobs))
+        return seeds, scaling, graph, initial_labels, whole
+
+    def _exported(self, weights, X, torch_utils):
+        """The fitted network from exported weights (the built-in network's, on raw
+        features, or the module's state) and its labels of X, as ``predict``
+        gives them."""
         if self.module is None:
-            network = weights
-            labels = predict_logits(X, *weights).argmax(1)
-        else:
-            network = torch_utils.module_from_state(self.module, weights)
-            labels = _module_logits(network, X).argmax(1)
-        if whole:  # the components exactly, whatever a boundary sample's network says
-            labels = initial_labels
+            return weights, predict_logits(X, *weights).argmax(1)
+        network = torch_utils.module_from_state(self.module, weights)
+        return network, module_logits(network, X).argmax(1)
+
+    def _set_fitted(self, network, labels, graph, curve):
+        """The fitted attributes, for ``labels`` of the samples of ``graph``;
+        clusters no sample chose are left out, with a warning."""
         used = np.unique(labels)
         if used.size < self.n_clusters:
             warnings.warn(
                 f"Only {used.size} of the n_clusters={self.n_clusters} clusters are "
                 "the most likely cluster of some training sample; the others are "
                 "removed (n_clusters_ < n_clusters). A larger gamma favours "
-                "balanced clusters.", UserWarning, stacklevel=4,
+                "balanced clusters.", UserWarning, stacklevel=5,
             )
         self._set_network(network, used)
         self.labels_ = np.searchsorted(used, labels).astype(np.int64)
@@ -502,9 +633,8 @@ class PRCut(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Bas
         self.objective_ = partition_objective(graph, self.labels_, self.n_clusters,
                                               self.gamma)
         self.loss_curve_ = curve
-        self.n_iter_ = int(n_iter)
+        self.n_iter_ = int(curve.shape[0])
         self.n_clusters_ = int(used.size)
-        return self
 
     def _set_network(self, network, used):
         """Keep the network's outputs of the clusters ``used``: the built-in
@@ -520,71 +650,13 @@ class PRCut(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Bas
         self.coefs_ = [*coefs[:-1], coefs[-1][:, used]]
         self.intercepts_ = [*intercepts[:-1], intercepts[-1][used]]
 
-    def _build_graph(self, scaling, device=None, warn=True):
-        """The kNN graph of the globally centred and scaled data (``scaling.metric``),
-        searched as ``neighbors_algorithm`` says (exact on ``device`` when it is
-        CUDA, see :func:`skdiffclust._neighbors.kneighbors`)."""
-        Z = scaling.metric
-        n_neighbors = self.n_neighbors
-        if n_neighbors >= Z.shape[0] and warn:
-            warnings.warn(
-                f"n_neighbors={n_neighbors} >= n_samples={Z.shape[0]}; using "
-                f"n_neighbors={Z.shape[0] - 1} (every other sample).",
-                UserWarning, stacklevel=5,
-            )
-        n_neighbors = min(n_neighbors, Z.shape[0] - 1)
-        kernel = "connectivity" if self.affinity == "nearest_neighbors" else "rbf"
-        # rbf_gamma is in the units of X; the distances are in those of Z
-        rbf_gamma = (None if self.rbf_gamma is None
-                     else self.rbf_gamma * scaling.metric_scale ** 2)
-        return knn_affinity(Z, n_neighbors, kernel=kernel, rbf_gamma=rbf_gamma,
-                            algorithm=self.neighbors_algorithm, device=device,
-                            n_jobs=self.n_jobs, random_state=self.random_state)
-
-    def _train_networks(self, X, scaling, graph, hidden, device, seeds, initial_labels,
-                        training, whole=False):
-        """Train ``n_init`` networks; keep the one whose partition uses the most
-        clusters, then has the lowest objective on the whole graph (with an initial
-        partition, the network fitted to it competes too). A later candidate
-        replaces the kept one only if its objective is lower by more than
-        ``SELECTION_MARGIN`` (relative): near-ties are decided by the order of the
-        candidates (the spectral start first), not by the data's last bits. With
-        ``whole``, only one network is fitted to ``initial_labels``, exactly.
-
-        Returns the kept network's weights (the built-in network's ``(coefs,
-        intercepts)`` on raw features, or the module's state as NumPy arrays), its
-        loss curve and epochs."""
-        builtin = self.module is None
-        inputs = scaling.network_input() if builtin else X
-        best = None
-        for init in range(1 if whole else self.n_init):
-            name = "PRCut" if self.n_init == 1 else f"PRCut ({init + 1}/{self.n_init})"
-            candidates, result = training.train_prcut(
-                inputs, graph, n_clusters=self.n_clusters,
-                hidden_layer_sizes=hidden, batch_size=self.batch_size,
-                max_iter=0 if whole else self.max_iter, learning_rate=self.learning_rate,
-                momentum=self.momentum, gamma=self.gamma,
-                annealing=self.annealing, tol=self.tol,
-                n_iter_no_change=self.n_iter_no_change, device=device,
-                init_seed=seeds[2 * init], batch_seed=seeds[2 * init + 1],
-                verbose=self.verbose, n_threads=_n_threads(self.n_jobs), name=name,
-                initial_labels=initial_labels,
-                input_offset=scaling.offset if builtin else None,
-                share_inputs=isinstance(scaling, AffinityRows),
-                fit_target=0.0 if whole else training.INIT_ERROR_TARGET,
-                module=self.module,
-            )
-            for weights, labels in candidates:
-                _check_finite(weights)
-                objective = partition_objective(graph, labels, self.n_clusters, self.gamma)
-                # partitions using every cluster first, as asked; then the objective
-                unused = self.n_clusters - np.unique(labels).size
-                if best is None or _clearly_better((unused, objective), best[0]):
-                    best = ((unused, objective), weights, result.loss_curve, result.n_iter)
-        _, weights, *rest = best
-        if builtin:
-            weights = scaling.on_raw_features(*weights)
-        return (weights, *rest)
+    def _build_graph(self, scaling, device=None, warn=True, stacklevel=5):
+        """The kNN graph of the scaled features (:func:`scaled_knn_graph`)."""
+        return scaled_knn_graph(
+            scaling, n_neighbors=self.n_neighbors, affinity=self.affinity,
+            rbf_gamma=self.rbf_gamma, algorithm=self.neighbors_algorithm, device=device,
+            n_jobs=self.n_jobs, random_state=self.random_state, warn=warn,
+            stacklevel=stacklevel + 1)
 
     def predict_proba(self, X):
         """Cluster-assignment probabilities of new samples, from the network.
@@ -637,7 +709,7 @@ class PRCut(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Bas
     def _logits(self, X):
         """The fitted network's logits of the clusters found, in float64."""
         if hasattr(self, "module_"):
-            return _module_logits(self.module_, X)[:, self.module_outputs_]
+            return module_logits(self.module_, X)[:, self.module_outputs_]
         return predict_logits(X, self.coefs_, self.intercepts_)
 
     @property
@@ -728,53 +800,9 @@ def _import_training():
     return _training, _torch
 
 
-def _module_logits(module, X):
-    """A module's logits of X (float64, on the CPU), all finite."""
-    _, torch_utils = _import_training()
-    logits = torch_utils.apply_in_batches(module, X, "cpu")
-    if not np.all(np.isfinite(logits)):
-        raise ValueError(
-            "The trained module gives non-finite logits (NaN or infinity) for some "
-            "rows of X; if its training diverged, lower learning_rate.")
-    return logits
-
-
-def _check_hidden_layer_sizes(hidden_layer_sizes):
-    sizes = np.asarray(hidden_layer_sizes)
-    valid = sizes.ndim == 1 and (
-        sizes.size == 0 or (sizes.dtype.kind in "iu" and sizes.min() >= 1))
-    if not valid:
-        raise ValueError(
-            "hidden_layer_sizes must be a sequence of positive integers, got "
-            f"{hidden_layer_sizes!r}."
-        )
-    return tuple(int(s) for s in sizes)
-
-
 def _n_threads(n_jobs):
     if n_jobs is None:
         return 1
     if n_jobs < 0:
         return max((os.cpu_count() or 1) + 1 + n_jobs, 1)
     return max(int(n_jobs), 1)
-
-
-def _check_finite(weights):
-    """Built-in ``(coefs, intercepts)`` or a module's state: all finite."""
-    arrays = weights.values() if isinstance(weights, dict) else [*weights[0], *weights[1]]
-    if not all(np.all(np.isfinite(a)) for a in arrays):
-        raise FloatingPointError(
-            "PRCut's training diverged (non-finite weights); lower learning_rate."
-        )
-
-
-# a candidate network replaces the kept one when its objective is lower by more than
-# this fraction
-SELECTION_MARGIN = 1e-3
-
-
-def _clearly_better(rank, best):
-    """Whether ``(unused clusters, objective)`` beats ``best`` beyond the margin."""
-    if rank[0] != best[0]:
-        return rank[0] < best[0]
-    return rank[1] < best[1] - SELECTION_MARGIN * abs(best[1])

@@ -72,6 +72,30 @@ def knn_affinity(X, n_neighbors, *, kernel="connectivity", rbf_gamma=None,
     return affinity_from_neighbors(distances, neighbors, kernel=kernel, rbf_gamma=rbf_gamma)
 
 
+def scaled_knn_graph(scaling, *, n_neighbors, affinity, rbf_gamma, algorithm, device,
+                     n_jobs, random_state, warn=True, stacklevel=2):
+    """PRCut's graph of features: :func:`knn_affinity` of the globally centred and
+    scaled data (``scaling.metric``, see ``_scaling.FeatureScaling``), with
+    ``rbf_gamma`` given in the units of X. ``n_neighbors`` is clipped to
+    ``n_samples - 1``, with a warning when ``warn`` (``stacklevel`` above the
+    caller)."""
+    Z = scaling.metric
+    if n_neighbors >= Z.shape[0] and warn:
+        warnings.warn(
+            f"n_neighbors={n_neighbors} >= n_samples={Z.shape[0]}; using "
+            f"n_neighbors={Z.shape[0] - 1} (every other sample).",
+            UserWarning, stacklevel=stacklevel,
+        )
+    n_neighbors = min(n_neighbors, Z.shape[0] - 1)
+    kernel = "connectivity" if affinity == "nearest_neighbors" else "rbf"
+    # rbf_gamma is in the units of X; the distances are in those of Z
+    if rbf_gamma is not None:
+        rbf_gamma = rbf_gamma * scaling.metric_scale ** 2
+    return knn_affinity(Z, n_neighbors, kernel=kernel, rbf_gamma=rbf_gamma,
+                        algorithm=algorithm, device=device, n_jobs=n_jobs,
+                        random_state=random_state)
+
+
 def affinity_from_neighbors(distances, neighbors, *, kernel="connectivity", rbf_gamma=None):
     """The symmetric affinity W of :func:`knn_affinity` from a neighbour search.
 
@@ -444,31 +468,32 @@ def bipartite_objective(B, labels_left, labels_right, n_clusters, gamma):
     return bound + gamma * kl
 
 
-def warn_on_degenerate_graph(components, identical, n_clusters, keep_components):
+def warn_on_degenerate_graph(components, identical, n_clusters, keep_components,
+                             stacklevel=5):
     """Warn when the graph's partition is decided by its components, not its cuts
     (no edge, at least ``n_clusters`` components) or all samples are identical;
-    for ``PRCut.fit`` (the stack levels point at its caller)."""
+    for ``PRCut.fit`` (``stacklevel`` points at its caller)."""
     n_components = int(components.max()) + 1
     if n_components == components.size:
         warnings.warn(
             "The affinity graph has no edge: every partition has ratio cut 0, and "
-            "only the KL term shapes the clusters.", UserWarning, stacklevel=5,
+            "only the KL term shapes the clusters.", UserWarning, stacklevel=stacklevel,
         )
     elif n_components > n_clusters and keep_components:
         warnings.warn(
             f"The affinity graph has {n_components} connected components for "
             f"n_clusters={n_clusters}: PRCut returns whole components (ratio cut 0), "
-            "grouped into clusters of balanced sizes.", UserWarning, stacklevel=5,
+            "grouped into clusters of balanced sizes.", UserWarning, stacklevel=stacklevel,
         )
     elif n_components >= n_clusters and not keep_components:
         warnings.warn(
             f"The affinity graph has {n_components} connected components: any "
             "partition keeping each component whole has ratio cut 0 (with "
             "keep_components=False, the balance term may still cut through them).",
-            UserWarning, stacklevel=5,
+            UserWarning, stacklevel=stacklevel,
         )
     if identical:
         warnings.warn(
             "All samples are identical: they all get the same cluster.",
-            UserWarning, stacklevel=5,
+            UserWarning, stacklevel=stacklevel,
         )

@@ -6,6 +6,8 @@ is folded into its exported weights. A user's module (``PRCut(module=...)``) rea
 the rows of X as given instead.
 """
 
+import copy
+
 import numpy as np
 import scipy.sparse as sp
 from sklearn.utils.sparsefuncs import mean_variance_axis
@@ -44,9 +46,34 @@ class FeatureScaling:
         self.std = unit_std * self.metric_scale  # in the units of X
         self.offset = self.mean / self.std if self.sparse else None
 
+    def applied_to(self, X):
+        """This scaling (the mean and scales of the data it was made from) applied
+        to other data X, whose own are not computed: ``partial_fit``'s later
+        chunks are seen in the first chunk's units.
+
+        Sparse scaling centres nothing (the network's first layer does); a dense
+        chunk is then divided only, and a sparse chunk under dense scaling is
+        densified (a chunk at a time).
+        """
+        scaling = copy.copy(self)
+        if self.sparse and sp.issparse(X):
+            X = consistent_sparse_indices(sp.csr_matrix(X, dtype=np.float64))
+            scaling.metric = X * (1.0 / self.metric_scale)
+            return scaling
+        X = np.asarray(X.toarray() if sp.issparse(X) else X, dtype=np.float64)
+        centre = 0.0 if self.sparse else self.mean
+        scaling.metric = (X - centre) / self.metric_scale
+        return scaling
+
+    def without_data(self):
+        """The scaling without the scaled data (``metric``): what a stream keeps."""
+        scaling = copy.copy(self)
+        scaling.metric = None
+        return scaling
+
     def network_input(self):
         """Features standardised per feature (the dense ``metric`` is reused in place)."""
-        if self.sparse:
+        if sp.issparse(self.metric):
             return sp.csr_matrix(self.metric @ sp.diags(1.0 / self.unit_std))
         self.metric /= self.unit_std
         return self.metric

@@ -12,6 +12,7 @@ training starts from the partition spectral clustering finds, as network weights
 """
 
 import contextlib
+from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
@@ -19,17 +20,27 @@ import torch
 from torch import nn
 
 from skdiffclust._training import TrainingResult
-from skdiffclust._training._torch import PairedBatches, UniformBatches, torch_threads, train
+from skdiffclust._training._torch import (
+    PairedBatches,
+    UniformBatches,
+    adam,
+    torch_threads,
+    train,
+)
 from skdiffclust._utils._torch import (
     build_mlp,
     make_generator,
     module_dtype,
+    module_from_state,
+    optimizer_state_from_numpy,
+    optimizer_state_to_numpy,
     seeded_global_rng,
     state_to_numpy,
 )
 from skdiffclust.prcut._device import HostGraph, device_graph, shared_tensor
 from skdiffclust.prcut._loss import PRCutLoss, WholeGraphBlock
 from skdiffclust.prcut._module import copy_module
+from skdiffclust.prcut._selection import keep_best
 from skdiffclust.prcut._spectral import spectral_partition
 
 # hardness at the first annealing step: small enough that the uniform assignment
@@ -358,16 +369,11 @@ def train_prcut(X, graph, *, n_clusters, hidden_layer_sizes, batch_size, max_ite
         NumPy arrays for a user's module.
     """
     device = torch.device(device)
-    if module is None:
-        network = AssignmentNetwork(X.shape[1], hidden_layer_sizes, n_clusters,
-                                    make_generator(init_seed), input_offset)
-        dtype, global_rng = torch.float32, contextlib.nullcontext()
-    else:
-        global_rng = seeded_global_rng(init_seed, device)
-    with global_rng:
-        if module is not None:
-            network = copy_module(module, X, n_clusters)
-            dtype = module_dtype(network)
+    with _global_rng(module, init_seed, device):
+        network = new_network(X, n_clusters=n_clusters,
+                              hidden_layer_sizes=hidden_layer_sizes, init_seed=init_seed,
+                              input_offset=input_offset, module=module)
+        dtype = module_dtype(network)
         features = FeatureBatches(X, device, dtype, share=share_inputs,
                                   dense_rows=module is not None)
         return train_network(
@@ -377,6 +383,33 @@ def train_prcut(X, graph, *, n_clusters, hidden_layer_sizes, batch_size, max_ite
             n_iter_no_change=n_iter_no_change, device=device, batch_seed=batch_seed,
             verbose=verbose, n_threads=n_threads, name=name,
             initial_labels=initial_labels, fit_target=fit_target)
+
+
+def train_and_keep_best(X, graph, *, n_init, seeds, initial_labels, whole, max_iter,
+                        gamma, n_clusters, **kwargs):
+    """``fit``'s training: ``n_init`` networks (:func:`train_prcut`, the i-th from
+    the seeds ``seeds[2 i]`` and ``seeds[2 i + 1]``), of which the one
+    :func:`~skdiffclust.prcut._selection.keep_best` keeps: the one whose partition
+    uses the most clusters, then has the lowest objective on the whole graph
+    (with an initial partition, the network fitted to it competes too). With
+    ``whole`` (``initial_labels`` are the graph's components), one network is
+    fitted to them exactly, and not trained. ``kwargs`` are the other arguments
+    of :func:`train_prcut`.
+
+    Returns the kept network's weights (:func:`network_weights`) and loss curve.
+    """
+    def candidates():
+        for init in range(1 if whole else n_init):
+            found, result = train_prcut(
+                X, graph, n_clusters=n_clusters, gamma=gamma,
+                max_iter=0 if whole else max_iter, init_seed=seeds[2 * init],
+                batch_seed=seeds[2 * init + 1], initial_labels=initial_labels,
+                name="PRCut" if n_init == 1 else f"PRCut ({init + 1}/{n_init})",
+                fit_target=0.0 if whole else INIT_ERROR_TARGET, **kwargs)
+            for weights, labels in found:
+                yield weights, labels, result.loss_curve
+
+    return keep_best(candidates(), graph, n_clusters, gamma)
 
 
 def train_network(network, features, graph, *, n_clusters, batch_size, max_iter,
@@ -418,7 +451,6 @@ def train_network(network, features, graph, *, n_clusters, batch_size, max_iter,
     result : TrainingResult
         Epochs run, the objective (bound + gamma * KL) of each, convergence.
     """
-    dtype = features.dtype
     n_samples = features.n_samples
     initial_proportions, candidates = None, []
     if initial_labels is not None:
@@ -434,14 +466,10 @@ def train_network(network, features, graph, *, n_clusters, batch_size, max_iter,
     sampler = PairedBatches(n_samples, batch_size, make_generator(batch_seed, device),
                             device)
     n_annealing_epochs = int(round(annealing * max_iter))
-    task = RatioCutTask(
-        network, features, device_graph(graph, device, dtype),
-        n_clusters=n_clusters, momentum=momentum, gamma=gamma,
-        n_annealing_steps=n_annealing_epochs * sampler.n_batches, device=device,
-        dtype=dtype, initial_proportions=initial_proportions,
-    )
-    if sampler.left.batch_size == n_samples:
-        task.cover_every_sample(graph, device, dtype)
+    task = ratio_cut_task(
+        network, features, graph, sampler, n_clusters=n_clusters, momentum=momentum,
+        gamma=gamma, n_annealing_steps=n_annealing_epochs * sampler.n_batches,
+        device=device, initial_proportions=initial_proportions)
     network.train()
     learning_rate = learning_rate_for(learning_rate, n_samples, batch_size)
     n_iter_no_change = patience_for(n_iter_no_change, sampler.n_batches)
@@ -451,6 +479,131 @@ def train_network(network, features, graph, *, n_clusters, batch_size, max_iter,
                    cooldown=cooldown_schedule(sampler.n_batches))
     candidates.append(_candidate(network, features, batch_size, device, n_threads))
     return candidates, result
+
+
+def ratio_cut_task(network, features, graph, sampler, *, n_clusters, momentum, gamma,
+                   n_annealing_steps, device, initial_proportions=None):
+    """The :class:`RatioCutTask` of a network on the graph, for the batch pairs of
+    ``sampler``; when its batches hold every sample, each step reads the whole
+    graph (small data)."""
+    dtype = features.dtype
+    task = RatioCutTask(
+        network, features, device_graph(graph, device, dtype), n_clusters=n_clusters,
+        momentum=momentum, gamma=gamma, n_annealing_steps=n_annealing_steps,
+        device=device, dtype=dtype, initial_proportions=initial_proportions)
+    if sampler.left.batch_size == features.n_samples:
+        task.cover_every_sample(graph, device, dtype)
+    return task
+
+
+def new_network(X, *, n_clusters, hidden_layer_sizes, init_seed, input_offset=None,
+                module=None):
+    """The built-in :class:`AssignmentNetwork` drawn from ``init_seed``, or a copy of
+    ``module`` (its lazy parameters drawn from torch's global generator: call it
+    under :func:`_global_rng`)."""
+    if module is None:
+        return AssignmentNetwork(X.shape[1], hidden_layer_sizes, n_clusters,
+                                 make_generator(init_seed), input_offset)
+    return copy_module(module, X, n_clusters)
+
+
+def restored_network(state, n_inputs, *, n_clusters, hidden_layer_sizes,
+                     input_offset=None, module=None):
+    """The network whose ``state_dict`` (NumPy arrays) a stream carries: the built-in
+    one, or a CPU copy of ``module``, in training mode."""
+    if module is not None:
+        return module_from_state(module, state).train()
+    network = AssignmentNetwork(n_inputs, hidden_layer_sizes, n_clusters,
+                                make_generator(0), input_offset)
+    network.load_state_dict({name: torch.as_tensor(value) for name, value in state.items()})
+    return network
+
+
+def _global_rng(module, seed, device):
+    """torch's global generators seeded from ``seed`` while a user's module is made
+    and trained (lazy parameters, dropout); the built-in network uses none."""
+    if module is None:
+        return contextlib.nullcontext()
+    return seeded_global_rng(seed, device)
+
+
+@dataclass
+class StreamPass:
+    """What one pass of ``partial_fit`` over a chunk hands back, all NumPy: the
+    network's ``state_dict``, Adam's state and P-bar to continue from, the pass's
+    mean objective and steps, the network's exported weights
+    (:func:`network_weights`) and the cluster it gives each sample of the chunk."""
+
+    state: dict
+    optimizer: dict
+    p_bar: np.ndarray
+    objective: float
+    n_steps: int
+    weights: object
+    labels: np.ndarray
+
+
+def stream_pass(X, graph, *, n_clusters, hidden_layer_sizes, batch_size, learning_rate,
+                momentum, gamma, n_annealing_steps, steps_done, init_seed, batch_seed,
+                n_threads=1, state=None, optimizer_state=None, p_bar=None,
+                initial_labels=None, fit_target=INIT_ERROR_TARGET, input_offset=None,
+                module=None):
+    """One pass of algorithm 1 over a chunk and its own graph, on the CPU
+    (``partial_fit``): an epoch of ``max(n // batch_size, 1)`` batch pairs with
+    Adam at a constant ``learning_rate``.
+
+    With ``state=None`` the network is new (:func:`new_network`, from
+    ``init_seed``), first fitted to ``initial_labels`` when given (P-bar then
+    starts at their proportions, else at uniform), and Adam starts afresh;
+    otherwise the network (``state``), Adam (``optimizer_state``) and P-bar
+    (``p_bar``) continue from the previous pass. ``steps_done`` steps of the
+    annealing schedule (``n_annealing_steps``) have passed. With ``module``,
+    torch's global generators are seeded from ``init_seed`` (dropout) and
+    restored afterwards.
+
+    Returns
+    -------
+    StreamPass
+    """
+    device = torch.device("cpu")
+    with _global_rng(module, init_seed, device):
+        if state is None:
+            network = new_network(X, n_clusters=n_clusters,
+                                  hidden_layer_sizes=hidden_layer_sizes,
+                                  init_seed=init_seed, input_offset=input_offset,
+                                  module=module)
+        else:
+            network = restored_network(state, X.shape[1], n_clusters=n_clusters,
+                                       hidden_layer_sizes=hidden_layer_sizes,
+                                       input_offset=input_offset, module=module)
+        features = FeatureBatches(X, device, module_dtype(network),
+                                  dense_rows=module is not None)
+        if initial_labels is not None:
+            fit_to_partition(network, features, initial_labels, batch_size=batch_size,
+                             device=device, batch_seed=batch_seed + 1,
+                             n_threads=n_threads, target=fit_target)
+            p_bar = np.bincount(initial_labels, minlength=n_clusters) / len(initial_labels)
+        sampler = PairedBatches(features.n_samples, batch_size,
+                                make_generator(batch_seed, device), device)
+        task = ratio_cut_task(network, features, graph, sampler, n_clusters=n_clusters,
+                              momentum=momentum, gamma=gamma,
+                              n_annealing_steps=n_annealing_steps, device=device,
+                              initial_proportions=p_bar)
+        task.n_steps = int(steps_done)  # the annealing schedule goes on
+        optimizer = adam(list(network.parameters()), learning_rate, capturable=False,
+                         on_cuda=False)
+        if optimizer_state is not None:
+            optimizer.load_state_dict(optimizer_state_from_numpy(optimizer_state))
+        network.train()
+        result = train(task, sampler, learning_rate=learning_rate, max_iter=1, tol=0.0,
+                       n_iter_no_change=1, name="PRCut", device=device,
+                       n_threads=n_threads, warn=False, optimizer=optimizer)
+        weights, labels = _candidate(network, features, batch_size, device, n_threads)
+    return StreamPass(state=state_to_numpy(network),
+                      optimizer=optimizer_state_to_numpy(optimizer),
+                      p_bar=task.criterion.p_bar.numpy().copy(),
+                      objective=float(result.loss_curve[0]), n_steps=sampler.n_batches,
+                      weights=weights, labels=labels)
 
 
 def network_weights(network):

@@ -1,0 +1,60 @@
+"""What ``partial_fit`` carries from a call to the next, for every streaming estimator.
+
+Each estimator's stream (ClAM's ``ClamStream``, SparseGEMINI's ``GeminiStream``,
+PRCut's ``PRCutStream``) is a dataclass deriving from :class:`StreamState`: its
+own training state (parameters, optimiser moments, generators, the first chunk's
+scaling) next to the work counted here, all in NumPy, so that an estimator
+pickles mid-stream, and resumes, without torch objects. A call works on a
+:meth:`StreamState.copy`, stored only when the call succeeds (a failed call
+leaves the estimator as it was); :func:`keep_stream` stores it with the counts
+every streaming estimator exposes, :func:`forget_stream` (``fit``) drops them.
+"""
+
+import copy
+from dataclasses import dataclass, field
+
+import numpy as np
+
+# the attributes a stream sets on its estimator, besides the fitted ones
+STREAM_ATTRIBUTES = ("_stream", "n_steps_", "n_samples_seen_")
+
+
+@dataclass(kw_only=True)
+class StreamState:
+    """The work a stream has done: each pass's objective, steps, samples seen."""
+
+    objectives: list = field(default_factory=list)  # each pass's objective
+    n_steps: int = 0
+    n_samples_seen: int = 0
+
+    def copy(self):
+        """A deep copy, for a call to work on."""
+        return copy.deepcopy(self)
+
+    def count_pass(self, objective, n_steps, n_samples):
+        """Record a pass: its objective (one value, or one per restart), its
+        optimisation steps and the samples of its chunk."""
+        self.objectives.append(objective)
+        self.n_steps += int(n_steps)
+        self.n_samples_seen += int(n_samples)
+
+    def curve(self):
+        """Each pass's objective, of the first (after the first pass, the kept)
+        restart: ``loss_curve_``."""
+        return np.asarray([np.ravel(values)[0] for values in self.objectives],
+                          dtype=np.float64)
+
+
+def keep_stream(estimator, stream):
+    """Store a call's stream on the estimator, with ``n_iter_`` (the calls),
+    ``n_steps_`` and ``n_samples_seen_``."""
+    estimator.n_iter_ = len(stream.objectives)
+    estimator.n_steps_ = stream.n_steps
+    estimator.n_samples_seen_ = stream.n_samples_seen
+    estimator._stream = stream
+
+
+def forget_stream(estimator):
+    """Drop the stream and its counts (``fit`` starts afresh)."""
+    for name in STREAM_ATTRIBUTES:
+        estimator.__dict__.pop(name, None)

@@ -1,0 +1,106 @@
+"""PRCut trained from chunks of the data (``partial_fit``): the state a call hands the next.
+
+Each call builds the kNN graph of its chunk alone (edges join samples of the same
+chunk), in the first chunk's units (:meth:`FeatureScaling.applied_to`: the
+centring and scales of the first chunk are frozen, so that the graph's metric and
+the network's input do not move from call to call), and makes one pass of
+PRCut's batch objective over it (``_training.stream_pass``), continuing the
+network, Adam's moments and step counts, the moving average P-bar and the
+annealing schedule of the previous calls. The first call starts as ``fit`` does:
+the chunk's initial partition (spectral, or whole components), ``n_init``
+networks fitted to it, each trained for one pass; the one ``fit`` would keep
+(every cluster used, then the lowest objective on the chunk's graph) goes on.
+
+The state is NumPy only (the network's ``state_dict``, Adam's ``state_dict``,
+P-bar, a NumPy generator for the later calls' seeds), so that the estimator
+pickles mid-stream without torch objects, and this module imports no torch:
+training imports it when a call runs.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from skdiffclust._training._stream import StreamState
+from skdiffclust._utils._random import MAX_SEED
+from skdiffclust.prcut._selection import check_finite, keep_best
+
+
+@dataclass
+class PRCutStream(StreamState):
+    """What one ``partial_fit`` call hands the next (all NumPy: it pickles); the
+    work done is counted by :class:`~skdiffclust._training._stream.StreamState`
+    (``n_steps``: steps of the ratio-cut training, not those of the fit to the
+    first chunk's initial partition)."""
+
+    scaling: object  # the first chunk's FeatureScaling, without its data
+    network: dict  # the network's state_dict (float32 for the built-in one)
+    optimizer: dict  # Adam's state_dict
+    p_bar: np.ndarray  # the moving average of the cluster proportions
+    rng: np.random.Generator  # the seeds of the later calls
+    learning_rate: float  # resolved on the first chunk
+    n_annealing_steps: int
+
+    @classmethod
+    def start(cls, inputs, graph, initial_labels, *, scaling, settings, seeds,
+              stream_seed, fit_target, n_threads):
+        """The first call: ``n_init`` networks from ``seeds`` (an init and a batch seed
+        each), fitted to ``initial_labels`` when given, trained for one pass each;
+        the one ``fit`` would keep goes on.
+
+        ``settings`` holds the keyword arguments of ``stream_pass`` that stay from
+        call to call (``n_clusters``, ``gamma`` ...), with ``learning_rate``
+        (resolved here) and ``annealing_epochs`` (``round(annealing *
+        max_iter)``: passes over a chunk of the first one's size) in their place.
+
+        Returns the stream and the kept network's exported weights.
+        """
+        training = _training()
+        settings = dict(settings)
+        n_samples, batch_size = inputs.shape[0], settings["batch_size"]
+        learning_rate = training.learning_rate_for(settings.pop("learning_rate"),
+                                                   n_samples, batch_size)
+        n_batches = max(n_samples // min(batch_size, n_samples), 1)
+        n_annealing_steps = settings.pop("annealing_epochs") * n_batches
+
+        def candidates():
+            for init_seed, batch_seed in seeds:
+                done = training.stream_pass(
+                    inputs, graph, learning_rate=learning_rate,
+                    n_annealing_steps=n_annealing_steps, steps_done=0,
+                    init_seed=init_seed, batch_seed=batch_seed, n_threads=n_threads,
+                    initial_labels=initial_labels, fit_target=fit_target, **settings)
+                yield done.weights, done.labels, done
+
+        _, done = keep_best(candidates(), graph, settings["n_clusters"], settings["gamma"])
+        stream = cls(scaling=scaling.without_data(), network=done.state,
+                     optimizer=done.optimizer, p_bar=done.p_bar,
+                     rng=np.random.default_rng(stream_seed), learning_rate=learning_rate,
+                     n_annealing_steps=int(n_annealing_steps))
+        stream.count_pass(done.objective, done.n_steps, n_samples)
+        return stream, done.weights
+
+    def pass_over(self, inputs, graph, *, settings, n_threads):
+        """A later call: one pass over the chunk (``inputs``, the network's input,
+        and its graph), continuing the state in place. ``settings`` as for
+        :meth:`start`; its ``learning_rate`` and ``annealing_epochs`` are those of
+        the first call. Returns the network's exported weights."""
+        settings = {name: value for name, value in settings.items()
+                    if name not in ("learning_rate", "annealing_epochs")}
+        init_seed, batch_seed = (int(seed) for seed in self.rng.integers(MAX_SEED, size=2))
+        done = _training().stream_pass(
+            inputs, graph, learning_rate=self.learning_rate,
+            n_annealing_steps=self.n_annealing_steps, steps_done=self.n_steps,
+            init_seed=init_seed, batch_seed=batch_seed, n_threads=n_threads,
+            state=self.network, optimizer_state=self.optimizer, p_bar=self.p_bar,
+            **settings)
+        check_finite(done.weights)
+        self.network, self.optimizer, self.p_bar = done.state, done.optimizer, done.p_bar
+        self.count_pass(done.objective, done.n_steps, inputs.shape[0])
+        return done.weights
+
+
+def _training():
+    from skdiffclust.prcut import _training
+
+    return _training
