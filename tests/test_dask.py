@@ -37,12 +37,26 @@ def client():
     with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
                                   dashboard_address=None) as cluster:
         with distributed.Client(cluster) as client:
+            client.run(_load_libraries)  # on both workers at once
             yield client
+
+
+def _load_libraries():
+    """What a worker's first task would load: ClAM's numba kernels (from the cache
+    the test process wrote), and torch where it is installed."""
+    ClAM(2, random_state=0).fit(np.arange(20.0).reshape(10, 2))
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        pass
 
 
 @pytest.fixture(scope="module")
 def blobs():
-    X, y = make_blobs(6_000, n_features=8, centers=N_CLUSTERS, random_state=0)
+    # overlapping enough that each block's kNN graph is connected: PRCut trains
+    # rather than returning the graph's components
+    X, y = make_blobs(6_000, n_features=8, centers=N_CLUSTERS, cluster_std=3.0,
+                      random_state=0)
     return X, y, da.from_array(X, chunks=(BLOCK_ROWS, X.shape[1]))
 
 
