@@ -1,7 +1,7 @@
 """
-=========================================================
+==========================================================
 Deep clustering of digit images: one CNN, three objectives
-=========================================================
+==========================================================
 
 The 1,797 handwritten digits of scikit-learn are 8 x 8 images. A small
 convolutional network (two convolutions of 8 and 16 channels, a hidden layer of

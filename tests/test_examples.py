@@ -9,6 +9,8 @@ EXAMPLES = sorted((Path(__file__).resolve().parents[1] / "examples").glob("plot_
 
 
 TORCH_MARKERS = ("import torch", "embedding=", "PRCut(")
+# examples importing another optional package: skipped, with the reason, without it
+OPTIONAL = {"dask_ml": 'needs dask-ml (pip install "skdiffclust[dask]")'}
 
 # examples that take more than about 20 s on two CPU cores (their docstrings say how
 # long); CI runs them through the documentation build. None does at present: the
@@ -31,6 +33,10 @@ PARAMS = [pytest.param(path, id=path.name, marks=_marks(path)) for path in EXAMP
 
 @pytest.mark.parametrize("path", PARAMS)
 def test_example_runs(path, monkeypatch):
+    source = path.read_text()
+    for module, reason in OPTIONAL.items():
+        if f"import {module}" in source or f"from {module}" in source:
+            pytest.importorskip(module, reason=reason)
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

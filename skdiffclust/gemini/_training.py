@@ -17,6 +17,7 @@ from sklearn.metrics import adjusted_rand_score
 from skdiffclust._training import run_epochs
 from skdiffclust._training._optim import Adam, SGDMomentum
 from skdiffclust._training._stream import StreamState
+from skdiffclust.gemini._data import CHUNK
 from skdiffclust.gemini._models import (
     SKIP,
     backward,
@@ -269,7 +270,12 @@ def representative_restart(params, problem, scores):
     """
     if params[SKIP].shape[0] == 1:
         return 0
-    labels = softmax(forward(params, problem.inputs.rows(None))[0]).argmax(axis=2)
+    # by blocks of rows: the activations of every restart on all the samples at
+    # once take R * n * (K + hidden) floats, 270 MB for 100,000 samples
+    inputs = problem.inputs
+    labels = np.concatenate([
+        softmax(forward(params, inputs.rows(slice(i, i + CHUNK)))[0]).argmax(axis=2)
+        for i in range(0, inputs.n_samples, CHUNK)], axis=1)
     return best_reproduced_restart(labels, scores)
 
 
