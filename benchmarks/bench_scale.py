@@ -60,13 +60,14 @@ size: what ``X = np.memmap(...); est.partial_fit(X[a:b])`` does)::
     python benchmarks/bench_scale.py --memmap                          # 10M rows
     python benchmarks/bench_scale.py --memmap --memmap-access all \\
         --memmap-estimators MiniBatchKMeans
-    python benchmarks/bench_scale.py --memmap --memmap-rows 10000000,PRCut=1000000
+    python benchmarks/bench_scale.py --memmap --memmap-rows 10000000,PRCut=1000000 \\
+        --chunk-rows 250000,PRCut=100000
     python benchmarks/bench_scale.py --memmap --memmap-rows 1000000 --chunk-rows 100000
     python benchmarks/bench_scale.py --memmap --memmap-path /tmp/blobs.f32  # kept, reused
 
 ``--memmap-rows`` gives the rows of the file and, as ``NAME=ROWS`` items, caps
 one estimator's stream (the first rows of the file) where the whole file would
-take too long.
+take too long; ``--chunk-rows`` takes ``NAME=ROWS`` items too.
 """
 
 import argparse
@@ -638,10 +639,13 @@ def memmap_worker(spec):
 
 
 def run_memmap(file_rows, rows, chunk_rows, names, accesses, path=None):
-    """The ``--memmap`` section: see the module's docstring."""
+    """The ``--memmap`` section: see the module's docstring. ``rows`` and
+    ``chunk_rows[1]``: {estimator: rows} overriding ``file_rows`` and
+    ``chunk_rows[0]``."""
+    chunk_rows, chunks_by_name = chunk_rows
     print(f"\nout of core: {file_rows:,} x {MEMMAP_FEATURES} float32 blobs in a file "
           f"({file_rows * MEMMAP_FEATURES * 4 / 1e6:,.0f} MB), streamed through "
-          f"partial_fit in chunks of {chunk_rows:,} rows, then predicted in chunks; "
+          f"partial_fit in chunks (rows per call below), then predicted in chunks; "
           "each estimator in a fresh process, the file's pages dropped from the page "
           "cache before it starts. Peak resident set above the level before the "
           "stream (sampled every 5 ms; file pages mapped count), of it file pages; "
@@ -664,8 +668,9 @@ def run_memmap(file_rows, rows, chunk_rows, names, accesses, path=None):
                 print(f"  {name}: no partial_fit in this version, skipped")
                 continue
             n = min(rows.get(name, file_rows), file_rows)
+            chunk = chunks_by_name.get(name, chunk_rows)
             for access in accesses:
-                spec = dict(path=path, name=name, n_rows=n, chunk_rows=chunk_rows,
+                spec = dict(path=path, name=name, n_rows=n, chunk_rows=chunk,
                             access=access)
                 state = load()
                 out = subprocess.run(
@@ -677,7 +682,8 @@ def run_memmap(file_rows, rows, chunk_rows, names, accesses, path=None):
                 r = json.loads(out.stdout.strip().splitlines()[-1])
                 seen = ("" if r["n_samples_seen"] is None
                         else f", n_samples_seen_ {r['n_samples_seen']:,}")
-                print(f"  {name + '.partial_fit':<30} {access:<8} {n:>11,} rows: fit "
+                print(f"  {name + '.partial_fit':<30} {access:<8} {n:>11,} rows in "
+                      f"chunks of {chunk:,}: fit "
                       f"{r['fit_wall']:6.1f} s, fit + predict {r['wall']:6.1f} / "
                       f"{r['cpu']:6.1f} s wall / CPU, peak +{r['peak'] / 2**20:5,.0f} MiB "
                       f"(file pages +{r['peak_file'] / 2**20:4,.0f}) above "
@@ -686,16 +692,16 @@ def run_memmap(file_rows, rows, chunk_rows, names, accesses, path=None):
                       flush=True)
 
 
-def parse_memmap_rows(text):
+def parse_rows(text, default):
     """'10000000,PRCut=1000000' -> (10000000, {'PRCut': 1000000})."""
-    file_rows, caps = None, {}
+    rows, by_name = default, {}
     for item in text.split(","):
         name, _, value = item.rpartition("=")
         if name:
-            caps[name] = int(value)
+            by_name[name] = int(value)
         else:
-            file_rows = int(value)
-    return file_rows or 10_000_000, caps
+            rows = int(value)
+    return rows, by_name
 
 
 def main():
@@ -721,8 +727,10 @@ def main():
     group.add_argument("--memmap-rows", default="10000000",
                        help="rows of the file (default 10,000,000), and NAME=ROWS items "
                             "capping one estimator's stream, e.g. 10000000,PRCut=1000000")
-    group.add_argument("--chunk-rows", type=int, default=250_000,
-                       help="rows per partial_fit (and predict) call (default 250,000)")
+    group.add_argument("--chunk-rows", default="250000",
+                       help="rows per partial_fit (and predict) call (default 250,000), "
+                            "and NAME=ROWS items for one estimator, e.g. "
+                            "250000,PRCut=100000")
     group.add_argument("--memmap-estimators", default=",".join(STREAMED),
                        help=f"comma-separated, among {', '.join(STREAMED)} (default all)")
     group.add_argument("--memmap-access", default="reopen",
@@ -738,9 +746,10 @@ def main():
         return
     print(f"{os.cpu_count()} CPUs, {load()}")
     if args.memmap:
-        file_rows, caps = parse_memmap_rows(args.memmap_rows)
+        file_rows, caps = parse_rows(args.memmap_rows, 10_000_000)
+        chunk_rows = parse_rows(args.chunk_rows, 250_000)
         accesses = ACCESS if args.memmap_access == "all" else args.memmap_access.split(",")
-        run_memmap(file_rows, caps, args.chunk_rows, args.memmap_estimators.split(","),
+        run_memmap(file_rows, caps, chunk_rows, args.memmap_estimators.split(","),
                    accesses, args.memmap_path)
         return
     sizes = [20_000] if args.quick else [int(n) for n in args.sizes.split(",")]
