@@ -114,6 +114,52 @@ def test_clam_epoch_in_chunks_of_one_batch_is_one_call(monkeypatch):
         np.testing.assert_array_equal(a, b)
 
 
+@pytest.mark.parametrize("metric", ["euclidean", "cosine"])
+@pytest.mark.parametrize("n_hidden", [0, 2])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_clam_inference_in_numpy_is_the_kernel(metric, n_hidden, sparse, monkeypatch):
+    """Small inference runs in NumPy, large inference by the kernel: the same bits,
+    in slices of any size, on any number of threads."""
+    import scipy.sparse as sp
+
+    from skdiffclust.clam import _inference, _kernels
+    from skdiffclust.clam._data import ScaledData
+
+    rng = np.random.default_rng(5)
+    X = rng.standard_normal((90, 6))
+    X[rng.random(X.shape) < 0.3] = 0.0
+    cosine = metric == "cosine"
+    rows = ScaledData(sp.csr_matrix(X) if sparse else X, cosine)
+    rows = rows if sparse else rows.dense()
+    P, W = rng.standard_normal((3, 4, 6)), rng.standard_normal((3, 4))
+    fill = rng.standard_normal(6)
+    if n_hidden:
+        hidden = np.repeat(_kernels.hidden_features(rng.random((1, 90, n_hidden)), 6), 3,
+                           axis=0)
+    else:
+        hidden = np.broadcast_to(np.arange(6), (3, 1, 6))
+
+    def infer(numpy_work, n_threads):
+        monkeypatch.setattr(_inference, "NUMPY_WORK", numpy_work)
+        losses = _inference.completion_losses(
+            rows, hidden, P, W, fill, n_hidden > 0, 0.7, cosine, 5, 0.3, 4,
+            n_threads=n_threads, per_point=n_hidden > 0)
+        final = _inference.converged_points(rows, P[:1], W[:1], 0.7, cosine, 5, 0.3, 4,
+                                            n_threads=n_threads)
+        return losses, final
+
+    kernel = infer(-1, 1)
+    for numpy_work, n_threads in [(2**62, 1), (2**62, 2)]:
+        for a, b in zip(kernel, infer(numpy_work, n_threads)):
+            np.testing.assert_array_equal(a, b)
+    monkeypatch.setattr(_kernels, "LANE_STEPS_PER_CALL", 1)  # a slice per chunk of 4
+    sliced = infer(-1, 2)
+    np.testing.assert_array_equal(sliced[1], kernel[1])  # the losses: other partial sums
+    np.testing.assert_allclose(sliced[0], kernel[0], rtol=1e-12)
+    for a, b in zip(sliced, infer(2**62, 2)):
+        np.testing.assert_array_equal(a, b)
+
+
 def test_systemerror_of_an_interrupted_kernel_becomes_keyboardinterrupt():
     def kernel_interrupted_while_boxing():
         try:

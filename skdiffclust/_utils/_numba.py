@@ -36,7 +36,7 @@ NOTICE_DELAY = 2.0  # seconds of compilation before the notice is printed
 # one core of a 2-core AMD EPYC VM (benchmarks/bench_first_fit.py measures it)
 # (the first entry whose key starts the module's name)
 FAMILIES = {
-    "skdiffclust.clam": ("ClAM's", 9),
+    "skdiffclust.clam": ("ClAM's", 8),
     "skdiffclust.forest._perturbed": ("the perturbed spanning forests'", 10),
     "skdiffclust.forest": ("the spanning forests'", 3),
     "skdiffclust._utils._symmetry": ("the spanning forests'", 3),

@@ -279,9 +279,10 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
 
     The data are centred and scaled in float64, then cast to float32 for
     training; the selection of the restart, the labels, ``transform`` and
-    ``score`` run in float64, each point on its own (numba lanes and direct
-    differences, no matrix products), so that a point's label depends neither on
-    the other points of its batch nor on the number of threads. Sparse CSR input
+    ``score`` run in float64, each point on its own (lanes, in NumPy on small
+    data and numba on large data, the same bits, then direct differences; no
+    matrix products), so that a point's label depends neither on the other points
+    of its batch nor on the number of threads. Sparse CSR input
     is made dense a slice of rows at a time, never as a whole.
 
     The paper selects beta, T and the other hyperparameters per dataset by the

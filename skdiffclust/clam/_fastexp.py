@@ -34,13 +34,13 @@ F32_TERMS = tuple(np.float32(1.0 / math.factorial(i)) for i in range(8))
 
 # fastmath "contract" only: mul + add may fuse into FMA (fewer, more accurate
 # operations); no reassociation, which would undo the Cody-Waite reduction
+OPTIONS = {"error_model": "numpy", "fastmath": {"contract"}}
 
 
-@jit(error_model="numpy", fastmath={"contract"})
+@jit(**OPTIONS)
 def exp_weights_double(logits, largest, floor, n_lanes, p, total, shifted):
     """``p = exp(max(logits - largest, floor))`` and ``total += p``, in float64;
     ``shifted`` is float64 scratch of the shape of ``p``."""
-    bits = shifted.view(np.int64)
     for row in range(p.shape[0]):
         for lane in range(n_lanes):
             value = max(logits[row, lane] - largest[lane], floor)
@@ -60,18 +60,19 @@ def exp_weights_double(logits, largest, floor, n_lanes, p, total, shifted):
             poly = poly * r + 0.5
             poly = poly * r + 1.0
             p[row, lane] = poly * r + 1.0
-        for lane in range(n_lanes):
-            bits[row, lane] = (bits[row, lane] - F64_SHIFT_BITS + 1023) << 52
+        for lane in range(n_lanes):  # 2^n (scalar views: an array view compiles more)
+            bits = np.float64(shifted[row, lane]).view(np.int64)
+            shifted[row, lane] = np.int64((bits - F64_SHIFT_BITS + 1023) << 52).view(
+                np.float64)
         for lane in range(n_lanes):
             p[row, lane] *= shifted[row, lane]
             total[lane] += p[row, lane]
 
 
-@jit(error_model="numpy", fastmath={"contract"})
+@jit(**OPTIONS)
 def exp_weights_single(logits, largest, floor, n_lanes, p, total, shifted):
     """``p = exp(max(logits - largest, floor))`` and ``total += p``, in float32;
     ``shifted`` is float32 scratch of the shape of ``p``."""
-    bits = shifted.view(np.int32)
     c0, c1, c2, c3, c4, c5, c6, c7 = F32_TERMS
     for row in range(p.shape[0]):
         for lane in range(n_lanes):
@@ -82,23 +83,23 @@ def exp_weights_single(logits, largest, floor, n_lanes, p, total, shifted):
             p[row, lane] = (((((((c7 * r + c6) * r + c5) * r + c4) * r + c3) * r + c2) * r
                              + c1) * r + c0)
         for lane in range(n_lanes):
-            bits[row, lane] = (bits[row, lane] - F32_SHIFT_BITS + np.int32(127)) \
-                << np.int32(23)
+            bits = np.float32(shifted[row, lane]).view(np.int32)
+            shifted[row, lane] = np.int32(
+                (bits - F32_SHIFT_BITS + np.int32(127)) << np.int32(23)).view(np.float32)
         for lane in range(n_lanes):
             p[row, lane] *= shifted[row, lane]
             total[lane] += p[row, lane]
 
 
 def exp_weights(logits, largest, floor, n_lanes, p, total, shifted):
-    """``p = exp(max(logits - largest, floor))`` and ``total += p``, by the kernel of
+    """``p = exp(max(logits - largest, floor))`` and ``total += p``, by the code of
     p's precision, chosen when compiling (a branch on the dtype would compile both)."""
 
 
-@overload(exp_weights, inline="always")
+# The overload compiles the chosen kernel's Python function itself, with the
+# kernels' options, for the calling kernel: returning a function that calls the
+# kernel would compile that trampoline besides the kernel (about 0.3 s).
+@overload(exp_weights, jit_options=OPTIONS)
 def _exp_weights_of_precision(logits, largest, floor, n_lanes, p, total, shifted):
     kernel = exp_weights_single if p.dtype == types.float32 else exp_weights_double
-
-    def exp_weights_of_precision(logits, largest, floor, n_lanes, p, total, shifted):
-        kernel(logits, largest, floor, n_lanes, p, total, shifted)
-
-    return exp_weights_of_precision
+    return kernel.py_func

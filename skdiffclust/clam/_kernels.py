@@ -21,16 +21,25 @@ floors), reorganised for a CPU:
   it (the other axes, k and h, are a handful each).
 * **Everything per batch is here** (gathering, T steps forward and back,
   scattering the gradients, Adam): a Python loop over batches costs more than
-  the arithmetic. The Python functions at the end (:func:`train_epoch`,
-  :func:`completion_losses`, :func:`converged_points`) call the kernels for chunks
-  of batches or points of some milliseconds each, into arrays they allocate: the
-  kernels return no arrays, so that Ctrl-C, seen between calls, raises
-  ``KeyboardInterrupt`` cleanly.
+  the arithmetic. :func:`train_epoch` (and ``_inference`` for large inference)
+  calls the kernels for chunks of batches or points of some milliseconds each,
+  into arrays they allocate: the kernels return no arrays, so that Ctrl-C, seen
+  between calls, raises ``KeyboardInterrupt`` cleanly.
 * **Two kernels to compile**, one for training (float32 by default) and one for
-  inference (float64): completion losses and converged points share the latter.
-  Their ``cosine`` argument is True, or None for the Euclidean variant: ``is None``
-  on an argument is decided when a kernel compiles, so that a Euclidean fit never
-  compiles the spherical code, nor the reverse.
+  inference (float64): completion losses and converged points share the latter,
+  which ``_inference`` uses only on large data (NumPy computes the same bits on
+  small data, without compiling). Their ``cosine`` argument is True, or None for
+  the Euclidean variant: ``is None`` on an argument is decided when a kernel
+  compiles, so that a Euclidean fit never compiles the spherical code, nor the
+  reverse.
+* **Compilation time** (seconds the first time, in a fresh environment;
+  ``benchmarks/bench_first_fit.py``). numba compiles every kernel on its own, then
+  links and optimises it again into each caller, and inlining at numba's level
+  (``inline="always"``) copies the callee's code block by block, at a cost that
+  grows with the square of its size. So small helpers are inlined, larger ones
+  are kernels of their own, declared :data:`INTERNAL`: called only from other
+  kernels, they need no Python entry point, whose unboxing of the 21 workspace
+  arrays would cost about 0.2 s of compilation each.
 
 ``tests/test_torch_clam.py`` checks the loss and gradients of a batch against
 the torch implementation, and whole epochs against the torch training loop.
@@ -46,6 +55,9 @@ from skdiffclust._utils._numba import jit
 
 EUCLIDEAN = "euclidean"
 COSINE = "cosine"
+
+# the options of the kernels called only from other kernels (module docstring)
+INTERNAL = {"error_model": "numpy", "no_cpython_wrapper": True, "no_cfunc_wrapper": True}
 
 # Logits more than 46 below the largest are raised to that floor, so attraction
 # weights are never below about 1e-20 / k. Such weights cannot change a float32 or
@@ -133,7 +145,7 @@ def new_workspace(n_lanes, n_clusters, n_features, n_hidden, n_steps, dtype):
     )
 
 
-@jit(error_model="numpy", inline="always")
+@jit(**INTERNAL)
 def _gather_lanes(X, order, first, n_rows, hidden, per_point, restarts, P, offset, fill,
                   start_from_fill, ws):
     """Copy each lane's point, hidden features and prototype columns into place.
@@ -213,7 +225,7 @@ def _softmax_lanes(logits, p, n_lanes, floor, largest, total, exp_scratch):
             p[mu, lane] *= total[lane]
 
 
-@jit(error_model="numpy")
+@jit(**INTERNAL)
 def _forward(ws, n_lanes, n_steps, scale, alpha, floor, tiny, cosine):
     """T steps of the masked recursion on the hidden coordinates of every lane."""
     PH, A, off, zs, ps = ws[P_H], ws[A_VISIBLE], ws[OFFSET], ws[STATES], ws[ATTRACTION]
@@ -268,7 +280,7 @@ def _project_to_sphere(z_next, cs, norms, sq_visible, t, n_lanes, tiny, total):
             z_next[j, lane] /= norms[t, lane]
 
 
-@jit(error_model="numpy")
+@jit(**INTERNAL)
 def _loss_and_seed_gradient(ws, n_lanes, n_steps, n_rows):
     """Per-lane loss ``sum_H (x - z_T)^2`` and its gradient ``d mean_B / d z_T``."""
     target, zs, grad_z, loss = ws[TARGET], ws[STATES], ws[GRAD_Z], ws[LANE_SCALARS][LOSS]
@@ -282,7 +294,7 @@ def _loss_and_seed_gradient(ws, n_lanes, n_steps, n_rows):
             grad_z[j, lane] = error * seed
 
 
-@jit(error_model="numpy")
+@jit(**INTERNAL)
 def _backward(ws, n_lanes, n_steps, scale, alpha, keep, cosine):
     """Backpropagation through the T steps, lane by lane (see the module docstring).
 
@@ -361,7 +373,7 @@ def _project_backward(grad_z, gamma, z_next, cs, norms, sq_visible, t, n_lanes, 
             / norms[t, lane]
 
 
-@jit(error_model="numpy")
+@jit(**INTERNAL)
 def _scatter_gradients(ws, restarts, n_rows, P_used, beta, scale, cosine, grad_P,
                        grad_W):
     """Sum the lanes' gradients into those of each restart's prototypes (as used:
@@ -393,7 +405,7 @@ def _scatter_gradients(ws, restarts, n_rows, P_used, beta, scale, cosine, grad_P
                     row_grad[c] -= 2.0 * beta * total * P_used[r, mu, c]
 
 
-@jit(error_model="numpy")
+@jit(**INTERNAL)
 def _prepare_prototypes(P, W, restarts, beta, cosine, P_used, norms, offset):
     """The prototypes the dynamics use (unit rows for cosine) and the offsets."""
     k, d = P.shape[1], P.shape[2]
@@ -413,7 +425,7 @@ def _prepare_prototypes(P, W, restarts, beta, cosine, P_used, norms, offset):
                 offset[r, mu] = -beta * total + W[r, mu]
 
 
-@jit(error_model="numpy")
+@jit(**INTERNAL)
 def _unproject_gradient(grad_P, P_used, norms, restarts):
     """Gradient through ``rho~ = rho / ||rho||``: drop the radial part, divide by the
     norm."""
@@ -540,8 +552,9 @@ def _train_batches(X, order, hidden, fill, start_from_fill, restarts, P, W, lr, 
                 counts[r, strongest] += 1
             step_size = lr[r] / correction1
             adam_update(P[r], grad_P[r], m_P[r], v_P[r], step_size, correction2)
-            if weighted:
-                adam_update(W[r], grad_W[r], m_W[r], v_W[r], step_size, correction2)
+            if weighted:  # rows as (1, k) arrays: the type of P[r], one compilation
+                adam_update(W[r:r + 1], grad_W[r:r + 1], m_W[r:r + 1], v_W[r:r + 1],
+                            step_size, correction2)
             # the sum of the iterates, for their average over the epoch
             for mu in range(k):
                 sum_W[r, mu] += W[r, mu]
@@ -647,49 +660,6 @@ def _infer(X, order, start, stop, chunk, hidden, per_point, P, W, fill, start_fr
                     final[order[first + b], c] = states[n_steps, c, b]
 
 
-def _run_inference(X, hidden, per_point, P, W, fill, start_from_fill, beta, cosine,
-                   n_steps, alpha, chunk, final, n_threads=1, finish=None):
-    """The forward dynamics of every point, a kernel call per slice of points.
-
-    ``X`` is an array, or gives its rows by ``X.block(start, stop)`` (sparse
-    input, made dense a call at a time). The calls are independent (own
-    workspace, own loss totals), so that they may run on ``n_threads`` threads
-    (the kernels release the GIL); their totals are summed in the order of the
-    points, so that the result does not depend on the number of threads.
-    ``finish(start, stop, final_rows)``, if given, runs in the same thread after
-    each call (e.g. labels of the slice's final states). Returns the summed losses.
-    """
-    n_restarts, k, d = P.shape
-    n_samples = X.shape[0] if isinstance(X, np.ndarray) else X.n_samples
-    constants = working_constants(P.dtype, beta, alpha, cosine)
-    step = _points_per_call(n_restarts, k, hidden.shape[2], n_steps, chunk)
-    dense = isinstance(X, np.ndarray)
-    every_point = np.arange(n_samples if dense else 0)
-
-    def call(start):
-        stop = min(start + step, n_samples)
-        ws = new_workspace(n_restarts * chunk, k, d, hidden.shape[2], n_steps, P.dtype)
-        totals = np.zeros(n_restarts)
-        if dense:
-            rows, order, first, last, hid, out = X, every_point, start, stop, hidden, final
-        else:
-            rows = np.ascontiguousarray(X.block(start, stop), dtype=P.dtype)
-            order, first, last = np.arange(stop - start), 0, stop - start
-            hid = np.ascontiguousarray(hidden[:, start:stop]) if per_point else hidden
-            out = final[start:stop] if final.shape[0] else final
-        _infer(rows, order, first, last, chunk, hid, per_point, P, W, fill, start_from_fill,
-               beta, _spherical(cosine), n_steps, constants, ws, new_prepared(P), totals, out)
-        if finish is not None:
-            finish(start, stop, final[start:stop])
-        return totals
-
-    starts = range(0, n_samples, step)
-    totals = np.zeros(n_restarts)
-    for part in _map_in_threads(call, starts, n_threads):
-        totals += part
-    return totals
-
-
 def _map_in_threads(function, items, n_threads):
     """``map(function, items)`` in order, on up to ``n_threads`` threads."""
     items = list(items)
@@ -702,28 +672,3 @@ def _map_in_threads(function, items, n_threads):
         return list(pool.map(function, items))
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
-
-
-def completion_losses(X, hidden, P, W, fill, start_from_fill, beta, cosine, n_steps, alpha,
-                      chunk, n_threads=1, per_point=True):
-    """Summed completion loss of every restart over the points (forward only).
-
-    ``hidden`` (R, n, h) as for :func:`train_epoch`, indexed by row of ``X``, or
-    (``per_point=False``) the same (R, chunk, h) for every chunk; the points go
-    ``chunk`` at a time (``R * chunk`` lanes).
-    """
-    return _run_inference(X, hidden, per_point, P, W, fill, start_from_fill, beta, cosine,
-                          n_steps, alpha, chunk, np.empty((0, P.shape[2]), dtype=P.dtype),
-                          n_threads)
-
-
-def converged_points(X, P, W, beta, cosine, n_steps, alpha, chunk, n_threads=1, finish=None):
-    """``x^T`` for every point: T steps of the unmasked recursion from x itself, with
-    one set of prototypes ``P`` (1, k, d) and log-weights ``W`` (1, k)."""
-    n_samples = X.shape[0] if isinstance(X, np.ndarray) else X.n_samples
-    d = P.shape[2]
-    every_feature = np.broadcast_to(np.arange(d), (1, chunk, d)).copy()
-    final = np.empty((n_samples, d), dtype=P.dtype)
-    _run_inference(X, every_feature, False, P, W, np.zeros(d, dtype=P.dtype), False, beta,
-                   cosine, n_steps, alpha, chunk, final, n_threads, finish)
-    return final

@@ -6,7 +6,7 @@ prototypes of shape ``(R, k, d)``, one Adam state and one learning rate per
 restart. Two trainers run the same mini-batch Adam: :class:`CPUTrainer` by the
 numba kernels of ``_kernels`` (a call per restart and slice of an epoch), and, for
 CUDA, ``_torch_training`` in torch. Inference (labels, distances, loss) always
-runs on the CPU, by the numba kernels, in float64.
+runs on the CPU in float64 (``_inference``).
 
 Where the paper is silent, the CPU trainer also
 
@@ -34,6 +34,7 @@ import numpy as np
 from skdiffclust._training import Cooldown, run_epochs
 from skdiffclust._training._optim import ReduceOnPlateau
 from skdiffclust._utils._random import numpy_generator
+from skdiffclust.clam import _inference
 from skdiffclust.clam import _kernels as kernels
 from skdiffclust.clam._data import squared_distances
 from skdiffclust.clam._kernels import COSINE, _map_in_threads, hidden_count
@@ -414,20 +415,20 @@ def evaluate_loss(X, fill, prototypes, log_weights, dynamics, mask_prob, seed, n
 
     Every restart sees the same masks, so the losses compare the restarts; the same
     seed gives the same masks on the same data (``score`` uses this too).
-    Computed on the CPU by the numba kernels, in float64 (see ``converge``); ``X``
-    is an array or a row source (``_data.ScaledData``).
+    Computed on the CPU in float64 (see ``converge``); ``X`` is an array or a row
+    source (``_data.ScaledData``).
     """
     n_restarts, k, n_features = prototypes.shape
     n_samples = _shape(X)[0]
     n_hidden = hidden_count(mask_prob, n_features)
     chunk = _chunk_rows(n_restarts, k, n_features, n_hidden or n_features, dynamics.n_steps)
     if n_hidden == 0:  # the unmasked loss of eq. 8: every feature of every point
-        hidden = np.broadcast_to(np.arange(n_features), (n_restarts, chunk, n_features))
+        hidden = np.broadcast_to(np.arange(n_features), (n_restarts, 1, n_features))
     else:  # the same masks for every restart
         draws = numpy_generator(seed).random((1, n_samples, n_hidden))
         hidden = np.repeat(kernels.hidden_features(draws, n_features), n_restarts, axis=0)
     W = np.zeros((n_restarts, k)) if log_weights is None else _float64(log_weights)
-    totals = kernels.completion_losses(
+    totals = _inference.completion_losses(
         _float64_rows(X), np.ascontiguousarray(hidden), _float64(prototypes), W,
         _float64(fill), n_hidden > 0, dynamics.beta, dynamics.metric == COSINE,
         dynamics.n_steps, dynamics.alpha, chunk, n_threads=n_threads,
@@ -441,8 +442,9 @@ def converge(X, prototypes, log_weights, dynamics, n_threads=1):
 
     Inference of algorithm 1 (lines 16-25), on the CPU, for one set of prototypes;
     ``X`` (an array or a row source) is prepared as for training (unit rows for the
-    spherical variant). It runs in float64, and every point's arithmetic is its own
-    (the numba lanes, then direct differences rather than matrix products), so that
+    spherical variant). It runs in float64 (``_inference``: NumPy on small data, a
+    numba kernel on large data, the same bits), and every point's arithmetic is
+    its own (lanes, then direct differences rather than matrix products), so that
     the result of a point depends neither on the other points of its batch nor on
     the number of threads.
     """
@@ -467,7 +469,7 @@ def converge(X, prototypes, log_weights, dynamics, n_threads=1):
             labels[start:stop] = squared.argmin(1)
             distances[start:stop] = np.sqrt(squared)
 
-    kernels.converged_points(
+    _inference.converged_points(
         _float64_rows(X), P[None], W, dynamics.beta, cosine, dynamics.n_steps,
         dynamics.alpha, _chunk_rows(1, k, n_features, n_features, dynamics.n_steps),
         n_threads=n_threads, finish=nearest,
