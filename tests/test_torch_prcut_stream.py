@@ -74,9 +74,12 @@ def test_later_chunks_are_seen_in_the_first_chunks_units(blobs):
 def test_a_users_module_streams_and_survives_pickling(blobs):
     X, y = blobs
     X = (X - X.mean(0)) / X.std(0)
-    torch.manual_seed(0)
     module = nn.Sequential(nn.LazyLinear(16), nn.BatchNorm1d(16), nn.ReLU(),
                            nn.Dropout(0.2), nn.Linear(16, 3))
+    generator = torch.Generator().manual_seed(0)  # the eager layer, never global
+    with torch.no_grad():
+        for parameter in module[-1].parameters():
+            parameter.uniform_(-0.25, 0.25, generator=generator)
     first = PRCut(3, module=module, random_state=0, device="cpu")
     second = PRCut(3, module=module, random_state=0, device="cpu")
     for i, chunk in enumerate(_chunks(len(X))):
