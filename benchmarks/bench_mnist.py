@@ -1,0 +1,238 @@
+"""The papers' own benchmark: MNIST, each method beside its peers, in one process.
+
+Reads the original IDX files from ``../shared/data/mnist`` (``--data-dir`` points
+elsewhere; the script stops with a clear message when they are absent: nothing is
+downloaded). Pixels are scaled to [0, 1]. For each case it prints ACC
+(``skdiffclust.metrics.clustering_accuracy``, one-to-one Hungarian matching), NMI and
+ARI against the digits on the images it was fitted on, the fit's wall-clock seconds,
+its peak resident memory above the level before it (sampled every 10 ms), and the ACC
+of ``predict`` on the 10,000 test images where the method predicts.
+
+Usage::
+
+    python benchmarks/bench_mnist.py                  # every case
+    python benchmarks/bench_mnist.py --only kmeans    # some cases, comma-separated
+    python benchmarks/bench_mnist.py --list           # the cases and what they run
+
+A case is a function registered with :func:`case`; it gets the data (:class:`Mnist`)
+and returns a :class:`Fit` (the labels of the images it fitted, and optionally the
+test images' predicted labels and extra columns to print).
+"""
+
+import argparse
+import gzip
+import os
+import resource
+import sys
+import threading
+import time
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from sklearn.metrics import adjusted_rand_score, normalized_mutual_info_score
+
+from skdiffclust.metrics import clustering_accuracy
+
+DEFAULT_DATA_DIR = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "mnist"
+FILES = {
+    "train_images": "train-images-idx3-ubyte.gz",
+    "train_labels": "train-labels-idx1-ubyte.gz",
+    "test_images": "t10k-images-idx3-ubyte.gz",
+    "test_labels": "t10k-labels-idx1-ubyte.gz",
+}
+
+
+def read_idx(path):
+    """An IDX file (gzipped or not) as a NumPy array of its shape."""
+    opener = gzip.open if str(path).endswith(".gz") else open
+    with opener(path, "rb") as f:
+        data = f.read()
+    ndim = data[3]
+    shape = tuple(int.from_bytes(data[4 + 4 * i: 8 + 4 * i], "big") for i in range(ndim))
+    return np.frombuffer(data, np.uint8, offset=4 + 4 * ndim).reshape(shape)
+
+
+@dataclass
+class Mnist:
+    """MNIST as float32 images in [0, 1] of shape (n, 28, 28) and int64 labels."""
+
+    train_images: np.ndarray
+    train_labels: np.ndarray
+    test_images: np.ndarray
+    test_labels: np.ndarray
+    _cache: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def X_train(self):
+        """The training images flattened, (60000, 784)."""
+        return self.train_images.reshape(self.train_images.shape[0], -1)
+
+    @property
+    def X_test(self):
+        return self.test_images.reshape(self.test_images.shape[0], -1)
+
+    def cached(self, key, make):
+        """A derived array (PCA features, a subset) computed once per run."""
+        if key not in self._cache:
+            self._cache[key] = make()
+        return self._cache[key]
+
+
+def load_mnist(data_dir):
+    data_dir = Path(data_dir)
+    missing = [name for name in FILES.values() if not (data_dir / name).exists()]
+    if missing:
+        sys.exit(f"MNIST not found in {data_dir} (missing {', '.join(missing)}): pass "
+                 "--data-dir with the folder of the four original IDX files "
+                 f"({', '.join(FILES.values())}, gzipped or not).")
+    arrays = {key: read_idx(data_dir / name) for key, name in FILES.items()}
+    return Mnist(
+        train_images=arrays["train_images"].astype(np.float32) / 255.0,
+        train_labels=arrays["train_labels"].astype(np.int64),
+        test_images=arrays["test_images"].astype(np.float32) / 255.0,
+        test_labels=arrays["test_labels"].astype(np.int64),
+    )
+
+
+@dataclass
+class Fit:
+    """What a case returns: the labels of its training images (and which they are),
+    optionally the test images' labels from ``predict``, and extra columns."""
+
+    labels: np.ndarray
+    truth: np.ndarray
+    test_labels: np.ndarray = None
+    test_truth: np.ndarray = None
+    extra: dict = field(default_factory=dict)
+
+
+CASES = {}
+
+
+def case(name, description):
+    """Register ``function(data) -> Fit`` as the case ``name``."""
+    def register(function):
+        CASES[name] = (description, function)
+        return function
+    return register
+
+
+# ---------------------------------------------------------------- peers
+@case("kmeans", "KMeans(10, n_init=3) on the 60,000 training images' raw pixels")
+def kmeans_pixels(data):
+    from sklearn.cluster import KMeans
+
+    model = KMeans(10, n_init=3, random_state=0).fit(data.X_train)
+    return Fit(model.labels_, data.train_labels, model.predict(data.X_test),
+               data.test_labels)
+
+
+# ---------------------------------------------------------------- measuring
+def _rss_bytes():
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except OSError:  # not Linux: the process's peak so far
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+class PeakMemory:
+    """Peak resident memory above the level at entry, sampled every 10 ms."""
+
+    def __enter__(self):
+        self.before = self.peak = _rss_bytes()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+        return self
+
+    def _sample(self):
+        while not self._stop.wait(0.01):
+            self.peak = max(self.peak, _rss_bytes())
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+        self.peak = max(self.peak, _rss_bytes())
+
+    @property
+    def above(self):
+        return self.peak - self.before
+
+
+def run_case(name, data):
+    description, function = CASES[name]
+    with PeakMemory() as memory, warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        start = time.perf_counter()
+        fit = function(data)
+        seconds = time.perf_counter() - start
+    row = {
+        "case": name,
+        "n": len(fit.truth),
+        "ACC": clustering_accuracy(fit.truth, fit.labels),
+        "NMI": normalized_mutual_info_score(fit.truth, fit.labels),
+        "ARI": adjusted_rand_score(fit.truth, fit.labels),
+        "fit s": seconds,
+        "peak MiB": memory.above / 2**20,
+        "test ACC": (clustering_accuracy(fit.test_truth, fit.test_labels)
+                     if fit.test_labels is not None else None),
+    }
+    row.update(fit.extra)
+    names = sorted({w.category.__name__ for w in caught})
+    row["warnings"] = ", ".join(names) if names else ""
+    return row
+
+
+def _cell(value):
+    if value is None:
+        return "--"
+    if isinstance(value, float):
+        return f"{value:,.1f}" if abs(value) >= 10 else f"{value:.3f}"
+    return str(value)
+
+
+def print_rows(rows):
+    columns = []
+    for row in rows:
+        columns += [key for key in row if key not in columns]
+    cells = [[_cell(row.get(key)) for key in columns] for row in rows]
+    widths = [max(len(key), *(len(r[i]) for r in cells)) for i, key in enumerate(columns)]
+    print("  ".join(key.ljust(w) for key, w in zip(columns, widths)))
+    print("  ".join("-" * w for w in widths))
+    for r in cells:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths)))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data-dir", default=str(DEFAULT_DATA_DIR),
+                        help="folder of the four MNIST IDX files (default: ../shared/data/mnist)")
+    parser.add_argument("--only", default=None,
+                        help="comma-separated cases (default: all); see --list")
+    parser.add_argument("--list", action="store_true", help="list the cases and exit")
+    args = parser.parse_args()
+    if args.list:
+        for name, (description, _) in CASES.items():
+            print(f"{name:<20} {description}")
+        return
+    names = list(CASES) if args.only is None else args.only.split(",")
+    unknown = [name for name in names if name not in CASES]
+    if unknown:
+        sys.exit(f"unknown case(s) {', '.join(unknown)}; the cases are {', '.join(CASES)}")
+    data = load_mnist(args.data_dir)
+    print(f"MNIST: {data.train_images.shape[0]} training and {data.test_images.shape[0]} "
+          f"test images; {os.cpu_count()} CPUs")
+    rows = []
+    for name in names:
+        print(f"-- {name}: {CASES[name][0]}", flush=True)
+        rows.append(run_case(name, data))
+        print_rows(rows[-1:])
+    print()
+    print_rows(rows)
+
+
+if __name__ == "__main__":
+    main()
