@@ -13,6 +13,7 @@ Usage::
     python benchmarks/bench_mnist.py                  # every case
     python benchmarks/bench_mnist.py --only kmeans    # some cases, comma-separated
     python benchmarks/bench_mnist.py --list           # the cases and what they run
+    python benchmarks/bench_mnist.py --device cuda    # torch training on a GPU
 
 A case is a function registered with :func:`case`; it gets the data (:class:`Mnist`)
 and returns a :class:`Fit` (the labels of the images it fitted, and optionally the
@@ -62,6 +63,7 @@ class Mnist:
     train_labels: np.ndarray
     test_images: np.ndarray
     test_labels: np.ndarray
+    device: str = "cpu"  # where cases that train with torch train (--device)
     _cache: dict = field(default_factory=dict, repr=False)
 
     @property
@@ -213,6 +215,8 @@ def main():
     parser.add_argument("--only", default=None,
                         help="comma-separated cases (default: all); see --list")
     parser.add_argument("--list", action="store_true", help="list the cases and exit")
+    parser.add_argument("--device", default="cpu", choices=("cpu", "cuda", "auto"),
+                        help="device of the cases that train with torch (default: cpu)")
     args = parser.parse_args()
     if args.list:
         for name, (description, _) in CASES.items():
@@ -223,8 +227,9 @@ def main():
     if unknown:
         sys.exit(f"unknown case(s) {', '.join(unknown)}; the cases are {', '.join(CASES)}")
     data = load_mnist(args.data_dir)
+    data.device = args.device
     print(f"MNIST: {data.train_images.shape[0]} training and {data.test_images.shape[0]} "
-          f"test images; {os.cpu_count()} CPUs")
+          f"test images; {os.cpu_count()} CPUs; torch training on {args.device}")
     rows = []
     for name in names:
         print(f"-- {name}: {CASES[name][0]}", flush=True)
