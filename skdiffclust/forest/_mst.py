@@ -5,8 +5,9 @@ Two inputs, one kernel each (a kernel compiles only what its input needs):
 * a dense n x n **similarity** matrix (:func:`similarity_sweep`), whose maximum
   spanning tree is the minimum spanning tree of the distances ``-S``;
 * feature vectors with a metric evaluated on the fly, so that no n x n matrix is
-  ever allocated: one kernel per metric (``FEATURE_SWEEPS``), so that a fit never
-  compiles the metrics it does not use.
+  ever allocated: one sweep (:func:`feature_sweep`) specialised for each metric's
+  row kernel (``ROW_KERNELS``), so that a fit never compiles the metrics it does
+  not use.
 
 The kernels run the sweep up to a given iteration and keep their state in arrays
 (:func:`new_prim_state`): Python drivers call them in chunks of iterations, so that
@@ -149,11 +150,12 @@ def prim_similarity(S):
     return tree
 
 
-# One row loop per metric, on purpose: a shared loop that branches on the metric per
-# pair (even inlined) ran Prim twice as slowly on 10000 x 16 points. ``fastmath`` on
-# the arithmetic only: the sweeps compare with infinity.
+# One row loop per metric: a shared loop that branches on the metric per pair (even
+# inlined) ran Prim twice as slowly on 10000 x 16 points. Each takes the Minkowski
+# power ``p`` (ignored by the others), so that one sweep serves them all.
+# ``fastmath`` on the arithmetic only: the sweeps compare with infinity.
 @jit(fastmath=True)
-def _sqeuclidean_rows(Xp, c, m, out):
+def _sqeuclidean_rows(Xp, c, m, p, out):
     d = Xp.shape[1]
     for r in range(m):
         s = 0.0
@@ -164,7 +166,7 @@ def _sqeuclidean_rows(Xp, c, m, out):
 
 
 @jit(fastmath=True)
-def _manhattan_rows(Xp, c, m, out):
+def _manhattan_rows(Xp, c, m, p, out):
     d = Xp.shape[1]
     for r in range(m):
         s = 0.0
@@ -174,7 +176,7 @@ def _manhattan_rows(Xp, c, m, out):
 
 
 @jit(fastmath=True)
-def _chebyshev_rows(Xp, c, m, out):
+def _chebyshev_rows(Xp, c, m, p, out):
     d = Xp.shape[1]
     for r in range(m):
         s = 0.0
@@ -194,7 +196,7 @@ def _minkowski_rows(Xp, c, m, p, out):
 
 
 @jit(fastmath=True)
-def _cosine_rows(Xp, c, m, out):
+def _cosine_rows(Xp, c, m, p, out):
     # rows of Xp and c are unit vectors (or zero), as sklearn's cosine_distances
     d = Xp.shape[1]
     for r in range(m):
@@ -204,47 +206,26 @@ def _cosine_rows(Xp, c, m, out):
         out[r] = 1.0 - s
 
 
-# Prim on feature vectors up to iteration ``stop``: ``Xp`` and ``current`` from
-# ``new_feature_front``, ``p`` the Minkowski power (ignored by the other metrics).
 @jit
-def _sqeuclidean_sweep(Xp, current, p, state, tree, stop):
+def feature_sweep(rows, Xp, current, p, state, tree, stop):
+    """Prim on feature vectors up to iteration ``stop``.
+
+    ``rows`` is one of the ``_<metric>_rows`` kernels (``ROW_KERNELS``), passed as a
+    first-class function: numba compiles this sweep once per row kernel it is
+    called with, with the row kernel's loop in place of the call, so each metric
+    runs its own specialised code and a fit compiles only the metric it uses.
+    ``Xp`` and ``current`` come from ``new_feature_front``; ``p`` is the
+    Minkowski power.
+    """
     while state[4][ITERATION] < stop:
-        _sqeuclidean_rows(Xp, current, state[4][FRONT_SIZE], state[3])
+        rows(Xp, current, state[4][FRONT_SIZE], p, state[3])
         _feature_step(Xp, current, state, tree)
 
 
-@jit
-def _manhattan_sweep(Xp, current, p, state, tree, stop):
-    while state[4][ITERATION] < stop:
-        _manhattan_rows(Xp, current, state[4][FRONT_SIZE], state[3])
-        _feature_step(Xp, current, state, tree)
-
-
-@jit
-def _chebyshev_sweep(Xp, current, p, state, tree, stop):
-    while state[4][ITERATION] < stop:
-        _chebyshev_rows(Xp, current, state[4][FRONT_SIZE], state[3])
-        _feature_step(Xp, current, state, tree)
-
-
-@jit
-def _minkowski_sweep(Xp, current, p, state, tree, stop):
-    while state[4][ITERATION] < stop:
-        _minkowski_rows(Xp, current, state[4][FRONT_SIZE], p, state[3])
-        _feature_step(Xp, current, state, tree)
-
-
-@jit
-def _cosine_sweep(Xp, current, p, state, tree, stop):
-    while state[4][ITERATION] < stop:
-        _cosine_rows(Xp, current, state[4][FRONT_SIZE], state[3])
-        _feature_step(Xp, current, state, tree)
-
-
-FEATURE_SWEEPS = {
-    SQEUCLIDEAN: _sqeuclidean_sweep,
-    MANHATTAN: _manhattan_sweep,
-    CHEBYSHEV: _chebyshev_sweep,
-    MINKOWSKI: _minkowski_sweep,
-    COSINE: _cosine_sweep,
+ROW_KERNELS = {
+    SQEUCLIDEAN: _sqeuclidean_rows,
+    MANHATTAN: _manhattan_rows,
+    CHEBYSHEV: _chebyshev_rows,
+    MINKOWSKI: _minkowski_rows,
+    COSINE: _cosine_rows,
 }
