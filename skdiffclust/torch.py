@@ -10,7 +10,9 @@ user guide, "The objectives in your own torch model"):
   ``prcut/_device.py``): PRCut's batch objective and its batch pairs of a graph;
 * :func:`gemini_loss` (``gemini/_torch.py``): the GEMINI objectives;
 * :class:`ClAMLayer` and :func:`clam_loss` (``clam/_layer.py``): ClAM's
-  associative-memory recursion and its pattern-completion loss.
+  associative-memory recursion and its pattern-completion loss;
+* :func:`set_input_checks` (``_utils/_torch_checks.py``): how the blocks check the
+  values of their inputs (on CUDA without waiting for the device).
 
 The spanning-forest operators take a symmetric similarity matrix ``S`` (n x n; larger means more
 similar, e.g. negative squared distances between embeddings) and perturb it with
@@ -25,6 +27,7 @@ labels) are solved on the CPU in both cases, the results coming back to S's devi
 import numpy as np
 import torch
 
+from skdiffclust._utils._torch_checks import check_generator, set_input_checks
 from skdiffclust._utils._validation import check_n_clusters
 from skdiffclust.clam._layer import ClAMLayer, clam_loss
 from skdiffclust.forest._constraints import Constraints
@@ -52,6 +55,7 @@ __all__ = [
     "gemini_loss",
     "partial_fenchel_young_loss",
     "perturbed_spanning_forest",
+    "set_input_checks",
 ]
 
 
@@ -69,6 +73,7 @@ def _parse_constraints(constraints, n):
 
 
 def _problem(S, n_clusters, epsilon, n_samples, constraints, generator):
+    check_generator(generator)
     array = similarity_to_numpy(S)
     check_n_clusters(n_clusters, array.shape[0])
     check_perturbation(epsilon, n_samples)
@@ -98,13 +103,14 @@ def _check_device_similarity(S):
         raise ValueError("S must be a symmetric similarity matrix.")
 
 
-def _device_constraints(S, n_clusters, epsilon, n_samples, constraints):
+def _device_constraints(S, n_clusters, epsilon, n_samples, constraints, generator):
     """Validate a CUDA call; the parsed constraints, or ``False`` to solve on the CPU.
 
     The CPU solver takes problems the device solver does not: general cannot-link
     structures, and single points.
     """
     _check_device_similarity(S)
+    check_generator(generator)
     n = S.shape[0]
     check_n_clusters(n_clusters, n)
     check_perturbation(epsilon, n_samples)
@@ -189,7 +195,8 @@ def perturbed_spanning_forest(S, n_clusters, *, epsilon=0.1, n_samples=100,
     True
     """
     if _on_cuda(S):
-        parsed = _device_constraints(S, n_clusters, epsilon, n_samples, constraints)
+        parsed = _device_constraints(S, n_clusters, epsilon, n_samples, constraints,
+                                     generator)
         if parsed is not False:
             from skdiffclust.forest import _gpu
 
@@ -242,7 +249,8 @@ def partial_fenchel_young_loss(S, constraints, n_clusters, *, epsilon=0.1, n_sam
     torch.Size([4, 1])
     """
     if _on_cuda(S):
-        parsed = _device_constraints(S, n_clusters, epsilon, n_samples, constraints)
+        parsed = _device_constraints(S, n_clusters, epsilon, n_samples, constraints,
+                                     generator)
         if constraints is None:
             raise ValueError("constraints are required for the partial Fenchel-Young loss.")
         if parsed is not False:

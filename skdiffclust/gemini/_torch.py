@@ -19,6 +19,14 @@ floors, written as torch operations that autograd differentiates:
 import numpy as np
 import torch
 
+from skdiffclust._utils._torch_checks import (
+    ValueChecks,
+    check_matrix,
+    check_tensor,
+    finite,
+    non_negative,
+    probabilities,
+)
 from skdiffclust.gemini._objectives import (
     OBJECTIVES,
     PROBABILITY_FLOOR,
@@ -29,6 +37,8 @@ from skdiffclust.gemini._objectives import (
 )
 
 __all__ = ["gemini_loss"]
+
+_CHECKS = ValueChecks("gemini_loss", "proba or similarity")
 
 
 def gemini_loss(proba, similarity, gemini="mmd_ovo"):
@@ -64,7 +74,9 @@ def gemini_loss(proba, similarity, gemini="mmd_ovo"):
     Raises
     ------
     ValueError
-        For an unknown ``gemini``, mis-shaped or empty inputs, NaN or infinity.
+        For an unknown ``gemini``, mis-shaped or empty inputs, NaN or infinity,
+        ``proba`` whose rows are not probabilities (negative, or not summing to
+        1: logits), negative distances.
     TypeError
         For inputs that are not floating point tensors.
 
@@ -77,8 +89,9 @@ def gemini_loss(proba, similarity, gemini="mmd_ovo"):
     ``n_samples``-point histograms on the CPU, each call: keep their batches
     small (a few hundred samples). The optimal transport cost is piecewise linear
     in the histograms; its gradient is the (centred) dual potential, unique where
-    the optimal transport is not degenerate. The check for NaN and infinity reads
-    one flag back from the device.
+    the optimal transport is not degenerate. The values are checked as
+    :func:`set_input_checks` says: on CUDA without waiting for the device after
+    the first call.
 
     Examples
     --------
@@ -97,26 +110,17 @@ def gemini_loss(proba, similarity, gemini="mmd_ovo"):
     """
     if not isinstance(gemini, str) or gemini not in OBJECTIVES:
         raise ValueError(f"gemini must be one of {OBJECTIVES}, got {gemini!r}.")
-    _check_proba(proba)
+    check_tensor(proba, "proba")
+    check_matrix(proba, "proba", labels=("n_samples", "n_clusters"))
     if gemini == "mi":
-        _check_finite(proba)
+        _CHECKS(proba.device, lambda: probabilities(proba, "proba"))
         return -_mutual_information(proba)
     similarity = _checked_similarity(similarity, proba, gemini)
-    _check_finite(proba, similarity, gemini)
+    _CHECKS(proba.device, lambda: probabilities(proba, "proba"),
+            lambda: _similarity_values(similarity, gemini))
     if gemini.startswith("mmd"):
         return -_mmd(proba, similarity, one_vs_one=gemini == "mmd_ovo")
     return -_wasserstein(proba, similarity, one_vs_one=gemini == "wasserstein_ovo")
-
-
-def _check_proba(proba):
-    if not isinstance(proba, torch.Tensor):
-        raise TypeError(f"proba must be a torch.Tensor, got {type(proba).__name__}.")
-    if not torch.is_floating_point(proba):
-        raise TypeError(f"proba must be a floating point tensor, got dtype {proba.dtype}.")
-    if proba.ndim != 2 or proba.shape[0] == 0 or proba.shape[1] == 0:
-        raise ValueError(
-            "proba must have shape (n_samples, n_clusters) with at least one sample "
-            f"and one cluster, got shape {tuple(proba.shape)}.")
 
 
 def _kind(gemini):
@@ -143,17 +147,12 @@ def _checked_similarity(similarity, proba, gemini):
     return similarity.to(proba.dtype)
 
 
-def _check_finite(proba, similarity=None, gemini=None):
-    """One read back from the device for both tensors."""
-    flags = [torch.isfinite(proba).all()]
-    if similarity is not None:
-        flags.append(torch.isfinite(similarity).all())
-    finite = torch.stack(flags).tolist()
-    if not finite[0]:
-        raise ValueError("proba contains NaN or infinity.")
-    if not all(finite):
-        raise ValueError(
-            f"similarity (the {_kind(gemini)} matrix) contains NaN or infinity.")
+def _similarity_values(similarity, gemini):
+    """A kernel: finite; distances: finite and non-negative."""
+    name = f"similarity (the {_kind(gemini)} matrix of gemini={gemini!r})"
+    if gemini.startswith("mmd"):
+        return finite(similarity, name)
+    return non_negative(similarity, name, "distances")
 
 
 def _weights(T):

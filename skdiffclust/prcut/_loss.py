@@ -33,7 +33,7 @@ first become unstable along the smoothest generalised eigenvectors of the graph
 eq. 7 exactly. ``hardness`` is that s.
 """
 
-from numbers import Integral, Real
+from numbers import Real
 
 import warnings
 
@@ -42,6 +42,16 @@ import scipy.sparse as sp
 import torch
 from torch import nn
 
+from skdiffclust._utils._torch_checks import (
+    ValueChecks,
+    check_float_dtype,
+    check_matrix,
+    check_positive_int,
+    check_tensor,
+    checked_device,
+    non_negative,
+    probabilities,
+)
 from skdiffclust.prcut._graph import pbar_floor
 
 
@@ -323,15 +333,17 @@ class PRCutLoss(nn.Module):
 
     def __init__(self, n_clusters, *, gamma=1.0, momentum=0.8, device=None, dtype=None):
         super().__init__()
-        if isinstance(n_clusters, bool) or not isinstance(n_clusters, Integral) or n_clusters < 1:
-            raise ValueError(f"n_clusters must be a positive integer, got {n_clusters!r}.")
-        if not isinstance(gamma, Real) or not 0 <= gamma < float("inf"):
+        check_positive_int(n_clusters, "n_clusters")
+        if not _is_real(gamma) or not 0 <= gamma < float("inf"):
             raise ValueError(f"gamma must be a non-negative finite number, got {gamma!r}.")
-        if not isinstance(momentum, Real) or not 0 < momentum <= 1:
+        if not _is_real(momentum) or not 0 < momentum <= 1:
             raise ValueError(f"momentum must be in (0, 1], got {momentum!r}.")
         self.n_clusters, self.gamma = int(n_clusters), float(gamma)
         self.momentum = float(momentum)
         self.floor = pbar_floor(n_clusters)
+        check_float_dtype(dtype)
+        device = checked_device(device)
+        self._value_checks = ValueChecks("PRCutLoss", "proba_left, proba_right or affinity")
         self.register_buffer(
             "p_bar", torch.full((n_clusters,), 1.0 / n_clusters, device=device, dtype=dtype))
 
@@ -357,6 +369,17 @@ class PRCutLoss(nn.Module):
         Returns
         -------
         loss : torch.Tensor of shape ()
+
+        Raises
+        ------
+        ValueError
+            For empty or mis-shaped batches, probabilities that are not (NaN or
+            infinity, negative entries, rows not summing to 1: logits), and
+            weights that are negative, NaN or infinite; on CUDA after the first
+            call, a device-side assertion instead (see :func:`set_input_checks`).
+        TypeError
+            For inputs that are not tensors, or not in the loss's dtype and on its
+            device.
         """
         block = self._block(affinity, proba_left, proba_right, hardness)
         probabilities = torch.cat([proba_left, proba_right])
@@ -392,21 +415,41 @@ class PRCutLoss(nn.Module):
                 f"PRCutLoss's p_bar is {self.p_bar.dtype} on {self.p_bar.device} but the "
                 f"probabilities are {proba_left.dtype} on {proba_left.device}: move the "
                 "loss with .to(device, dtype).")
-        if not isinstance(hardness, Real) or not 0 < hardness <= 1:
+        if not _is_real(hardness) or not 0 < hardness <= 1:
             raise ValueError(f"hardness must be in (0, 1], got {hardness!r}.")
         if isinstance(affinity, (EdgeBlock, DenseBlock, WholeGraphBlock)):  # the engine's
             return affinity
-        return affinity_block(affinity, proba_left.shape[0], proba_right.shape[0],
-                              proba_left.dtype, proba_left.device)
+        block = affinity_block(affinity, proba_left.shape[0], proba_right.shape[0],
+                               proba_left.dtype, proba_left.device)
+        weights = _stored_weights(affinity, proba_left.dtype)
+        checks = [lambda: probabilities(proba_left, "proba_left"),
+                  lambda: probabilities(proba_right, "proba_right")]
+        if weights.numel():
+            checks.append(lambda: non_negative(weights, "affinity", "weights"))
+        self._value_checks(proba_left.device, *checks)
+        return block
+
+
+def _is_real(value):
+    return isinstance(value, Real) and not isinstance(value, bool)
 
 
 def _check_proba(proba, name, n_clusters):
-    if not isinstance(proba, torch.Tensor) or not torch.is_floating_point(proba):
-        raise TypeError(f"{name} must be a floating point torch.Tensor.")
-    if proba.ndim != 2 or proba.shape[1] != n_clusters:
-        raise ValueError(
-            f"{name} must have shape (batch_size, n_clusters={n_clusters}), "
-            f"got {tuple(proba.shape)}.")
+    check_tensor(proba, name)
+    check_matrix(proba, name, n_cols=n_clusters, labels=("batch_size", "n_clusters"))
+
+
+def _stored_weights(affinity, dtype):
+    """The weights a user's affinity stores (all of a dense one), floating point."""
+    if affinity.is_complex():
+        raise TypeError(f"affinity must hold real weights, got dtype {affinity.dtype}.")
+    if affinity.layout == torch.sparse_csr:
+        weights = affinity.values()
+    elif affinity.layout == torch.sparse_coo:
+        weights = affinity._values()
+    else:
+        weights = affinity
+    return weights if weights.is_floating_point() else weights.to(dtype)
 
 
 def affinity_block(affinity, n_left, n_right, dtype, device):
