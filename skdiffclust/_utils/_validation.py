@@ -3,8 +3,24 @@
 import numbers
 
 import numpy as np
+from sklearn.utils._param_validation import Interval
 
 from skdiffclust._utils._symmetry import max_asymmetry
+
+
+class NumberInterval(Interval):
+    """scikit-learn's ``Interval`` constraint, refusing bools.
+
+    To Python ``True`` is an int and a real number, so ``Interval(Integral, 1,
+    None)`` takes ``n_clusters=True`` as 1; a bool is never a count or a rate.
+    """
+
+    def is_satisfied_by(self, val):
+        return not isinstance(val, (bool, np.bool_)) and super().is_satisfied_by(val)
+
+
+# n_jobs: any integer (negative counts back from the number of CPUs), no bool
+ANY_INTEGER = NumberInterval(numbers.Integral, None, None, closed="neither")
 
 
 def symmetry_tolerance(S):

@@ -14,14 +14,14 @@ from sklearn.base import (
     clone,
 )
 from sklearn.cluster import kmeans_plusplus
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 from threadpoolctl import threadpool_limits
 
 from skdiffclust._training._stream import forget_stream, keep_stream
 from skdiffclust._utils._random import derive_seeds, numpy_generator
 from skdiffclust._utils._state import keeps_state_on_failure
-from skdiffclust._utils._validation import check_magnitude
+from skdiffclust._utils._validation import ANY_INTEGER, NumberInterval, check_magnitude
 from skdiffclust.clam._data import ScaledData
 from skdiffclust.clam._device import resolve_training_device
 from skdiffclust.clam._selection import (
@@ -309,26 +309,26 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
     """
 
     _parameter_constraints: dict = {
-        "n_clusters": [Interval(Integral, 1, None, closed="left")],
-        "beta": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
-        "n_steps": [Interval(Integral, 1, None, closed="left")],
-        "step_size": [Interval(Real, 0, 1, closed="right"), None],
+        "n_clusters": [NumberInterval(Integral, 1, None, closed="left")],
+        "beta": [NumberInterval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
+        "n_steps": [NumberInterval(Integral, 1, None, closed="left")],
+        "step_size": [NumberInterval(Real, 0, 1, closed="right"), None],
         "metric": [StrOptions({"euclidean", "cosine"})],
         "weighted": ["boolean"],
-        "mask_prob": [Interval(Real, 0, 1, closed="left")],
+        "mask_prob": [NumberInterval(Real, 0, 1, closed="left")],
         "mask_value": [StrOptions({"mean", "min", "max"})],
         "init": [StrOptions({"random", "k-means++"}), "array-like"],
-        "n_init": [Interval(Integral, 1, None, closed="left")],
-        "max_iter": [Interval(Integral, 0, None, closed="left")],
-        "batch_size": [Interval(Integral, 1, None, closed="left")],
-        "learning_rate": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
-        "tol": [Interval(Real, 0, None, closed="left")],
-        "n_iter_no_change": [Interval(Integral, 1, None, closed="left"),
+        "n_init": [NumberInterval(Integral, 1, None, closed="left")],
+        "max_iter": [NumberInterval(Integral, 0, None, closed="left")],
+        "batch_size": [NumberInterval(Integral, 1, None, closed="left")],
+        "learning_rate": [NumberInterval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
+        "tol": [NumberInterval(Real, 0, None, closed="left")],
+        "n_iter_no_change": [NumberInterval(Integral, 1, None, closed="left"),
                              StrOptions({"auto"})],
         "reseed": ["boolean"],
         "prune": ["boolean"],
         "device": [StrOptions({"auto", "cpu", "cuda"})],
-        "n_jobs": [Integral, None],
+        "n_jobs": [ANY_INTEGER, None],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     }

@@ -8,7 +8,7 @@ from sklearn.base import BaseEstimator, ClusterMixin, _fit_context
 from sklearn.neighbors import VALID_METRICS, NearestNeighbors
 from sklearn.utils import TransformerTags
 from sklearn.utils._available_if import available_if
-from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+from sklearn.utils._param_validation import HasMethods, StrOptions
 from sklearn.utils._set_output import _SetOutputMixin
 from sklearn.utils.validation import (
     _generate_get_feature_names_out,
@@ -18,7 +18,12 @@ from sklearn.utils.validation import (
 
 from skdiffclust._utils._random import derive_seeds
 from skdiffclust._utils._state import keeps_state_on_failure
-from skdiffclust._utils._validation import check_magnitude, check_similarity_matrix
+from skdiffclust._utils._validation import (
+    ANY_INTEGER,
+    NumberInterval,
+    check_magnitude,
+    check_similarity_matrix,
+)
 from skdiffclust.forest._api import warn_if_distances
 from skdiffclust.forest._constraints import UNLABELLED, Constraints, check_partial_labels
 from skdiffclust.forest._solver import (
@@ -233,22 +238,22 @@ class SpanningForestClustering(ClusterMixin, _SetOutputMixin, BaseEstimator):
     """
 
     _parameter_constraints: dict = {
-        "n_clusters": [Interval(Integral, 1, None, closed="left")],
+        "n_clusters": [NumberInterval(Integral, 1, None, closed="left")],
         "metric": [StrOptions(set(VALID_METRICS["brute"])), callable],
         "metric_params": [dict, None],
         "algorithm": [StrOptions({"auto", "kd_tree", "prim"})],
         "embedding": [StrOptions({"linear", "mlp"}), HasMethods(["forward"]), None],
-        "n_components": [Interval(Integral, 1, None, closed="left")],
+        "n_components": [NumberInterval(Integral, 1, None, closed="left")],
         "hidden_layer_sizes": ["array-like"],
-        "epsilon": [Interval(Real, 0, None, closed="neither")],
-        "n_perturbations": [Interval(Integral, 1, None, closed="left")],
-        "batch_size": [Interval(Integral, 2, None, closed="left")],
-        "max_iter": [Interval(Integral, 0, None, closed="left")],
-        "learning_rate": [Interval(Real, 0, None, closed="neither")],
-        "tol": [Interval(Real, 0, None, closed="left")],
-        "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
+        "epsilon": [NumberInterval(Real, 0, None, closed="neither")],
+        "n_perturbations": [NumberInterval(Integral, 1, None, closed="left")],
+        "batch_size": [NumberInterval(Integral, 2, None, closed="left")],
+        "max_iter": [NumberInterval(Integral, 0, None, closed="left")],
+        "learning_rate": [NumberInterval(Real, 0, None, closed="neither")],
+        "tol": [NumberInterval(Real, 0, None, closed="left")],
+        "n_iter_no_change": [NumberInterval(Integral, 1, None, closed="left")],
         "device": [StrOptions({"auto", "cpu", "cuda"})],
-        "n_jobs": [Integral, None],
+        "n_jobs": [ANY_INTEGER, None],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     }
