@@ -90,6 +90,26 @@ def check_magnitude(X, name="X"):
         )
 
 
+# Differences below this have squares under 1e-280, near float64's smallest normal
+# number (2.2e-308): below it squared distances lose their digits, then vanish,
+# and ClAM's beta in the units of the input (one over their square) overflows.
+MIN_SPREAD = 1e-140
+
+
+def check_spread(X, name="X"):
+    """Raise a ValueError when X's values differ by so little (though not all
+    equal) that their squared distances underflow float64."""
+    if X.shape[0] < 2 or X.shape[1] == 0:
+        return
+    spread = np.asarray(X.max(axis=0).toarray() - X.min(axis=0).toarray()
+                        if hasattr(X, "toarray") else np.ptp(X, axis=0)).max()
+    if 0 < spread < MIN_SPREAD:
+        raise ValueError(
+            f"{name}'s values differ by at most {spread:.3g}: their squared distances "
+            "underflow float64. Rescale the data first (for example with "
+            "sklearn.preprocessing.StandardScaler or MaxAbsScaler).")
+
+
 def center_and_scale(X):
     """X centred in float64 and divided by one global scale; returns (Z, shift, scale).
 

@@ -21,7 +21,8 @@ from threadpoolctl import threadpool_limits
 from skdiffclust._training._stream import forget_stream, keep_stream
 from skdiffclust._utils._random import derive_seeds, numpy_generator
 from skdiffclust._utils._state import keeps_state_on_failure
-from skdiffclust._utils._validation import ANY_INTEGER, NumberInterval, check_magnitude
+from skdiffclust._utils._validation import (ANY_INTEGER, NumberInterval, check_magnitude,
+                                            check_spread)
 from skdiffclust.clam._data import ScaledData
 from skdiffclust.clam._device import resolve_training_device
 from skdiffclust.clam._selection import (
@@ -401,6 +402,7 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
                 f"n_samples={X.shape[0]} should be >= n_clusters={self.n_clusters}."
             )
         check_magnitude(X)
+        check_spread(X)
         return X
 
     @_fit_context(prefer_skip_nested_validation=True)

@@ -23,6 +23,7 @@ from skdiffclust._utils._validation import (
     NumberInterval,
     check_magnitude,
     check_similarity_matrix,
+    check_spread,
 )
 from skdiffclust.forest._api import warn_if_distances
 from skdiffclust.forest._constraints import UNLABELLED, Constraints, check_partial_labels
@@ -319,6 +320,7 @@ class SpanningForestClustering(ClusterMixin, _SetOutputMixin, BaseEstimator):
             warn_if_distances(X, "X", stacklevel=4)
         else:
             check_magnitude(X)
+            check_spread(X)
         constraints = _build_constraints(y, n_samples, must_link, cannot_link)
         fitted = {"n_iter_": 1, "_embedding_template": None}
         with thread_limit(self.n_jobs):
