@@ -336,6 +336,8 @@ class SpanningForestClustering(ClusterMixin, _SetOutputMixin, BaseEstimator):
                     metric_params=self._clustering_metric_params(),
                     algorithm=self.algorithm, constraints=constraints,
                 )
+        if constraints is None:
+            _warn_if_duplicates_split(X, forest, precomputed)
         for name, value in fitted.items():
             setattr(self, name, value)
         self._fit_X = None if precomputed else X
@@ -649,3 +651,22 @@ def _build_constraints(y, n_samples, must_link, cannot_link):
     if y is None:
         return Constraints.from_pairs(n_samples, must_link, cannot_link)
     return Constraints.from_labels(y, n_samples, must_link, cannot_link)
+
+
+def _warn_if_duplicates_split(X, forest, precomputed):
+    """Warn when the forest splits samples at distance 0 (which of them go to which
+    tree is then arbitrary): fewer distinct samples than trees."""
+    if forest.n_clusters < 2:
+        return
+    if precomputed:
+        tied = np.ptp(X) == 0
+        message = ("All similarities in X are equal: the split into "
+                   f"{forest.n_clusters} clusters is arbitrary.")
+    else:
+        tied = forest.separation == 0
+        message = ("All samples are identical" if np.ptp(X) == 0 else
+                   "Samples at distance 0 from each other are in different clusters")
+        message += (f": X has fewer distinct samples than n_clusters="
+                    f"{forest.n_clusters}, and which copies are split off is arbitrary.")
+    if tied:
+        warnings.warn(message, UserWarning, stacklevel=5)
