@@ -74,6 +74,9 @@ def _parse_constraints(constraints, n):
 
 def _problem(S, n_clusters, epsilon, n_samples, constraints, generator):
     check_generator(generator)
+    if isinstance(S, torch.Tensor) and S.device.type == "meta":
+        raise ValueError("S is on the meta device, which holds no values: the forests "
+                         "are solved from them.")
     array = similarity_to_numpy(S)
     check_n_clusters(n_clusters, array.shape[0])
     check_perturbation(epsilon, n_samples)

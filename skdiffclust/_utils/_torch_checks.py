@@ -126,13 +126,24 @@ def check_matrix(value, name, n_rows=None, n_cols=None, labels=("n_samples", "n_
 
 # ---------------------------------------------------------------- value checks
 class Condition:
-    """A flag (0-d bool tensor, on the checked tensor's device) and, should it be
-    False, a function giving the message (run on failure only)."""
+    """What a check asks of an input: scalars reduced from it (0-d tensors on its
+    device), each to satisfy ``sign * scalar >= bound`` (NaN never does), and the
+    message should one fail (computed on failure only).
 
-    __slots__ = ("flag", "describe")
+    Bounds of this one form let a block's conditions be tested on the device in
+    five kernels however many there are (stack, multiply, compare, all, assert),
+    or on the scalars' Python values after one read back.
+    """
 
-    def __init__(self, flag, describe):
-        self.flag, self.describe = flag, describe
+    __slots__ = ("scalars", "signs", "bounds", "describe")
+
+    def __init__(self, scalars, signs, bounds, describe):
+        self.scalars, self.signs, self.bounds = tuple(scalars), signs, bounds
+        self.describe = describe
+
+    def holds(self, values):
+        return all(sign * value >= bound
+                   for value, sign, bound in zip(values, self.signs, self.bounds))
 
 
 def simplex_tolerance(proba):
@@ -142,15 +153,36 @@ def simplex_tolerance(proba):
     return max(1e-3, 4.0 * eps * proba.shape[-1])
 
 
-def probabilities(proba, name):
-    """Rows on the probability simplex: finite, non-negative, summing to one."""
+def probabilities(proba, name, parts=None):
+    """Rows on the probability simplex: finite, non-negative, summing to one.
+
+    ``parts``: ``(name, rows)`` pairs of the arguments ``proba`` concatenates,
+    checked in one pass and named apart in the message.
+    """
     proba = proba.detach()
     tolerance = simplex_tolerance(proba)
-    flag = ((proba.sum(-1) - 1.0).abs().amax() <= tolerance) & (proba.amin() >= 0)
-    return Condition(flag, lambda: _probability_problem(proba, name, tolerance))
+    lowest_sum, highest_sum = torch.aminmax(proba.sum(-1))
+    parts = ((name, proba),) if parts is None else parts
+    return Condition((lowest_sum, highest_sum, proba.amin()), (1.0, -1.0, 1.0),
+                     (1.0 - tolerance, -1.0 - tolerance, 0.0),
+                     lambda: _probability_problem(parts, tolerance))
 
 
-def _probability_problem(proba, name, tolerance):
+def _probability_problem(parts, tolerance):
+    """The message of the first part that is not on the simplex."""
+    for name, proba in parts:
+        proba = proba.detach()
+        if proba.numel() and not _on_simplex(proba, tolerance):
+            return _part_problem(proba, name, tolerance)
+    return _part_problem(parts[0][1].detach(), parts[0][0], tolerance)
+
+
+def _on_simplex(proba, tolerance):
+    sums = proba.sum(-1)
+    return bool(((sums - 1.0).abs() <= tolerance).all() and (proba >= 0).all())
+
+
+def _part_problem(proba, name, tolerance):
     if not torch.isfinite(proba).all():
         return f"{name} contains NaN or infinity."
     low = float(proba.amin())
@@ -169,10 +201,11 @@ def non_negative(values, name, what):
     to minus sqrt(machine epsilon) times the largest pass (squared distances
     computed by matrix products can round below zero)."""
     values = values.detach()
+    finfo = torch.finfo(values.dtype)
     low, high = torch.aminmax(values)
-    rounding = float(torch.finfo(values.dtype).eps) ** 0.5
-    flag = (low >= -rounding * high) & (high < float("inf"))
-    return Condition(flag, lambda: _sign_problem(values, name, what))
+    margin = torch.add(low, high, alpha=finfo.eps ** 0.5)  # low + rounding * high
+    return Condition((margin, high), (1.0, -1.0), (0.0, -finfo.max),
+                     lambda: _sign_problem(values, name, what))
 
 
 def _sign_problem(values, name, what):
@@ -182,10 +215,23 @@ def _sign_problem(values, name, what):
             f"{float(values.amin()):.4g}.")
 
 
-def finite(values, name):
+def finite(values, name, through=None):
+    """Finite values, read from their sum (20 times cheaper than ``isfinite``
+    on a CPU; a sum that overflows flags values too large to compute with), or
+    from ``through``, a result computed from every value, which is non-finite
+    when one of them is (no pass over ``values`` at all)."""
     values = values.detach()
-    flag = torch.isfinite(values).all()
-    return Condition(flag, lambda: f"{name} contains NaN or infinity.")
+    total = (values if through is None else through.detach()).sum()
+    largest = torch.finfo(total.dtype).max
+    return Condition((total, total), (1.0, -1.0), (-largest, -largest),
+                     lambda: _finiteness_problem(values, name))
+
+
+def _finiteness_problem(values, name):
+    if not torch.isfinite(values).all():
+        return f"{name} contains NaN or infinity."
+    return (f"{name} holds values too large for {values.dtype} (their sum "
+            "overflows): rescale them.")
 
 
 class ValueChecks:
@@ -195,6 +241,7 @@ class ValueChecks:
     def __init__(self, block, arguments):
         self.block, self.arguments = block, arguments
         self.checked_on = set()
+        self._coefficients = {}  # the signs and bounds, on a device, made once
 
     def __call__(self, device, *conditions):
         """Check ``conditions`` (functions returning a :class:`Condition`) for a
@@ -202,22 +249,41 @@ class ValueChecks:
         mode = _MODE["value"]
         if mode == "off" or device.type == "meta":
             return
-        flags = [condition() for condition in conditions]
+        built = [condition() for condition in conditions]
+        scalars = [scalar for condition in built for scalar in condition.scalars]
         if self._eager(mode, device):
-            values = (flags[0].flag[None] if len(flags) == 1
-                      else torch.stack([c.flag for c in flags])).tolist()
-            for ok, condition in zip(values, flags):
-                if not ok:
+            if device.type == "cpu":  # nothing to wait for: no op more than needed
+                values = [scalar.item() for scalar in scalars]
+            else:  # one read back
+                values = torch.stack([scalar.double() for scalar in scalars]).tolist()
+            start = 0
+            for condition in built:
+                stop = start + len(condition.scalars)
+                if not condition.holds(values[start:stop]):
                     raise ValueError(condition.describe())
+                start = stop
             self.checked_on.add(str(device))
             return
-        flag = flags[0].flag if len(flags) == 1 else torch.stack(
-            [c.flag for c in flags]).all()
+        dtype = scalars[0].dtype
+        stacked = torch.stack([scalar if scalar.dtype == dtype else scalar.to(dtype)
+                               for scalar in scalars])
+        signs, bounds = self._signs_and_bounds(built, stacked)
         torch._assert_async(
-            flag, f"skdiffclust.torch.{self.block}: invalid {self.arguments} (NaN, "
+            (stacked * signs >= bounds).all(),
+            f"skdiffclust.torch.{self.block}: invalid {self.arguments} (NaN, "
             "infinity, negative values, or probabilities whose rows do not sum to 1). "
             "Call skdiffclust.torch.set_input_checks('eager'), or the same call on "
             "CPU tensors, for the full message.")
+
+    def _signs_and_bounds(self, built, like):
+        """The conditions' signs and bounds as tensors like ``like``: copied to
+        the device at the first call of each kind only."""
+        signs = tuple(sign for condition in built for sign in condition.signs)
+        bounds = tuple(bound for condition in built for bound in condition.bounds)
+        key = (str(like.device), like.dtype, signs, bounds)
+        if key not in self._coefficients:
+            self._coefficients[key] = (like.new_tensor(signs), like.new_tensor(bounds))
+        return self._coefficients[key]
 
     def _eager(self, mode, device):
         if mode == "eager" or device.type != "cuda":

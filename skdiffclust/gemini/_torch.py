@@ -116,10 +116,15 @@ def gemini_loss(proba, similarity, gemini="mmd_ovo"):
         _CHECKS(proba.device, lambda: probabilities(proba, "proba"))
         return -_mutual_information(proba)
     similarity = _checked_similarity(similarity, proba, gemini)
-    _CHECKS(proba.device, lambda: probabilities(proba, "proba"),
-            lambda: _similarity_values(similarity, gemini))
+    name = f"similarity (the {_kind(gemini)} matrix of gemini={gemini!r})"
     if gemini.startswith("mmd"):
-        return -_mmd(proba, similarity, one_vs_one=gemini == "mmd_ovo")
+        value, gram = _mmd(proba, similarity, one_vs_one=gemini == "mmd_ovo")
+        # alpha' K alpha is non-finite when K is: no pass over the n x n kernel
+        _CHECKS(proba.device, lambda: probabilities(proba, "proba"),
+                lambda: finite(similarity, name, through=gram))
+        return -value
+    _CHECKS(proba.device, lambda: probabilities(proba, "proba"),
+            lambda: non_negative(similarity, name, "distances"))
     return -_wasserstein(proba, similarity, one_vs_one=gemini == "wasserstein_ovo")
 
 
@@ -147,14 +152,6 @@ def _checked_similarity(similarity, proba, gemini):
     return similarity.to(proba.dtype)
 
 
-def _similarity_values(similarity, gemini):
-    """A kernel: finite; distances: finite and non-negative."""
-    name = f"similarity (the {_kind(gemini)} matrix of gemini={gemini!r})"
-    if gemini.startswith("mmd"):
-        return finite(similarity, name)
-    return non_negative(similarity, name, "distances")
-
-
 def _weights(T):
     """Cluster proportions (floored) and importance weights alpha = T / pi."""
     pi = T.mean(0).clamp_min(PROPORTION_FLOOR)
@@ -162,7 +159,8 @@ def _weights(T):
 
 
 def _mmd(T, K, one_vs_one):
-    """Both MMD GEMINIs from Q = alpha' K alpha, u = alpha' K 1 and c = 1' K 1."""
+    """Both MMD GEMINIs from Q = alpha' K alpha, u = alpha' K 1 and c = 1' K 1;
+    returns the GEMINI and Q."""
     n = T.shape[0]
     pi, alpha = _weights(T)
     Q = alpha.T @ (K @ alpha)
@@ -171,10 +169,10 @@ def _mmd(T, K, one_vs_one):
         squared = (diag[:, None] + diag[None, :] - 2.0 * Q) / n**2
         mmd = squared.clamp_min(SQUARED_DISTANCE_FLOOR).sqrt()
         off_diagonal = 1.0 - torch.eye(pi.shape[0], dtype=T.dtype, device=T.device)
-        return (pi[:, None] * pi[None, :] * off_diagonal * mmd).sum()
+        return (pi[:, None] * pi[None, :] * off_diagonal * mmd).sum(), Q
     row_sums = K.sum(1)
     squared = (diag - 2.0 * (row_sums @ alpha) + row_sums.sum()) / n**2
-    return (pi * squared.clamp_min(SQUARED_DISTANCE_FLOOR).sqrt()).sum()
+    return (pi * squared.clamp_min(SQUARED_DISTANCE_FLOOR).sqrt()).sum(), Q
 
 
 def _mutual_information(T):

@@ -50,8 +50,8 @@ from skdiffclust._utils._torch_checks import (
     check_tensor,
     checked_device,
     non_negative,
-    probabilities,
 )
+from skdiffclust._utils._torch_checks import probabilities as on_simplex
 from skdiffclust.prcut._graph import pbar_floor
 
 
@@ -383,6 +383,8 @@ class PRCutLoss(nn.Module):
         """
         block = self._block(affinity, proba_left, proba_right, hardness)
         probabilities = torch.cat([proba_left, proba_right])
+        if block is not affinity:  # a user's tensor, not the engine's block
+            self._check_values(probabilities, proba_left, affinity)
         batch_mean = probabilities.mean(0)
         p_bar = self._proportions(batch_mean)
         bound, grad_left, grad_right = block_bound_and_gradient(
@@ -421,13 +423,20 @@ class PRCutLoss(nn.Module):
             return affinity
         block = affinity_block(affinity, proba_left.shape[0], proba_right.shape[0],
                                proba_left.dtype, proba_left.device)
-        weights = _stored_weights(affinity, proba_left.dtype)
-        checks = [lambda: probabilities(proba_left, "proba_left"),
-                  lambda: probabilities(proba_right, "proba_right")]
+        if affinity.is_complex():
+            raise TypeError(f"affinity must hold real weights, got dtype {affinity.dtype}.")
+        return block
+
+    def _check_values(self, both, proba_left, affinity):
+        """Probabilities on the simplex (both batches in one pass) and weights
+        finite and non-negative (see :func:`set_input_checks`)."""
+        weights = _stored_weights(affinity, both.dtype)
+        n_left = proba_left.shape[0]
+        checks = [lambda: on_simplex(both, "proba_left and proba_right", parts=(
+            ("proba_left", both[:n_left]), ("proba_right", both[n_left:])))]
         if weights.numel():
             checks.append(lambda: non_negative(weights, "affinity", "weights"))
-        self._value_checks(proba_left.device, *checks)
-        return block
+        self._value_checks(both.device, *checks)
 
 
 def _is_real(value):
@@ -441,8 +450,6 @@ def _check_proba(proba, name, n_clusters):
 
 def _stored_weights(affinity, dtype):
     """The weights a user's affinity stores (all of a dense one), floating point."""
-    if affinity.is_complex():
-        raise TypeError(f"affinity must hold real weights, got dtype {affinity.dtype}.")
     if affinity.layout == torch.sparse_csr:
         weights = affinity.values()
     elif affinity.layout == torch.sparse_coo:
