@@ -254,8 +254,9 @@ class ValueChecks:
         if self._eager(mode, device):
             if device.type == "cpu":  # nothing to wait for: no op more than needed
                 values = [scalar.item() for scalar in scalars]
-            else:  # one read back
+            else:  # one read back; the later calls' signs and bounds, copied now
                 values = torch.stack([scalar.double() for scalar in scalars]).tolist()
+                self._signs_and_bounds(built, scalars[0])
             start = 0
             for condition in built:
                 stop = start + len(condition.scalars)

@@ -242,6 +242,8 @@ def _checked_graph(graph):
     """A user's graph as a canonical CSR matrix, or a clear error."""
     if not sp.issparse(graph):
         raise TypeError(f"graph must be a SciPy sparse matrix, got {type(graph).__name__}.")
+    if np.iscomplexobj(graph.data):
+        raise TypeError(f"graph must hold real weights, got dtype {graph.dtype}.")
     if graph.ndim != 2 or graph.shape[0] != graph.shape[1] or graph.shape[0] < 2:
         raise ValueError(
             f"graph must be a square (n_samples, n_samples) matrix with at least 2 "

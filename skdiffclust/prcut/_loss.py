@@ -411,7 +411,10 @@ class PRCutLoss(nn.Module):
         for name, proba in (("proba_left", proba_left), ("proba_right", proba_right)):
             _check_proba(proba, name, self.n_clusters)
         if (proba_right.dtype, proba_right.device) != (proba_left.dtype, proba_left.device):
-            raise TypeError("proba_left and proba_right must share a dtype and a device.")
+            raise TypeError(
+                f"proba_left and proba_right must share a dtype and a device, got "
+                f"{proba_left.dtype} on {proba_left.device} and {proba_right.dtype} on "
+                f"{proba_right.device}.")
         if (self.p_bar.dtype, self.p_bar.device) != (proba_left.dtype, proba_left.device):
             raise TypeError(
                 f"PRCutLoss's p_bar is {self.p_bar.dtype} on {self.p_bar.device} but the "
