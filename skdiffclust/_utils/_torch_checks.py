@@ -21,7 +21,7 @@ call (``"eager"``) and no value checks (``"off"``, which the benchmarks use to
 measure what the checks cost).
 """
 
-from numbers import Integral
+from numbers import Integral, Real
 
 import torch
 
@@ -86,6 +86,11 @@ def check_generator(generator, name="generator"):
     if generator is not None and not isinstance(generator, torch.Generator):
         raise TypeError(
             f"{name} must be a torch.Generator or None, got {type(generator).__name__}.")
+
+
+def is_real(value):
+    """A real number, not a bool (which Python counts as one)."""
+    return isinstance(value, Real) and not isinstance(value, bool)
 
 
 def check_positive_int(value, name):

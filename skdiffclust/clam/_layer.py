@@ -14,8 +14,6 @@ equivariant to a shift and a global rescale, beta scaling as one over the square
 units), so that the layer assigns raw inputs as the estimator's ``predict`` does.
 """
 
-from numbers import Real
-
 import numpy as np
 import torch
 from sklearn.utils.validation import check_is_fitted
@@ -29,6 +27,7 @@ from skdiffclust._utils._torch_checks import (
     check_positive_int,
     check_tensor,
     checked_device,
+    is_real,
     finite,
 )
 from skdiffclust.clam._dynamics import (
@@ -123,9 +122,9 @@ class ClAMLayer(nn.Module):
         for value, name in ((n_clusters, "n_clusters"), (n_features, "n_features"),
                             (n_steps, "n_steps")):
             check_positive_int(value, name)
-        if not _is_real(beta) or not 0 < beta < np.inf:
+        if not is_real(beta) or not 0 < beta < np.inf:
             raise ValueError(f"beta must be a positive finite number, got {beta!r}.")
-        if step_size is not None and (not _is_real(step_size) or not 0 < step_size <= 1):
+        if step_size is not None and (not is_real(step_size) or not 0 < step_size <= 1):
             raise ValueError(f"step_size must be in (0, 1] or None, got {step_size!r}.")
         if metric not in (EUCLIDEAN, COSINE):
             raise ValueError(f"metric must be 'euclidean' or 'cosine', got {metric!r}.")
@@ -341,7 +340,7 @@ def clam_loss(layer, x, mask_prob=0.15, *, generator=None):
     """
     if not isinstance(layer, ClAMLayer):
         raise TypeError(f"layer must be a ClAMLayer, got {type(layer).__name__}.")
-    if not _is_real(mask_prob) or not 0 <= mask_prob < 1:
+    if not is_real(mask_prob) or not 0 <= mask_prob < 1:
         raise ValueError(f"mask_prob must be in [0, 1), got {mask_prob!r}.")
     check_generator(generator)
     x = layer._prepared(x, "x")
@@ -353,10 +352,6 @@ def clam_loss(layer, x, mask_prob=0.15, *, generator=None):
     per_point = completion_loss(layer.memories(), x, masks, layer.fill, layer.n_steps,
                                 layer.alpha)
     return per_point.mean()
-
-
-def _is_real(value):
-    return isinstance(value, Real) and not isinstance(value, bool)
 
 
 def _checked_mask(mask, x):

@@ -33,8 +33,6 @@ first become unstable along the smoothest generalised eigenvectors of the graph
 eq. 7 exactly. ``hardness`` is that s.
 """
 
-from numbers import Real
-
 import warnings
 
 import numpy as np
@@ -49,6 +47,7 @@ from skdiffclust._utils._torch_checks import (
     check_positive_int,
     check_tensor,
     checked_device,
+    is_real,
     non_negative,
 )
 from skdiffclust._utils._torch_checks import probabilities as on_simplex
@@ -334,9 +333,9 @@ class PRCutLoss(nn.Module):
     def __init__(self, n_clusters, *, gamma=1.0, momentum=0.8, device=None, dtype=None):
         super().__init__()
         check_positive_int(n_clusters, "n_clusters")
-        if not _is_real(gamma) or not 0 <= gamma < float("inf"):
+        if not is_real(gamma) or not 0 <= gamma < float("inf"):
             raise ValueError(f"gamma must be a non-negative finite number, got {gamma!r}.")
-        if not _is_real(momentum) or not 0 < momentum <= 1:
+        if not is_real(momentum) or not 0 < momentum <= 1:
             raise ValueError(f"momentum must be in (0, 1], got {momentum!r}.")
         self.n_clusters, self.gamma = int(n_clusters), float(gamma)
         self.momentum = float(momentum)
@@ -420,7 +419,7 @@ class PRCutLoss(nn.Module):
                 f"PRCutLoss's p_bar is {self.p_bar.dtype} on {self.p_bar.device} but the "
                 f"probabilities are {proba_left.dtype} on {proba_left.device}: move the "
                 "loss with .to(device, dtype).")
-        if not _is_real(hardness) or not 0 < hardness <= 1:
+        if not is_real(hardness) or not 0 < hardness <= 1:
             raise ValueError(f"hardness must be in (0, 1], got {hardness!r}.")
         if isinstance(affinity, (EdgeBlock, DenseBlock, WholeGraphBlock)):  # the engine's
             return affinity
@@ -440,10 +439,6 @@ class PRCutLoss(nn.Module):
         if weights.numel():
             checks.append(lambda: non_negative(weights, "affinity", "weights"))
         self._value_checks(both.device, *checks)
-
-
-def _is_real(value):
-    return isinstance(value, Real) and not isinstance(value, bool)
 
 
 def _check_proba(proba, name, n_clusters):
