@@ -73,7 +73,6 @@ def _parse_constraints(constraints, n):
 
 
 def _problem(S, n_clusters, epsilon, n_samples, constraints, generator):
-    check_generator(generator)
     if isinstance(S, torch.Tensor) and S.device.type == "meta":
         raise ValueError("S is on the meta device, which holds no values: the forests "
                          "are solved from them.")
@@ -106,14 +105,13 @@ def _check_device_similarity(S):
         raise ValueError("S must be a symmetric similarity matrix.")
 
 
-def _device_constraints(S, n_clusters, epsilon, n_samples, constraints, generator):
+def _device_constraints(S, n_clusters, epsilon, n_samples, constraints):
     """Validate a CUDA call; the parsed constraints, or ``False`` to solve on the CPU.
 
     The CPU solver takes problems the device solver does not: general cannot-link
     structures, and single points.
     """
     _check_device_similarity(S)
-    check_generator(generator)
     n = S.shape[0]
     check_n_clusters(n_clusters, n)
     check_perturbation(epsilon, n_samples)
@@ -197,9 +195,9 @@ def perturbed_spanning_forest(S, n_clusters, *, epsilon=0.1, n_samples=100,
     >>> torch.equal(S.grad, A)
     True
     """
+    check_generator(generator)
     if _on_cuda(S):
-        parsed = _device_constraints(S, n_clusters, epsilon, n_samples, constraints,
-                                     generator)
+        parsed = _device_constraints(S, n_clusters, epsilon, n_samples, constraints)
         if parsed is not False:
             from skdiffclust.forest import _gpu
 
@@ -251,9 +249,9 @@ def partial_fenchel_young_loss(S, constraints, n_clusters, *, epsilon=0.1, n_sam
     >>> emb.grad.shape
     torch.Size([4, 1])
     """
+    check_generator(generator)
     if _on_cuda(S):
-        parsed = _device_constraints(S, n_clusters, epsilon, n_samples, constraints,
-                                     generator)
+        parsed = _device_constraints(S, n_clusters, epsilon, n_samples, constraints)
         if constraints is None:
             raise ValueError("constraints are required for the partial Fenchel-Young loss.")
         if parsed is not False:

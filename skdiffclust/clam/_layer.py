@@ -326,6 +326,12 @@ def clam_loss(layer, x, mask_prob=0.15, *, generator=None):
     loss : torch.Tensor of shape ()
         Differentiable with respect to ``x`` and the layer's parameters.
 
+    Notes
+    -----
+    The loss shrinks with the scale of ``x``: an encoder trained on it alone
+    learns to shrink its code. Normalise the code and add a reconstruction term
+    (the user guide's recipe, "ClAM after an encoder").
+
     Examples
     --------
     >>> import torch
