@@ -32,13 +32,31 @@ comparison), its table of ACC, NMI, ARI and fit time printed, with one more row:
 PRCut's built-in MLP on the same pixels, hence the same 10-NN graph, the
 reference that ``PRCut(module=cnn)`` must reach in accuracy.
 
+Section ``checks``: what the input checks of the blocks cost (issue 29). Each
+step above (and ClAMLayer's inference, ``predict_proba`` of 4,096 points) is timed
+with the value checks off and on (``set_input_checks('off')`` / ``'auto'``), the
+two taking turns by blocks of steps (about 20 ms each) so that both see the same
+machine load, the best of ``--repeats`` blocks each (on a shared machine the
+median moved by more than the checks cost), and the overhead printed in %; on
+CUDA the steps are timed after a
+first call (whose eager check reads a flag back once), so the checked column is
+the assertions on the device, and one more column times ``'eager'`` (a read back
+per step). The "in checks" column is the host time spent inside the checks per
+step, measured around them (on the CPU their whole cost, without the noise of
+two step times; on CUDA the time to launch them). On CUDA each step also runs
+once under
+``torch.cuda.set_sync_debug_mode('error')``, checks off and on: the "host syncs"
+column says whether either synchronised the host with the device (the
+Wasserstein GEMINIs solve their transports on the host, so they always do).
+
 Each section is a function printing its own table, selected with ``--only``.
 
 Usage: ``python benchmarks/bench_torch_api.py [--repeats 20] [--threads 1]
-[--only steps,digits]``.
+[--only steps,digits,checks]``; the checks alone: ``--only checks --repeats 50``.
 """
 
 import argparse
+import contextlib
 import pathlib
 import platform
 import runpy
@@ -50,7 +68,14 @@ import torch
 from sklearn.datasets import make_blobs
 from sklearn.neighbors import kneighbors_graph
 
-from skdiffclust.torch import ClAMLayer, PRCutBatchPairs, PRCutLoss, clam_loss, gemini_loss
+from skdiffclust.torch import (
+    ClAMLayer,
+    PRCutBatchPairs,
+    PRCutLoss,
+    clam_loss,
+    gemini_loss,
+    set_input_checks,
+)
 
 NOT_MEASURED = "not yet measured"
 
@@ -177,6 +202,134 @@ def steps(args):
         print(f"{name:<72} {_milliseconds(timings[0]):>12} {cuda:>18}", flush=True)
 
 
+def clam_inference_case(batch_size=4096, n_features=64, n_clusters=50, n_steps=10):
+    def make_step(device):
+        generator = torch.Generator().manual_seed(5)
+        layer = ClAMLayer(n_clusters, n_features, beta=1.0 / n_features, n_steps=n_steps,
+                          generator=generator).to(device)
+        x = torch.randn(batch_size, n_features, generator=generator).to(device)
+
+        @torch.no_grad()
+        def step():
+            layer.predict_proba(x)
+        return step
+    return (f"ClAMLayer.predict_proba, {batch_size} points, d={n_features}, "
+            f"k={n_clusters}, T={n_steps}", make_step)
+
+
+@contextlib.contextmanager
+def input_checks(mode):
+    previous = set_input_checks(mode)
+    try:
+        yield
+    finally:
+        set_input_checks(previous)
+
+
+def interleaved_times(step, device, modes, repeats, warm_up=3, block_seconds=0.02):
+    """Time per ``step()`` under each input-check mode: the modes take turns,
+    ``repeats`` blocks each of enough steps to last ``block_seconds``; the best
+    block of each (timeit's rule: other processes only ever add time, and on a
+    shared machine the median moved by more than the checks cost)."""
+    for mode in modes:
+        with input_checks(mode):
+            for _ in range(warm_up):
+                step()
+    _synchronize(device)
+    start = time.perf_counter()
+    step()
+    _synchronize(device)
+    n_steps = max(1, int(block_seconds / max(time.perf_counter() - start, 1e-9)))
+    best = dict.fromkeys(modes, float("inf"))
+    for repeat in range(repeats):
+        for mode in modes[::-1] if repeat % 2 else modes:  # neither always first
+            with input_checks(mode):
+                _synchronize(device)
+                start = time.perf_counter()
+                for _ in range(n_steps):
+                    step()
+                _synchronize(device)
+                best[mode] = min(best[mode], (time.perf_counter() - start) / n_steps)
+    return best
+
+
+def synchronises(step, mode):
+    """Whether one (warm) CUDA step synchronises the host with the device."""
+    with input_checks(mode):
+        step()
+        torch.cuda.synchronize()
+        torch.cuda.set_sync_debug_mode("error")
+        try:
+            step()
+        except RuntimeError as error:
+            if "synchroniz" not in str(error):
+                raise
+            return True
+        finally:
+            torch.cuda.set_sync_debug_mode("default")
+            torch.cuda.synchronize()
+    return False
+
+
+def time_in_checks(step, device, n_steps=20):
+    """Host time per step spent inside the blocks' value checks (``'auto'``): on
+    the CPU their whole cost, free of the step-to-step noise of the step times;
+    on CUDA the time to launch them."""
+    from skdiffclust._utils._torch_checks import ValueChecks
+
+    spent, call = [0.0], ValueChecks.__call__
+
+    def timed(self, *args):
+        start = time.perf_counter()
+        try:
+            return call(self, *args)
+        finally:
+            spent[0] += time.perf_counter() - start
+
+    with input_checks("auto"):
+        step()
+        ValueChecks.__call__ = timed
+        try:
+            for _ in range(n_steps):
+                step()
+        finally:
+            ValueChecks.__call__ = call
+        _synchronize(device)
+    return spent[0] / n_steps
+
+
+def checks(args):
+    """Each block's step with its input checks off and on, CPU and CUDA."""
+    devices = [torch.device("cpu")]
+    if torch.cuda.is_available():
+        devices.append(torch.device("cuda"))
+    cases = [prcut_cases(prcut_graph())[0], gemini_case("mmd_ovo", 1024),
+             gemini_case("wasserstein_ova", 256), clam_case(), clam_inference_case()]
+    print(f"\nInput checks: a step with them off and on, best of {args.repeats} "
+          f"interleaved blocks of steps; CPU: {platform.processor() or platform.machine()}, "
+          f"{args.threads} thread(s)"
+          + (f"; CUDA: {torch.cuda.get_device_name()}" if len(devices) > 1 else
+             "; CUDA: not available here"))
+    print(f"{'step':<72} {'device':>6} {'off':>10} {'checked':>10} {'overhead':>9} "
+          f"{'in checks':>17} {'eager':>10} {'host syncs (off/checked)':>25}")
+    for name, make_step in cases:
+        for device in devices:
+            step = make_step(device)
+            cuda = device.type == "cuda"
+            modes = ("off", "auto", "eager") if cuda else ("off", "auto")
+            times = interleaved_times(step, device, modes, args.repeats)
+            overhead = 100.0 * (times["auto"] / times["off"] - 1.0)
+            inside = time_in_checks(step, device)
+            inside = f"{_milliseconds(inside)} ({100.0 * inside / times['off']:.1f}%)"
+            eager = _milliseconds(times["eager"]) if cuda else "-"
+            syncs = (f"{'yes' if synchronises(step, 'off') else 'no'}/"
+                     f"{'yes' if synchronises(step, 'auto') else 'no'}" if cuda else "-")
+            print(f"{name:<72} {device.type:>6} {_milliseconds(times['off']):>10} "
+                  f"{_milliseconds(times['auto']):>10} {overhead:>8.1f}% {inside:>17} "
+                  f"{eager:>10} "
+                  f"{syncs:>25}", flush=True)
+
+
 EXAMPLE = (pathlib.Path(__file__).resolve().parents[1] / "examples"
            / "plot_digits_deep_clustering.py")
 
@@ -211,7 +364,7 @@ def digits(args):
           f"{'yes' if cnn >= builtin else 'NO'}")
 
 
-SECTIONS = {"steps": steps, "digits": digits}
+SECTIONS = {"steps": steps, "digits": digits, "checks": checks}
 
 
 def main():

@@ -10,7 +10,9 @@ user guide, "The objectives in your own torch model"):
   ``prcut/_device.py``): PRCut's batch objective and its batch pairs of a graph;
 * :func:`gemini_loss` (``gemini/_torch.py``): the GEMINI objectives;
 * :class:`ClAMLayer` and :func:`clam_loss` (``clam/_layer.py``): ClAM's
-  associative-memory recursion and its pattern-completion loss.
+  associative-memory recursion and its pattern-completion loss;
+* :func:`set_input_checks` (``_utils/_torch_checks.py``): how the blocks check the
+  values of their inputs (on CUDA without waiting for the device).
 
 The spanning-forest operators take a symmetric similarity matrix ``S`` (n x n; larger means more
 similar, e.g. negative squared distances between embeddings) and perturb it with
@@ -25,6 +27,7 @@ labels) are solved on the CPU in both cases, the results coming back to S's devi
 import numpy as np
 import torch
 
+from skdiffclust._utils._torch_checks import check_generator, set_input_checks
 from skdiffclust._utils._validation import check_n_clusters
 from skdiffclust.clam._layer import ClAMLayer, clam_loss
 from skdiffclust.forest._constraints import Constraints
@@ -52,6 +55,7 @@ __all__ = [
     "gemini_loss",
     "partial_fenchel_young_loss",
     "perturbed_spanning_forest",
+    "set_input_checks",
 ]
 
 
@@ -69,6 +73,9 @@ def _parse_constraints(constraints, n):
 
 
 def _problem(S, n_clusters, epsilon, n_samples, constraints, generator):
+    if isinstance(S, torch.Tensor) and S.device.type == "meta":
+        raise ValueError("S is on the meta device, which holds no values: the forests "
+                         "are solved from them.")
     array = similarity_to_numpy(S)
     check_n_clusters(n_clusters, array.shape[0])
     check_perturbation(epsilon, n_samples)
@@ -188,6 +195,7 @@ def perturbed_spanning_forest(S, n_clusters, *, epsilon=0.1, n_samples=100,
     >>> torch.equal(S.grad, A)
     True
     """
+    check_generator(generator)
     if _on_cuda(S):
         parsed = _device_constraints(S, n_clusters, epsilon, n_samples, constraints)
         if parsed is not False:
@@ -241,6 +249,7 @@ def partial_fenchel_young_loss(S, constraints, n_clusters, *, epsilon=0.1, n_sam
     >>> emb.grad.shape
     torch.Size([4, 1])
     """
+    check_generator(generator)
     if _on_cuda(S):
         parsed = _device_constraints(S, n_clusters, epsilon, n_samples, constraints)
         if constraints is None:

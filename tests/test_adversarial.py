@@ -3,7 +3,8 @@
 Each estimator must give the same partition on three blobs whatever their offset
 (1e2, 1e10) or global scale (1e-40, 1e40): the methods are invariant to a shift
 and equivariant to a rescale. Values whose squares overflow float64 get a clear
-error, never a wrong answer; a fit that fails leaves the fitted state as it was.
+error, never a wrong answer, and so do differences whose squares underflow, where
+a method computes with them; a fit that fails leaves the fitted state as it was.
 """
 
 import warnings
@@ -62,6 +63,22 @@ def test_shifted_or_rescaled_blobs_give_the_same_partition(make, transform,
 def test_values_whose_squares_overflow_raise_a_clear_error(make):
     with pytest.raises(ValueError, match="overflow"):
         make().fit(X * 1e155)
+
+
+@pytest.mark.parametrize("make", ESTIMATORS)
+def test_values_whose_squared_differences_underflow_work_or_raise_a_clear_error(
+        make, reference_labels):
+    # PRCut and SparseGEMINI standardise first: the same partition. The forest's
+    # squared distances vanish (a different partition, silently, before) and ClAM's
+    # beta_ in the units of the input overflows (a ZeroDivisionError before)
+    estimator = make()
+    if isinstance(estimator, (SpanningForestClustering, ClAM)):
+        with pytest.raises(ValueError, match="underflow float64. Rescale the data"):
+            estimator.fit(X * 1e-300)
+        return
+    key = id(make)
+    reference_labels.setdefault(key, _labels(make, X))
+    assert adjusted_rand_score(reference_labels[key], _labels(make, X * 1e-300)) == 1.0
 
 
 @pytest.mark.parametrize("make", ESTIMATORS)

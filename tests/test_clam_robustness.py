@@ -145,6 +145,33 @@ def test_the_papers_procedure_keeps_dead_prototypes_and_warns():
     np.testing.assert_array_equal(np.unique(clam.labels_), [0, 1])
 
 
+# -- soft assignments ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("params", [{}, {"metric": "cosine"}, {"weighted": True}])
+def test_predict_proba_is_eq13_at_the_end_of_the_dynamics(params):
+    X, _ = make_blobs(n_samples=300, centers=3, cluster_std=2.5, random_state=0)
+    clam = _quiet(ClAM(3, random_state=0, **params), X)
+    proba, distances = clam.predict_proba(X), clam.transform(X)
+    # transform: distances of x^T to the prototypes (cosine: 1 - cos), in the
+    # input's units like beta_
+    logits = -clam.beta_ * (distances if params.get("metric") else distances**2)
+    expected = np.exp(logits - logits.max(1, keepdims=True))
+    np.testing.assert_allclose(proba, expected / expected.sum(1, keepdims=True),
+                               rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(proba.sum(1), 1.0)
+    np.testing.assert_array_equal(proba.argmax(1), clam.predict(X))
+
+
+def test_predict_proba_is_sharp_in_a_basin_and_soft_between_two():
+    X, _ = make_blobs(n_samples=200, centers=[[-4, 0], [4, 0]], random_state=0)
+    clam = _quiet(ClAM(2, random_state=0), X)
+    at_prototypes = clam.predict_proba(clam.cluster_centers_)
+    midway = clam.predict_proba(clam.cluster_centers_.mean(0, keepdims=True))
+    assert at_prototypes.max(1).min() > 0.99
+    assert 0.3 < midway.max() < 0.7
+
+
 # -- scale, shift, units and dtypes -------------------------------------------------
 
 

@@ -44,7 +44,7 @@ PREDICT_PROBA_SPARSE_FAILURES = {
 def expected_failed_checks(estimator):
     if getattr(estimator, "metric", None) == "precomputed":
         return PRECOMPUTED_FAILURES
-    if isinstance(estimator, SparseGEMINI):
+    if isinstance(estimator, (SparseGEMINI, ClAM)):
         return PREDICT_PROBA_SPARSE_FAILURES
     return {}
 

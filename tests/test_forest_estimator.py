@@ -315,3 +315,21 @@ def test_partial_labels_name_minus_one_and_self_pairs_are_rejected():
         SpanningForestClustering(n_clusters=3).fit(X, np.r_[-3, [-1] * 179])
     with pytest.raises(ValueError, match="with itself"):
         SpanningForestClustering(n_clusters=3).fit(X, must_link=[(2, 2)])
+
+
+@pytest.mark.parametrize("X, metric, match", [
+    (np.ones((30, 3)), "euclidean", "All samples are identical"),
+    (np.repeat(np.eye(3), 5, axis=0), "euclidean", "distance 0 from each other"),
+    (np.ones((10, 10)), "precomputed", "All similarities in X are equal"),
+])
+def test_splitting_identical_samples_warns(X, metric, match):
+    with pytest.warns(UserWarning, match=match):
+        labels = SpanningForestClustering(n_clusters=4, metric=metric).fit(X).labels_
+    assert np.unique(labels).size == 4  # still k trees, as asked
+
+
+def test_duplicates_kept_together_or_split_by_a_constraint_do_not_warn():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        SpanningForestClustering(n_clusters=3).fit(np.repeat(np.eye(3), 5, axis=0))
+        SpanningForestClustering(n_clusters=2).fit(np.ones((4, 2)), cannot_link=[[0, 1]])

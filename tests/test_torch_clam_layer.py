@@ -73,6 +73,19 @@ def test_a_layer_copied_from_a_fitted_clam_predicts_what_it_predicts(data, param
     layer = ClAMLayer.from_estimator(clam)
     assert layer.prototypes.dtype == torch.float64
     np.testing.assert_array_equal(layer.predict(torch.as_tensor(X)).numpy(), clam.predict(X))
+    proba = layer.predict_proba(torch.as_tensor(X)).detach().numpy()
+    np.testing.assert_allclose(proba, clam.predict_proba(X), rtol=1e-9, atol=1e-12)
+
+
+def test_soft_assignments_are_differentiable_and_agree_with_predict():
+    layer = _layer(weighted=True)
+    x = torch.randn(50, 6, dtype=torch.float64, generator=_generator(1), requires_grad=True)
+    proba = layer.predict_proba(x)
+    torch.testing.assert_close(proba.sum(1), torch.ones(50, dtype=torch.float64))
+    torch.testing.assert_close(proba.argmax(1), layer.predict(x))
+    proba[:, 0].sum().backward()
+    assert x.grad.abs().sum() > 0 and layer.prototypes.grad.abs().sum() > 0
+    assert layer.log_weights.grad.abs().sum() > 0  # the weights move the points
 
 
 @pytest.mark.parametrize("metric, weighted", [("euclidean", False), ("euclidean", True),

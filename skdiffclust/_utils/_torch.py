@@ -13,6 +13,8 @@ import scipy.sparse as sp
 import torch
 from torch import nn
 
+from skdiffclust._utils._torch_checks import checked_device
+
 DEVICES = ("auto", "cpu", "cuda")
 
 
@@ -20,9 +22,7 @@ def resolve_device(device):
     """``'auto'`` -> ``'cuda'`` when available, else ``'cpu'``; check ``'cuda'``."""
     if device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if device == "cuda" and not torch.cuda.is_available():
-        raise ValueError("device='cuda' was requested but CUDA is not available.")
-    return torch.device(device)
+    return checked_device(device)
 
 
 def make_generator(seed, device="cpu"):

@@ -3,8 +3,24 @@
 import numbers
 
 import numpy as np
+from sklearn.utils._param_validation import Interval
 
 from skdiffclust._utils._symmetry import max_asymmetry
+
+
+class NumberInterval(Interval):
+    """scikit-learn's ``Interval`` constraint, refusing bools.
+
+    To Python ``True`` is an int and a real number, so ``Interval(Integral, 1,
+    None)`` takes ``n_clusters=True`` as 1; a bool is never a count or a rate.
+    """
+
+    def is_satisfied_by(self, val):
+        return not isinstance(val, (bool, np.bool_)) and super().is_satisfied_by(val)
+
+
+# n_jobs: any integer (negative counts back from the number of CPUs), no bool
+ANY_INTEGER = NumberInterval(numbers.Integral, None, None, closed="neither")
 
 
 def symmetry_tolerance(S):
@@ -72,6 +88,26 @@ def check_magnitude(X, name="X"):
             "distances overflow float64. Rescale the data first (for example with "
             "sklearn.preprocessing.StandardScaler or MaxAbsScaler)."
         )
+
+
+# Differences below this have squares under 1e-280, near float64's smallest normal
+# number (2.2e-308): below it squared distances lose their digits, then vanish,
+# and ClAM's beta in the units of the input (one over their square) overflows.
+MIN_SPREAD = 1e-140
+
+
+def check_spread(X, name="X"):
+    """Raise a ValueError when X's values differ by so little (though not all
+    equal) that their squared distances underflow float64."""
+    if X.shape[0] < 2 or X.shape[1] == 0:
+        return
+    spread = np.asarray(X.max(axis=0).toarray() - X.min(axis=0).toarray()
+                        if hasattr(X, "toarray") else np.ptp(X, axis=0)).max()
+    if 0 < spread < MIN_SPREAD:
+        raise ValueError(
+            f"{name}'s values differ by at most {spread:.3g}: their squared distances "
+            "underflow float64. Rescale the data first (for example with "
+            "sklearn.preprocessing.StandardScaler or MaxAbsScaler).")
 
 
 def center_and_scale(X):

@@ -147,6 +147,17 @@ class Memories:
             return 1.0 - unit_rows(x) @ self._transposed
         return squared_distances(x, self.prototypes).sqrt()
 
+    def assignment_proba(self, x):
+        """Eq. 13 of the paper at the points ``x`` (..., B, d): ``softmax_mu(-beta
+        ||rho_mu - x||^2)``, or ``softmax_mu(beta <rho~_mu, x~>)`` for the cosine
+        metric, shape (..., B, k). Without the log-weights, so that the most
+        probable prototype is :meth:`nearest`."""
+        if self.metric == COSINE:
+            logits = self.beta * (unit_rows(x) @ self._transposed)
+        else:
+            logits = -self.beta * squared_distances(x, self.prototypes)
+        return torch.softmax(logits, dim=-1)
+
     def nearest(self, x):
         """Index of the closest prototype (the paper's argmin, algorithm 1 line 23)."""
         if self.metric == COSINE:

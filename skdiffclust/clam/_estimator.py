@@ -14,14 +14,15 @@ from sklearn.base import (
     clone,
 )
 from sklearn.cluster import kmeans_plusplus
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 from threadpoolctl import threadpool_limits
 
 from skdiffclust._training._stream import forget_stream, keep_stream
 from skdiffclust._utils._random import derive_seeds, numpy_generator
 from skdiffclust._utils._state import keeps_state_on_failure
-from skdiffclust._utils._validation import check_magnitude
+from skdiffclust._utils._validation import (ANY_INTEGER, NumberInterval, check_magnitude,
+                                            check_spread)
 from skdiffclust.clam._data import ScaledData
 from skdiffclust.clam._device import resolve_training_device
 from skdiffclust.clam._selection import (
@@ -82,22 +83,14 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
         beta makes the basins of attraction the Voronoi cells of the prototypes
         (k-means); small beta lets prototypes attract collectively.
 
-        ClAM works on the data centred and divided by their root mean squared
-        deviation (one scale for all features), so that it is invariant to a
-        shift and equivariant to a global rescale; a float beta is in units of
-        one over that deviation squared: on standardised features, the paper's
-        beta (it found 0.1 to 3 best on the UCI sets of 7 to 18 features, and
-        about 0.1 on the 64 features of digits). ``'auto'`` selects beta as the paper's
-        authors do, by the silhouette of the partition: ClAM is fitted at 0.5, 1,
-        2 and 4 times one over the mean squared distance of the points to
-        their nearest initial prototype (two over it for ``metric='cosine'``, a
-        sharpness fitted to the scale of the clusters), on all the points up to
-        5,000 (on 2,500 drawn at random beyond, then once more on all of them),
-        and the softest beta whose silhouette (on 1,000 of those points) is
-        within 0.005 of the best is kept, among the fits that keep the most
-        clusters. About four fits' time on small data. A float is the paper's
-        single fit at a fixed beta. ``beta_`` holds the
-        value used, in the units of the input.
+        A float beta is in one over the squared root mean squared deviation of
+        the data (ClAM works on them centred and divided by it): on
+        standardised features, the paper's (0.1 to 3 on its UCI sets).
+        ``'auto'`` selects beta by the silhouette of the partition, as the
+        paper's authors do, among 0.5, 1, 2 and 4 times one over the mean
+        squared distance of the points to their nearest initial prototype
+        (about four fits' time on small data; see the user guide). ``beta_``
+        holds the value used, in the units of the input.
 
     n_steps : int, default=10
         Number of AM recursion steps T.
@@ -154,17 +147,10 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
         scaling (see ``beta``; on standardised features, the paper's). It is
         multiplied by 0.8 whenever the epoch loss has not improved by 0.1% for 5
         epochs (on more than 3,200 points, for about 1,000 steps), down to 1e-4
-        times its initial value (the paper's schedule). ``'auto'`` is 0.05 times
-        the root mean squared distance per feature of the points to their nearest
-        initial prototype (each step then moves a prototype by a fraction of its
-        cluster's spread, whatever the scale of the clusters), divided by
-        ``max(s, 1/2) * sqrt(max(s, 1))`` for the sharpness s of ``beta`` (its
-        multiple of ``'auto'``'s unit): the loss steepens with beta, and steps of
-        the same length would make mini-batch training chaotic, its result
-        hanging on the data's last digits. Once training has converged, about
-        1,000 more steps (1 to 4 epochs) halve the rate at each epoch (a
-        cool-down, so that the prototypes do not end where the last mini-batches
-        put them); they count in ``n_iter_``.
+        times its initial value (the paper's schedule). ``'auto'`` is a fraction
+        of the clusters' spread per feature, smaller at a sharper ``beta`` (see
+        the user guide). Once training has converged, a cool-down of about
+        1,000 steps halves the rate at each epoch; they count in ``n_iter_``.
 
     tol : float, default=1e-3
         Training stops when the epoch loss (summed over the restarts) has not
@@ -176,11 +162,10 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
         and 10 (10 epochs on up to 3,200 points; 2 on 100,000).
 
     reseed : bool, default=True
-        Re-seed dead prototypes during training: after an epoch in which a
-        prototype attracted no training example most, it moves to an example drawn
-        with probability proportional to its completion loss (k-means++'s
-        sampling, by the method's own loss), at most ``n_clusters`` times per
-        restart. The paper is silent on dead prototypes (``False``: they stay).
+        Re-seed dead prototypes during training: a prototype that attracted no
+        training example most in an epoch moves to an example drawn with
+        probability proportional to its completion loss, at most ``n_clusters``
+        times per restart. ``False``: they stay (the paper is silent).
 
     prune : bool, default=True
         Stop training restarts that duplicate a better one or whose loss is
@@ -192,11 +177,10 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
         Where the prototypes are trained. The CPU trains with numba kernels and
         needs no PyTorch; CUDA trains with torch (without pruning). ``'auto'``
         picks CUDA when PyTorch is installed, sees one, and ``batch_size`` is at
-        least 1024: a step on a small batch is too little work for a GPU (on an
-        H100, 200,000 x 32 points, k=20: 5.5x slower than the CPU at
-        ``batch_size=16``, 1.9x faster at 1024). Inference
-        (``labels_``, ``predict``, ``transform``, ``score``) runs on the CPU, so
-        fitted estimators need neither a GPU nor PyTorch.
+        least 1024 (a step on a small batch is too little work for a GPU).
+        Inference (``labels_``, ``predict``, ``predict_proba``, ``transform``,
+        ``score``) runs on the CPU, so fitted estimators need neither a GPU nor
+        PyTorch.
 
     n_jobs : int, default=None
         Threads of the CPU kernels: the restarts during training, slices of the
@@ -259,36 +243,14 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
 
     Notes
     -----
-    One recursion step is ``x <- x + alpha * sum_mu (rho_mu - x)
-    softmax_mu(-beta ||rho_mu - x||^2)`` with ``alpha = step_size``, i.e.
-    ``x <- (1 - alpha) x + alpha p @ R``: a gradient step on the energy. It is
-    computed from inner products and a softmax over logits, so that it costs
-    ``O(n k d)`` per step and neither under- nor overflows in high dimension (the
-    reference code's raw ``exp`` gives 0/0 there).
-
-    Training follows algorithm 1 of the paper: each example hides some features
-    (replaced by ``mask_value``), only those evolve during the T steps, and the
-    loss is the squared error on them; Adam minimises it with backpropagation
-    through the T steps, written out by hand. On the CPU, numba kernels follow
-    only the hidden coordinates of each example, so that a step costs ``O(k h)``
-    per example for ``h`` hidden features instead of ``O(k d)``; on CUDA it runs
-    in torch, a few matrix products per step. Inference starts from the complete
-    point and assigns it to the prototype nearest to where it ends. Since a point
-    only travels part of the way in T steps, prototypes sit beyond their
-    cluster's mean.
-
-    The data are centred and scaled in float64, then cast to float32 for
-    training; the selection of the restart, the labels, ``transform`` and
-    ``score`` run in float64, each point on its own (lanes, in NumPy on small
-    data and numba on large data, the same bits, then direct differences; no
-    matrix products), so that a point's label depends neither on the other points
-    of its batch nor on the number of threads. Sparse CSR input
-    is made dense a slice of rows at a time, never as a whole.
-
-    The paper selects beta, T and the other hyperparameters per dataset by the
-    silhouette coefficient; use :class:`~sklearn.model_selection.GridSearchCV`
-    with a silhouette scorer for that (``score``, minus the masked loss, is
-    ``GridSearchCV``'s default, and favours more clusters).
+    One recursion step is ``x <- (1 - alpha) x + alpha p @ R`` with ``alpha =
+    step_size`` and ``p = softmax_mu(-beta ||rho_mu - x||^2)``: a gradient step
+    on the energy, computed from inner products and a softmax over logits (the
+    reference code's raw ``exp`` gives 0/0 in high dimension). Training follows
+    algorithm 1 of the paper, with the backward pass through the T steps written
+    out by hand; inference runs in float64, each point on its own, so that a
+    point's label depends neither on its batch nor on the number of threads. The
+    user guide gives the details, and the defaults that differ from the paper.
 
     References
     ----------
@@ -309,26 +271,26 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
     """
 
     _parameter_constraints: dict = {
-        "n_clusters": [Interval(Integral, 1, None, closed="left")],
-        "beta": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
-        "n_steps": [Interval(Integral, 1, None, closed="left")],
-        "step_size": [Interval(Real, 0, 1, closed="right"), None],
+        "n_clusters": [NumberInterval(Integral, 1, None, closed="left")],
+        "beta": [NumberInterval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
+        "n_steps": [NumberInterval(Integral, 1, None, closed="left")],
+        "step_size": [NumberInterval(Real, 0, 1, closed="right"), None],
         "metric": [StrOptions({"euclidean", "cosine"})],
         "weighted": ["boolean"],
-        "mask_prob": [Interval(Real, 0, 1, closed="left")],
+        "mask_prob": [NumberInterval(Real, 0, 1, closed="left")],
         "mask_value": [StrOptions({"mean", "min", "max"})],
         "init": [StrOptions({"random", "k-means++"}), "array-like"],
-        "n_init": [Interval(Integral, 1, None, closed="left")],
-        "max_iter": [Interval(Integral, 0, None, closed="left")],
-        "batch_size": [Interval(Integral, 1, None, closed="left")],
-        "learning_rate": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
-        "tol": [Interval(Real, 0, None, closed="left")],
-        "n_iter_no_change": [Interval(Integral, 1, None, closed="left"),
+        "n_init": [NumberInterval(Integral, 1, None, closed="left")],
+        "max_iter": [NumberInterval(Integral, 0, None, closed="left")],
+        "batch_size": [NumberInterval(Integral, 1, None, closed="left")],
+        "learning_rate": [NumberInterval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
+        "tol": [NumberInterval(Real, 0, None, closed="left")],
+        "n_iter_no_change": [NumberInterval(Integral, 1, None, closed="left"),
                              StrOptions({"auto"})],
         "reseed": ["boolean"],
         "prune": ["boolean"],
         "device": [StrOptions({"auto", "cpu", "cuda"})],
-        "n_jobs": [Integral, None],
+        "n_jobs": [ANY_INTEGER, None],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     }
@@ -401,6 +363,7 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
                 f"n_samples={X.shape[0]} should be >= n_clusters={self.n_clusters}."
             )
         check_magnitude(X)
+        check_spread(X)
         return X
 
     @_fit_context(prefer_skip_nested_validation=True)
@@ -686,15 +649,16 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
         data = ScaledData(X, self.metric == "cosine", self._shift, self._scale)
         return X, _inference_rows(data)
 
-    def _converge(self, X):
+    def _converge(self, X, proba=False):
         training = _training_module()
         X, rows = self._scaled(X)
-        labels, distances = training.converge(
+        labels, distances, *probabilities = training.converge(
             rows, self._prototypes, self._log_weights(),
-            self._dynamics(training, self._beta_scaled), effective_n_jobs(self.n_jobs))
+            self._dynamics(training, self._beta_scaled), effective_n_jobs(self.n_jobs),
+            proba=proba)
         if self.metric != "cosine":
             distances = distances * self._scale
-        return labels, distances.astype(X.dtype, copy=False)
+        return labels, distances.astype(X.dtype, copy=False), *probabilities
 
     def predict(self, X):
         """Cluster of each point: the prototype nearest to where its dynamics end.
@@ -710,6 +674,31 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
             Index of the cluster (row of ``cluster_centers_``) of each point.
         """
         return self._converge(X)[0]
+
+    def predict_proba(self, X):
+        """Soft assignments by the attractor dynamics.
+
+        Each point runs the ``n_steps`` steps of :meth:`predict`; its probability
+        of a cluster is the attraction the cluster's prototype exerts where the
+        point ends, eq. 13 of the paper at :math:`x^T`: ``softmax(-beta_
+        ||cluster_centers_ - x^T||^2)`` (``softmax(beta_ cos)`` for
+        ``metric='cosine'``). Points deep in a basin get nearly one-hot rows,
+        points near a boundary between basins spread theirs. The weights of
+        ``weighted=True`` move the points but are left out here, so that the most
+        probable cluster is always :meth:`predict`'s.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            New points.
+
+        Returns
+        -------
+        proba : ndarray of shape (n_samples, n_clusters)
+            Rows summing to 1, in float64; columns in the order of
+            ``cluster_centers_``.
+        """
+        return self._converge(X, proba=True)[2]
 
     def transform(self, X):
         """Distances from the converged points to every prototype.

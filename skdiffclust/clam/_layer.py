@@ -14,13 +14,22 @@ equivariant to a shift and a global rescale, beta scaling as one over the square
 units), so that the layer assigns raw inputs as the estimator's ``predict`` does.
 """
 
-from numbers import Integral, Real
-
 import numpy as np
 import torch
 from sklearn.utils.validation import check_is_fitted
 from torch import nn
 
+from skdiffclust._utils._torch_checks import (
+    ValueChecks,
+    check_float_dtype,
+    check_generator,
+    check_matrix,
+    check_positive_int,
+    check_tensor,
+    checked_device,
+    is_real,
+    finite,
+)
 from skdiffclust.clam._dynamics import (
     Memories,
     completion_loss,
@@ -39,7 +48,8 @@ class ClAMLayer(nn.Module):
     Moves each input point for ``n_steps`` steps along the attractor dynamics of
     a dense associative memory whose memories are ``n_clusters`` learnable
     prototypes, and returns where the points end (the completed patterns). A
-    point belongs to the prototype nearest to where it ends (:meth:`predict`).
+    point belongs to the prototype nearest to where it ends (:meth:`predict`);
+    :meth:`predict_proba` gives the soft assignments of the same dynamics.
     Every step is differentiable, with respect to the inputs and to the
     prototypes (and the log-weights): train it with :func:`clam_loss` on the
     output of an encoder, or on its own.
@@ -101,22 +111,27 @@ class ClAMLayer(nn.Module):
     tensor([0, 0, 1, 1])
     >>> layer(x).shape
     torch.Size([4, 2])
+    >>> layer.predict_proba(x).argmax(1)
+    tensor([0, 0, 1, 1])
     """
 
     def __init__(self, n_clusters, n_features, *, beta=1.0, n_steps=10, step_size=None,
                  metric="euclidean", weighted=False, device=None, dtype=None,
                  generator=None):
         super().__init__()
-        _check_int(n_clusters, "n_clusters")
-        _check_int(n_features, "n_features")
-        _check_int(n_steps, "n_steps")
-        if not isinstance(beta, Real) or not 0 < beta < np.inf:
+        for value, name in ((n_clusters, "n_clusters"), (n_features, "n_features"),
+                            (n_steps, "n_steps")):
+            check_positive_int(value, name)
+        if not is_real(beta) or not 0 < beta < np.inf:
             raise ValueError(f"beta must be a positive finite number, got {beta!r}.")
-        if step_size is not None and (not isinstance(step_size, Real)
-                                      or not 0 < step_size <= 1):
+        if step_size is not None and (not is_real(step_size) or not 0 < step_size <= 1):
             raise ValueError(f"step_size must be in (0, 1] or None, got {step_size!r}.")
         if metric not in (EUCLIDEAN, COSINE):
             raise ValueError(f"metric must be 'euclidean' or 'cosine', got {metric!r}.")
+        check_float_dtype(dtype)
+        check_generator(generator)
+        device = checked_device(device)
+        self._value_checks = ValueChecks("ClAMLayer", "x")
         self.n_clusters, self.n_features = int(n_clusters), int(n_features)
         self.beta, self.n_steps = float(beta), int(n_steps)
         self.step_size, self.metric, self.weighted = step_size, metric, bool(weighted)
@@ -157,6 +172,13 @@ class ClAMLayer(nn.Module):
         x_final : torch.Tensor of shape (batch_size, n_features)
             The points after ``n_steps`` steps, differentiable with respect to
             ``x`` and to the parameters.
+
+        Raises
+        ------
+        ValueError
+            For an empty or mis-shaped ``x``, or one holding NaN or infinity (on
+            CUDA after the first call, a device-side assertion instead: see
+            :func:`set_input_checks`).
         """
         x = self._prepared(x, "x")
         if mask is None:
@@ -180,6 +202,32 @@ class ClAMLayer(nn.Module):
             Index of the prototype (row of :attr:`prototypes`) of each point.
         """
         return self.memories().nearest(self(x))
+
+    def predict_proba(self, x):
+        """Soft assignments by the attractor dynamics (differentiable).
+
+        Each point runs the ``n_steps`` steps of :meth:`forward`; its probability
+        of prototype mu is the attraction mu exerts where the point ends, eq. 13 of
+        the paper at :math:`x^T`: ``softmax_mu(-beta ||rho_mu - x^T||^2)``, or
+        ``softmax_mu(beta <rho_mu / ||rho_mu||, x^T>)`` for ``metric='cosine'``.
+        Points deep in a basin get nearly one-hot rows, points near a boundary
+        between basins spread theirs. The log-weights of ``weighted=True`` move
+        the points but are left out here, so that the most probable prototype is
+        always :meth:`predict`'s nearest one.
+
+        Parameters
+        ----------
+        x : torch.Tensor of shape (batch_size, n_features)
+
+        Returns
+        -------
+        proba : torch.Tensor of shape (batch_size, n_clusters)
+            Rows on the simplex, differentiable with respect to ``x`` and the
+            parameters (wrap the call in ``torch.no_grad()`` to only infer), so
+            that they can feed another objective (:func:`gemini_loss`,
+            :class:`PRCutLoss`).
+        """
+        return self.memories().assignment_proba(self(x))
 
     @classmethod
     def from_estimator(cls, estimator, *, dtype=torch.float64, device=None):
@@ -237,17 +285,14 @@ class ClAMLayer(nn.Module):
 
     def _prepared(self, x, name):
         """``x`` checked against the layer; unit rows for the cosine metric."""
-        if not isinstance(x, torch.Tensor):
-            raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}.")
-        if x.ndim != 2 or x.shape[1] != self.n_features:
-            raise ValueError(
-                f"{name} must have shape (batch_size, n_features={self.n_features}), "
-                f"got {tuple(x.shape)}.")
+        check_tensor(x, name, floating=False)
+        check_matrix(x, name, n_cols=self.n_features, labels=("batch_size", "n_features"))
         parameters = self.prototypes
         if x.dtype != parameters.dtype or x.device != parameters.device:
             raise TypeError(
                 f"{name} is {x.dtype} on {x.device} but the layer's parameters are "
                 f"{parameters.dtype} on {parameters.device}: move one with .to().")
+        self._value_checks(x.device, lambda: finite(x, name))
         return unit_rows(x) if self.metric == COSINE else x
 
     def extra_repr(self):
@@ -281,6 +326,12 @@ def clam_loss(layer, x, mask_prob=0.15, *, generator=None):
     loss : torch.Tensor of shape ()
         Differentiable with respect to ``x`` and the layer's parameters.
 
+    Notes
+    -----
+    The loss shrinks with the scale of ``x``: an encoder trained on it alone
+    learns to shrink its code. Normalise the code and add a reconstruction term
+    (the user guide's recipe, "ClAM after an encoder").
+
     Examples
     --------
     >>> import torch
@@ -295,8 +346,9 @@ def clam_loss(layer, x, mask_prob=0.15, *, generator=None):
     """
     if not isinstance(layer, ClAMLayer):
         raise TypeError(f"layer must be a ClAMLayer, got {type(layer).__name__}.")
-    if not isinstance(mask_prob, Real) or not 0 <= mask_prob < 1:
+    if not is_real(mask_prob) or not 0 <= mask_prob < 1:
         raise ValueError(f"mask_prob must be in [0, 1), got {mask_prob!r}.")
+    check_generator(generator)
     x = layer._prepared(x, "x")
     if generator is not None and generator.device != x.device:
         raise ValueError(
@@ -306,11 +358,6 @@ def clam_loss(layer, x, mask_prob=0.15, *, generator=None):
     per_point = completion_loss(layer.memories(), x, masks, layer.fill, layer.n_steps,
                                 layer.alpha)
     return per_point.mean()
-
-
-def _check_int(value, name):
-    if isinstance(value, bool) or not isinstance(value, Integral) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}.")
 
 
 def _checked_mask(mask, x):

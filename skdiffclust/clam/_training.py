@@ -437,8 +437,11 @@ def evaluate_loss(X, fill, prototypes, log_weights, dynamics, mask_prob, seed, n
     return totals / max(n_samples, 1)
 
 
-def converge(X, prototypes, log_weights, dynamics, n_threads=1):
-    """Labels (nearest prototype of x^T) and distances of x^T to every prototype.
+def converge(X, prototypes, log_weights, dynamics, n_threads=1, proba=False):
+    """Labels (nearest prototype of x^T) and distances of x^T to every prototype;
+    with ``proba``, also eq. 13 at x^T, ``softmax_mu(-beta ||rho_mu - x^T||^2)``
+    (``softmax_mu(beta cos)`` for the cosine metric), from the very numbers whose
+    argmin (argmax) gives the label.
 
     Inference of algorithm 1 (lines 16-25), on the CPU, for one set of prototypes;
     ``X`` (an array or a row source) is prepared as for training (unit rows for the
@@ -452,8 +455,10 @@ def converge(X, prototypes, log_weights, dynamics, n_threads=1):
     n_samples = _shape(X)[0]
     labels = np.empty(n_samples, dtype=np.intp)
     distances = np.empty((n_samples, k))
+    probabilities = np.empty((n_samples, k)) if proba else None
+    outputs = (labels, distances) + ((probabilities,) if proba else ())
     if n_samples == 0:
-        return labels, distances
+        return outputs
     P = _float64(prototypes)
     W = np.zeros((1, k)) if log_weights is None else _float64(log_weights)[None]
     cosine = dynamics.metric == COSINE
@@ -464,17 +469,22 @@ def converge(X, prototypes, log_weights, dynamics, n_threads=1):
             similarity = np.einsum("ij,kj->ik", _unit_rows(final), directions)
             labels[start:stop] = similarity.argmax(1)
             distances[start:stop] = 1.0 - similarity
+            logits = dynamics.beta * similarity if proba else None
         else:
             squared = squared_distances(final, P)
             labels[start:stop] = squared.argmin(1)
             distances[start:stop] = np.sqrt(squared)
+            logits = -dynamics.beta * squared if proba else None
+        if proba:
+            exp = np.exp(logits - logits.max(1, keepdims=True))
+            probabilities[start:stop] = exp / exp.sum(1, keepdims=True)
 
     _inference.converged_points(
         _float64_rows(X), P[None], W, dynamics.beta, cosine, dynamics.n_steps,
         dynamics.alpha, _chunk_rows(1, k, n_features, n_features, dynamics.n_steps),
         n_threads=n_threads, finish=nearest,
     )
-    return labels, distances
+    return outputs
 
 
 def _unit_rows(X):

@@ -8,7 +8,7 @@ from sklearn.base import BaseEstimator, ClusterMixin, _fit_context
 from sklearn.neighbors import VALID_METRICS, NearestNeighbors
 from sklearn.utils import TransformerTags
 from sklearn.utils._available_if import available_if
-from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+from sklearn.utils._param_validation import HasMethods, StrOptions
 from sklearn.utils._set_output import _SetOutputMixin
 from sklearn.utils.validation import (
     _generate_get_feature_names_out,
@@ -18,7 +18,13 @@ from sklearn.utils.validation import (
 
 from skdiffclust._utils._random import derive_seeds
 from skdiffclust._utils._state import keeps_state_on_failure
-from skdiffclust._utils._validation import check_magnitude, check_similarity_matrix
+from skdiffclust._utils._validation import (
+    ANY_INTEGER,
+    NumberInterval,
+    check_magnitude,
+    check_similarity_matrix,
+    check_spread,
+)
 from skdiffclust.forest._api import warn_if_distances
 from skdiffclust.forest._constraints import UNLABELLED, Constraints, check_partial_labels
 from skdiffclust.forest._solver import (
@@ -233,22 +239,22 @@ class SpanningForestClustering(ClusterMixin, _SetOutputMixin, BaseEstimator):
     """
 
     _parameter_constraints: dict = {
-        "n_clusters": [Interval(Integral, 1, None, closed="left")],
+        "n_clusters": [NumberInterval(Integral, 1, None, closed="left")],
         "metric": [StrOptions(set(VALID_METRICS["brute"])), callable],
         "metric_params": [dict, None],
         "algorithm": [StrOptions({"auto", "kd_tree", "prim"})],
         "embedding": [StrOptions({"linear", "mlp"}), HasMethods(["forward"]), None],
-        "n_components": [Interval(Integral, 1, None, closed="left")],
+        "n_components": [NumberInterval(Integral, 1, None, closed="left")],
         "hidden_layer_sizes": ["array-like"],
-        "epsilon": [Interval(Real, 0, None, closed="neither")],
-        "n_perturbations": [Interval(Integral, 1, None, closed="left")],
-        "batch_size": [Interval(Integral, 2, None, closed="left")],
-        "max_iter": [Interval(Integral, 0, None, closed="left")],
-        "learning_rate": [Interval(Real, 0, None, closed="neither")],
-        "tol": [Interval(Real, 0, None, closed="left")],
-        "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
+        "epsilon": [NumberInterval(Real, 0, None, closed="neither")],
+        "n_perturbations": [NumberInterval(Integral, 1, None, closed="left")],
+        "batch_size": [NumberInterval(Integral, 2, None, closed="left")],
+        "max_iter": [NumberInterval(Integral, 0, None, closed="left")],
+        "learning_rate": [NumberInterval(Real, 0, None, closed="neither")],
+        "tol": [NumberInterval(Real, 0, None, closed="left")],
+        "n_iter_no_change": [NumberInterval(Integral, 1, None, closed="left")],
         "device": [StrOptions({"auto", "cpu", "cuda"})],
-        "n_jobs": [Integral, None],
+        "n_jobs": [ANY_INTEGER, None],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     }
@@ -314,6 +320,7 @@ class SpanningForestClustering(ClusterMixin, _SetOutputMixin, BaseEstimator):
             warn_if_distances(X, "X", stacklevel=4)
         else:
             check_magnitude(X)
+            check_spread(X)
         constraints = _build_constraints(y, n_samples, must_link, cannot_link)
         fitted = {"n_iter_": 1, "_embedding_template": None}
         with thread_limit(self.n_jobs):
@@ -329,6 +336,8 @@ class SpanningForestClustering(ClusterMixin, _SetOutputMixin, BaseEstimator):
                     metric_params=self._clustering_metric_params(),
                     algorithm=self.algorithm, constraints=constraints,
                 )
+        if constraints is None:
+            _warn_if_duplicates_split(X, forest, precomputed)
         for name, value in fitted.items():
             setattr(self, name, value)
         self._fit_X = None if precomputed else X
@@ -642,3 +651,22 @@ def _build_constraints(y, n_samples, must_link, cannot_link):
     if y is None:
         return Constraints.from_pairs(n_samples, must_link, cannot_link)
     return Constraints.from_labels(y, n_samples, must_link, cannot_link)
+
+
+def _warn_if_duplicates_split(X, forest, precomputed):
+    """Warn when the forest splits samples at distance 0 (which of them go to which
+    tree is then arbitrary): fewer distinct samples than trees."""
+    if forest.n_clusters < 2:
+        return
+    if precomputed:
+        tied = np.ptp(X) == 0
+        message = ("All similarities in X are equal: the split into "
+                   f"{forest.n_clusters} clusters is arbitrary.")
+    else:
+        tied = forest.separation == 0
+        message = ("All samples are identical" if np.ptp(X) == 0 else
+                   "Samples at distance 0 from each other are in different clusters")
+        message += (f": X has fewer distinct samples than n_clusters="
+                    f"{forest.n_clusters}, and which copies are split off is arbitrary.")
+    if tied:
+        warnings.warn(message, UserWarning, stacklevel=5)

@@ -9,7 +9,7 @@ from sklearn.base import BaseEstimator, ClusterMixin, _fit_context
 from sklearn.feature_selection import SelectorMixin
 from sklearn.metrics.pairwise import PAIRWISE_KERNEL_FUNCTIONS
 from sklearn.neighbors import VALID_METRICS
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm
@@ -19,7 +19,7 @@ from skdiffclust._training._progress import EpochProgress
 from skdiffclust._training._stream import forget_stream, keep_stream
 from skdiffclust._utils._random import derive_seeds
 from skdiffclust._utils._state import keeps_state_on_failure
-from skdiffclust._utils._validation import check_magnitude
+from skdiffclust._utils._validation import ANY_INTEGER, NumberInterval, check_magnitude
 from skdiffclust.gemini._data import Geometry, Standardisation
 from skdiffclust.gemini._models import (
     SKIP,
@@ -288,31 +288,31 @@ default='mmd_ovo'
     """
 
     _parameter_constraints: dict = {
-        "n_clusters": [Interval(Integral, 1, None, closed="left")],
+        "n_clusters": [NumberInterval(Integral, 1, None, closed="left")],
         "gemini": [StrOptions(set(OBJECTIVES))],
         "kernel": [StrOptions(set(PAIRWISE_KERNEL_FUNCTIONS)), callable],
         "kernel_params": [dict, None],
-        "n_kernel_features": [Interval(Integral, 1, None, closed="left"), None],
+        "n_kernel_features": [NumberInterval(Integral, 1, None, closed="left"), None],
         "metric": [StrOptions(set(VALID_METRICS["brute"]) - {"precomputed"}), callable],
         "hidden_layer_sizes": ["array-like"],
-        "M": [Interval(Real, 0, None, closed="left")],
+        "M": [NumberInterval(Real, 0, None, closed="left")],
         "groups": ["array-like", None],
-        "alpha": [Interval(Real, 0, None, closed="left")],
-        "lambda_start": [Interval(Real, 0, None, closed="neither")],
-        "lambda_multiplier": [Interval(Real, 1, None, closed="neither")],
+        "alpha": [NumberInterval(Real, 0, None, closed="left")],
+        "lambda_start": [NumberInterval(Real, 0, None, closed="neither")],
+        "lambda_multiplier": [NumberInterval(Real, 1, None, closed="neither")],
         "init": [StrOptions({"k-means++", "random"})],
-        "n_init": [Interval(Integral, 1, None, closed="left")],
+        "n_init": [NumberInterval(Integral, 1, None, closed="left")],
         "reseed_empty_clusters": ["boolean"],
-        "max_iter": [Interval(Integral, 1, None, closed="left")],
-        "batch_size": [Interval(Integral, 2, None, closed="left"), StrOptions({"auto"}),
+        "max_iter": [NumberInterval(Integral, 1, None, closed="left")],
+        "batch_size": [NumberInterval(Integral, 2, None, closed="left"), StrOptions({"auto"}),
                        None],
-        "learning_rate": [Interval(Real, 0, None, closed="neither")],
-        "n_features_stop": [Interval(Integral, 0, None, closed="left")],
-        "selection_threshold": [Interval(Real, 0, 1, closed="both")],
-        "tol": [Interval(Real, 0, None, closed="left")],
-        "path_tol": [Interval(Real, 0, None, closed="left")],
-        "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
-        "n_jobs": [Integral, None],
+        "learning_rate": [NumberInterval(Real, 0, None, closed="neither")],
+        "n_features_stop": [NumberInterval(Integral, 0, None, closed="left")],
+        "selection_threshold": [NumberInterval(Real, 0, 1, closed="both")],
+        "tol": [NumberInterval(Real, 0, None, closed="left")],
+        "path_tol": [NumberInterval(Real, 0, None, closed="left")],
+        "n_iter_no_change": [NumberInterval(Integral, 1, None, closed="left")],
+        "n_jobs": [ANY_INTEGER, None],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     }

@@ -19,6 +19,14 @@ floors, written as torch operations that autograd differentiates:
 import numpy as np
 import torch
 
+from skdiffclust._utils._torch_checks import (
+    ValueChecks,
+    check_matrix,
+    check_tensor,
+    finite,
+    non_negative,
+    probabilities,
+)
 from skdiffclust.gemini._objectives import (
     OBJECTIVES,
     PROBABILITY_FLOOR,
@@ -29,6 +37,8 @@ from skdiffclust.gemini._objectives import (
 )
 
 __all__ = ["gemini_loss"]
+
+_CHECKS = ValueChecks("gemini_loss", "proba or similarity")
 
 
 def gemini_loss(proba, similarity, gemini="mmd_ovo"):
@@ -64,7 +74,9 @@ def gemini_loss(proba, similarity, gemini="mmd_ovo"):
     Raises
     ------
     ValueError
-        For an unknown ``gemini``, mis-shaped or empty inputs, NaN or infinity.
+        For an unknown ``gemini``, mis-shaped or empty inputs, NaN or infinity,
+        ``proba`` whose rows are not probabilities (negative, or not summing to
+        1: logits), negative distances.
     TypeError
         For inputs that are not floating point tensors.
 
@@ -77,8 +89,9 @@ def gemini_loss(proba, similarity, gemini="mmd_ovo"):
     ``n_samples``-point histograms on the CPU, each call: keep their batches
     small (a few hundred samples). The optimal transport cost is piecewise linear
     in the histograms; its gradient is the (centred) dual potential, unique where
-    the optimal transport is not degenerate. The check for NaN and infinity reads
-    one flag back from the device.
+    the optimal transport is not degenerate. The values are checked as
+    :func:`set_input_checks` says: on CUDA without waiting for the device after
+    the first call.
 
     Examples
     --------
@@ -97,26 +110,22 @@ def gemini_loss(proba, similarity, gemini="mmd_ovo"):
     """
     if not isinstance(gemini, str) or gemini not in OBJECTIVES:
         raise ValueError(f"gemini must be one of {OBJECTIVES}, got {gemini!r}.")
-    _check_proba(proba)
+    check_tensor(proba, "proba")
+    check_matrix(proba, "proba", labels=("n_samples", "n_clusters"))
     if gemini == "mi":
-        _check_finite(proba)
+        _CHECKS(proba.device, lambda: probabilities(proba, "proba"))
         return -_mutual_information(proba)
     similarity = _checked_similarity(similarity, proba, gemini)
-    _check_finite(proba, similarity, gemini)
+    name = f"similarity (the {_kind(gemini)} matrix of gemini={gemini!r})"
     if gemini.startswith("mmd"):
-        return -_mmd(proba, similarity, one_vs_one=gemini == "mmd_ovo")
+        value, gram = _mmd(proba, similarity, one_vs_one=gemini == "mmd_ovo")
+        # alpha' K alpha is non-finite when K is: no pass over the n x n kernel
+        _CHECKS(proba.device, lambda: probabilities(proba, "proba"),
+                lambda: finite(similarity, name, through=gram))
+        return -value
+    _CHECKS(proba.device, lambda: probabilities(proba, "proba"),
+            lambda: non_negative(similarity, name, "distances"))
     return -_wasserstein(proba, similarity, one_vs_one=gemini == "wasserstein_ovo")
-
-
-def _check_proba(proba):
-    if not isinstance(proba, torch.Tensor):
-        raise TypeError(f"proba must be a torch.Tensor, got {type(proba).__name__}.")
-    if not torch.is_floating_point(proba):
-        raise TypeError(f"proba must be a floating point tensor, got dtype {proba.dtype}.")
-    if proba.ndim != 2 or proba.shape[0] == 0 or proba.shape[1] == 0:
-        raise ValueError(
-            "proba must have shape (n_samples, n_clusters) with at least one sample "
-            f"and one cluster, got shape {tuple(proba.shape)}.")
 
 
 def _kind(gemini):
@@ -143,19 +152,6 @@ def _checked_similarity(similarity, proba, gemini):
     return similarity.to(proba.dtype)
 
 
-def _check_finite(proba, similarity=None, gemini=None):
-    """One read back from the device for both tensors."""
-    flags = [torch.isfinite(proba).all()]
-    if similarity is not None:
-        flags.append(torch.isfinite(similarity).all())
-    finite = torch.stack(flags).tolist()
-    if not finite[0]:
-        raise ValueError("proba contains NaN or infinity.")
-    if not all(finite):
-        raise ValueError(
-            f"similarity (the {_kind(gemini)} matrix) contains NaN or infinity.")
-
-
 def _weights(T):
     """Cluster proportions (floored) and importance weights alpha = T / pi."""
     pi = T.mean(0).clamp_min(PROPORTION_FLOOR)
@@ -163,7 +159,8 @@ def _weights(T):
 
 
 def _mmd(T, K, one_vs_one):
-    """Both MMD GEMINIs from Q = alpha' K alpha, u = alpha' K 1 and c = 1' K 1."""
+    """Both MMD GEMINIs from Q = alpha' K alpha, u = alpha' K 1 and c = 1' K 1;
+    returns the GEMINI and Q."""
     n = T.shape[0]
     pi, alpha = _weights(T)
     Q = alpha.T @ (K @ alpha)
@@ -172,10 +169,10 @@ def _mmd(T, K, one_vs_one):
         squared = (diag[:, None] + diag[None, :] - 2.0 * Q) / n**2
         mmd = squared.clamp_min(SQUARED_DISTANCE_FLOOR).sqrt()
         off_diagonal = 1.0 - torch.eye(pi.shape[0], dtype=T.dtype, device=T.device)
-        return (pi[:, None] * pi[None, :] * off_diagonal * mmd).sum()
+        return (pi[:, None] * pi[None, :] * off_diagonal * mmd).sum(), Q
     row_sums = K.sum(1)
     squared = (diag - 2.0 * (row_sums @ alpha) + row_sums.sum()) / n**2
-    return (pi * squared.clamp_min(SQUARED_DISTANCE_FLOOR).sqrt()).sum()
+    return (pi * squared.clamp_min(SQUARED_DISTANCE_FLOOR).sqrt()).sum(), Q
 
 
 def _mutual_information(T):

@@ -17,13 +17,17 @@ pairs and reads their blocks with the same classes, for a user's training loop.
 """
 
 import warnings
-from numbers import Integral
-
 import numpy as np
 import scipy.sparse as sp
 import torch
 
 from skdiffclust._training._torch import PairedBatches
+from skdiffclust._utils._torch_checks import (
+    check_float_dtype,
+    check_generator,
+    check_positive_int,
+    checked_device,
+)
 from skdiffclust.prcut._graph import BatchPairExtractor, check_precomputed_affinity
 from skdiffclust.prcut._loss import DenseBlock, EdgeBlock
 
@@ -160,7 +164,7 @@ class PRCutBatchPairs:
         Symmetric, non-negative affinity graph (e.g. a symmetric kNN
         connectivity graph); its diagonal is ignored.
     batch_size : int
-        Samples per batch (at most ``n_samples``). An epoch has
+        Samples per batch, at most ``n_samples`` (a batch holds distinct samples). An epoch has
         ``max(n_samples // batch_size, 1)`` pairs; the remainder of each
         permutation is left out, a different one each epoch.
     device : torch.device or str, default=None
@@ -198,12 +202,17 @@ class PRCutBatchPairs:
     def __init__(self, graph, batch_size, *, device=None, dtype=torch.float32,
                  generator=None):
         W = _checked_graph(graph)
-        if isinstance(batch_size, bool) or not isinstance(batch_size, Integral) \
-                or batch_size < 1:
-            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}.")
+        check_positive_int(batch_size, "batch_size")
+        if batch_size > W.shape[0]:
+            raise ValueError(
+                f"batch_size={batch_size} exceeds the graph's {W.shape[0]} samples: "
+                "a batch holds distinct samples.")
+        check_float_dtype(dtype)
+        dtype = torch.float32 if dtype is None else dtype
+        check_generator(generator)
         if device is None:
             device = generator.device if generator is not None else "cpu"
-        device = torch.device(device)
+        device = checked_device(device)
         if generator is not None and generator.device.type != device.type:
             raise ValueError(
                 f"generator is on {generator.device} but the pairs are drawn on {device}.")
@@ -233,6 +242,8 @@ def _checked_graph(graph):
     """A user's graph as a canonical CSR matrix, or a clear error."""
     if not sp.issparse(graph):
         raise TypeError(f"graph must be a SciPy sparse matrix, got {type(graph).__name__}.")
+    if np.iscomplexobj(graph.data):
+        raise TypeError(f"graph must hold real weights, got dtype {graph.dtype}.")
     if graph.ndim != 2 or graph.shape[0] != graph.shape[1] or graph.shape[0] < 2:
         raise ValueError(
             f"graph must be a square (n_samples, n_samples) matrix with at least 2 "

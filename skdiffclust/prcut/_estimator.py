@@ -13,13 +13,14 @@ from sklearn.base import (
     TransformerMixin,
     _fit_context,
 )
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from skdiffclust._training._stream import forget_stream, keep_stream
 from skdiffclust._utils._random import derive_seeds
 from skdiffclust._utils._state import keeps_state_on_failure
-from skdiffclust._utils._validation import check_hidden_layer_sizes, check_magnitude
+from skdiffclust._utils._validation import (ANY_INTEGER, NumberInterval,
+                                            check_hidden_layer_sizes, check_magnitude)
 from skdiffclust.prcut._graph import (
     check_precomputed_affinity,
     bipartite_objective,
@@ -367,28 +368,28 @@ class PRCut(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Bas
     """
 
     _parameter_constraints: dict = {
-        "n_clusters": [Interval(Integral, 1, None, closed="left")],
+        "n_clusters": [NumberInterval(Integral, 1, None, closed="left")],
         "affinity": [StrOptions({"nearest_neighbors", "rbf", "precomputed"})],
-        "n_neighbors": [Interval(Integral, 1, None, closed="left")],
+        "n_neighbors": [NumberInterval(Integral, 1, None, closed="left")],
         "neighbors_algorithm": [StrOptions({"auto", "exact", "approximate"})],
-        "rbf_gamma": [Interval(Real, 0, None, closed="neither"), None],
+        "rbf_gamma": [NumberInterval(Real, 0, None, closed="neither"), None],
         "hidden_layer_sizes": ["array-like"],
         # torch is imported only to fit: fit checks that it is an nn.Module
         "module": "no_validation",
-        "gamma": [Interval(Real, 0, None, closed="left")],
+        "gamma": [NumberInterval(Real, 0, None, closed="left")],
         "keep_components": ["boolean"],
-        "momentum": [Interval(Real, 0, 1, closed="right")],
-        "annealing": [Interval(Real, 0, 1, closed="left")],
-        "batch_size": [Interval(Integral, 1, None, closed="left")],
-        "max_iter": [Interval(Integral, 1, None, closed="left")],
-        "learning_rate": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
-        "tol": [Interval(Real, 0, None, closed="left")],
-        "n_iter_no_change": [Interval(Integral, 1, None, closed="left"),
+        "momentum": [NumberInterval(Real, 0, 1, closed="right")],
+        "annealing": [NumberInterval(Real, 0, 1, closed="left")],
+        "batch_size": [NumberInterval(Integral, 1, None, closed="left")],
+        "max_iter": [NumberInterval(Integral, 1, None, closed="left")],
+        "learning_rate": [NumberInterval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
+        "tol": [NumberInterval(Real, 0, None, closed="left")],
+        "n_iter_no_change": [NumberInterval(Integral, 1, None, closed="left"),
                              StrOptions({"auto"})],
-        "n_init": [Interval(Integral, 1, None, closed="left")],
+        "n_init": [NumberInterval(Integral, 1, None, closed="left")],
         "init": [StrOptions({"spectral", "random"})],
         "device": [StrOptions({"auto", "cpu", "cuda"})],
-        "n_jobs": [Integral, None],
+        "n_jobs": [ANY_INTEGER, None],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     }

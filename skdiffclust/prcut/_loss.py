@@ -33,8 +33,6 @@ first become unstable along the smoothest generalised eigenvectors of the graph
 eq. 7 exactly. ``hardness`` is that s.
 """
 
-from numbers import Integral, Real
-
 import warnings
 
 import numpy as np
@@ -42,6 +40,17 @@ import scipy.sparse as sp
 import torch
 from torch import nn
 
+from skdiffclust._utils._torch_checks import (
+    ValueChecks,
+    check_float_dtype,
+    check_matrix,
+    check_positive_int,
+    check_tensor,
+    checked_device,
+    is_real,
+    non_negative,
+)
+from skdiffclust._utils._torch_checks import probabilities as on_simplex
 from skdiffclust.prcut._graph import pbar_floor
 
 
@@ -323,15 +332,17 @@ class PRCutLoss(nn.Module):
 
     def __init__(self, n_clusters, *, gamma=1.0, momentum=0.8, device=None, dtype=None):
         super().__init__()
-        if isinstance(n_clusters, bool) or not isinstance(n_clusters, Integral) or n_clusters < 1:
-            raise ValueError(f"n_clusters must be a positive integer, got {n_clusters!r}.")
-        if not isinstance(gamma, Real) or not 0 <= gamma < float("inf"):
+        check_positive_int(n_clusters, "n_clusters")
+        if not is_real(gamma) or not 0 <= gamma < float("inf"):
             raise ValueError(f"gamma must be a non-negative finite number, got {gamma!r}.")
-        if not isinstance(momentum, Real) or not 0 < momentum <= 1:
+        if not is_real(momentum) or not 0 < momentum <= 1:
             raise ValueError(f"momentum must be in (0, 1], got {momentum!r}.")
         self.n_clusters, self.gamma = int(n_clusters), float(gamma)
         self.momentum = float(momentum)
         self.floor = pbar_floor(n_clusters)
+        check_float_dtype(dtype)
+        device = checked_device(device)
+        self._value_checks = ValueChecks("PRCutLoss", "proba_left, proba_right or affinity")
         self.register_buffer(
             "p_bar", torch.full((n_clusters,), 1.0 / n_clusters, device=device, dtype=dtype))
 
@@ -357,9 +368,22 @@ class PRCutLoss(nn.Module):
         Returns
         -------
         loss : torch.Tensor of shape ()
+
+        Raises
+        ------
+        ValueError
+            For empty or mis-shaped batches, probabilities that are not (NaN or
+            infinity, negative entries, rows not summing to 1: logits), and
+            weights that are negative, NaN or infinite; on CUDA after the first
+            call, a device-side assertion instead (see :func:`set_input_checks`).
+        TypeError
+            For inputs that are not tensors, or not in the loss's dtype and on its
+            device.
         """
         block = self._block(affinity, proba_left, proba_right, hardness)
         probabilities = torch.cat([proba_left, proba_right])
+        if block is not affinity:  # a user's tensor, not the engine's block
+            self._check_values(probabilities, proba_left, affinity)
         batch_mean = probabilities.mean(0)
         p_bar = self._proportions(batch_mean)
         bound, grad_left, grad_right = block_bound_and_gradient(
@@ -386,27 +410,51 @@ class PRCutLoss(nn.Module):
         for name, proba in (("proba_left", proba_left), ("proba_right", proba_right)):
             _check_proba(proba, name, self.n_clusters)
         if (proba_right.dtype, proba_right.device) != (proba_left.dtype, proba_left.device):
-            raise TypeError("proba_left and proba_right must share a dtype and a device.")
+            raise TypeError(
+                f"proba_left and proba_right must share a dtype and a device, got "
+                f"{proba_left.dtype} on {proba_left.device} and {proba_right.dtype} on "
+                f"{proba_right.device}.")
         if (self.p_bar.dtype, self.p_bar.device) != (proba_left.dtype, proba_left.device):
             raise TypeError(
                 f"PRCutLoss's p_bar is {self.p_bar.dtype} on {self.p_bar.device} but the "
                 f"probabilities are {proba_left.dtype} on {proba_left.device}: move the "
                 "loss with .to(device, dtype).")
-        if not isinstance(hardness, Real) or not 0 < hardness <= 1:
+        if not is_real(hardness) or not 0 < hardness <= 1:
             raise ValueError(f"hardness must be in (0, 1], got {hardness!r}.")
         if isinstance(affinity, (EdgeBlock, DenseBlock, WholeGraphBlock)):  # the engine's
             return affinity
-        return affinity_block(affinity, proba_left.shape[0], proba_right.shape[0],
-                              proba_left.dtype, proba_left.device)
+        block = affinity_block(affinity, proba_left.shape[0], proba_right.shape[0],
+                               proba_left.dtype, proba_left.device)
+        if affinity.is_complex():
+            raise TypeError(f"affinity must hold real weights, got dtype {affinity.dtype}.")
+        return block
+
+    def _check_values(self, both, proba_left, affinity):
+        """Probabilities on the simplex (both batches in one pass) and weights
+        finite and non-negative (see :func:`set_input_checks`)."""
+        weights = _stored_weights(affinity, both.dtype)
+        n_left = proba_left.shape[0]
+        checks = [lambda: on_simplex(both, "proba_left and proba_right", parts=(
+            ("proba_left", both[:n_left]), ("proba_right", both[n_left:])))]
+        if weights.numel():
+            checks.append(lambda: non_negative(weights, "affinity", "weights"))
+        self._value_checks(both.device, *checks)
 
 
 def _check_proba(proba, name, n_clusters):
-    if not isinstance(proba, torch.Tensor) or not torch.is_floating_point(proba):
-        raise TypeError(f"{name} must be a floating point torch.Tensor.")
-    if proba.ndim != 2 or proba.shape[1] != n_clusters:
-        raise ValueError(
-            f"{name} must have shape (batch_size, n_clusters={n_clusters}), "
-            f"got {tuple(proba.shape)}.")
+    check_tensor(proba, name)
+    check_matrix(proba, name, n_cols=n_clusters, labels=("batch_size", "n_clusters"))
+
+
+def _stored_weights(affinity, dtype):
+    """The weights a user's affinity stores (all of a dense one), floating point."""
+    if affinity.layout == torch.sparse_csr:
+        weights = affinity.values()
+    elif affinity.layout == torch.sparse_coo:
+        weights = affinity._values()
+    else:
+        weights = affinity
+    return weights if weights.is_floating_point() else weights.to(dtype)
 
 
 def affinity_block(affinity, n_left, n_right, dtype, device):

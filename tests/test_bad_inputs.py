@@ -1,0 +1,465 @@
+"""Bad input to every public torch block and estimator gets a clear ValueError or
+TypeError naming the problem: never a number that means nothing, a torch traceback
+or a ZeroDivisionError (issue 29).
+
+First the cases a new user met (the "silent" and "raw exception" lists of issue
+29), replayed; then the fuzz classes over every block and estimator: NaN,
+infinity, empty, one sample (which must work, or say why not), wrong dtype, wrong
+shape, wrong device. Without torch only the estimators' cases run (PRCut's and
+the blocks' are marked ``torch``).
+"""
+
+import re
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.datasets import make_blobs
+from sklearn.exceptions import ConvergenceWarning
+
+from skdiffclust import ClAM, PRCut, SparseGEMINI, SpanningForestClustering
+from skdiffclust._utils._validation import NumberInterval
+from tests._torchless import run_without_torch
+
+TORCH = pytest.mark.torch
+X, _ = make_blobs(60, centers=3, random_state=0)
+
+ESTIMATORS = [
+    pytest.param(lambda: SpanningForestClustering(n_clusters=3), id="SpanningForest"),
+    pytest.param(lambda: ClAM(n_clusters=3, max_iter=5, device="cpu", random_state=0),
+                 id="ClAM"),
+    pytest.param(lambda: PRCut(n_clusters=3, max_iter=5, device="cpu", random_state=0),
+                 id="PRCut", marks=TORCH),
+    pytest.param(lambda: SparseGEMINI(n_clusters=3, max_iter=5, random_state=0),
+                 id="SparseGEMINI"),
+]
+
+
+def _quiet(call):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return call()
+
+
+def _with(X, row, value):
+    X = X.copy()
+    X[row, 0] = value
+    return X
+
+
+# -- estimators ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("make", ESTIMATORS)
+def test_bools_are_refused_for_every_numeric_parameter(make):
+    estimator = make()
+    numeric = [name for name, constraints in estimator._parameter_constraints.items()
+               if any(isinstance(c, NumberInterval) for c in constraints)]
+    assert "n_clusters" in numeric and "n_jobs" in numeric
+    for name in numeric:
+        with pytest.raises(ValueError, match=f"'{name}' parameter .* Got True instead"):
+            make().set_params(**{name: True}).fit(X)
+
+
+FIT_CASES = {
+    "NaN": (_with(X, 3, np.nan), "contains NaN"),
+    "infinity": (_with(X, 3, np.inf), "contains infinity"),
+    "empty": (X[:0], "0 sample"),
+    "one sample": (X[:1], "n_samples=1|1 sample"),
+    "complex dtype": (X + 1j, "Complex data not supported"),
+    "strings": (np.full(X.shape, "a"), "could not convert string to float"),
+    "1-D": (X[:, 0], "Expected 2D array"),
+    "3-D": (X[:, :, None], "dim 3"),
+    "squares overflow": (X * 1e155, "overflow"),
+}
+
+
+@pytest.mark.parametrize("case", list(FIT_CASES))
+@pytest.mark.parametrize("make", ESTIMATORS)
+def test_fit_refuses_bad_data_clearly(make, case):
+    data, match = FIT_CASES[case]
+    with pytest.raises(ValueError, match=match):
+        _quiet(lambda: make().fit(data))
+
+
+PREDICT_CASES = {
+    "NaN": (_with(X, 0, np.nan), "contains NaN"),
+    "infinity": (_with(X, 0, -np.inf), "contains infinity"),
+    "other features": (X[:, :1], "features"),
+    "1-D": (X[0], "Expected 2D array"),
+}
+
+
+@pytest.mark.parametrize("case", list(PREDICT_CASES))
+@pytest.mark.parametrize("make", ESTIMATORS)
+def test_predict_refuses_bad_data_clearly(make, case):
+    estimator = _quiet(lambda: make().fit(X))
+    data, match = PREDICT_CASES[case]
+    methods = [m for m in ("predict", "predict_proba") if hasattr(estimator, m)]
+    for method in methods:
+        with pytest.raises(ValueError, match=match):
+            getattr(estimator, method)(data)
+    # and one sample works
+    assert estimator.predict(X[:1]).shape == (1,)
+
+
+def test_values_whose_squares_underflow_say_to_rescale():
+    # was a ZeroDivisionError in beta='auto' (issue 29)
+    with pytest.raises(ValueError, match="Rescale the data"):
+        ClAM(n_clusters=3).fit(X * 1e-300)
+
+
+@pytest.mark.parametrize("make", ESTIMATORS)
+def test_constant_data_warns(make):
+    with pytest.warns(UserWarning, match="identical|non-empty clusters"):
+        _quiet(lambda: make().fit(np.ones((30, 2))))
+
+
+@TORCH
+@pytest.mark.parametrize("make", [
+    lambda: ClAM(n_clusters=3, device="cuda"),
+    lambda: PRCut(n_clusters=3, device="cuda"),
+    lambda: SpanningForestClustering(n_clusters=3, embedding="linear", device="cuda"),
+], ids=["ClAM", "PRCut", "SpanningForest-embedding"])
+def test_cuda_without_cuda_is_a_clear_error(make, no_cuda):
+    y = np.r_[0, 1, 2, [-1] * 57]
+    with pytest.raises(ValueError, match=re.escape(no_cuda.message)):
+        make().set_params(device=no_cuda.device).fit(X, y)
+
+
+# -- torch blocks -------------------------------------------------------------------
+
+
+class NoCuda:
+    """A CUDA device this machine does not have, and the estimators' message."""
+
+    def __init__(self, torch):
+        if torch.cuda.is_available():  # a device number beyond the machine's
+            self.device = f"cuda:{torch.cuda.device_count()}"
+            self.message = f"device={self.device!r} was requested but this machine has"
+        else:
+            self.device = "cuda"
+            self.message = "device='cuda' was requested but CUDA is not available."
+
+
+@pytest.fixture
+def no_cuda():
+    import torch
+
+    return NoCuda(torch)
+
+
+@pytest.fixture
+def blocks():
+    """torch and skdiffclust.torch, and the good inputs the cases spoil."""
+    import torch
+
+    import skdiffclust.torch as blocks
+
+    generator = torch.Generator().manual_seed(0)
+    logits = torch.randn(8, 3, generator=generator)
+    points = torch.randn(8, 2, generator=generator)
+    distances = torch.cdist(points, points)
+    S = -distances**2
+    graph = sp.csr_matrix(np.ones((6, 6)) - np.eye(6))
+    return {"torch": torch, "T": blocks, "logits": logits,
+            "P": torch.softmax(logits, dim=1), "points": points, "K": torch.exp(-S),
+            "D": distances, "S": S, "W": torch.ones(4, 4), "graph": graph,
+            "labels": torch.tensor([0, 1, -1, -1, 2, -1, -1, -1])}
+
+
+def _spoil(tensor, value, index=(0, 0)):
+    tensor = tensor.clone()
+    tensor[index] = value
+    return tensor
+
+
+def _symmetric(S, value):
+    return _spoil(_spoil(S, value, (0, 1)), value, (1, 0))
+
+
+# (call on the fixture's dict, error, message): the issue's cases first
+ISSUE_CASES = {
+    "PRCutLoss on logits": (
+        lambda b: b["T"].PRCutLoss(3)(b["logits"][:4], b["logits"][4:], b["W"]),
+        ValueError, "negative entries .* torch.softmax"),
+    "PRCutLoss on -3 P": (
+        lambda b: b["T"].PRCutLoss(3)(b["P"][:4] * -3, b["P"][4:], b["W"]),
+        ValueError, "proba_left has negative entries"),
+    "PRCutLoss on 3 P": (
+        lambda b: b["T"].PRCutLoss(3)(b["P"][:4], 3 * b["P"][4:], b["W"]),
+        ValueError, "proba_right must have rows summing to 1 .*softmax"),
+    "PRCutLoss negative weights": (
+        lambda b: b["T"].PRCutLoss(3)(b["P"][:4], b["P"][4:], -b["W"]),
+        ValueError, "affinity must hold non-negative weights"),
+    "PRCutLoss NaN probability": (
+        lambda b: b["T"].PRCutLoss(3)(_spoil(b["P"][:4], np.nan), b["P"][4:], b["W"]),
+        ValueError, "proba_left contains NaN"),
+    "PRCutLoss NaN weight": (
+        lambda b: b["T"].PRCutLoss(3)(b["P"][:4], b["P"][4:], _spoil(b["W"], np.nan)),
+        ValueError, "affinity contains NaN"),
+    "PRCutLoss empty batch": (
+        lambda b: b["T"].PRCutLoss(3)(b["P"][:0], b["P"][4:], b["W"][:0]),
+        ValueError, "proba_left is empty"),
+    "gemini_loss on logits": (
+        lambda b: b["T"].gemini_loss(b["logits"], b["K"]), ValueError, "softmax"),
+    "gemini_loss on -P": (
+        lambda b: b["T"].gemini_loss(-b["P"], b["K"]), ValueError, "negative entries"),
+    "gemini_loss on 5 P": (
+        lambda b: b["T"].gemini_loss(5 * b["P"], b["K"]), ValueError, "summing to 1"),
+    "gemini_loss negative distances": (
+        lambda b: b["T"].gemini_loss(b["P"], -b["D"], "wasserstein_ovo"),
+        ValueError, "non-negative distances"),
+    "ClAMLayer NaN": (
+        lambda b: b["T"].ClAMLayer(3, 2)(_spoil(b["points"], np.nan)),
+        ValueError, "x contains NaN or infinity"),
+    "ClAMLayer.predict NaN rows": (
+        lambda b: b["T"].ClAMLayer(3, 2).predict(_spoil(b["points"], np.nan)),
+        ValueError, "x contains NaN or infinity"),
+    "clam_loss infinity": (
+        lambda b: b["T"].clam_loss(b["T"].ClAMLayer(3, 2), _spoil(b["points"], np.inf)),
+        ValueError, "x contains NaN or infinity"),
+    "clam_loss empty batch": (
+        lambda b: b["T"].clam_loss(b["T"].ClAMLayer(3, 2), b["points"][:0]),
+        ValueError, "x is empty"),
+    "PRCutBatchPairs integer dtype": (
+        lambda b: b["T"].PRCutBatchPairs(b["graph"], 3, dtype=b["torch"].int64),
+        TypeError, "floating point torch.dtype"),
+    "PRCutBatchPairs batch_size above n_samples": (
+        lambda b: b["T"].PRCutBatchPairs(b["graph"], 7), ValueError, "exceeds the graph's 6"),
+}
+
+
+@TORCH
+@pytest.mark.parametrize("case", list(ISSUE_CASES))
+def test_the_issues_silent_cases_raise_a_clear_error(blocks, case):
+    call, error, match = ISSUE_CASES[case]
+    with pytest.raises(error, match=match):
+        call(blocks)
+
+
+@TORCH
+@pytest.mark.parametrize("make", [
+    lambda b, device: b["T"].ClAMLayer(2, 3, device=device),
+    lambda b, device: b["T"].ClAMLayer.from_estimator(_quiet(
+        lambda: ClAM(n_clusters=3, beta=1.0, max_iter=2, random_state=0).fit(X)),
+        device=device),
+    lambda b, device: b["T"].PRCutLoss(2, device=device),
+    lambda b, device: b["T"].PRCutBatchPairs(b["graph"], 3, device=device),
+], ids=["ClAMLayer", "ClAMLayer.from_estimator", "PRCutLoss", "PRCutBatchPairs"])
+def test_cuda_without_cuda_is_the_estimators_error_in_every_block(blocks, make, no_cuda):
+    with pytest.raises(ValueError, match=re.escape(no_cuda.message)):
+        make(blocks, no_cuda.device)
+
+
+@pytest.mark.parametrize("make", [
+    pytest.param(lambda: ClAM(n_clusters=True), id="ClAM"),
+    pytest.param(lambda: PRCut(n_clusters=True), id="PRCut", marks=TORCH),
+    pytest.param(lambda: SparseGEMINI(n_clusters=True), id="SparseGEMINI"),
+    pytest.param(lambda: SpanningForestClustering(n_clusters=True), id="SpanningForest"),
+])
+def test_n_clusters_true_is_refused_by_the_parameter_constraints(make):
+    with pytest.raises(ValueError, match="'n_clusters' parameter .* Got True"):
+        make().fit(X)
+
+
+# -- the fuzz classes over every block ------------------------------------------------
+
+
+def _prcut(b, P=None, Q=None, W=None):
+    P = b["P"][:4] if P is None else P
+    Q = b["P"][4:] if Q is None else Q
+    return b["T"].PRCutLoss(3)(P, Q, b["W"] if W is None else W)
+
+
+def _layer_calls(method):
+    def call(b, x):
+        layer = b["T"].ClAMLayer(3, 2, generator=b["torch"].Generator().manual_seed(1))
+        if method == "clam_loss":
+            return b["T"].clam_loss(layer, x)
+        return getattr(layer, method)(x)
+    return call
+
+
+# each block: how to call it on a given first input, and that input, good
+BLOCKS = {
+    "PRCutLoss": (lambda b, P: _prcut(b, P=P, W=b["W"][:P.shape[0]] if P.ndim == 2
+                                      and P.shape[0] < 4 else None), "P4"),
+    "gemini_loss": (lambda b, P: b["T"].gemini_loss(P, b["K"][:P.shape[0], :P.shape[0]]
+                                                    if P.ndim == 2 else b["K"]), "P"),
+    "ClAMLayer": (_layer_calls("forward"), "points"),
+    "ClAMLayer.predict": (_layer_calls("predict"), "points"),
+    "ClAMLayer.predict_proba": (_layer_calls("predict_proba"), "points"),
+    "clam_loss": (_layer_calls("clam_loss"), "points"),
+    "perturbed_spanning_forest": (
+        lambda b, S: b["T"].perturbed_spanning_forest(S, 1 if S.shape[0] == 1 else 2,
+                                                      n_samples=5)[1], "S"),
+    "partial_fenchel_young_loss": (
+        lambda b, S: b["T"].partial_fenchel_young_loss(
+            S, b["labels"][:S.shape[0]] if S.ndim == 2 and S.shape[0] == S.shape[1]
+            else b["labels"], 1 if S.shape[0] == 1 else 3, n_samples=5), "S"),
+}
+
+
+def _good(b, name):
+    return b["P"][:4] if name == "P4" else b[name]
+
+
+def _square(block):
+    return block in ("perturbed_spanning_forest", "partial_fenchel_young_loss")
+
+
+FUZZ = {  # (spoil the good input, error, message); error None: must work
+    "NaN": (lambda x, sq: _symmetric(x, np.nan) if sq else _spoil(x, np.nan),
+            ValueError, "NaN or infinity"),
+    "infinity": (lambda x, sq: _symmetric(x, np.inf) if sq else _spoil(x, np.inf),
+                 ValueError, "NaN or infinity"),
+    "empty": (lambda x, sq: x[:0, :0] if sq else x[:0], ValueError, "empty|n_samples=0"),
+    "one sample": (lambda x, sq: x[:1, :1] if sq else x[:1], None, None),
+    "wrong dtype": (lambda x, sq: x.to(dtype=__import__("torch").int64), TypeError,
+                    "floating point|torch.int64"),
+    "wrong shape": (lambda x, sq: x[:, :1] if sq else x[:, 0], ValueError, "shape"),
+    "wrong device": (lambda x, sq: x.to("meta"), (TypeError, ValueError),
+                     "meta"),
+}
+
+
+@TORCH
+@pytest.mark.parametrize("fuzz", list(FUZZ))
+@pytest.mark.parametrize("block", list(BLOCKS))
+def test_every_block_refuses_each_fuzz_class_clearly(blocks, block, fuzz):
+    call, good = BLOCKS[block]
+    spoil, error, match = FUZZ[fuzz]
+    x = spoil(_good(blocks, good), _square(block))
+    if error is None:  # one sample: a real result
+        result = call(blocks, x)
+        assert blocks["torch"].isfinite(result).all()
+        return
+    with pytest.raises(error, match=match):
+        call(blocks, x)
+
+
+PAIRS_FUZZ = {
+    "NaN": (lambda G: _sparse_spoil(G, np.nan), ValueError, "NaN or infinite"),
+    "infinity": (lambda G: _sparse_spoil(G, np.inf), ValueError, "NaN or infinite"),
+    "negative": (lambda G: -G, ValueError, "non-negative"),
+    "empty": (lambda G: sp.csr_matrix((0, 0)), ValueError, "at least 2 samples"),
+    "one sample": (lambda G: sp.csr_matrix((1, 1)), ValueError, "at least 2 samples"),
+    "wrong dtype": (lambda G: G.astype(complex), TypeError, "real weights"),
+    "wrong shape": (lambda G: G[:, :5], ValueError, "square"),
+    "dense": (lambda G: G.toarray(), TypeError, "SciPy sparse matrix"),
+}
+
+
+def _sparse_spoil(G, value):
+    G = G.copy()
+    G.data[0] = value
+    return G
+
+
+@TORCH
+@pytest.mark.parametrize("fuzz", list(PAIRS_FUZZ))
+def test_batch_pairs_refuse_each_fuzz_class_clearly(blocks, fuzz):
+    spoil, error, match = PAIRS_FUZZ[fuzz]
+    with pytest.raises(error, match=match):
+        blocks["T"].PRCutBatchPairs(spoil(blocks["graph"]), 2)
+
+
+@TORCH
+def test_wrong_generators_and_devices_between_inputs_are_clear(blocks):
+    b, torch = blocks, blocks["torch"]
+    with pytest.raises(TypeError, match="generator must be a torch.Generator"):
+        b["T"].PRCutBatchPairs(b["graph"], 3, generator=np.random.default_rng(0))
+    with pytest.raises(TypeError, match="generator must be a torch.Generator"):
+        b["T"].clam_loss(b["T"].ClAMLayer(3, 2), b["points"], generator=0)
+    with pytest.raises(ValueError, match="similarity is on meta but proba on cpu"):
+        b["T"].gemini_loss(b["P"], b["K"].to("meta"))
+    with pytest.raises(ValueError, match="affinity is on meta"):
+        _prcut(b, W=b["W"].to("meta"))
+    with pytest.raises(TypeError, match="share a dtype and a device"):
+        _prcut(b, Q=b["P"][4:].double())
+    with pytest.raises(ValueError, match="device must be a torch.device"):
+        b["T"].ClAMLayer(3, 2, device="gpu")
+    del torch
+
+
+# -- the checks on CUDA: eager once, then assertions that read nothing back ---------
+
+
+@TORCH
+def test_after_the_first_call_on_cuda_the_checks_read_nothing_back(blocks, monkeypatch):
+    """Simulated on CPU tensors: a block's first call on 'cuda' is checked with one
+    read back; later calls assert on the device, and a bad input then fails the
+    assertion (a device-side assert on CUDA, a RuntimeError here)."""
+    from skdiffclust._utils import _torch_checks
+
+    torch = blocks["torch"]
+    monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: False)
+    checks = _torch_checks.ValueChecks("gemini_loss", "proba")
+    cuda = torch.device("cuda:0")
+    good, bad = blocks["P"], blocks["logits"]
+    with pytest.raises(ValueError, match="negative entries"):  # the first call
+        checks(cuda, lambda: _torch_checks.probabilities(bad, "proba"))
+    checks(cuda, lambda: _torch_checks.probabilities(good, "proba"))
+    assert checks.checked_on == {"cuda:0"}
+
+    def refuse_read_back(*args):
+        raise AssertionError("a value was read back from the device")
+
+    with monkeypatch.context() as patched:
+        for method in ("item", "tolist", "__bool__", "__float__", "cpu", "numpy"):
+            patched.setattr(torch.Tensor, method, refuse_read_back)
+        checks(cuda, lambda: _torch_checks.probabilities(good, "proba"))
+        with pytest.raises(RuntimeError, match="skdiffclust.torch.gemini_loss: invalid"):
+            checks(cuda, lambda: _torch_checks.probabilities(bad, "proba"))
+    previous = _torch_checks.set_input_checks("eager")
+    try:  # every call read back, with the full message
+        with pytest.raises(ValueError, match="negative entries"):
+            checks(cuda, lambda: _torch_checks.probabilities(bad, "proba"))
+    finally:
+        _torch_checks.set_input_checks(previous)
+
+
+@TORCH
+@pytest.mark.parametrize("block", ["PRCutLoss", "gemini_loss", "ClAMLayer", "clam_loss",
+                                   "ClAMLayer.predict_proba"])
+def test_the_blocks_steps_read_nothing_back_once_checked(blocks, block, monkeypatch):
+    """A whole step of each block in the checks' device mode reads no value back
+    (on CUDA: no host synchronisation), and the checks off change nothing."""
+    from skdiffclust._utils._torch_checks import ValueChecks, set_input_checks
+
+    call, good = BLOCKS[block]
+    x = _good(blocks, good).clone().requires_grad_(True)
+    monkeypatch.setattr(ValueChecks, "_eager", lambda self, mode, device: False)
+    with monkeypatch.context() as patched:
+        for method in ("item", "tolist", "__bool__", "__float__", "cpu", "numpy"):
+            patched.setattr(blocks["torch"].Tensor, method,
+                            lambda *args: pytest.fail("a value was read back"))
+        checked = call(blocks, x)
+        checked.sum().backward()
+    previous = set_input_checks("off")
+    try:
+        unchecked = call(blocks, x)
+    finally:
+        set_input_checks(previous)
+    blocks["torch"].testing.assert_close(checked, unchecked)
+
+
+# -- the documentation ----------------------------------------------------------------
+
+
+def test_the_docs_build_without_torch_stops_with_the_install_command(tmp_path):
+    pytest.importorskip("sphinx")
+    from pathlib import Path
+
+    doc = Path(__file__).resolve().parents[1] / "doc"
+    code = ("import runpy\n"
+            "sys.argv = ['sphinx', '-b', 'html', '-q', sys.argv[1], sys.argv[2]]\n"
+            "runpy.run_module('sphinx', run_name='__main__')\n")
+    finished = run_without_torch(code, doc, tmp_path / "html")
+    assert finished.returncode != 0
+    lines = finished.stderr.strip().splitlines()
+    assert len(lines) == 1 and re.fullmatch(
+        r'The documentation needs the torch and dask extras \(missing: torch(, \w+)*\): '
+        r'pip install "\.\[doc,torch,dask\]"', lines[0]), finished.stderr
