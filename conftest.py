@@ -16,7 +16,9 @@ import pytest
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 REASON = 'needs PyTorch, which is not installed (pip install ".[test,torch]")'
 
-_TOP_LEVEL_TORCH_IMPORT = re.compile(r"^(import torch\b|from torch\b)", re.MULTILINE)
+# a top-level import of torch, or of it through skdiffclust's optional-import helper
+_TOP_LEVEL_TORCH_IMPORT = re.compile(
+    r"^(import torch\b|from torch\b|import_optional\(\"torch\")", re.MULTILINE)
 _ROOT = Path(__file__).resolve().parent
 
 # Package modules without a top-level torch import whose doctests still fit a torch model.

@@ -1,7 +1,10 @@
 """Where ClAM trains: the numba kernels on the CPU, or torch on CUDA."""
 
+import importlib.util
 import os
 import sys
+
+from skdiffclust._utils._optional import import_optional
 
 # device='auto' trains on CUDA from this batch size up. A step is a few hundred
 # small operations on (n_init, n_clusters, batch_size, n_features) arrays: on an H100
@@ -15,14 +18,11 @@ def resolve_training_device(device, batch_size):
     if device == "cpu" or (device == "auto" and (batch_size < CUDA_MIN_BATCH_SIZE
                                                  or not _nvidia_driver_present())):
         return "cpu"
-    try:
-        from skdiffclust._utils._torch import resolve_device
-    except ImportError as error:
-        if device == "auto":
-            return "cpu"
-        raise ImportError(
-            'ClAM(device="cuda") trains with PyTorch: pip install "skdiffclust[torch]"'
-        ) from error
+    if device == "auto" and importlib.util.find_spec("torch") is None:
+        return "cpu"
+    import_optional("torch", needed_for='ClAM(device="cuda")')
+    from skdiffclust._utils._torch import resolve_device
+
     return resolve_device(device)
 
 

@@ -30,7 +30,7 @@ from skdiffclust._utils._torch import (
     tensor_from_numpy,
 )
 from skdiffclust.forest._constraints import Constraints
-from skdiffclust.forest._torch_ops import (
+from skdiffclust.forest._torch import (
     PartialFenchelYoungFunction,
     PerturbedProblem,
     seed_from_generator,

@@ -83,7 +83,7 @@ import numpy as np
 import torch
 from numba import config as numba_config
 
-from skdiffclust.forest._torch_ops import seed_from_generator
+from skdiffclust.forest._torch import seed_from_generator
 
 MAX_SEED = 2**62
 MAX_THREADS = 1024  # per block; the kernels' shared memory is sized for up to this
