@@ -552,7 +552,7 @@ def test_partial_labels_are_accepted_as_constraints_on_the_cpu():
     (torch.tensor([[0.0, float("inf")], [float("inf"), 0.0]]), "NaN"),
 ])
 def test_device_validation_raises_the_cpu_errors(S, match):
-    from skdiffclust.torch import _check_device_similarity
+    from skdiffclust.forest._torch import _check_device_similarity
 
     with pytest.raises(ValueError, match=match):
         _check_device_similarity(S)
@@ -564,7 +564,7 @@ def test_device_validation_raises_the_cpu_errors(S, match):
 
 
 def test_device_dispatch_keeps_rooted_constraints_and_sends_the_rest_to_the_cpu():
-    from skdiffclust.torch import _device_constraints
+    from skdiffclust.forest._torch import _device_constraints
 
     S = torch.as_tensor(_blobs(6, 0))
     y = torch.tensor([0, 1, -1, 0, -1, 1])
