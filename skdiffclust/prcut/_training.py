@@ -116,7 +116,10 @@ class FeatureBatches:
 
     def __init__(self, X, device, dtype, share=False, dense_rows=False):
         self.device, self.dtype, self.dense_rows = device, dtype, dense_rows
-        self.n_samples, self.n_inputs = X.shape
+        # a user's module may read samples of any shape (images): n_inputs counts
+        # the values of one sample
+        self.n_samples, self.sample_shape = X.shape[0], tuple(X.shape[1:])
+        self.n_inputs = int(np.prod(self.sample_shape))
         self.sparse = sp.issparse(X)
         self.shared = (share and not self.sparse and device.type == "cpu"
                        and X.dtype in (np.float32, np.float64))
@@ -156,7 +159,7 @@ class FeatureBatches:
                           self.values[entries])
 
     def _gather_and_cast(self, index):
-        rows = torch.empty((index.shape[0], self.n_inputs), dtype=self.dtype)
+        rows = torch.empty((index.shape[0], *self.sample_shape), dtype=self.dtype)
         step = max(1, (1 << 20) // max(self.n_inputs, 1))  # 8 MiB of float64 at a time
         for start in range(0, index.shape[0], step):
             rows[start:start + step] = self.X[index[start:start + step]]
