@@ -201,9 +201,10 @@ class PRCut(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Bas
         epoch changes the cluster of at most 0.1% of the samples. ``'auto'``:
         the epochs of about 32 batch pairs, between 10 and 32 (32 epochs of one
         step on data of at most ``batch_size`` samples, 10 from 3,200 samples
-        on): a patience of a few steps stops training on a plateau of the
-        objective, where copies of the data differing in their last digits stop
-        at different epochs.
+        on, fewer from 32 batch pairs an epoch on: those of 320 batch pairs): a
+        patience of a few steps stops training on a plateau of the objective,
+        where copies of the data differing in their last digits stop at
+        different epochs.
 
     n_init : int, default=1
         Number of trainings from different seeds (network and batches; with
