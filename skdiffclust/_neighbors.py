@@ -4,10 +4,14 @@
 (Euclidean) and their distances, by one of three searches:
 
 * **exact on the CPU**: scikit-learn's ``NearestNeighbors`` (brute force for
-  dense data in more than 15 dimensions, a tree below; dense or CSR input);
-* **exact on CUDA**: a blockwise search in torch (:func:`torch_kneighbors`):
-  squared distances of a block of rows to all rows by one matrix product, then
-  ``topk``; memory O(block_rows * n);
+  dense data in more than 15 dimensions, a tree below; dense or CSR input) up
+  to ``AUTO_EXACT_MAX_SAMPLES`` samples or for sparse input; above, for dense
+  input, the blockwise torch search below on CPU threads when torch is
+  installed (at 60,000 x 784, 3.0 s of CPU per 3,000 rows against
+  scikit-learn's 5.5 s);
+* **exact on CUDA** (and the CPU above): a blockwise search in torch
+  (:func:`torch_kneighbors`): squared distances of a block of rows to all rows
+  by one matrix product, then ``topk``; memory O(block_rows * n);
 * **approximate**: FAISS's inverted-file index with exact distances
   (``IndexIVFFlat``) on the CPU, from the optional extra
   ``pip install "skdiffclust[ann]"`` (the ``faiss-cpu`` wheel). The samples are
@@ -17,9 +21,12 @@
   returned are recomputed exactly, in float64, for the pairs found.
 
 ``algorithm='auto'`` searches exactly up to ``AUTO_EXACT_MAX_SAMPLES`` samples,
-approximately above when FAISS is installed (exactly otherwise, without an
-error); sparse input is always searched exactly (scikit-learn), and on CUDA
-'auto' is the exact search on the device.
+and above while the exact search is expected to cost less CPU time than the
+approximate one (:func:`exact_is_cheaper`: many features, where the product's
+BLAS beats FAISS's distance loop, e.g. MNIST's 784 pixels up to about 110,000
+images), approximately otherwise when FAISS is installed (exactly otherwise,
+without an error); sparse input is always searched exactly (scikit-learn), and
+on CUDA 'auto' is the exact search on the device.
 
 Why FAISS's IVF-Flat. pynndescent and FAISS were measured side by side on the
 project's 2-core CPU machine (shared: load average 2 to 8), in one process, on
@@ -64,12 +71,15 @@ neighbour is replaced by a slightly farther sample of the same blob.
 """
 
 import math
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+from numba import prange
 import scipy.sparse as sp
 from joblib import effective_n_jobs
 from sklearn.neighbors import NearestNeighbors
 
+from skdiffclust._utils._numba import jit
 from skdiffclust._utils._random import derive_seeds
 from skdiffclust._utils._validation import consistent_sparse_indices
 
@@ -90,6 +100,14 @@ AUTO_EXACT_MAX_SAMPLES = 20_000
 CANDIDATES = 8192
 MIN_PROBE, MAX_PROBE = 4, 32
 MIN_SAMPLES_PER_LIST = 39
+
+# CPU nanoseconds per pair of samples, measured at 60,000 x 784 on the 2-core
+# machine: the blockwise product (per feature: 120 GFLOP/s per core) and the
+# selection of the neighbours (torch's topk), and the IVF-Flat scan of one
+# candidate (per feature: FAISS's distance loop, not BLAS; 18 times slower per
+# feature than the product)
+EXACT_NS_PER_FEATURE, EXACT_NS_PER_PAIR = 0.017, 3.7
+SCAN_NS_PER_FEATURE = 0.30
 
 EXTRA = "ann"
 
@@ -166,18 +184,40 @@ def kneighbors(X, n_neighbors, *, algorithm="auto", device=None, n_jobs=None,
             "sparse input as it is."
         )
     cuda = device is not None and _device_type(device) == "cuda"
+    threads = effective_n_jobs(-1 if n_jobs is None else n_jobs)
     if algorithm == "approximate" or (
             algorithm == "auto" and not sparse and not cuda
-            and n_samples > AUTO_EXACT_MAX_SAMPLES and approximate_available()):
+            and not exact_is_cheaper(n_samples, X.shape[1]) and approximate_available()):
         seed = derive_seeds(random_state, 1)[0]
-        threads = effective_n_jobs(-1 if n_jobs is None else n_jobs)
         return faiss_kneighbors(X, n_neighbors, n_threads=threads, seed=seed)
-    if cuda and not sparse:
-        return torch_kneighbors(X, n_neighbors, device)
+    if not sparse and (cuda or (n_samples > AUTO_EXACT_MAX_SAMPLES and _has_torch())):
+        return torch_kneighbors(X, n_neighbors, device or "cpu", n_threads=threads)
     search = NearestNeighbors(n_neighbors=n_neighbors, n_jobs=n_jobs).fit(X)
     # kneighbors() without X leaves each sample out of its own neighbours
     distances, indices = search.kneighbors()
     return distances, indices.astype(np.int64, copy=False)
+
+
+def exact_is_cheaper(n_samples, n_features):
+    """Whether 'auto' searches exactly on the CPU: up to ``AUTO_EXACT_MAX_SAMPLES``
+    samples, and above while the blockwise search's expected CPU time (a product
+    and a selection per pair of samples) stays below the approximate search's
+    (``CANDIDATES`` distances per sample, without BLAS), as measured on the 2-core
+    machine: MNIST's 60,000 x 784 pixels are searched exactly (about 1 min of CPU
+    against 2 for IVF-Flat, whose recall@150 was 0.995), 70,000 x 32 blobs
+    approximately."""
+    if n_samples <= AUTO_EXACT_MAX_SAMPLES:
+        return True
+    exact = n_samples * (EXACT_NS_PER_FEATURE * n_features + EXACT_NS_PER_PAIR)
+    return exact <= CANDIDATES * SCAN_NS_PER_FEATURE * n_features
+
+
+def _has_torch():
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 def approximate_available():
@@ -205,8 +245,13 @@ def _device_type(device):
 
 
 def _centred_float32(X):
-    """Rows centred in float64, then cast to float32 (an offset costs no precision)."""
+    """Rows centred in float64, then cast to float32 (an offset costs no precision),
+    without the constant features (zero in every difference: 67 of MNIST's 784
+    pixels)."""
     X = np.asarray(X, dtype=np.float64)
+    varying = X.max(axis=0) > X.min(axis=0)
+    if not varying.all():
+        X = X[:, varying]
     X = X - X.mean(axis=0)
     return X, np.ascontiguousarray(X, dtype=np.float32)
 
@@ -244,7 +289,7 @@ def faiss_kneighbors(X, n_neighbors, *, n_threads=1, seed=0, n_probe=None):
         search = NearestNeighbors(n_neighbors=n_neighbors + 1).fit(X)
         rows = search.kneighbors(X[incomplete], return_distance=False)
         indices[incomplete] = _without_self(rows, n_neighbors, incomplete)
-    return _sorted_by_exact_distance(X, indices)
+    return _sorted_by_exact_distance(X, indices, n_threads)
 
 
 def probed_cells(n_samples, n_lists):
@@ -264,37 +309,63 @@ def _without_self(found, n_neighbors, rows=None):
     return found[~is_self].reshape(found.shape[0], n_neighbors).astype(np.int64)
 
 
-def torch_kneighbors(X, n_neighbors, device, block_rows=None):
+def torch_kneighbors(X, n_neighbors, device, block_rows=None, n_threads=1):
     """Exact k nearest neighbours of every row of X (itself excluded), on ``device``.
 
     Blockwise: squared distances of ``block_rows`` rows to all rows by a matrix
     product, then ``topk``; memory O(block_rows * n). Distances are computed in
     float32 from features centred in float64 (so that a large offset does not
-    cost precision), then recomputed exactly for the selected pairs.
+    cost precision; constant features, which add nothing to any distance, are
+    left out), then recomputed exactly for the selected pairs.
+
+    On the CPU the blocks are shared among ``n_threads`` threads, each product
+    and ``topk`` running on one thread: the neighbours found do not depend on the
+    thread count (a multi-threaded product may split its sums differently).
 
     Returns ``(distances, neighbours)`` as NumPy arrays of shape (n, n_neighbors).
     """
     import torch
 
-    X, _ = _centred_float32(X)
+    X, points = _centred_float32(X)
     n = X.shape[0]
     device = torch.device(device)
-    points = torch.as_tensor(X, dtype=torch.float32, device=device)
+    points = torch.as_tensor(points, device=device)
     sq_norms = (points * points).sum(1)
     if block_rows is None:
         block_rows = _knn_block_rows(n, device)
     neighbours = torch.empty((n, n_neighbors), dtype=torch.int64, device=device)
-    for start in range(0, n, block_rows):
+
+    def search(start):
         stop = min(start + block_rows, n)
-        block = points[start:stop]
         # ||y||^2 - 2 <x, y> in one fused product: the row's own ||x||^2 does not
         # change its order, and each pass over the block is a pass over n x block
-        # floats (the search is bound by memory traffic)
-        partial = torch.addmm(sq_norms[None, :], block, points.T, alpha=-2.0)
+        # floats (the search is bound by memory traffic on CUDA)
+        partial = torch.addmm(sq_norms[None, :], points[start:stop], points.T, alpha=-2.0)
         rows = torch.arange(stop - start, device=device)
         partial[rows, rows + start] = float("inf")  # never its own neighbour
         neighbours[start:stop] = partial.topk(n_neighbors, dim=1, largest=False).indices
-    return _sorted_by_exact_distance(X, neighbours.to("cpu").numpy())
+
+    starts = range(0, n, block_rows)
+    if device.type == "cuda":
+        for start in starts:
+            search(start)
+    else:
+        _run_single_threaded_blocks(search, starts, n_threads)
+    return _sorted_by_exact_distance(X, neighbours.to("cpu").numpy(), n_threads)
+
+
+def _run_single_threaded_blocks(function, starts, n_threads):
+    """``function(start)`` for every start, on ``n_threads`` Python threads, with
+    torch's operations on one thread each (torch releases the GIL)."""
+    import torch
+
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with ThreadPoolExecutor(max(int(n_threads), 1)) as pool:
+            list(pool.map(function, starts))
+    finally:
+        torch.set_num_threads(previous)
 
 
 # entries of one block of squared distances: 256 MB of float32 on the CPU; on CUDA
@@ -315,14 +386,46 @@ def _knn_block_rows(n, device):
     return max(1, min(n, entries // max(n, 1)))
 
 
-def _sorted_by_exact_distance(X, neighbours):
+# rows of the exact distances per kernel call (Ctrl-C is seen between calls)
+DISTANCE_ROWS_PER_CALL = 1 << 14
+
+
+@jit(parallel=True, fastmath=True)
+def _squared_distances_to(X, neighbours, start, stop, out):
+    """``out[i, t] = ||X[i] - X[neighbours[i, t]]||^2`` for rows i in [start, stop),
+    in float64, each sum on one thread (the same bits whatever the thread count)."""
+    for i in prange(start, stop):
+        for t in range(neighbours.shape[1]):
+            j = neighbours[i, t]
+            total = 0.0
+            for f in range(X.shape[1]):
+                diff = X[i, f] - X[j, f]
+                total += diff * diff
+            out[i, t] = total
+
+
+def _sorted_by_exact_distance(X, neighbours, n_threads=1):
     """Float64 Euclidean distances of each row to its listed neighbours, both sorted
-    by increasing distance (ties in the order found)."""
-    distances = np.empty(neighbours.shape)
-    step = max(1, (1 << 24) // max(neighbours.shape[1] * X.shape[1], 1))
-    for start in range(0, X.shape[0], step):
-        diff = X[start:start + step, None, :] - X[neighbours[start:start + step]]
-        distances[start:start + step] = np.sqrt((diff * diff).sum(-1))
+    by increasing distance (ties in the order found).
+
+    A numba kernel reads the rows in place (a NumPy difference of each row with
+    its neighbours made temporaries of n_neighbors times the data: 70 s of CPU at
+    60,000 x 784 and 150 neighbours, against 2 s).
+    """
+    import numba
+
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    neighbours = np.ascontiguousarray(neighbours, dtype=np.int64)
+    squared = np.empty(neighbours.shape)
+    previous = numba.get_num_threads()
+    numba.set_num_threads(max(1, min(int(n_threads), numba.config.NUMBA_NUM_THREADS)))
+    try:
+        for start in range(0, X.shape[0], DISTANCE_ROWS_PER_CALL):
+            _squared_distances_to(X, neighbours, start,
+                                  min(start + DISTANCE_ROWS_PER_CALL, X.shape[0]), squared)
+    finally:
+        numba.set_num_threads(previous)
+    distances = np.sqrt(squared)
     order = np.argsort(distances, axis=1, kind="stable")
     return (np.take_along_axis(distances, order, 1),
             np.take_along_axis(neighbours, order, 1))

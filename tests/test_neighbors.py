@@ -148,12 +148,38 @@ def test_auto_searches_approximately_above_the_threshold(monkeypatch):
     monkeypatch.setattr(_neighbors, "faiss_kneighbors",
                         lambda *args, **kwargs: calls.append(1) or search(*args, **kwargs))
     monkeypatch.setattr(_neighbors, "AUTO_EXACT_MAX_SAMPLES", 500)
+    monkeypatch.setattr(_neighbors, "EXACT_NS_PER_PAIR", 1e6)  # exact never cheaper
     X = np.random.default_rng(4).normal(size=(501, 3))
     kneighbors(X[:500], 5)
     assert not calls
     kneighbors(X, 5, random_state=0)
     kneighbors(sp.csr_matrix(X), 5)  # sparse: exact
     assert len(calls) == 1
+
+
+def test_auto_searches_many_features_exactly_where_blas_beats_the_index():
+    # the measured costs: MNIST's 60,000 x 784 pixels exactly, 70,000 x 32 blobs
+    # approximately, anything up to 20,000 samples exactly
+    assert _neighbors.exact_is_cheaper(60_000, 784)
+    assert not _neighbors.exact_is_cheaper(70_000, 32)
+    assert not _neighbors.exact_is_cheaper(1_000_000, 784)
+    assert _neighbors.exact_is_cheaper(20_000, 2)
+
+
+@pytest.mark.parametrize("n_threads", [1, 2])
+def test_the_blockwise_cpu_search_is_exact_whatever_the_threads(n_threads):
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(700, 40))
+    X[:, 5] = 2.0  # a constant feature, left out of the search
+    found = _neighbors.torch_kneighbors(X, 8, torch.device("cpu"), block_rows=64,
+                                        n_threads=n_threads)
+    single = _neighbors.torch_kneighbors(X, 8, torch.device("cpu"), block_rows=64)
+    expected_distances, expected = NearestNeighbors(n_neighbors=8).fit(X).kneighbors()
+    np.testing.assert_array_equal(found[1], expected)
+    np.testing.assert_allclose(found[0], expected_distances, rtol=1e-12)
+    np.testing.assert_array_equal(found[1], single[1])
+    np.testing.assert_array_equal(found[0], single[0])
 
 
 @needs_faiss

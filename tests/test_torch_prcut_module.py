@@ -229,7 +229,7 @@ class Constant(nn.Module):
     (object(), TypeError, "module must be a torch.nn.Module"),
     (nn.Linear(4, 3).forward, TypeError, "got method"),
     (nn.Linear(4, 2), ValueError, r"shape \(batch, n_clusters=3\).*returned shape \(2, 2\)"),
-    (nn.Linear(5, 3), ValueError, r"batch of rows of X of shape \(2, 4\).*n_features=4"),
+    (nn.Linear(5, 3), ValueError, r"batch of rows of X of shape \(2, 4\).*\(batch, 4\)"),
     (nn.Flatten(0), ValueError, r"shape \(batch, n_clusters=3\)"),
     (Constant(float("nan")), ValueError, "non-finite logits"),
     (nn.Linear(4, 3).requires_grad_(False), ValueError, "nothing to train"),

@@ -152,6 +152,23 @@ def torch_threads(n_threads):
         torch.set_num_threads(previous)
 
 
+@contextlib.contextmanager
+def flushed_denormals():
+    """Flush denormal floats to zero on the CPU, then back to torch's default (off).
+
+    A confident softmax gives probabilities and gradients below 1e-38, whose
+    arithmetic x86 CPUs run 10 to 100 times slower: PRCut's backward pass took
+    17 ms a step on 70,000 blobs, 2.6 ms with them flushed (values that small
+    change nothing above them).
+    """
+    flushed = torch.set_flush_denormal(True)
+    try:
+        yield
+    finally:
+        if flushed:
+            torch.set_flush_denormal(False)
+
+
 class _Stepper:
     """One optimisation step of a task, plain or replayed from a CUDA graph."""
 
@@ -279,7 +296,7 @@ def train(task, sampler, *, learning_rate, max_iter, tol, n_iter_no_change, name
         return (total / batches.shape[0]).to("cpu", torch.float64).numpy()
 
     context = contextlib.nullcontext() if on_cuda else torch_threads(n_threads)
-    with context:
+    with context, contextlib.nullcontext() if on_cuda else flushed_denormals():
         return run_epochs(
             epoch, max_iter=max_iter, tol=tol, n_iter_no_change=n_iter_no_change,
             name=name, verbose=verbose, min_epochs=min_epochs,

@@ -14,7 +14,7 @@ from sklearn.base import (
     _fit_context,
 )
 from sklearn.utils._param_validation import StrOptions
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from skdiffclust._training._stream import forget_stream, keep_stream
 from skdiffclust._utils._random import derive_seeds
@@ -31,6 +31,14 @@ from skdiffclust.prcut._graph import (
     warn_on_degenerate_graph,
 )
 from skdiffclust.prcut._inference import module_logits, predict_logits
+from skdiffclust.prcut._inputs import (
+    check_graph_input,
+    check_samples,
+    flat,
+    graph_source_and_input,
+    score_graph_source,
+    x_is_affinity,
+)
 from skdiffclust.prcut._scaling import AffinityRows, FeatureScaling
 from skdiffclust.prcut._stream import PRCutStream
 
@@ -114,17 +122,18 @@ class PRCut(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Bas
 
     module : torch.nn.Module, default=None
         Your own network in place of the built-in one: any ``nn.Module`` mapping
-        a float tensor of rows of X, of shape (batch, n_features), to
-        ``n_clusters`` logits (reshaping rows to images is its job, e.g. with
-        ``nn.Unflatten``). PRCut trains a deep copy, ``module_``; the module
+        a float tensor of samples of X, of shape (batch, n_features), or
+        (batch, 28, 28) for images given as such, to ``n_clusters`` logits: X
+        may have any shape whose first axis is the samples, and reaches the
+        module as it is. PRCut trains a deep copy, ``module_``; the module
         passed is never changed, and every training starts from its weights
-        (pretrained ones are kept). Its input is the rows of X as given, in the
-        dtype of its parameters (float32 unless it was converted): PRCut's
-        standardisation of the features is the built-in network's only, so scale
-        the data first (e.g. in a pipeline) or normalise inside the module.
-        Sparse rows are densified a batch at a time; with
-        ``affinity='precomputed'`` the input is the row of affinities, as for the
-        built-in network. Uninitialised (lazy) parameters, e.g. of
+        (pretrained ones are kept). Its input is X as given, in the dtype of its
+        parameters (float32 unless it was converted): PRCut's standardisation
+        of the features is the built-in network's only, so scale the data first
+        or normalise inside the module. The graph is built from X flattened, or
+        from ``fit``'s ``graph_input``. Sparse rows are densified a batch at a
+        time; with ``affinity='precomputed'`` the input is the row of
+        affinities. Uninitialised (lazy) parameters, e.g. of
         ``nn.LazyLinear``, are drawn from ``random_state`` (torch's global
         generators are left as they were). ``None``: the built-in MLP. Read more
         in the :ref:`User Guide <prcut_module>`.
@@ -193,9 +202,10 @@ class PRCut(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Bas
         epoch changes the cluster of at most 0.1% of the samples. ``'auto'``:
         the epochs of about 32 batch pairs, between 10 and 32 (32 epochs of one
         step on data of at most ``batch_size`` samples, 10 from 3,200 samples
-        on): a patience of a few steps stops training on a plateau of the
-        objective, where copies of the data differing in their last digits stop
-        at different epochs.
+        on, fewer from 32 batch pairs an epoch on: those of 320 batch pairs): a
+        patience of a few steps stops training on a plateau of the objective,
+        where copies of the data differing in their last digits stop at
+        different epochs.
 
     n_init : int, default=1
         Number of trainings from different seeds (network and batches; with
@@ -296,52 +306,15 @@ class PRCut(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Bas
     -----
     For a cluster with probabilities p and mean p_bar, the expected ratio cut is
     bounded by ``1/p_bar * sum_ij W_ij (p_i + p_j - 2 p_i p_j)`` (eq. 7). Each
-    step samples a left and a right batch and reads the block of W between them
-    from the CSR graph as an edge list (O(batch_size * n_neighbors), never
-    densified), divides the bound by the block's total weight, and back-propagates
-    ``sum_i p_i * sg(g_i)`` where g is the gradient of eq. 8 evaluated with the
-    moving average P-bar, plus ``gamma * KL(mean P || uniform)`` of the batch.
-    P-bar is floored at 1% of 1/k so that an emptying cluster never gives an
-    infinite or NaN gradient, and a block without edges contributes no ratio-cut
-    gradient.
-
-    Features are centred in float64 and divided by one global scale before the
-    kNN search (the partition does not change under a shift or a rescale of
-    the data), and standardised per feature before entering the network (in
-    float32); sparse features are scaled only, their centring folded into the
-    first layer, so they are never densified. Values whose squares overflow
-    float64 are refused.
-
-    Spectral initialisation (``init='spectral'``): the top ``n_clusters``
-    eigenvectors of the normalised adjacency ``D^-1/2 W D^-1/2`` are computed
-    by Chebyshev-filtered subspace iteration on the training device (products
-    with W only: O(nnz(W)) per product, no n x n matrix; a dense
-    eigendecomposition below 600 samples), and discretised by column-pivoted
-    QR, as ``SpectralClustering(assign_labels='cluster_qr')`` does; a graph
-    with at least ``n_clusters`` components is split into whole components
-    instead. The network is fitted to that partition by cross-entropy (Adam,
-    step 0.01) until it reproduces 99.9% of an epoch's samples, or 2,000 steps.
-    P-bar starts at the partition's proportions. Training can only improve on
-    that start: the fitted network competes with the trained one on the
-    objective.
-    Annealing (``annealing > 0``, not in the paper) uses the identity
-    ``p_i + p_j - 2 p_i p_j = (p_i - p_j)^2 + p_i (1 - p_i) + p_j (1 - p_j)``:
-    a Laplacian part, and a concave hardness part that vanishes only for hard
-    assignments. With the hardness part weighted by a small s, the uniform
-    assignment minimises the bound; as s grows it first becomes unstable along
-    the smoothest generalised eigenvectors of the graph (``L v = lambda D v``),
-    the directions spectral clustering embeds the data in, and at s = 1 the
-    objective is eq. 7 again. This is deterministic annealing applied to the
-    bound; the eq. 8 gradient carries over with ``1 - 2 p_j`` replaced by
-    ``s + 2 (1 - s) p_i - 2 p_j``.
-
-    A graph with several connected components has ratio cut 0 for any partition
-    that keeps each component whole; a warning says so (the spectral start
-    keeps them whole). Identical samples get identical probabilities, hence the
-    same cluster.
-
-    On the CPU, results are reproducible for a given ``random_state``; on CUDA,
-    scatter additions make them reproducible only up to rounding.
+    step reads the block of W between a left and a right batch as an edge list
+    (never densified), divides the bound by the block's total weight, and
+    back-propagates ``sum_i p_i * sg(g_i)``, g the eq. 8 gradient with the
+    moving average P-bar (floored at 1% of 1/k), plus ``gamma * KL(mean P ||
+    uniform)`` of the batch. The user guide details the spectral start, the
+    annealing, how features are scaled for the graph and for the network, and
+    the defaults that differ from the paper. On the CPU, results are
+    reproducible for a given ``random_state``; on CUDA, scatter additions make
+    them reproducible only up to rounding.
 
     References
     ----------
@@ -427,7 +400,7 @@ class PRCut(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Bas
 
     @_fit_context(prefer_skip_nested_validation=True)
     @keeps_state_on_failure
-    def fit(self, X, y=None):
+    def fit(self, X, y=None, *, graph_input=None):
         """Build the graph and train the network on its ratio cut.
 
         Parameters
@@ -435,19 +408,29 @@ class PRCut(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Bas
         X : {array-like, sparse matrix} of shape (n_samples, n_features) or \
                 (n_samples, n_samples)
             Training samples (dense, or a CSR sparse matrix), or a symmetric
-            affinity matrix if ``affinity='precomputed'``.
+            affinity matrix if ``affinity='precomputed'``. With ``module``, any
+            array whose first axis is the samples (images of shape (n_samples,
+            28, 28) or (n_samples, 1, 28, 28)), given to the module as it is;
+            its graph is built from the samples flattened.
 
         y : Ignored
             Not used, present for API consistency by convention.
+
+        graph_input : {array-like, sparse matrix} of shape (n_samples, \
+                n_graph_features) or (n_samples, n_samples), default=None
+            What the graph is built from, in place of X, which is then only the
+            network's input: other features of the same samples (PCA features, a
+            pretrained embedding such as the paper's DINOv2 or CLIP features),
+            searched as ``affinity``, ``n_neighbors`` and
+            ``neighbors_algorithm`` say; or, with ``affinity='precomputed'``,
+            their symmetric affinity matrix, and X holds the samples' features.
 
         Returns
         -------
         self : object
             Fitted estimator.
         """
-        precomputed = self.affinity == "precomputed"
-        X = validate_data(self, X, accept_sparse="csr", dtype=[np.float64, np.float32],
-                          ensure_min_samples=2)
+        X = check_samples(self, X, reset=True, ensure_min_samples=2)
         forget_stream(self)
         n_samples = X.shape[0]
         check_hidden_layer_sizes(self.hidden_layer_sizes)  # before any work
@@ -455,12 +438,16 @@ class PRCut(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Bas
             raise ValueError(
                 f"n_clusters={self.n_clusters} must be <= n_samples={n_samples}."
             )
-        if not precomputed:
+        self._graph_input_used = graph_input is not None
+        if not x_is_affinity(self):
             check_magnitude(X)
+        if graph_input is not None:
+            graph_input = check_graph_input(graph_input, n_samples,
+                                            self.affinity == "precomputed")
         training, torch_utils = _import_training()
         device = torch_utils.resolve_device(self.device)
         seeds, scaling, graph, initial_labels, whole = self._start(
-            X, device, training, 2 * self.n_init + 1)
+            X, device, training, 2 * self.n_init + 1, graph_input)
         weights, curve = training.train_and_keep_best(
             self._network_input(X, scaling), graph, **self._training_settings(scaling),
             n_init=self.n_init, seeds=seeds, initial_labels=initial_labels, whole=whole,
@@ -525,20 +512,20 @@ class PRCut(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Bas
                 "input is a row of affinities to the training samples, which a stream "
                 "does not keep. Use fit.")
         stream = getattr(self, "_stream", None)
-        X = validate_data(self, X, accept_sparse="csr", dtype=[np.float64, np.float32],
-                          ensure_min_samples=2, reset=stream is None)
+        X = check_samples(self, X, reset=stream is None, ensure_min_samples=2)
         if stream is None and X.shape[0] < self.n_clusters:
             raise ValueError(
                 f"The first chunk of partial_fit needs at least n_clusters="
                 f"{self.n_clusters} samples, got {X.shape[0]}.")
         check_magnitude(X)
         check_hidden_layer_sizes(self.hidden_layer_sizes)
+        self._graph_input_used = False
         training, torch_utils = _import_training()
         cpu = torch_utils.resolve_device("cpu")
         n_threads = _n_threads(self.n_jobs)
         if stream is None:
             seeds, scaling, graph, initial_labels, whole = self._start(
-                X, cpu, training, 2 * self.n_init + 2)
+                X, cpu, training, 2 * self.n_init + 2, stream=True)
             stream, weights = PRCutStream.start(
                 self._network_input(X, scaling), graph, initial_labels, scaling=scaling,
                 settings=self._stream_settings(scaling), stream_seed=seeds[-1],
@@ -546,7 +533,7 @@ class PRCut(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Bas
                 fit_target=0.0 if whole else training.INIT_ERROR_TARGET,
                 n_threads=n_threads)
         else:
-            scaling = stream.scaling.applied_to(X)
+            scaling = stream.scaling.applied_to(flat(X))
             graph = self._build_graph(scaling, cpu)
             stream = stream.copy()  # a failed call leaves the estimator as it was
             weights = stream.pass_over(self._network_input(X, scaling), graph,
@@ -579,26 +566,29 @@ class PRCut(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Bas
         centring, when sparse, is ``input_offset``) or the rows of X (``module``)."""
         return scaling.network_input() if self.module is None else X
 
-    def _start(self, X, device, training, n_seeds):
+    def _start(self, X, device, training, n_seeds, graph_input=None, stream=False):
         """What ``fit`` and ``partial_fit``'s first call start from: ``n_seeds``
         seeds (the spectral start's is ``seeds[2 * n_init]``), how the network reads
-        X (``scaling``), the graph, the initial partition (``None`` for
-        ``init='random'``) and whether it is the graph's whole components
-        (``keep_components``); warns about a degenerate graph."""
+        X (``scaling``; for a ``stream``, the scaling of X's features, which the
+        later chunks' graphs use, with a module too), the graph (of X, or of
+        ``graph_input``), the initial partition (``None`` for ``init='random'``) and
+        whether it is the graph's whole components (``keep_components``); warns
+        about a degenerate graph."""
         if self.module is not None:  # before any work: the graph may take long
             from skdiffclust.prcut._module import check_is_module
 
             check_is_module(self.module)
         seeds = derive_seeds(self.random_state, n_seeds)
-        if self.affinity == "precomputed":
-            graph, scaling = check_precomputed_affinity(X), AffinityRows(X)
-        else:
-            scaling = FeatureScaling(X)
-            graph = self._build_graph(scaling, device, stacklevel=6)
+        source, scaling = graph_source_and_input(
+            X, graph_input, precomputed=self.affinity == "precomputed",
+            builtin=self.module is None or stream)
+        graph = source
+        if isinstance(source, FeatureScaling):
+            graph = self._build_graph(source, device, stacklevel=6)
         components = connected_component_labels(graph)
         whole = bool(self.keep_components and components.max() + 1 >= self.n_clusters)
-        warn_on_degenerate_graph(components, scaling.identical, self.n_clusters,
-                                 self.keep_components, stacklevel=6)
+        warn_on_degenerate_graph(components, getattr(source, "identical", False),
+                                 self.n_clusters, self.keep_components, stacklevel=6)
         initial_labels = None
         if whole:  # zero cuts: whole components, which training could only cut
             initial_labels = group_components(components, self.n_clusters)
@@ -701,9 +691,8 @@ class PRCut(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Bas
 
     def _validate_queries(self, X):
         check_is_fitted(self)
-        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32],
-                          accept_sparse="csr")
-        if self.affinity != "precomputed":
+        X = check_samples(self, X, reset=False)
+        if not x_is_affinity(self):
             check_magnitude(X)
         return X
 
@@ -736,7 +725,7 @@ class PRCut(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Bas
         """
         return self.predict_proba(X).argmax(1).astype(np.int64)
 
-    def score(self, X, y=None):
+    def score(self, X, y=None, *, graph_input=None):
         """Minus PRCut's objective of the partition ``predict`` gives X (higher is better).
 
         The objective is the one ``fit`` minimises, at hard assignments: the
@@ -747,7 +736,8 @@ class PRCut(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Bas
         ``affinity='precomputed'``, X holds the affinities of the queries to the
         training samples, and the objective is that of the bipartite graph they
         form, the training samples keeping ``labels_`` (as in a training step
-        between a batch of queries and the training set).
+        between a batch of queries and the training set). When ``fit`` was given
+        a ``graph_input``, so is ``score``: the queries' own, in its place.
 
         Like k-means' inertia, it compares fits with the same number of clusters
         on the same data (``gamma``, ``hidden_layer_sizes``, ``learning_rate``,
@@ -762,6 +752,12 @@ class PRCut(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Bas
         y : Ignored
             Not used, present for API consistency by convention.
 
+        graph_input : {array-like, sparse matrix} of shape (n_queries, \
+                n_graph_features) or (n_queries, n_samples_fit), default=None
+            The queries' graph features, or their affinities to the training
+            samples (``affinity='precomputed'``), when ``fit`` had a
+            ``graph_input``.
+
         Returns
         -------
         score : float
@@ -769,15 +765,15 @@ class PRCut(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Bas
             of equal sizes.
         """
         labels = self.predict(X)
-        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32],
-                          accept_sparse="csr")
+        X = check_samples(self, X, reset=False)
         if X.shape[0] < 2:
             raise ValueError(f"score needs at least 2 samples, got {X.shape[0]}.")
+        source = score_graph_source(self, X, graph_input)
         k = self.n_clusters
         if self.affinity == "precomputed":
-            objective = bipartite_objective(X, labels, self.labels_, k, self.gamma)
+            objective = bipartite_objective(source, labels, self.labels_, k, self.gamma)
         else:
-            graph = self._build_graph(FeatureScaling(X), warn=False)
+            graph = self._build_graph(FeatureScaling(source), warn=False)
             objective = partition_objective(graph, labels, k, self.gamma)
         return 0.0 - float(objective)
 

@@ -1,8 +1,9 @@
 """Sparse similarity graphs for PRCut, their batch pairs, and the ratio cut.
 
-NumPy and SciPy only: the graph is built once, kept in CSR form (memory
-O(n_samples * n_neighbors), never n x n), and every training step reads the block
-of W between a left and a right batch straight from the CSR arrays.
+NumPy, SciPy and two small numba kernels: the graph is built once, kept in CSR
+form (memory O(n_samples * n_neighbors), never n x n), and every training step
+reads the block of W between a left and a right batch straight from the CSR
+arrays.
 """
 
 import warnings
@@ -12,6 +13,7 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
 from skdiffclust._neighbors import kneighbors
+from skdiffclust._utils._numba import jit
 from skdiffclust._utils._symmetry import max_asymmetry
 
 AFFINITIES = ("nearest_neighbors", "rbf", "precomputed")
@@ -309,19 +311,43 @@ class BatchPairExtractor:
             Positions in ``left`` and in ``right``.
         weights : ndarray of float64
         """
-        starts = self.indptr[left]
-        lengths = self.indptr[left + 1] - starts
-        # flat positions of the left rows' entries, without a Python loop
-        offsets = np.cumsum(lengths) - lengths
-        entries = np.repeat(starts - offsets, lengths) + np.arange(int(lengths.sum()))
+        left = np.ascontiguousarray(left, dtype=np.int64)
+        right = np.ascontiguousarray(right, dtype=np.int64)
         self.position[right] = np.arange(right.size)
         try:
-            cols = self.position[self.indices[entries]]
+            # one pass to count, one to fill: a NumPy version made five
+            # temporaries of every entry of the left rows (1.1 ms a step at
+            # 70,000 samples, 10 neighbours; 0.2 ms here)
+            n_edges = _count_block_edges(self.indptr, self.indices, self.position, left)
+            rows = np.empty(n_edges, dtype=np.int64)
+            cols = np.empty(n_edges, dtype=np.int64)
+            weights = np.empty(n_edges, dtype=self.data.dtype)
+            _fill_block_edges(self.indptr, self.indices, self.data, self.position, left,
+                              rows, cols, weights)
         finally:
             self.position[right] = -1
-        kept = cols >= 0
-        rows = np.repeat(np.arange(left.size), lengths)[kept]
-        return rows, cols[kept], self.data[entries[kept]]
+        return rows, cols, weights
+
+
+@jit
+def _count_block_edges(indptr, indices, position, left):
+    count = 0
+    for i in range(left.shape[0]):
+        for entry in range(indptr[left[i]], indptr[left[i] + 1]):
+            if position[indices[entry]] >= 0:
+                count += 1
+    return count
+
+
+@jit
+def _fill_block_edges(indptr, indices, data, position, left, rows, cols, weights):
+    edge = 0
+    for i in range(left.shape[0]):
+        for entry in range(indptr[left[i]], indptr[left[i] + 1]):
+            column = position[indices[entry]]
+            if column >= 0:
+                rows[edge], cols[edge], weights[edge] = i, column, data[entry]
+                edge += 1
 
 
 def ratio_cut(affinity, labels):

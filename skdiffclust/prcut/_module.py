@@ -1,7 +1,7 @@
 """PRCut on the user's network (``PRCut(module=...)``): its copy and its checks.
 
-The module maps a float tensor of rows of X, shape (batch, n_features), in the
-dtype of its parameters, to ``n_clusters`` logits. PRCut trains a deep copy of
+The module maps a float tensor of samples of X, shape (batch, *X.shape[1:]) (rows
+of features, or images), in the dtype of its parameters, to ``n_clusters`` logits. PRCut trains a deep copy of
 it, so the user's module is never changed. Uninitialised (lazy) parameters, such
 as those of ``nn.LazyLinear``, are materialised by a forward pass on a few rows
 of X, on the CPU, under torch's global generator seeded from ``random_state``
@@ -57,7 +57,8 @@ def copy_module(module, X, n_clusters):
         raise ValueError(
             f"module failed on a batch of rows of X of shape {tuple(probe.shape)} "
             f"({type(error).__name__}: {error}). It must map a float tensor of shape "
-            f"(batch, n_features={X.shape[1]}) to logits of shape {expected}."
+            f"(batch, {', '.join(map(str, X.shape[1:]))}), samples as in X, to logits of "
+            f"shape {expected}."
         ) from error
     finally:
         network.train(training)
