@@ -54,6 +54,7 @@ class Problem:
     batch_size: int
     n_iter_no_change: int
     standardisation: object = None  # _data.Standardisation of the training data
+    dropout: float = 0.0  # of the MLP's hidden units, in training steps only
     _full_affinity: object = field(default=None, repr=False)
 
     @property
@@ -81,14 +82,16 @@ class Problem:
                          for skip in params[SKIP]])
 
 
-def gemini_and_gradients(params, problem, rows):
+def gemini_and_gradients(params, problem, rows, rng=None):
     """GEMINI of a batch for each restart (R,), the gradients (ascent direction) and
-    the predictions (R, n_batch, K)."""
+    the predictions (R, n_batch, K); ``rng`` draws the dropout masks, if any."""
     inputs = problem.inputs.rows(rows)
-    logits, activations = forward(params, inputs)
+    dropout = problem.dropout if rng is not None else 0.0
+    logits, activations = forward(params, inputs, dropout, rng)
     proba = softmax(logits)
     values, grad_proba = batched_gemini(proba, problem.affinity(rows), problem.objective)
-    grads = backward(params, inputs, activations, softmax_backward(proba, grad_proba))
+    grads = backward(params, inputs, activations, softmax_backward(proba, grad_proba),
+                     dropout)
     return values, grads, proba
 
 
@@ -166,7 +169,8 @@ class GeminiStream(StreamState):
                        objective=estimator.gemini, group=group, n_groups=n_groups,
                        M=float(estimator.M), batch_size=batch_size,
                        n_iter_no_change=int(estimator.n_iter_no_change),
-                       standardisation=self.standardisation)
+                       standardisation=self.standardisation,
+                       dropout=float(estimator.dropout))
 
     def pass_over(self, problem, penalty):
         if self.reseeder is not None:
@@ -205,7 +209,7 @@ def one_pass(params, problem, optimizer, rng, *, penalty=0.0, reseeder=None):
     """
     values, counts, n_steps = [], 0, 0
     for rows in problem.batches(rng):
-        value, grads, proba = gemini_and_gradients(params, problem, rows)
+        value, grads, proba = gemini_and_gradients(params, problem, rows, rng)
         optimizer.step(params, grads)
         n_steps += 1
         if penalty > 0:
