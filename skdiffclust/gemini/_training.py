@@ -339,6 +339,14 @@ class GeminiPath:
     selected: int
 
 
+# a path step after which more than half of the remaining features have left is
+# redone from the model before it at the penalty halfway (geometrically) between
+# the previous step's and its own, at most this many times: where features leave
+# in a cascade (MNIST's 2 x 1,200-unit MLP: from 563 pixels to fewer than 50 in one
+# 5% step), the selection then sees the models in between
+PATH_REFINEMENTS = 4
+
+
 def run_path(params, problem, *, lambda_start, lambda_multiplier, n_features_stop,
              max_iter, learning_rate, tol, path_tol, rng, progress, reseed=True):
     """Dense Adam fit (restarts, stopped by ``tol``), then proximal SGD along lambda on
@@ -370,16 +378,26 @@ def run_path(params, problem, *, lambda_start, lambda_multiplier, n_features_sto
                                               reseed=reseed)
     tol = path_tol
     count = record(0.0, curve, converged)
-    lam = lambda_start
+    lam, previous = lambda_start, None
     while count > n_features_stop and count > 0:
-        result = train_epochs(params, problem, penalty=lam, optimizer="sgd",
-                              learning_rate=learning_rate, max_iter=max_iter, tol=tol,
-                              rng=rng, warn=False)
+        before = copy_params(params)
+        for refinement in range(PATH_REFINEMENTS + 1):
+            result = train_epochs(params, problem, penalty=lam, optimizer="sgd",
+                                  learning_rate=learning_rate, max_iter=max_iter, tol=tol,
+                                  rng=rng, warn=False)
+            left = int(feature_mask(selected_groups(params, problem), problem).sum())
+            if previous is None or refinement == PATH_REFINEMENTS or 2 * left >= count:
+                break
+            # more than half of the features left at once: redo the step from the
+            # model before it, at the penalty halfway (on the log scale)
+            for name, value in before.items():
+                params[name][...] = value
+            lam = float(np.sqrt(previous * lam))
         count = record(lam, result.loss_curve[:, 0], result.converged)
         if progress is not None:
             progress.set_postfix(n_features=count, lam=f"{lam:.3g}")
             progress.update(1)
-        lam *= lambda_multiplier
+        previous, lam = lam, lam * lambda_multiplier
     return records, models
 
 
