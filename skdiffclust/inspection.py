@@ -11,7 +11,7 @@ from sklearn.utils.validation import check_array, check_is_fitted
 
 from skdiffclust.gemini._training import GeminiPath
 
-__all__ = ["GeminiPathDisplay", "SpanningForestDisplay"]
+__all__ = ["FeatureMaskDisplay", "GeminiPathDisplay", "SpanningForestDisplay"]
 
 
 def _import_pyplot(caller):
@@ -416,4 +416,135 @@ class GeminiPathDisplay:
         axes[1].legend()
         self.axes_ = axes
         self.figure_ = axes[0].figure
+        return self
+
+
+class FeatureMaskDisplay:
+    """The features a selector kept, drawn as an image: pixels of images, say.
+
+    Each feature is a cell of an image of ``image_shape`` (row-major, as
+    ``reshape`` lays it out): kept features are coloured by their importance,
+    the others left blank, over an optional background (e.g. the mean image,
+    in grey). For :class:`~skdiffclust.SparseGEMINI` fitted on flattened images,
+    this shows which pixels the clustering uses (Ohl et al., 2024, figure 3).
+
+    Build it with :meth:`from_estimator`.
+
+    Parameters
+    ----------
+    importances : ndarray of shape (n_features,)
+        Importance of each feature (e.g. ``feature_importances_``).
+
+    support : ndarray of bool, shape (n_features,)
+        Whether each feature is kept (e.g. ``get_support()``).
+
+    image_shape : tuple of int
+        The image's shape, whose product is ``n_features``.
+
+    background : ndarray of shape (n_features,), default=None
+        Values drawn in grey under the mask.
+
+    Attributes
+    ----------
+    ax_ : matplotlib Axes
+    figure_ : matplotlib Figure
+    mask_image_ : matplotlib AxesImage
+        The kept features, coloured by importance.
+    background_image_ : matplotlib AxesImage or None
+    colorbar_ : matplotlib Colorbar
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> from sklearn.datasets import load_digits
+    >>> from skdiffclust import SparseGEMINI
+    >>> from skdiffclust.inspection import FeatureMaskDisplay
+    >>> X, _ = load_digits(return_X_y=True)
+    >>> model = SparseGEMINI(n_clusters=10, alpha=0.5, random_state=0).fit(X[:300])
+    >>> display = FeatureMaskDisplay.from_estimator(model, (8, 8), background=X.mean(0))
+    >>> display.mask_image_.get_array().shape
+    (8, 8)
+    """
+
+    def __init__(self, importances, support, image_shape, *, background=None):
+        self.importances = importances
+        self.support = support
+        self.image_shape = image_shape
+        self.background = background
+
+    @classmethod
+    def from_estimator(cls, estimator, image_shape, *, background=None, ax=None,
+                       imshow_kwargs=None):
+        """Draw the features a fitted selector kept, as an image.
+
+        Parameters
+        ----------
+        estimator : fitted selector
+            An estimator with ``get_support()`` and ``feature_importances_`` (such
+            as :class:`~skdiffclust.SparseGEMINI`); without importances, kept
+            features are drawn alike.
+
+        image_shape : tuple of int
+            The image's shape; its product must be the number of features.
+
+        background : array-like of shape (n_features,), default=None
+            Values drawn in grey under the mask, e.g. the mean image.
+
+        ax : matplotlib Axes, default=None
+            Where to draw; a new figure by default.
+
+        imshow_kwargs : dict, default=None
+            Keyword arguments of the mask's ``imshow``.
+
+        Returns
+        -------
+        display : FeatureMaskDisplay
+        """
+        check_is_fitted(estimator)
+        support = np.asarray(estimator.get_support(), dtype=bool)
+        importances = np.asarray(getattr(estimator, "feature_importances_",
+                                         support.astype(float)), dtype=float)
+        display = cls(importances, support, tuple(int(d) for d in image_shape),
+                      background=background)
+        return display.plot(ax=ax, imshow_kwargs=imshow_kwargs)
+
+    def plot(self, ax=None, *, imshow_kwargs=None):
+        """Draw the mask.
+
+        Parameters
+        ----------
+        ax : matplotlib Axes, default=None
+            Where to draw; a new figure by default.
+
+        imshow_kwargs : dict, default=None
+            Keyword arguments of the mask's ``imshow``.
+
+        Returns
+        -------
+        display : FeatureMaskDisplay
+            The display, with the artists set.
+        """
+        plt = _import_pyplot("FeatureMaskDisplay.plot")
+        shape = tuple(self.image_shape)
+        support = np.asarray(self.support, dtype=bool).ravel()
+        if int(np.prod(shape)) != support.size:
+            raise ValueError(
+                f"image_shape {shape} holds {int(np.prod(shape))} features, but the "
+                f"selector has {support.size}.")
+        if ax is None:
+            _, ax = plt.subplots(figsize=(4, 4))
+        self.background_image_ = None
+        if self.background is not None:
+            background = check_array(np.asarray(self.background, dtype=float).reshape(1, -1))
+            self.background_image_ = ax.imshow(background.reshape(shape), cmap="gray_r",
+                                               alpha=0.35)
+        importances = np.asarray(self.importances, dtype=float).ravel()
+        masked = np.ma.masked_array(importances, mask=~support).reshape(shape)
+        self.mask_image_ = ax.imshow(masked, **_kwargs({"cmap": "viridis"}, imshow_kwargs))
+        self.colorbar_ = ax.figure.colorbar(self.mask_image_, ax=ax, shrink=0.8,
+                                            label="importance")
+        ax.set(xticks=[], yticks=[], title=f"{int(support.sum())} features kept")
+        self.ax_ = ax
+        self.figure_ = ax.figure
         return self

@@ -15,6 +15,7 @@ from sklearn.preprocessing import StandardScaler
 
 from skdiffclust import SpanningForestClustering
 from skdiffclust.metrics import (
+    batch_clustering_error,
     calinski_harabasz_scorer,
     clustering_accuracy,
     pair_confusion_error,
@@ -90,3 +91,29 @@ def test_grid_search_picks_the_right_number_of_clusters():
         scoring=silhouette_scorer, cv=3,
     ).fit(X)
     assert search.best_params_["spanningforestclustering__n_clusters"] == 4
+
+
+def test_batch_clustering_error_clusters_each_batch_by_single_linkage():
+    from scipy.cluster.hierarchy import fcluster, linkage
+
+    X, y = make_blobs(150, centers=4, cluster_std=1.5, random_state=0)
+    wrong = pairs = 0
+    for start in range(0, 150, 64):  # batches of 64, 64 and 22
+        rows = slice(start, start + 64)
+        single = fcluster(linkage(X[rows], "single"), 4, criterion="maxclust")
+        n = y[rows].size
+        wrong += pair_confusion_error(y[rows], single) * n**2
+        pairs += n**2
+    error = batch_clustering_error(y, X, n_clusters=4, batch_size=64)
+    assert error == pytest.approx(wrong / pairs)
+    assert 0 < error < 1
+    assert batch_clustering_error(y, X, n_clusters=4, batch_size=150) != error
+
+
+def test_batch_clustering_error_is_zero_on_separated_classes_and_checks_input():
+    X, y = make_blobs(100, centers=3, cluster_std=0.1, random_state=1)
+    assert batch_clustering_error(y, X, n_clusters=3, batch_size=64) == 0.0
+    with pytest.raises(ValueError, match="inconsistent"):
+        batch_clustering_error(y[:-1], X, n_clusters=3)
+    with pytest.raises(ValueError, match="batch_size"):
+        batch_clustering_error(y, X, n_clusters=3, batch_size=0)

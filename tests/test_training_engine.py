@@ -90,6 +90,21 @@ def test_restarts_keep_their_own_curves_and_stop_on_their_sum():
     assert seen == [8.0, 7.0, 7.0, 7.0]
 
 
+def test_a_monitored_validation_error_decides_when_to_stop():
+    # the training objective keeps improving; the validation error stops at epoch 3
+    objectives = iter(np.linspace(10.0, 1.0, 50))
+    errors = iter([0.5, 0.3, 0.2] + [0.25] * 47)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        result = run_epochs(lambda: next(objectives), max_iter=50, tol=1e-3,
+                            n_iter_no_change=4, name="X", monitor=lambda: next(errors))
+    assert result.converged and result.n_iter == 7
+    np.testing.assert_allclose(result.validation_curve, [0.5, 0.3, 0.2, 0.25, 0.25, 0.25, 0.25])
+    assert result.loss_curve.shape == (7,)
+    assert run_epochs(lambda: 1.0, max_iter=1, tol=0, n_iter_no_change=1, name="X",
+                      warn=False).validation_curve is None
+
+
 def test_zero_epochs_train_nothing_and_do_not_warn():
     with warnings.catch_warnings():
         warnings.simplefilter("error")

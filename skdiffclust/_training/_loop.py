@@ -30,11 +30,15 @@ class TrainingResult:
         one value per restart).
     converged : bool
         Whether the stopping rule ended training (False: ``max_iter`` ran out).
+    validation_curve : ndarray of shape (n_iter,) or None
+        The monitored validation error of each epoch (``run_epochs(monitor=...)``),
+        None without one.
     """
 
     n_iter: int
     loss_curve: np.ndarray
     converged: bool
+    validation_curve: np.ndarray = None
 
 
 class StoppingRule:
@@ -90,7 +94,7 @@ def aggregate(objective):
 
 def run_epochs(epoch, *, max_iter, tol, n_iter_no_change, name, verbose=False,
                min_epochs=0, on_epoch_end=None, check_finite=True, warn=True,
-               progress=None, target=None, cooldown=None, settled=None):
+               progress=None, target=None, cooldown=None, settled=None, monitor=None):
     """Call ``epoch()`` until the stopping rule holds or ``max_iter`` epochs ran.
 
     Parameters
@@ -131,6 +135,10 @@ def run_epochs(epoch, *, max_iter, tol, n_iter_no_change, name, verbose=False,
     progress : EpochProgress, default=None
         A bar shared by several trainings (then ``verbose`` is ignored and the bar
         is left open); by default each run shows its own.
+    monitor : callable, default=None
+        ``monitor() -> float``, called after each epoch: an error on held-out data
+        (lower is better) that the stopping rule watches instead of the training
+        objective (early stopping); recorded in ``validation_curve``.
 
     Returns
     -------
@@ -142,7 +150,7 @@ def run_epochs(epoch, *, max_iter, tol, n_iter_no_change, name, verbose=False,
         When ``max_iter`` epochs ran without the stopping rule being met.
     """
     rule = StoppingRule(tol, n_iter_no_change, min_epochs, target)
-    curve = []
+    curve, monitored = [], []
     converged = False
     own_bar = progress is None
     bar = EpochProgress(verbose, name, max_iter) if own_bar else progress
@@ -164,6 +172,9 @@ def run_epochs(epoch, *, max_iter, tol, n_iter_no_change, name, verbose=False,
             total = run_one()
             if on_epoch_end is not None:
                 on_epoch_end(total)
+            if monitor is not None:
+                total = float(monitor())
+                monitored.append(total)
             if rule.update(total) and (settled is None or settled()):
                 converged = True
                 break
@@ -178,7 +189,9 @@ def run_epochs(epoch, *, max_iter, tol, n_iter_no_change, name, verbose=False,
         warn_not_converged(name, max_iter, tol, n_iter_no_change)
     loss_curve = np.asarray(curve, dtype=np.float64) if curve else np.empty(0)
     return TrainingResult(n_iter=len(curve), loss_curve=loss_curve,
-                          converged=converged or max_iter == 0)
+                          converged=converged or max_iter == 0,
+                          validation_curve=(None if monitor is None
+                                            else np.asarray(monitored, dtype=np.float64)))
 
 
 class Cooldown:

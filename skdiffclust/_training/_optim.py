@@ -51,7 +51,8 @@ class Adam:
     Parameters
     ----------
     params : dict of str to ndarray
-        The parameters (float64, C-contiguous); their moments are kept per name.
+        The parameters (float64 or float32, C-contiguous); their moments are kept
+        per name, in the same precision.
     learning_rate : float
     maximize : bool, default=False
         Ascend the objective (its gradient is given) instead of descending.
@@ -70,7 +71,8 @@ class Adam:
         correction1, correction2 = bias_corrections(self.t)
         step_size = self.learning_rate / correction1
         for name, grad in grads.items():
-            grad = np.ascontiguousarray(-grad if self.maximize else grad, dtype=np.float64)
+            grad = np.ascontiguousarray(-grad if self.maximize else grad,
+                                        dtype=params[name].dtype)
             adam_update(params[name], grad, self.m[name], self.v[name], step_size,
                         correction2)
 

@@ -222,7 +222,8 @@ class _Stepper:
 
 def train(task, sampler, *, learning_rate, max_iter, tol, n_iter_no_change, name,
           device, verbose=False, min_epochs=0, n_threads=1, capture=None, scheduler=None,
-          warn=True, target=None, cooldown=None, optimizer=None):
+          warn=True, target=None, cooldown=None, optimizer=None, weight_decay=0.0,
+          validation=None):
     """Train a task with Adam, epoch by epoch, until it converges.
 
     Parameters
@@ -256,6 +257,12 @@ def train(task, sampler, *, learning_rate, max_iter, tol, n_iter_no_change, name
         epoch over a chunk, Adam's state carried from call to call, see
         :mod:`skdiffclust._training._stream`); its own step size is used and
         ``learning_rate`` ignored. ``None``: a new Adam (:func:`adam`).
+    weight_decay : float, default=0.0
+        The new Adam's L2 penalty (torch's ``weight_decay``: added to the gradient).
+    validation : callable, default=None
+        ``validation() -> float``, an error on held-out data (lower is better),
+        computed after each epoch: the stopping rule watches it instead of the
+        training objective (early stopping; ``run_epochs(monitor=...)``).
 
     Returns
     -------
@@ -267,7 +274,7 @@ def train(task, sampler, *, learning_rate, max_iter, tol, n_iter_no_change, name
         capture = on_cuda and getattr(task, "capturable", False)
     if optimizer is None:
         optimizer = adam(list(task.parameters()), learning_rate, capturable=bool(capture),
-                         on_cuda=on_cuda)
+                         on_cuda=on_cuda, weight_decay=weight_decay)
     else:
         capture = False  # a given optimiser was not made capturable
     stepper = _Stepper(task, optimizer)
@@ -303,20 +310,22 @@ def train(task, sampler, *, learning_rate, max_iter, tol, n_iter_no_change, name
             on_epoch_end=None if lr_schedule is None else lr_schedule.step, warn=warn,
             target=target,
             cooldown=None if cooldown is None else optimizer_cooldown(optimizer, *cooldown),
-            settled=getattr(task, "settled", None),
+            settled=getattr(task, "settled", None), monitor=validation,
         )
 
 
-def adam(parameters, learning_rate, *, capturable, on_cuda):
+def adam(parameters, learning_rate, *, capturable, on_cuda, weight_decay=0.0):
     """torch.optim.Adam; on the CPU its fused kernel where this torch has one (one
     call instead of a dozen small operations per step: a quarter of the time of a
     small network's step)."""
     if not on_cuda:
         try:
-            return torch.optim.Adam(parameters, lr=learning_rate, fused=True)
+            return torch.optim.Adam(parameters, lr=learning_rate, fused=True,
+                                    weight_decay=weight_decay)
         except (RuntimeError, TypeError, ValueError):  # torch < 2.4: no fused CPU Adam
             pass
-    return torch.optim.Adam(parameters, lr=learning_rate, capturable=capturable)
+    return torch.optim.Adam(parameters, lr=learning_rate, capturable=capturable,
+                            weight_decay=weight_decay)
 
 
 def optimizer_cooldown(optimizer, n_epochs, factor):

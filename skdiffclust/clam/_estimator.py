@@ -30,14 +30,16 @@ from skdiffclust.clam._selection import (
     normalised_weights,
     relabel_by_first_appearance,
     row_sample,
+    scales_of,
     silhouette,
     softest_near_best,
-    spread_of,
     unit_rows,
 )
 
-# beta='auto' is a multiple of one over the spread (mean squared distance of the
-# points to their nearest initial prototype), the multiple being chosen among
+# beta='auto' is a multiple of one over the scale at which the initial prototypes
+# compete (_selection.scales_of: the spread, mean squared distance of the points to
+# their nearest initial prototype, or the gap to the second nearest when smaller),
+# the multiple being chosen among
 # AUTO_BETA_GRID by the silhouette of the partition it gives, on at most
 # SELECTION_POINTS points (the paper selects beta by silhouette, dataset by
 # dataset); learning_rate='auto' is AUTO_LEARNING_RATE times the spread per
@@ -83,14 +85,26 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
         beta makes the basins of attraction the Voronoi cells of the prototypes
         (k-means); small beta lets prototypes attract collectively.
 
-        A float beta is in one over the squared root mean squared deviation of
-        the data (ClAM works on them centred and divided by it): on
-        standardised features, the paper's (0.1 to 3 on its UCI sets).
-        ``'auto'`` selects beta by the silhouette of the partition, as the
-        paper's authors do, among 0.5, 1, 2 and 4 times one over the mean
-        squared distance of the points to their nearest initial prototype
-        (about four fits' time on small data; see the user guide). ``beta_``
-        holds the value used, in the units of the input.
+        ClAM works on the data centred and divided by their root mean squared
+        deviation (one scale for all features), so that it is invariant to a
+        shift and equivariant to a global rescale; a float beta is in units of
+        one over that deviation squared: on standardised features, the paper's
+        beta (it found 0.1 to 3 best on the UCI sets of 7 to 18 features, and
+        about 0.1 on the 64 features of digits). ``'auto'`` selects beta as the paper's
+        authors do, by the silhouette of the partition: ClAM is fitted at 0.5, 1,
+        2 and 4 times one over the scale at which the initial prototypes compete
+        for the points (two over it for ``metric='cosine'``): the mean squared
+        distance of the points to their nearest initial prototype, or, when it is
+        smaller, the median gap between their squared distances to the nearest
+        and the second nearest (in high dimension, where every distance carries
+        the same large within-cluster term, which the attraction's softmax
+        ignores), on all the points up to
+        5,000 (on 2,500 drawn at random beyond, then once more on all of them),
+        and the softest beta whose silhouette (on 1,000 of those points) is
+        within 0.005 of the best is kept, among the fits that keep the most
+        clusters. About four fits' time on small data. A float is the paper's
+        single fit at a fixed beta. ``beta_`` holds the
+        value used, in the units of the input.
 
     n_steps : int, default=10
         Number of AM recursion steps T.
@@ -440,11 +454,11 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
         data = ScaledData(X, self.metric == "cosine")
         with threadpool_limits(effective_n_jobs(self.n_jobs), user_api="blas"):
             initial = self._initial_prototypes(data, init_seed)
-        spread = spread_of(data, initial)
-        dynamics = self._dynamics(training, self._beta(spread, sharpness))
+        spread, competition = scales_of(data, initial)
+        dynamics = self._dynamics(training, self._beta(competition, sharpness))
         return ClamStream.start(
             data, initial, dynamics, data.column_reduction(self.mask_value),
-            self._learning_rate(spread, data.n_features, dynamics.beta),
+            self._learning_rate(spread, competition, data.n_features, dynamics.beta),
             training.steps_patience(data.n_samples, self.batch_size,
                                     training.PLATEAU_STEPS, training.PLATEAU_BOUNDS),
             seed=train_seed, score_seed=score_seed)
@@ -485,9 +499,10 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
         data = ScaledData(X, self.metric == "cosine")
         with threadpool_limits(n_threads, user_api="blas"):  # k-means++'s small products
             initial = self._initial_prototypes(data, init_seed)
-        spread = spread_of(data, initial)
-        dynamics = self._dynamics(training, self._beta(spread, sharpness))
-        learning_rate = self._learning_rate(spread, data.n_features, dynamics.beta)
+        spread, competition = scales_of(data, initial)
+        dynamics = self._dynamics(training, self._beta(competition, sharpness))
+        learning_rate = self._learning_rate(spread, competition, data.n_features,
+                                            dynamics.beta)
         fill = data.column_reduction(self.mask_value)
         trained = training.train_restarts(
             _training_rows(data), fill.astype(np.float32), initial.astype(np.float32),
@@ -552,21 +567,22 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
                 UserWarning, stacklevel=stacklevel,
             )
 
-    def _beta(self, spread, sharpness):
-        """beta in the units of the centred and scaled data."""
+    def _beta(self, competition, sharpness):
+        """beta in the units of the centred and scaled data: ``sharpness`` over the
+        scale at which the prototypes compete (``_selection.scales_of``)."""
         if self.beta != "auto":
             return float(self.beta)
         # cosine logits are beta <rho~, v> = -beta/2 ||rho~ - v||^2 + const
-        return (2.0 if self.metric == "cosine" else 1.0) * sharpness / spread
+        return (2.0 if self.metric == "cosine" else 1.0) * sharpness / competition
 
-    def _learning_rate(self, spread, n_features, beta):
+    def _learning_rate(self, spread, competition, n_features, beta):
         """'auto': a fraction of the clusters' spread per feature, divided by the
-        sharpness ``s = beta * spread`` as ``max(s, 1/2) * sqrt(max(s, 1))``: the
-        loss steepens with beta, and steps of the same length make mini-batch
+        sharpness ``s = beta * competition`` as ``max(s, 1/2) * sqrt(max(s, 1))``:
+        the loss steepens with beta, and steps of the same length make mini-batch
         training chaotic (its result then hangs on the data's last bits)."""
         if self.learning_rate != "auto":
             return float(self.learning_rate)
-        sharpness = beta * spread / (2.0 if self.metric == "cosine" else 1.0)
+        sharpness = beta * competition / (2.0 if self.metric == "cosine" else 1.0)
         return (AUTO_LEARNING_RATE * float(np.sqrt(spread / n_features))
                 / (max(sharpness, 0.5) * np.sqrt(max(sharpness, 1.0))))
 

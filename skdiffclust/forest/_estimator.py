@@ -4,6 +4,7 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
+from joblib import effective_n_jobs
 from sklearn.base import BaseEstimator, ClusterMixin, _fit_context
 from sklearn.neighbors import VALID_METRICS, NearestNeighbors
 from sklearn.utils import TransformerTags
@@ -16,7 +17,7 @@ from sklearn.utils.validation import (
     validate_data,
 )
 
-from skdiffclust._utils._random import derive_seeds
+from skdiffclust._utils._random import derive_seeds, numpy_generator
 from skdiffclust._utils._state import keeps_state_on_failure
 from skdiffclust._utils._validation import (
     ANY_INTEGER,
@@ -84,7 +85,8 @@ class SpanningForestClustering(ClusterMixin, _SetOutputMixin, BaseEstimator):
         forests agree with the partial labels ``y``, then cluster the embedded
         samples. ``'linear'`` is a linear map, ``'mlp'`` a ReLU network with
         ``hidden_layer_sizes``; a module is copied and trained (its output is the
-        embedding). Training needs PyTorch (``pip install "skdiffclust[torch]"``);
+        embedding; it may take samples in their own shape, e.g. images, see
+        :meth:`fit`). Training needs PyTorch (``pip install "skdiffclust[torch]"``);
         a fitted ``'linear'`` or ``'mlp'`` model embeds with NumPy, so it loads and
         predicts without PyTorch, while a fitted user module needs PyTorch to be
         unpickled and applied.
@@ -108,21 +110,46 @@ class SpanningForestClustering(ClusterMixin, _SetOutputMixin, BaseEstimator):
         GPU, batches of a few thousand samples are practical.
 
     max_iter : int, default=100
-        Maximum number of training epochs (passes of ``ceil(n_samples /
-        batch_size)`` batches); a ``ConvergenceWarning`` says when they ran out
-        before the loss converged.
+        Maximum number of training epochs (of ``steps_per_epoch`` batches); a
+        ``ConvergenceWarning`` says when they ran out before training converged.
+
+    steps_per_epoch : int, default=None
+        Mini-batches (Adam steps) per epoch: the unit of ``max_iter``,
+        ``n_iter_no_change``, ``loss_curve_`` and the validation. ``None``: one pass
+        over the samples, ``ceil(n_samples / batch_size)``. A number of steps, as
+        papers give them (Stewart et al. train 30,000 steps with a patience of
+        10,000: ``max_iter=30, steps_per_epoch=1000, n_iter_no_change=10``),
+        whatever the size of the data.
 
     learning_rate : float, default=1e-2
         Adam's learning rate. The paper uses 3e-4 over many more steps; at 1e-3,
         the paper's own denoising problem learns nothing in 100 epochs.
 
+    weight_decay : float, default=0.0
+        L2 penalty on the embedding's weights, added to the gradient (Adam's
+        ``weight_decay``; the paper's 1e-4 for its CNNs).
+
     tol : float, default=1e-3
-        Training stops when the epoch's mean loss has not decreased by more than
-        ``tol`` times its best value for ``n_iter_no_change`` epochs (or reached
-        zero: every batch's constraints are met by its forests).
+        Training stops when the epoch's mean loss (with ``early_stopping``, the
+        validation error) has not decreased by more than ``tol`` times its best
+        value for ``n_iter_no_change`` epochs (or the loss reached zero: every
+        batch's constraints are met by its forests).
 
     n_iter_no_change : int, default=10
         Patience of the stopping rule, in epochs.
+
+    early_stopping : bool, default=False
+        Hold out ``validation_fraction`` of the labelled samples (drawn at random,
+        never trained on) and stop training when their clustering error has not
+        improved for ``n_iter_no_change`` epochs; the weights of the epoch with the
+        lowest error are kept. The error is the paper's: the validation samples in
+        batches of ``batch_size``, each clustered into ``n_clusters`` by the
+        forest of its embeddings, compared pair by pair with their labels
+        (:func:`~skdiffclust.metrics.batch_clustering_error`). The held-out labels
+        still constrain the final forest.
+
+    validation_fraction : float in (0, 1), default=0.1
+        Fraction of the labelled samples held out by ``early_stopping``.
 
     device : {'auto', 'cpu', 'cuda'}, default='auto'
         Where the embedding is trained; ``'auto'`` picks CUDA when available. On
@@ -137,9 +164,11 @@ class SpanningForestClustering(ClusterMixin, _SetOutputMixin, BaseEstimator):
         CPU threads of the parallel parts: the k-d tree spanning tree
         (quitefastmst's OpenMP loops), the perturbed forests while training an
         embedding on the CPU (numba), and the neighbour search of ``predict``.
-        ``None`` keeps the libraries' defaults (every core for the first two, as
-        scikit-learn's OpenMP estimators do, one thread for the search), ``-1``
-        uses every core. The results do not depend on it.
+        ``None`` keeps quitefastmst's default (every core, as scikit-learn's
+        OpenMP estimators do) and uses one thread for the other two, like
+        torch's training steps (always one thread): on batches of 64, numba on
+        two threads beside torch's one made each step 2.7x slower. ``-1`` uses
+        every core. The results do not depend on it.
 
     random_state : int, RandomState instance or None, default=None
         Seeds the weight initialisation, the batches and the noise. Same seed, same
@@ -171,6 +200,14 @@ class SpanningForestClustering(ClusterMixin, _SetOutputMixin, BaseEstimator):
 
     loss_curve_ : ndarray of shape (`n_iter_`,)
         Mean training loss of each epoch. Only with ``embedding``.
+
+    validation_scores_ : ndarray of shape (`n_iter_`,) or None
+        With ``early_stopping``, the batch-wise clustering precision (one minus
+        the error) of the held-out samples after each epoch; ``None`` otherwise.
+        Only with ``embedding``.
+
+    best_validation_score_ : float or None
+        The highest of ``validation_scores_``, whose weights were kept.
 
     n_iter_ : int
         With ``embedding``, the number of training epochs run (0 without labelled
@@ -250,9 +287,13 @@ class SpanningForestClustering(ClusterMixin, _SetOutputMixin, BaseEstimator):
         "n_perturbations": [NumberInterval(Integral, 1, None, closed="left")],
         "batch_size": [NumberInterval(Integral, 2, None, closed="left")],
         "max_iter": [NumberInterval(Integral, 0, None, closed="left")],
+        "steps_per_epoch": [NumberInterval(Integral, 1, None, closed="left"), None],
         "learning_rate": [NumberInterval(Real, 0, None, closed="neither")],
+        "weight_decay": [NumberInterval(Real, 0, None, closed="left")],
         "tol": [NumberInterval(Real, 0, None, closed="left")],
         "n_iter_no_change": [NumberInterval(Integral, 1, None, closed="left")],
+        "early_stopping": ["boolean"],
+        "validation_fraction": [NumberInterval(Real, 0, 1, closed="neither")],
         "device": [StrOptions({"auto", "cpu", "cuda"})],
         "n_jobs": [ANY_INTEGER, None],
         "random_state": ["random_state"],
@@ -262,8 +303,9 @@ class SpanningForestClustering(ClusterMixin, _SetOutputMixin, BaseEstimator):
     def __init__(self, n_clusters=2, *, metric="euclidean", metric_params=None,
                  algorithm="auto", embedding=None, n_components=2,
                  hidden_layer_sizes=(128,), epsilon=0.1, n_perturbations=100,
-                 batch_size=64, max_iter=100, learning_rate=1e-2, tol=1e-3,
-                 n_iter_no_change=10, device="auto", n_jobs=None,
+                 batch_size=64, max_iter=100, steps_per_epoch=None, learning_rate=1e-2,
+                 weight_decay=0.0, tol=1e-3, n_iter_no_change=10, early_stopping=False,
+                 validation_fraction=0.1, device="auto", n_jobs=None,
                  random_state=None, verbose=False):
         self.n_clusters = n_clusters
         self.metric = metric
@@ -276,9 +318,13 @@ class SpanningForestClustering(ClusterMixin, _SetOutputMixin, BaseEstimator):
         self.n_perturbations = n_perturbations
         self.batch_size = batch_size
         self.max_iter = max_iter
+        self.steps_per_epoch = steps_per_epoch
         self.learning_rate = learning_rate
+        self.weight_decay = weight_decay
         self.tol = tol
         self.n_iter_no_change = n_iter_no_change
+        self.early_stopping = early_stopping
+        self.validation_fraction = validation_fraction
         self.device = device
         self.n_jobs = n_jobs
         self.random_state = random_state
@@ -293,7 +339,12 @@ class SpanningForestClustering(ClusterMixin, _SetOutputMixin, BaseEstimator):
         ----------
         X : array-like of shape (n_samples, n_features) or (n_samples, n_samples)
             Feature vectors, or a symmetric similarity matrix if
-            ``metric='precomputed'``. Sparse matrices are not supported.
+            ``metric='precomputed'``. Sparse matrices are not supported. With
+            a module ``embedding``, an array of shape ``(n_samples, *sample_shape)``
+            (images, e.g. ``(n, 1, 28, 28)``): the module gets batches in that
+            shape, and the estimator sees the flattened rows
+            (``n_features_in_`` is their length); ``transform`` and ``predict``
+            take either form.
 
         y : array-like of shape (n_samples,), default=None
             Optional partial labels: non-negative integers, ``-1`` for unlabelled
@@ -312,6 +363,7 @@ class SpanningForestClustering(ClusterMixin, _SetOutputMixin, BaseEstimator):
         self : object
             Fitted estimator.
         """
+        X, sample_shape = self._flatten_samples(X)
         X = validate_data(self, X, dtype=[np.float64, np.float32])
         n_samples = X.shape[0]
         precomputed = self.metric == "precomputed"
@@ -322,11 +374,12 @@ class SpanningForestClustering(ClusterMixin, _SetOutputMixin, BaseEstimator):
             check_magnitude(X)
             check_spread(X)
         constraints = _build_constraints(y, n_samples, must_link, cannot_link)
-        fitted = {"n_iter_": 1, "_embedding_template": None}
+        fitted = {"n_iter_": 1, "_embedding_template": None, "_sample_shape": sample_shape}
         with thread_limit(self.n_jobs):
             if self.embedding is not None:
-                fitted.update(self._train_embedding(X, y))
-                X = _embed(X, fitted["embedding_state_"], fitted["_embedding_template"])
+                fitted.update(self._train_embedding(X, y, sample_shape))
+                X = _embed(X, fitted["embedding_state_"], fitted["_embedding_template"],
+                           sample_shape)
                 fitted["_n_features_out"] = X.shape[1]
             if precomputed:
                 forest = forest_from_similarity(X, self.n_clusters, constraints=constraints)
@@ -350,6 +403,24 @@ class SpanningForestClustering(ClusterMixin, _SetOutputMixin, BaseEstimator):
         self.forest_weights_ = forest.weights
         return self
 
+    def _flatten_samples(self, X, reset=True):
+        """X as rows, and the shape of a sample when X came in another shape (a
+        module embedding's images); None for rows."""
+        ndim = getattr(X, "ndim", 2)
+        if ndim <= 2:
+            return X, None
+        if self.embedding is None or isinstance(self.embedding, str):
+            raise ValueError(
+                f"X must be 2-D (n_samples, n_features), got an array of shape "
+                f"{tuple(X.shape)}; samples of another shape (images) need a torch "
+                "module as embedding.")
+        sample_shape = tuple(int(d) for d in X.shape[1:])
+        if not reset and sample_shape != getattr(self, "_sample_shape", None):
+            raise ValueError(
+                f"X's samples have shape {sample_shape}, but the estimator was fitted "
+                f"on samples of shape {self._sample_shape}.")
+        return np.asarray(X).reshape(X.shape[0], -1), sample_shape
+
     def _clustering_metric(self):
         # embeddings are trained for (squared) Euclidean similarities
         return "euclidean" if self.embedding is not None else self.metric
@@ -357,7 +428,7 @@ class SpanningForestClustering(ClusterMixin, _SetOutputMixin, BaseEstimator):
     def _clustering_metric_params(self):
         return None if self.embedding is not None else self.metric_params
 
-    def _train_embedding(self, X, y):
+    def _train_embedding(self, X, y, sample_shape):
         """Train the embedding; returns its fitted attributes."""
         if self.metric == "precomputed":
             raise ValueError(
@@ -367,44 +438,58 @@ class SpanningForestClustering(ClusterMixin, _SetOutputMixin, BaseEstimator):
         embedding_module, torch_utils = _import_torch_training()
         labels = (np.full(X.shape[0], UNLABELLED) if y is None
                   else check_partial_labels(y, X.shape[0]))
-        init_seed, train_seed = derive_seeds(self.random_state, 2)
+        init_seed, train_seed, split_seed = derive_seeds(self.random_state, 3)
         module = embedding_module.make_embedding(
             self.embedding, X.shape[1], self.n_components, self.hidden_layer_sizes,
             torch_utils.make_generator(init_seed),
         )
         device = torch_utils.resolve_device(self.device)
+        validation_data = None
+        if self.early_stopping and np.count_nonzero(labels != UNLABELLED) >= 2:
+            X, labels, validation_data = _hold_out(X, labels, self.validation_fraction,
+                                                   split_seed)
         if np.count_nonzero(labels != UNLABELLED) < 2:
             warnings.warn(
                 "Fewer than two labelled samples in y: nothing to learn from, the "
                 "embedding keeps its initial weights.", UserWarning, stacklevel=5,
             )
             state, loss_curve, n_iter = torch_utils.state_to_numpy(module), np.empty(0), 0
+            validation_curve = None
         else:
             state, result = embedding_module.train_embedding(
                 module, X, labels, n_clusters=self.n_clusters, epsilon=self.epsilon,
                 n_perturbations=self.n_perturbations, batch_size=self.batch_size,
                 max_iter=self.max_iter, learning_rate=self.learning_rate, tol=self.tol,
                 n_iter_no_change=self.n_iter_no_change, device=device, seed=train_seed,
-                verbose=self.verbose,
+                verbose=self.verbose, solver_threads=_solver_threads(self.n_jobs),
+                weight_decay=self.weight_decay,
+                steps_per_epoch=self.steps_per_epoch, validation_data=validation_data,
+                sample_shape=sample_shape,
             )
             loss_curve, n_iter = result.loss_curve, result.n_iter
+            validation_curve = result.validation_curve
+        scores = None if validation_curve is None else 1.0 - validation_curve
         # 'linear' and 'mlp' embed with NumPy (no torch object is kept, so that the
         # fitted model loads without torch); a user module is kept as a CPU template
         template = (None if isinstance(self.embedding, str)
                     else torch_utils.module_from_state(module, state))
         return {"embedding_state_": state, "loss_curve_": loss_curve, "n_iter_": n_iter,
-                "_embedding_template": template}
+                "_embedding_template": template, "validation_scores_": scores,
+                "best_validation_score_": (None if scores is None or not scores.size
+                                           else float(scores.max()))}
 
     def _clustered_features(self, X):
         """Validated X as the forest sees it: features (embedded if trained), or
         similarities to the training samples."""
         check_is_fitted(self)
+        X, _ = self._flatten_samples(X, reset=False)
         X = validate_data(self, X, dtype=[np.float64, np.float32], reset=False)
         if self.metric == "precomputed":
             return X
         check_magnitude(X)
         if self.embedding is not None:
-            X = _embed(X, self.embedding_state_, self._embedding_template)
+            X = _embed(X, self.embedding_state_, self._embedding_template,
+                       getattr(self, "_sample_shape", None))
         return X
 
     @available_if(_has_embedding)
@@ -623,14 +708,38 @@ def _numpy_embedding(state, X):
     return out
 
 
-def _embed(X, state, template):
+def _embed(X, state, template, sample_shape=None):
     """X embedded by the trained weights: NumPy for 'linear' / 'mlp', torch for a
-    user module (``template``)."""
+    user module (``template``, fed samples of ``sample_shape`` if not None)."""
     if template is None:
         return _numpy_embedding(state, X)
     _, torch_utils = _import_torch_training()
     module = torch_utils.module_from_state(template, state)
-    return torch_utils.apply_in_batches(module, X, "cpu").astype(X.dtype, copy=False)
+    samples = X if sample_shape is None else X.reshape(X.shape[0], *sample_shape)
+    return torch_utils.apply_in_batches(module, samples, "cpu").astype(X.dtype, copy=False)
+
+
+def _solver_threads(n_jobs):
+    """Threads of numba's perturbed forests while training on the CPU: one (as
+    torch's steps) unless ``n_jobs`` says otherwise."""
+    return 1 if n_jobs is None else max(int(effective_n_jobs(n_jobs)), 1)
+
+
+def _hold_out(X, labels, fraction, seed):
+    """Early stopping's split: ``fraction`` of the labelled samples, drawn at random,
+    are held out of training; returns the training samples, their labels and the
+    held-out ``(X_val, y_val)``."""
+    labelled = np.flatnonzero(labels != UNLABELLED)
+    n_held = int(np.ceil(fraction * labelled.size))
+    if n_held < 2 or labelled.size - n_held < 2:
+        raise ValueError(
+            f"early_stopping holds out validation_fraction={fraction:g} of the "
+            f"{labelled.size} labelled samples: it needs at least 2 held out and 2 "
+            "left to train on. Label more samples, change validation_fraction, or "
+            "set early_stopping=False.")
+    held = np.zeros(labels.size, dtype=bool)
+    held[numpy_generator(seed).choice(labelled, n_held, replace=False)] = True
+    return X[~held], labels[~held], (X[held], labels[held])
 
 
 def _import_torch_training():

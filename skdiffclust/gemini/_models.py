@@ -114,8 +114,13 @@ def n_weight_layers(params):
     return sum(1 for name in params if name.startswith("W"))
 
 
-def forward(params, inputs):
-    """Logits (R, n, K) and the hidden activations the backward pass needs."""
+def forward(params, inputs, dropout=0.0, rng=None):
+    """Logits (R, n, K) and the hidden activations the backward pass needs.
+
+    With ``dropout`` (training), each hidden unit's activation is zeroed with that
+    probability (masks drawn from ``rng``) and the others scaled by
+    ``1 / (1 - dropout)`` (inverted dropout: evaluation uses no mask).
+    """
     skip = params[SKIP]
     R, d, K = skip.shape
     n_layers = n_weight_layers(params)
@@ -128,13 +133,17 @@ def forward(params, inputs):
     activations = []
     for i in range(1, n_layers):
         h = np.maximum(h, 0.0)
+        if dropout > 0:
+            h *= (rng.random(h.shape, dtype=np.float32) >= dropout) * h.dtype.type(
+                1.0 / (1.0 - dropout))
         activations.append(h)
         h = h @ params[f"W{i}"] + params[f"b{i}"][:, None, :]
     return logits + h, activations
 
 
-def backward(params, inputs, activations, grad_logits):
-    """Gradients of every parameter from the gradient of the logits (R, n, K)."""
+def backward(params, inputs, activations, grad_logits, dropout=0.0):
+    """Gradients of every parameter from the gradient of the logits (R, n, K)
+    (``dropout``: the rate the forward pass used)."""
     R, _, K = grad_logits.shape
     n_layers = n_weight_layers(params)
     grads = {}
@@ -147,7 +156,9 @@ def backward(params, inputs, activations, grad_logits):
         a = activations[i - 1]
         grads[f"W{i}"] = a.transpose(0, 2, 1) @ upstream
         grads[f"b{i}"] = upstream.sum(axis=1)
-        upstream = (upstream @ params[f"W{i}"].transpose(0, 2, 1)) * (a > 0)
+        # a kept unit passed its ReLU's gradient, scaled as its activation was
+        upstream = (upstream @ params[f"W{i}"].transpose(0, 2, 1)) * (
+            (a > 0) * a.dtype.type(1.0 / (1.0 - dropout)))
     grads["b0"] = upstream.sum(axis=1)
     upstreams = side_by_side(np.concatenate([grad_logits, upstream], axis=2))
     both = per_restart(inputs.tdot(upstreams), R)

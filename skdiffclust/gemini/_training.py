@@ -54,6 +54,7 @@ class Problem:
     batch_size: int
     n_iter_no_change: int
     standardisation: object = None  # _data.Standardisation of the training data
+    dropout: float = 0.0  # of the MLP's hidden units, in training steps only
     _full_affinity: object = field(default=None, repr=False)
 
     @property
@@ -81,14 +82,16 @@ class Problem:
                          for skip in params[SKIP]])
 
 
-def gemini_and_gradients(params, problem, rows):
+def gemini_and_gradients(params, problem, rows, rng=None):
     """GEMINI of a batch for each restart (R,), the gradients (ascent direction) and
-    the predictions (R, n_batch, K)."""
+    the predictions (R, n_batch, K); ``rng`` draws the dropout masks, if any."""
     inputs = problem.inputs.rows(rows)
-    logits, activations = forward(params, inputs)
+    dropout = problem.dropout if rng is not None else 0.0
+    logits, activations = forward(params, inputs, dropout, rng)
     proba = softmax(logits)
     values, grad_proba = batched_gemini(proba, problem.affinity(rows), problem.objective)
-    grads = backward(params, inputs, activations, softmax_backward(proba, grad_proba))
+    grads = backward(params, inputs, activations, softmax_backward(proba, grad_proba),
+                     dropout)
     return values, grads, proba
 
 
@@ -166,7 +169,8 @@ class GeminiStream(StreamState):
                        objective=estimator.gemini, group=group, n_groups=n_groups,
                        M=float(estimator.M), batch_size=batch_size,
                        n_iter_no_change=int(estimator.n_iter_no_change),
-                       standardisation=self.standardisation)
+                       standardisation=self.standardisation,
+                       dropout=float(estimator.dropout))
 
     def pass_over(self, problem, penalty):
         if self.reseeder is not None:
@@ -205,7 +209,7 @@ def one_pass(params, problem, optimizer, rng, *, penalty=0.0, reseeder=None):
     """
     values, counts, n_steps = [], 0, 0
     for rows in problem.batches(rng):
-        value, grads, proba = gemini_and_gradients(params, problem, rows)
+        value, grads, proba = gemini_and_gradients(params, problem, rows, rng)
         optimizer.step(params, grads)
         n_steps += 1
         if penalty > 0:
@@ -335,6 +339,14 @@ class GeminiPath:
     selected: int
 
 
+# a path step after which more than half of the remaining features have left is
+# redone from the model before it at the penalty halfway (geometrically) between
+# the previous step's and its own, at most this many times: where features leave
+# in a cascade (MNIST's 2 x 1,200-unit MLP: from 563 pixels to fewer than 50 in one
+# 5% step), the selection then sees the models in between
+PATH_REFINEMENTS = 4
+
+
 def run_path(params, problem, *, lambda_start, lambda_multiplier, n_features_stop,
              max_iter, learning_rate, tol, path_tol, rng, progress, reseed=True):
     """Dense Adam fit (restarts, stopped by ``tol``), then proximal SGD along lambda on
@@ -366,16 +378,26 @@ def run_path(params, problem, *, lambda_start, lambda_multiplier, n_features_sto
                                               reseed=reseed)
     tol = path_tol
     count = record(0.0, curve, converged)
-    lam = lambda_start
+    lam, previous = lambda_start, None
     while count > n_features_stop and count > 0:
-        result = train_epochs(params, problem, penalty=lam, optimizer="sgd",
-                              learning_rate=learning_rate, max_iter=max_iter, tol=tol,
-                              rng=rng, warn=False)
+        before = copy_params(params)
+        for refinement in range(PATH_REFINEMENTS + 1):
+            result = train_epochs(params, problem, penalty=lam, optimizer="sgd",
+                                  learning_rate=learning_rate, max_iter=max_iter, tol=tol,
+                                  rng=rng, warn=False)
+            left = int(feature_mask(selected_groups(params, problem), problem).sum())
+            if previous is None or refinement == PATH_REFINEMENTS or 2 * left >= count:
+                break
+            # more than half of the features left at once: redo the step from the
+            # model before it, at the penalty halfway (on the log scale)
+            for name, value in before.items():
+                params[name][...] = value
+            lam = float(np.sqrt(previous * lam))
         count = record(lam, result.loss_curve[:, 0], result.converged)
         if progress is not None:
             progress.set_postfix(n_features=count, lam=f"{lam:.3g}")
             progress.update(1)
-        lam *= lambda_multiplier
+        previous, lam = lam, lam * lambda_multiplier
     return records, models
 
 

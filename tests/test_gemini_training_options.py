@@ -1,0 +1,134 @@
+"""SparseGEMINI's MNIST settings on small stand-ins: dropout in the MLP, training in
+float32 for float32 input, and the selected features drawn as an image."""
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_digits, make_blobs
+from sklearn.metrics import adjusted_rand_score
+
+from skdiffclust import SparseGEMINI
+from skdiffclust.gemini._data import Inputs
+from skdiffclust.gemini._models import backward, forward, init_random
+
+
+def _model(dtype=np.float64, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(40, 6)).astype(dtype)
+    params = {name: value.astype(dtype)
+              for name, value in init_random(6, (16, 12), 3, 2, rng).items()}
+    return Inputs(X, np.zeros(6), np.ones(6)), params
+
+
+def test_dropout_backward_matches_finite_differences_with_the_same_masks():
+    inputs, params = _model()
+    rate, seed = 0.3, 7
+    weights = np.random.default_rng(1).normal(size=(2, 40, 3))
+
+    def objective(p):  # the same masks at every call: a generator of the same seed
+        logits, _ = forward(p, inputs, rate, np.random.default_rng(seed))
+        return float((weights * logits).sum())
+
+    logits, activations = forward(params, inputs, rate, np.random.default_rng(seed))
+    grads = backward(params, inputs, activations, weights, rate)
+    for name, index in (("W0", (1, 2, 1)), ("W1", (1, 2, 1)), ("b1", (1, 2)),
+                        ("skip", (1, 2, 1))):
+        shifted = {k: v.copy() for k, v in params.items()}
+        shifted[name][index] += 1e-6
+        numeric = (objective(shifted) - objective(params)) / 1e-6
+        assert grads[name][index] == pytest.approx(numeric, rel=1e-4, abs=1e-6)
+    # about the rate of the active hidden units dropped, the others scaled up
+    plain = forward(params, inputs)[1][0]
+    kept = activations[0] > 0
+    assert 0.6 < kept.sum() / (plain > 0).sum() < 0.8
+    np.testing.assert_allclose(activations[0][kept], plain[kept] / (1 - rate))
+
+
+def test_dropout_trains_but_never_predicts():
+    X, y = make_blobs(300, centers=3, n_features=8, random_state=0)
+    model = SparseGEMINI(3, hidden_layer_sizes=(32, 32), dropout=0.2, random_state=0).fit(X)
+    assert adjusted_rand_score(y, model.labels_) > 0.95
+    np.testing.assert_array_equal(model.predict(X), model.predict(X))  # no masks
+    np.testing.assert_array_equal(model.predict(X), model.labels_)
+    again = SparseGEMINI(3, hidden_layer_sizes=(32, 32), dropout=0.2, random_state=0).fit(X)
+    np.testing.assert_array_equal(again.labels_, model.labels_)
+    without = SparseGEMINI(3, hidden_layer_sizes=(32, 32), random_state=0).fit(X)
+    assert not np.allclose(without.params_["W2"], model.params_["W2"])
+    with pytest.raises(ValueError, match="dropout"):
+        SparseGEMINI(3, dropout=1.0).fit(X)
+
+
+def test_float32_input_trains_in_float32_and_agrees_with_float64():
+    X, y = make_blobs(400, centers=4, n_features=10, random_state=1)
+    single = SparseGEMINI(4, random_state=0).fit(X.astype(np.float32))
+    double = SparseGEMINI(4, random_state=0).fit(X)
+    assert all(value.dtype == np.float32 for value in single._model.values())
+    assert all(value.dtype == np.float64 for value in double._model.values())
+    assert adjusted_rand_score(single.labels_, double.labels_) > 0.99
+    assert adjusted_rand_score(y, single.labels_) > 0.95
+    assert single.transform(X.astype(np.float32)).dtype == np.float32
+
+
+def test_a_path_on_digits_keeps_pixels_where_the_digits_are():
+    """The digits' stand-in for MNIST's figure 3: the path keeps central pixels,
+    never the blank border columns."""
+    X, y = load_digits(return_X_y=True)
+    model = SparseGEMINI(10, hidden_layer_sizes=(64,), dropout=0.05, n_features_stop=16,
+                         random_state=0)
+    model.path(X[:600].astype(np.float32))
+    mask = model.get_support()
+    assert 16 <= mask.sum() <= 40
+    assert not mask[X[:600].std(axis=0) == 0].any()  # blank pixels never kept
+    rows, cols = np.divmod(np.arange(64), 8)
+    from_centre = np.hypot(rows - 3.5, cols - 3.5)
+    assert from_centre[mask].mean() < from_centre.mean() - 0.3
+    assert adjusted_rand_score(y[:600], model.labels_) > 0.5  # measured: 0.67
+
+
+def test_feature_mask_display_draws_the_kept_features():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from skdiffclust.inspection import FeatureMaskDisplay
+
+    X, _ = load_digits(return_X_y=True)
+    model = SparseGEMINI(10, alpha=0.5, random_state=0).fit(X[:300])
+    display = FeatureMaskDisplay.from_estimator(model, (8, 8), background=X.mean(0))
+    shown = display.mask_image_.get_array()
+    np.testing.assert_array_equal(~shown.mask.ravel(), model.get_support())
+    np.testing.assert_allclose(shown.compressed(),
+                               model.feature_importances_[model.get_support()])
+    assert display.background_image_ is not None
+    with pytest.raises(ValueError, match="image_shape"):
+        FeatureMaskDisplay.from_estimator(model, (7, 8))
+
+
+def test_a_cascade_of_leaving_features_is_refined(monkeypatch):
+    """Where most features leave in one 5% step, the step is redone at penalties
+    halfway (geometrically) from the previous one, so that the path records the
+    models in between."""
+    from skdiffclust._training import TrainingResult
+    from skdiffclust.gemini import _training
+    from skdiffclust.gemini._models import SKIP
+
+    # feature j leaves at penalty 10 + j / 100: all 30 within 3% of each other
+    exits = 10.0 + np.arange(30) / 100
+    original = _training.train_epochs
+    penalties = []
+
+    def fake(params, problem, *, penalty, **kwargs):
+        if penalty == 0:
+            return original(params, problem, penalty=penalty, **kwargs)
+        penalties.append(penalty)
+        params[SKIP][:, exits <= penalty] = 0.0
+        params["W0"][:, exits <= penalty] = 0.0
+        return TrainingResult(n_iter=11, loss_curve=np.zeros((11, 1)), converged=True)
+
+    monkeypatch.setattr(_training, "train_epochs", fake)
+    X, _ = make_blobs(200, centers=3, n_features=30, random_state=0)
+    path = SparseGEMINI(3, lambda_start=9.5, n_features_stop=2, random_state=0).path(X)
+    counts, lambdas = path.n_features[1:], path.lambdas[1:]
+    assert len(penalties) > len(lambdas)  # some steps were redone
+    assert 2 < len(set(counts.tolist())) and counts[-1] <= 2
+    steps = lambdas[1:] / lambdas[:-1]
+    assert np.all(steps <= 1.05 + 1e-12) and steps.min() < 1.05 ** 0.5
+    assert np.all(np.diff(lambdas) > 0)
