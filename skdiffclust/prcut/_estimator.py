@@ -22,7 +22,6 @@ from skdiffclust._utils._state import keeps_state_on_failure
 from skdiffclust._utils._validation import (ANY_INTEGER, NumberInterval,
                                             check_hidden_layer_sizes, check_magnitude)
 from skdiffclust.prcut._graph import (
-    check_precomputed_affinity,
     bipartite_objective,
     connected_component_labels,
     group_components,
