@@ -34,9 +34,9 @@ from skdiffclust.forest._solver import thread_limit
 from skdiffclust.forest._torch import (
     PartialFenchelYoungFunction,
     PerturbedProblem,
-    seed_from_generator,
     similarity_to_numpy,
 )
+from skdiffclust.forest._gpu import seed_from_generator
 
 UNLABELLED = -1
 

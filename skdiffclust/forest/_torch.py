@@ -30,7 +30,9 @@ from skdiffclust._utils._torch_checks import check_generator
 from skdiffclust._utils._validation import check_n_clusters, is_symmetric
 from skdiffclust.forest._constraints import Constraints
 from skdiffclust.forest._constraints import constraints_from_labels as _labels_to_matrix
+from skdiffclust.forest import _gpu
 from skdiffclust.forest._dense import kernel_constraints
+from skdiffclust.forest._gpu import seed_from_generator
 from skdiffclust.forest._perturbed import (
     adjacency_inner,
     connectivity_inner,
@@ -40,15 +42,6 @@ from skdiffclust.forest._perturbed import (
     score_function_gradient,
 )
 from skdiffclust.forest._solver import forest_from_similarity
-
-MAX_SEED = 2**62
-
-
-def seed_from_generator(generator):
-    """A 62-bit seed for the numba noise, drawn from a torch generator (or torch's)."""
-    device = generator.device if generator is not None else "cpu"
-    return int(torch.randint(0, MAX_SEED, (1,), generator=generator, device=device).item())
-
 
 def similarity_to_numpy(S):
     """Validate S and return its symmetric part as a CPU array (float32 or float64)."""
@@ -347,8 +340,6 @@ def perturbed_spanning_forest(S, n_clusters, *, epsilon=0.1, n_samples=100,
     if _on_cuda(S):
         parsed = _device_constraints(S, n_clusters, epsilon, n_samples, constraints)
         if parsed is not False:
-            from skdiffclust.forest import _gpu
-
             return _gpu.perturbed_spanning_forest(
                 S, n_clusters, epsilon=epsilon, n_samples=n_samples, constraints=parsed,
                 generator=generator, control_variate=control_variate)
@@ -403,8 +394,6 @@ def partial_fenchel_young_loss(S, constraints, n_clusters, *, epsilon=0.1, n_sam
         if constraints is None:
             raise ValueError("constraints are required for the partial Fenchel-Young loss.")
         if parsed is not False:
-            from skdiffclust.forest import _gpu
-
             if parsed is None:  # no group: both forests coincide
                 parsed = Constraints(np.full(S.shape[0], -1), np.zeros((0, 0), dtype=bool))
             return _gpu.partial_fenchel_young_loss(
