@@ -11,7 +11,6 @@ from sklearn.base import (
     ClusterMixin,
     TransformerMixin,
     _fit_context,
-    clone,
 )
 from sklearn.cluster import kmeans_plusplus
 from sklearn.utils._param_validation import StrOptions
@@ -25,6 +24,18 @@ from skdiffclust._utils._validation import (ANY_INTEGER, NumberInterval, check_m
                                             check_spread)
 from skdiffclust.clam._data import ScaledData
 from skdiffclust.clam._device import resolve_training_device
+from skdiffclust.clam._settings import (
+    COOLDOWN_BOUNDS,
+    COOLDOWN_STEPS,
+    PLATEAU_BOUNDS,
+    PLATEAU_STEPS,
+    STOPPING_BOUNDS,
+    STOPPING_STEPS,
+    Dynamics,
+    FittedState,
+    TrainingSettings,
+    steps_patience,
+)
 from skdiffclust.clam._selection import (
     best_restart,
     normalised_weights,
@@ -358,16 +369,16 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
         forget_stream(self)
         *seeds, selection_seed = derive_seeds(self.random_state, 4)
         if self.beta != "auto" or self.max_iter == 0 or not 2 <= self.n_clusters < X.shape[0]:
-            return self._fit_with_sharpness(X, 1.0, seeds)
-        sharpness, candidate, caught = self._select_sharpness(X, seeds, selection_seed)
-        if candidate is None or self.verbose:  # fitted on a sample, or the bar is wanted
-            return self._fit_with_sharpness(X, sharpness, seeds)
-        # fitted on all of X with the same seeds: this very fit, already made, and
-        # the warnings it gave
-        params = self.get_params(deep=False)
-        vars(self).update({k: v for k, v in vars(candidate).items() if k not in params})
-        for warning in caught:
-            warnings.warn(warning.message, warning.category, stacklevel=4)
+            state = self._fit_with_sharpness(X, 1.0, seeds, self.verbose)
+        else:
+            sharpness, state, caught = self._select_sharpness(X, seeds, selection_seed)
+            if state is None or self.verbose:  # fitted on a sample, or the bar is wanted
+                state = self._fit_with_sharpness(X, sharpness, seeds, self.verbose)
+            else:  # fitted on all of X with the same seeds: this very fit, already made
+                for warning in caught:  # and the warnings it gave
+                    warnings.warn(warning.message, warning.category, stacklevel=4)
+        self._adopt(state)
+        self._warn_empty_clusters(relabelled=True)
         return self
 
     def _validate_first(self, X):
@@ -435,17 +446,16 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
                          n_threads=n_threads)
         stream.keep_best_restart(rows, self.mask_prob, self.weighted, n_threads)
         kept = stream.kept(rows, self.mask_prob, self.weighted, n_threads)
-        self._set_fitted(kept, data, stream.dynamics, stream.fill, stream.score_seed,
-                         X.dtype, relabel=False)
+        self._adopt(self._fitted_state(kept, data, stream.dynamics, stream.fill,
+                                       stream.score_seed, X.dtype, relabel=False))
         keep_stream(self, stream)
-        self._warn_empty_clusters(stacklevel=5)
+        self._warn_empty_clusters(relabelled=False)
         return self
 
     def _start_stream(self, X):
         """The state of ``partial_fit`` before its first pass, from the first chunk."""
         from skdiffclust.clam._stream import ClamStream
 
-        training = _training_module()
         *seeds, selection_seed = derive_seeds(self.random_state, 4)
         sharpness = 1.0
         if self.beta == "auto" and 2 <= self.n_clusters < X.shape[0]:
@@ -455,18 +465,18 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
         with threadpool_limits(effective_n_jobs(self.n_jobs), user_api="blas"):
             initial = self._initial_prototypes(data, init_seed)
         spread, competition = scales_of(data, initial)
-        dynamics = self._dynamics(training, self._beta(competition, sharpness))
+        dynamics = self._dynamics(self._beta(competition, sharpness))
         return ClamStream.start(
             data, initial, dynamics, data.column_reduction(self.mask_value),
             self._learning_rate(spread, competition, data.n_features, dynamics.beta),
-            training.steps_patience(data.n_samples, self.batch_size,
-                                    training.PLATEAU_STEPS, training.PLATEAU_BOUNDS),
+            steps_patience(data.n_samples, self.batch_size, PLATEAU_STEPS, PLATEAU_BOUNDS),
             seed=train_seed, score_seed=score_seed)
 
     def _select_sharpness(self, X, seeds, selection_seed):
         """The multiple of beta='auto' (in ``AUTO_BETA_GRID``) whose partition of at
         most ``SELECTION_POINTS`` points has the best silhouette, among those that
-        keep the most clusters; with the winning fit when it was made on all of X."""
+        keep the most clusters; with the winning fit's state and warnings when it
+        was made on all of X."""
         rng = numpy_generator(selection_seed)
         n_sample = X.shape[0] if X.shape[0] <= SELECTION_POINTS else SELECTION_SAMPLE
         sample = X[row_sample(rng, X.shape[0], n_sample)]
@@ -478,93 +488,98 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
             scored_rows = scored_rows - scored_rows.mean(axis=0)
         fits, keys = [], []
         for sharpness in AUTO_BETA_GRID:
-            candidate = clone(self).set_params(verbose=False)
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
-                candidate._fit_with_sharpness(sample, sharpness, seeds)
-            fits.append((sharpness, candidate, caught))
-            keys.append((candidate.n_clusters_,
-                         silhouette(scored_rows, candidate.labels_[scored], metric)))
-        sharpness, candidate, caught = fits[softest_near_best(keys)]
+                state = self._fit_with_sharpness(sample, sharpness, seeds, verbose=False)
+            fits.append((sharpness, state, caught))
+            keys.append((state.n_clusters_,
+                         silhouette(scored_rows, state.labels_[scored], metric)))
+        sharpness, state, caught = fits[softest_near_best(keys)]
         if sample.shape[0] < X.shape[0]:
             return sharpness, None, []
-        return sharpness, candidate, caught
+        return sharpness, state, caught
 
-    def _fit_with_sharpness(self, X, sharpness, seeds):
-        """Fit at ``beta = sharpness`` times the automatic one (or ``self.beta``)."""
-        training = _training_module()
-        device = resolve_training_device(self.device, self.batch_size)
+    def _fit_with_sharpness(self, X, sharpness, seeds, verbose):
+        """The state of a fit at ``beta = sharpness`` times the automatic one (or
+        ``self.beta``); the estimator is left as it is."""
+        from skdiffclust.clam._fit import train_restarts
+
         n_threads = effective_n_jobs(self.n_jobs)
         init_seed, train_seed, score_seed = seeds
         data = ScaledData(X, self.metric == "cosine")
         with threadpool_limits(n_threads, user_api="blas"):  # k-means++'s small products
             initial = self._initial_prototypes(data, init_seed)
         spread, competition = scales_of(data, initial)
-        dynamics = self._dynamics(training, self._beta(competition, sharpness))
-        learning_rate = self._learning_rate(spread, competition, data.n_features,
-                                            dynamics.beta)
+        dynamics = self._dynamics(self._beta(competition, sharpness))
+        settings = self._training_settings(
+            data.n_samples, self._learning_rate(spread, competition, data.n_features,
+                                                dynamics.beta),
+            seed=train_seed, verbose=verbose, n_threads=n_threads)
         fill = data.column_reduction(self.mask_value)
-        trained = training.train_restarts(
-            _training_rows(data), fill.astype(np.float32), initial.astype(np.float32),
-            dynamics, weighted=self.weighted, mask_prob=self.mask_prob,
-            batch_size=self.batch_size, max_iter=self.max_iter,
-            learning_rate=learning_rate, tol=self.tol,
-            n_iter_no_change=self._patience(training, data.n_samples),
-            plateau_patience=training.steps_patience(
-                data.n_samples, self.batch_size, training.PLATEAU_STEPS,
-                training.PLATEAU_BOUNDS),
-            device=device, seed=train_seed, verbose=self.verbose, n_threads=n_threads,
-            reseed=self.reseed, prune=self.prune,
-            cooldown_epochs=training.steps_patience(
-                data.n_samples, self.batch_size, training.COOLDOWN_STEPS,
-                training.COOLDOWN_BOUNDS),
-        )
+        trained = train_restarts(_training_rows(data), fill.astype(np.float32),
+                                 initial.astype(np.float32), dynamics, settings)
         if self.max_iter == 0:  # untrained: the initial prototypes, not their float32 copy
             trained.prototypes = initial
-        kept = self._keep_best(training, data, fill, trained, dynamics, score_seed,
-                               n_threads)
-        self._set_fitted(kept, data, dynamics, fill, score_seed, X.dtype)
-        self._warn_empty_clusters()
-        return self
+        kept = self._keep_best(data, fill, trained, dynamics, score_seed, n_threads)
+        return self._fitted_state(kept, data, dynamics, fill, score_seed, X.dtype)
 
-    def _set_fitted(self, kept, data, dynamics, fill, score_seed, dtype, relabel=True):
+    def _training_settings(self, n_samples, learning_rate, *, seed, verbose, n_threads):
+        """The training's settings, the 'auto' patiences resolved for ``n_samples``."""
+        def patience(steps, bounds):
+            return steps_patience(n_samples, self.batch_size, steps, bounds)
+
+        n_iter_no_change = (patience(STOPPING_STEPS, STOPPING_BOUNDS)
+                            if self.n_iter_no_change == "auto" else int(self.n_iter_no_change))
+        return TrainingSettings(
+            weighted=self.weighted, mask_prob=self.mask_prob, batch_size=self.batch_size,
+            max_iter=self.max_iter, learning_rate=learning_rate, tol=self.tol,
+            n_iter_no_change=n_iter_no_change,
+            device=resolve_training_device(self.device, self.batch_size), seed=seed,
+            verbose=verbose, plateau_patience=patience(PLATEAU_STEPS, PLATEAU_BOUNDS),
+            cooldown_epochs=patience(COOLDOWN_STEPS, COOLDOWN_BOUNDS), n_threads=n_threads,
+            reseed=self.reseed, prune=self.prune)
+
+    def _fitted_state(self, kept, data, dynamics, fill, score_seed, dtype, relabel=True):
         """Fitted attributes in the input's units (occupied clusters first, unless
-        not ``relabel``); the state inference needs in ClAM's (centred and scaled)
-        units."""
+        not ``relabel``), and the state inference needs in ClAM's (centred and
+        scaled) units."""
         order, labels = np.arange(self.n_clusters), kept["labels"]
         if relabel:
             order, labels = relabel_by_first_appearance(labels, self.n_clusters)
         squared_scale = data.scale**2
-        self._prototypes = kept["prototypes"][order]
-        self._shift, self._scale = data.shift, data.scale
-        self._mask_fill = fill
-        self._score_seed = score_seed
-        self._beta_scaled = dynamics.beta
-        self.cluster_centers_ = self._in_input_units(self._prototypes).astype(dtype)
-        self.cluster_weights_ = kept["weights"][order]
-        self.labels_ = labels
-        self.n_clusters_ = int(np.unique(labels).size)
-        self.beta_ = dynamics.beta / squared_scale
-        self.n_iter_ = kept["n_iter"]
-        self.loss_ = kept["loss"] * squared_scale
-        self.loss_curve_ = kept["loss_curve"] * squared_scale
+        prototypes = kept["prototypes"][order]
+        centers = prototypes if self.metric == "cosine" else prototypes * data.scale + data.shift
+        return FittedState(
+            cluster_centers_=centers.astype(dtype), cluster_weights_=kept["weights"][order],
+            labels_=labels, n_clusters_=int(np.unique(labels).size),
+            beta_=dynamics.beta / squared_scale, n_iter_=kept["n_iter"],
+            loss_=kept["loss"] * squared_scale, loss_curve_=kept["loss_curve"] * squared_scale,
+            _prototypes=prototypes, _shift=data.shift, _scale=data.scale, _mask_fill=fill,
+            _score_seed=score_seed, _beta_scaled=dynamics.beta)
+
+    def _adopt(self, state):
+        """Take the fitted attributes (and private state) of ``state`` by name."""
+        for name, value in state.items():
+            setattr(self, name, value)
 
     def _in_input_units(self, prototypes):
+        """Prototypes in ClAM's units -> the input's (used by ``ClAMLayer``)."""
         if self.metric == "cosine":
             return prototypes
         return prototypes * self._scale + self._shift
 
-    def _warn_empty_clusters(self, stacklevel=6):
-        # stacklevel: _fit_with_sharpness, fit, keeps_state_on_failure, _fit_context
+    def _warn_empty_clusters(self, *, relabelled):
+        # called by fit and partial_fit: its caller's caller's caller is the user's
+        # (through keeps_state_on_failure and _fit_context)
         if self.n_clusters_ < self.n_clusters:
-            numbering = ("Labels are numbered 0 .. n_clusters_ - 1" if stacklevel == 6
+            numbering = ("Labels are numbered 0 .. n_clusters_ - 1" if relabelled
                          else "Labels keep the prototypes' numbers")
             warnings.warn(
                 f"ClAM found {self.n_clusters_} non-empty clusters of the "
                 f"n_clusters={self.n_clusters} asked: the dynamics take no training "
                 f"point to the other prototypes. {numbering}. A larger beta, more "
                 "restarts (n_init) or fewer clusters may help.",
-                UserWarning, stacklevel=stacklevel,
+                UserWarning, stacklevel=5,
             )
 
     def _beta(self, competition, sharpness):
@@ -586,37 +601,31 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
         return (AUTO_LEARNING_RATE * float(np.sqrt(spread / n_features))
                 / (max(sharpness, 0.5) * np.sqrt(max(sharpness, 1.0))))
 
-    def _patience(self, training, n_samples):
-        if self.n_iter_no_change != "auto":
-            return int(self.n_iter_no_change)
-        return training.steps_patience(n_samples, self.batch_size, training.STOPPING_STEPS,
-                                       training.STOPPING_BOUNDS)
-
-    def _keep_best(self, training, data, fill, trained, dynamics, score_seed, n_threads):
+    def _keep_best(self, data, fill, trained, dynamics, score_seed, n_threads):
         """The restart of lowest loss (same masks for all), and its labels."""
+        from skdiffclust.clam._inference import converge, evaluate_loss
+
         candidates = np.flatnonzero(trained.selectable)  # not pruned
         log_weights = trained.log_weights[candidates] if self.weighted else None
         rows = _inference_rows(data)
-        losses = training.evaluate_loss(rows, fill, trained.prototypes[candidates],
-                                        log_weights, dynamics, self.mask_prob, score_seed,
-                                        n_threads)
+        losses = evaluate_loss(rows, fill, trained.prototypes[candidates], log_weights,
+                               dynamics, self.mask_prob, score_seed, n_threads)
         best = candidates[best_restart(losses, trained.prototypes[candidates])]
         loss = float(losses[candidates == best][0])
         prototypes = trained.prototypes[best].astype(np.float64)
         if self.metric == "cosine":
             prototypes = unit_rows(prototypes)
         weights = normalised_weights(trained.log_weights[best].astype(np.float64))
-        labels, _ = training.converge(
-            rows, prototypes, np.log(weights) if self.weighted else None, dynamics,
-            n_threads)
+        labels, _ = converge(rows, prototypes, np.log(weights) if self.weighted else None,
+                             dynamics, n_threads)
         return {"prototypes": prototypes, "weights": weights, "labels": labels,
                 "loss": loss, "n_iter": int(trained.n_iter[best]),
                 "loss_curve": np.asarray(trained.loss_curves[best], dtype=np.float64)}
 
-    def _dynamics(self, training, beta):
+    def _dynamics(self, beta):
         alpha = 1.0 / self.n_steps if self.step_size is None else float(self.step_size)
-        return training.Dynamics(beta=float(beta), n_steps=int(self.n_steps),
-                                 alpha=alpha, metric=self.metric)
+        return Dynamics(beta=float(beta), n_steps=int(self.n_steps), alpha=alpha,
+                        metric=self.metric)
 
     def _initial_prototypes(self, data, seed):
         """Initial prototypes of every restart, (n_init, n_clusters, n_features),
@@ -666,12 +675,12 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
         return X, _inference_rows(data)
 
     def _converge(self, X, proba=False):
-        training = _training_module()
+        from skdiffclust.clam._inference import converge
+
         X, rows = self._scaled(X)
-        labels, distances, *probabilities = training.converge(
-            rows, self._prototypes, self._log_weights(),
-            self._dynamics(training, self._beta_scaled), effective_n_jobs(self.n_jobs),
-            proba=proba)
+        labels, distances, *probabilities = converge(
+            rows, self._prototypes, self._log_weights(), self._dynamics(self._beta_scaled),
+            effective_n_jobs(self.n_jobs), proba=proba)
         if self.metric != "cosine":
             distances = distances * self._scale
         return labels, distances.astype(X.dtype, copy=False), *probabilities
@@ -756,13 +765,14 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
         -------
         score : float
         """
+        from skdiffclust.clam._inference import evaluate_loss
+
         _, rows = self._scaled(X)
-        training = _training_module()
         log_weights = self._log_weights()
-        losses = training.evaluate_loss(
+        losses = evaluate_loss(
             rows, self._mask_fill, self._prototypes[None],
             None if log_weights is None else log_weights[None],
-            self._dynamics(training, self._beta_scaled), self.mask_prob, self._score_seed,
+            self._dynamics(self._beta_scaled), self.mask_prob, self._score_seed,
             effective_n_jobs(self.n_jobs),
         )
         return -float(losses[0]) * self._scale**2
@@ -776,13 +786,6 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
         tags.input_tags.sparse = True
         tags.transformer_tags.preserves_dtype = ["float64", "float32"]
         return tags
-
-
-def _training_module():
-    # imported on first use, so that ``import skdiffclust`` does not import numba
-    from skdiffclust.clam import _training
-
-    return _training
 
 
 def _training_rows(data):
