@@ -303,7 +303,7 @@ def test_the_selected_fit_is_the_fit_at_the_selected_beta(n_samples):
 
 
 def test_a_float_beta_is_a_single_fit(monkeypatch):
-    from skdiffclust.clam import _estimator
+    from skdiffclust.clam import _estimator, _selection
 
     calls = []
     original = _estimator.ClAM._fit_with_sharpness
@@ -315,7 +315,7 @@ def test_a_float_beta_is_a_single_fit(monkeypatch):
     assert calls == [1.0]
     calls.clear()
     _quiet(ClAM(3, random_state=0), X)
-    assert calls == list(_estimator.AUTO_BETA_GRID)  # the winner is kept, not refitted
+    assert calls == list(_selection.AUTO_BETA_GRID)  # the winner is kept, not refitted
 
 
 @pytest.mark.shared_data

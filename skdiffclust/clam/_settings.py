@@ -11,6 +11,8 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
+from skdiffclust.clam._selection import relabel_by_first_appearance
+
 # learning-rate schedule of the paper (appendix B.1, table 5): x0.8 after more than 5
 # epochs without a relative gain of 1e-3, down to 1e-5 (1e-4 times its 0.1)
 PLATEAU_SCHEDULE = dict(factor=0.8, patience=5, threshold=1e-3, min_lr=1e-5)
@@ -76,6 +78,20 @@ class TrainingSettings:
     reseed: bool = True  # re-seed dead prototypes (CPU only)
     prune: bool = True  # prune clearly worse restarts (CPU only)
 
+    @classmethod
+    def resolved(cls, n_samples, *, n_iter_no_change, batch_size, **settings):
+        """The settings of a fit on ``n_samples`` points, ``n_iter_no_change='auto'``
+        resolved and the plateau and cool-down patiences derived (in epochs of
+        about so many Adam steps)."""
+        def patience(steps, bounds):
+            return steps_patience(n_samples, batch_size, steps, bounds)
+
+        if n_iter_no_change == "auto":
+            n_iter_no_change = patience(STOPPING_STEPS, STOPPING_BOUNDS)
+        return cls(n_iter_no_change=int(n_iter_no_change), batch_size=batch_size,
+                   plateau_patience=patience(PLATEAU_STEPS, PLATEAU_BOUNDS),
+                   cooldown_epochs=patience(COOLDOWN_STEPS, COOLDOWN_BOUNDS), **settings)
+
 
 @dataclass
 class TrainedRestarts:
@@ -121,6 +137,26 @@ class FittedState:
     _mask_fill: np.ndarray
     _score_seed: int
     _beta_scaled: float
+
+    @classmethod
+    def of(cls, kept, data, dynamics, fill, score_seed, dtype, *, cosine, relabel=True):
+        """The state of a fit whose kept restart is ``kept`` (``_selection.keep_best``,
+        or ``partial_fit``'s): clusters numbered by first appearance in the labels
+        (occupied first) unless not ``relabel``."""
+        n_clusters = kept["prototypes"].shape[0]
+        order, labels = np.arange(n_clusters), kept["labels"]
+        if relabel:
+            order, labels = relabel_by_first_appearance(labels, n_clusters)
+        squared_scale = data.scale**2
+        prototypes = kept["prototypes"][order]
+        centers = prototypes if cosine else prototypes * data.scale + data.shift
+        return cls(
+            cluster_centers_=centers.astype(dtype), cluster_weights_=kept["weights"][order],
+            labels_=labels, n_clusters_=int(np.unique(labels).size),
+            beta_=dynamics.beta / squared_scale, n_iter_=kept["n_iter"],
+            loss_=kept["loss"] * squared_scale, loss_curve_=kept["loss_curve"] * squared_scale,
+            _prototypes=prototypes, _shift=data.shift, _scale=data.scale, _mask_fill=fill,
+            _score_seed=score_seed, _beta_scaled=dynamics.beta)
 
     def items(self):
         """(attribute name, value) pairs, in field order."""
