@@ -16,13 +16,9 @@ __all__ = ["FeatureMaskDisplay", "GeminiPathDisplay", "SpanningForestDisplay"]
 
 def _import_pyplot(caller):
     """``matplotlib.pyplot``, or an ImportError that says what needs it."""
-    try:
-        import matplotlib.pyplot as plt
-    except ImportError as error:
-        raise ImportError(
-            f"{caller} needs matplotlib: pip install matplotlib"
-        ) from error
-    return plt
+    from skdiffclust._utils._optional import import_optional
+
+    return import_optional("matplotlib.pyplot", caller)
 
 
 def _kwargs(defaults, given):

@@ -17,6 +17,7 @@ from sklearn.utils.validation import (
     validate_data,
 )
 
+from skdiffclust._utils._optional import import_optional
 from skdiffclust._utils._random import derive_seeds, numpy_generator
 from skdiffclust._utils._state import keeps_state_on_failure
 from skdiffclust._utils._validation import (
@@ -743,14 +744,10 @@ def _hold_out(X, labels, fraction, seed):
 
 
 def _import_torch_training():
-    try:
-        from skdiffclust._utils import _torch
-        from skdiffclust.forest import _embedding
-    except ImportError as error:
-        raise ImportError(
-            "SpanningForestClustering(embedding=...) needs PyTorch to train (and to "
-            'apply a user module): pip install "skdiffclust[torch]"'
-        ) from error
+    import_optional("torch", "SpanningForestClustering(embedding=...)")
+    from skdiffclust._utils import _torch
+    from skdiffclust.forest import _embedding
+
     return _embedding, _torch
 
 

@@ -17,6 +17,7 @@ from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from skdiffclust._training._stream import forget_stream, keep_stream
+from skdiffclust._utils._optional import import_optional
 from skdiffclust._utils._random import derive_seeds
 from skdiffclust._utils._state import keeps_state_on_failure
 from skdiffclust._utils._validation import (ANY_INTEGER, NumberInterval,
@@ -787,12 +788,10 @@ class PRCut(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Bas
 
 
 def _import_training():
-    try:
-        from skdiffclust._utils import _torch
-        from skdiffclust.prcut import _training
-    except ImportError as error:
-        raise ImportError(
-            'PRCut needs PyTorch: pip install "skdiffclust[torch]"') from error
+    import_optional("torch", "PRCut")
+    from skdiffclust._utils import _torch
+    from skdiffclust.prcut import _training
+
     return _training, _torch
 
 
