@@ -186,7 +186,7 @@ def same_prototypes(A, B, tolerance=DUPLICATE_TOLERANCE):
 @dataclass
 class AdamState:
     """Adam's moments (m_P, v_P, m_W, v_W), per-restart learning rates and step
-    count, for the numba kernels (the state of ``_torch_training.BatchedAdam``)."""
+    count, for the numba kernels (torch.optim.Adam holds them on CUDA, ``_torch_fit``)."""
 
     moments: tuple
     lr: np.ndarray
