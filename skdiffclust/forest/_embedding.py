@@ -36,8 +36,8 @@ from skdiffclust.forest._torch import (
     PerturbedProblem,
     similarity_to_numpy,
 )
-from skdiffclust.forest._gpu import seed_from_generator
 from skdiffclust.forest._scores import batch_error
+from skdiffclust.forest._seeds import seed_from_generator
 
 UNLABELLED = -1
 
