@@ -27,6 +27,7 @@ from skdiffclust.prcut._graph import (
     group_components,
     partition_objective,
     scaled_knn_graph,
+    shared_neighbor_graph,
     warn_on_degenerate_graph,
 )
 from skdiffclust.prcut._inference import module_logits, predict_logits
@@ -216,10 +217,13 @@ class PRCut(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Bas
         than 0.1% than that of an earlier candidate (the spectral start first)
         does not displace it.
 
-    init : {'spectral', 'random'}, default='spectral'
+    init : {'spectral', 'spectral_snn', 'random'}, default='spectral'
         ``'spectral'``: fit the network to spectral clustering's partition of the
-        graph before PRCut's training (see Notes). ``'random'``: start from the
-        network's random initialisation, as in the paper (algorithm 1).
+        graph before PRCut's training (see Notes). ``'spectral_snn'``: the same
+        with spectral clustering run on the graph's edges reweighted by the
+        neighbours their ends share (training reads the graph itself), for
+        large ``n_neighbors``. ``'random'``: start from the network's random
+        initialisation, as in the paper (algorithm 1).
 
     device : {'auto', 'cpu', 'cuda'}, default='auto'
         Where the network is trained; ``'auto'`` picks CUDA when available. On
@@ -359,7 +363,7 @@ class PRCut(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Bas
         "n_iter_no_change": [Interval(Integral, 1, None, closed="left"),
                              StrOptions({"auto"})],
         "n_init": [Interval(Integral, 1, None, closed="left")],
-        "init": [StrOptions({"spectral", "random"})],
+        "init": [StrOptions({"spectral", "spectral_snn", "random"})],
         "device": [StrOptions({"auto", "cpu", "cuda"})],
         "n_jobs": [Integral, None],
         "random_state": ["random_state"],
@@ -591,9 +595,11 @@ class PRCut(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Bas
         initial_labels = None
         if whole:  # zero cuts: whole components, which training could only cut
             initial_labels = group_components(components, self.n_clusters)
-        elif self.init == "spectral":
+        elif self.init != "random":
             initial_labels = training.initial_partition(
-                graph, self.n_clusters, components, device=device,
+                graph if self.init == "spectral"
+                else shared_neighbor_graph(graph, _n_threads(self.n_jobs)),
+                self.n_clusters, components, device=device,
                 seed=seeds[2 * self.n_init], n_threads=_n_threads(self.n_jobs))
         return seeds, scaling, graph, initial_labels, whole
 
