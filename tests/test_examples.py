@@ -14,7 +14,8 @@ OPTIONAL = {"dask_ml": 'needs dask-ml (pip install "skdiffclust[dask]")'}
 
 # examples that take more than about 20 s on two CPU cores (their docstrings say how
 # long); CI runs them through the documentation build. None does at present: the
-# longest, plot_prcut_scaling.py, takes about 6 s.
+# longest, plot_prcut_mnist.py, takes about 15 s with ../shared/data/mnist beside
+# the repository (a few seconds on the digits without it).
 SLOW = set()
 
 

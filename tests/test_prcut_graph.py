@@ -19,6 +19,7 @@ from skdiffclust.prcut._graph import (
     n_connected_components,
     partition_objective,
     prcut_objective,
+    shared_neighbor_graph,
 )
 from skdiffclust.prcut._inference import predict_probabilities
 
@@ -206,3 +207,19 @@ def test_numpy_forward_is_a_softmax_and_reads_sparse_rows():
     P = predict_probabilities(X, coefs, intercepts)
     np.testing.assert_allclose(P.sum(1), 1.0)
     np.testing.assert_allclose(P, predict_probabilities(X.toarray(), coefs, intercepts))
+
+
+@given(n=st.integers(2, 40), density=st.floats(0.0, 0.5), seed=st.integers(0, 100),
+       n_threads=st.sampled_from([1, 2, 3]))
+def test_shared_neighbor_weights_are_the_cubed_jaccard_of_closed_neighbourhoods(
+        n, density, seed, n_threads):
+    W = _random_graph(n, density, seed)
+    G = shared_neighbor_graph(W, n_threads=n_threads)
+    closed = (W.toarray() > 0) | np.eye(n, dtype=bool)
+    inter = closed.astype(int) @ closed.T.astype(int)
+    union = closed.sum(1)[:, None] + closed.sum(1)[None, :] - inter
+    expected = np.where(W.toarray() > 0, (inter / union) ** 3, 0.0)
+    np.testing.assert_allclose(G.toarray(), expected, rtol=1e-12)
+    # the same edges, so the same components; symmetric, like W
+    assert (G != G.T).nnz == 0
+    assert n_connected_components(G) == n_connected_components(W)

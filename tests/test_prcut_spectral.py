@@ -12,7 +12,11 @@ from sklearn.metrics import adjusted_rand_score
 from skdiffclust._training import StoppingRule
 from skdiffclust._utils._torch import make_generator
 from skdiffclust.prcut import _spectral
-from skdiffclust.prcut._graph import check_precomputed_affinity, knn_affinity
+from skdiffclust.prcut._graph import (
+    check_precomputed_affinity,
+    knn_affinity,
+    shared_neighbor_graph,
+)
 from skdiffclust.prcut._spectral import (
     NormalisedAdjacency,
     cluster_qr,
@@ -146,3 +150,19 @@ def test_the_network_is_fitted_to_the_partition_until_it_reproduces_it():
     with torch.no_grad():
         found = network(features(torch.arange(400))).argmax(1).numpy()
     assert np.mean(found == y) >= 0.99
+
+
+def test_shared_neighbours_sharpen_the_spectral_start_of_a_wide_graph():
+    # digits, 30 neighbours: a wide graph's edges between digits share few
+    # neighbours; spectral clustering of the reweighted graph (init='spectral_snn')
+    # finds the digits better (NMI 0.860 against 0.823)
+    from sklearn.datasets import load_digits
+    from sklearn.metrics import normalized_mutual_info_score
+
+    X, y = load_digits(return_X_y=True)
+    W = knn_affinity(X, 30)
+    plain = spectral_partition(W, 10, device=CPU, dtype=torch.float64, seed=0)
+    shared = spectral_partition(shared_neighbor_graph(W), 10, device=CPU,
+                                dtype=torch.float64, seed=0)
+    assert (normalized_mutual_info_score(y, shared)
+            > normalized_mutual_info_score(y, plain) + 0.02)

@@ -11,7 +11,11 @@ import torch
 from scipy.optimize import linear_sum_assignment
 from sklearn.cluster import SpectralClustering
 from sklearn.datasets import load_digits, make_blobs
-from sklearn.metrics import adjusted_rand_score, confusion_matrix
+from sklearn.metrics import (
+    adjusted_rand_score,
+    confusion_matrix,
+    normalized_mutual_info_score,
+)
 
 from skdiffclust._utils._torch import make_generator
 from skdiffclust._utils._validation import center_and_scale
@@ -156,6 +160,20 @@ def test_digits_accuracy_at_least_spectral_clustering_on_the_same_graph(digits):
     # from spectral clustering's partition, training lowers its ratio cut (the
     # paper's claim, with the default settings)
     assert ratio_cut(W, model.labels_) < ratio_cut(W, spectral.labels_)
+
+
+def test_spectral_snn_starts_from_the_reweighted_graph_and_trains_on_the_graph(digits):
+    X, y = digits
+    settings = dict(n_clusters=10, n_neighbors=30, random_state=0, device="cpu")
+    plain = PRCut(**settings).fit(X)
+    shared = PRCut(init="spectral_snn", **settings).fit(X)
+    # training reads the kNN graph itself, whatever the start
+    assert (shared.affinity_matrix_ != plain.affinity_matrix_).nnz == 0
+    # at 30 neighbours the plain graph's spectral start merges digits that the
+    # shared-neighbour weights keep apart
+    assert (normalized_mutual_info_score(y, shared.labels_)
+            > normalized_mutual_info_score(y, plain.labels_))
+    assert hungarian_accuracy(y, shared.labels_) > 0.8
 
 
 def test_annealed_digits_ratio_cut_below_spectral_clustering_on_the_same_graph(digits):

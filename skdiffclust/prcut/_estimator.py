@@ -146,10 +146,10 @@ class PRCut(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Bas
         (and the one fitted to the initial partition), the one whose partition
         uses the most clusters, then has the lowest objective, is kept.
 
-    init : {'spectral', 'random'}, default='spectral'
-        ``'spectral'``: fit the network to spectral clustering's partition of the
-        graph before PRCut's training (see Notes). ``'random'``: start from the
-        network's random initialisation, as in the paper (algorithm 1).
+    init : {'spectral', 'spectral_snn', 'random'}, default='spectral'
+        ``'spectral'``: first fit the network to spectral clustering's partition;
+        ``'spectral_snn'``: the same on edges reweighted by shared neighbours
+        (:ref:`prcut_spectral_snn`); ``'random'``: the paper's algorithm 1.
 
     device : {'auto', 'cpu', 'cuda'}, default='auto'
         Where the network is trained (and, on CUDA, the kNN graph built).
@@ -263,7 +263,7 @@ class PRCut(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Bas
         "n_iter_no_change": [NumberInterval(Integral, 1, None, closed="left"),
                              StrOptions({"auto"})],
         "n_init": [NumberInterval(Integral, 1, None, closed="left")],
-        "init": [StrOptions({"spectral", "random"})],
+        "init": [StrOptions({"spectral", "spectral_snn", "random"})],
         "device": [StrOptions({"auto", "cpu", "cuda"})],
         "n_jobs": [ANY_INTEGER, None],
         "random_state": ["random_state"],

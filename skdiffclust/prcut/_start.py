@@ -5,6 +5,7 @@ from skdiffclust._utils._random import derive_seeds
 from skdiffclust.prcut._graph import (
     connected_component_labels,
     group_components,
+    shared_neighbor_graph,
     warn_on_degenerate_graph,
 )
 from skdiffclust.prcut._inputs import graph_source_and_input
@@ -38,9 +39,11 @@ def training_start(estimator, X, device, training, n_seeds, graph_input=None, st
     initial_labels = None
     if whole:  # zero cuts: whole components, which training could only cut
         initial_labels = group_components(components, estimator.n_clusters)
-    elif estimator.init == "spectral":
+    elif estimator.init != "random":
         initial_labels = training.initial_partition(
-            graph, estimator.n_clusters, components, device=device,
+            graph if estimator.init == "spectral"
+            else shared_neighbor_graph(graph, n_threads(estimator.n_jobs)),
+            estimator.n_clusters, components, device=device,
             seed=seeds[2 * estimator.n_init], n_threads=n_threads(estimator.n_jobs))
     return seeds, scaling, graph, initial_labels, whole
 
