@@ -22,7 +22,7 @@ from skdiffclust import SparseGEMINI
 from skdiffclust.gemini import gemini_value_and_grad
 from skdiffclust.gemini._data import Standardisation
 from skdiffclust.gemini._models import SKIP, forward, init_kmeans_plusplus, softmax
-from skdiffclust.gemini._training import (
+from skdiffclust.gemini._fit import (
     best_reproduced_restart,
     full_gemini,
     train_restarts,

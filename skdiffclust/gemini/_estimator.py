@@ -29,7 +29,7 @@ from skdiffclust.gemini._models import (
     predict_proba,
 )
 from skdiffclust.gemini._objectives import OBJECTIVES
-from skdiffclust.gemini._training import (
+from skdiffclust.gemini._fit import (
     GeminiPath,
     GeminiStream,
     Problem,
