@@ -115,9 +115,9 @@ def test_a_cascade_of_leaving_features_is_refined(monkeypatch):
     original = _fit.train_epochs
     penalties = []
 
-    def fake(params, problem, *, penalty, **kwargs):
+    def fake(params, problem, settings, *, penalty, **kwargs):
         if penalty == 0:
-            return original(params, problem, penalty=penalty, **kwargs)
+            return original(params, problem, settings, penalty=penalty, **kwargs)
         penalties.append(penalty)
         params[SKIP][:, exits <= penalty] = 0.0
         params["W0"][:, exits <= penalty] = 0.0
