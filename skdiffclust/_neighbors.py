@@ -80,6 +80,7 @@ from joblib import effective_n_jobs
 from sklearn.neighbors import NearestNeighbors
 
 from skdiffclust._utils._numba import jit
+from skdiffclust._utils._optional import import_optional
 from skdiffclust._utils._random import derive_seeds
 from skdiffclust._utils._validation import consistent_sparse_indices
 
@@ -108,8 +109,6 @@ MIN_SAMPLES_PER_LIST = 39
 # feature than the product)
 EXACT_NS_PER_FEATURE, EXACT_NS_PER_PAIR = 0.017, 3.7
 SCAN_NS_PER_FEATURE = 0.30
-
-EXTRA = "ann"
 
 
 def kneighbors(X, n_neighbors, *, algorithm="auto", device=None, n_jobs=None,
@@ -230,14 +229,7 @@ def approximate_available():
 
 
 def _import_faiss():
-    try:
-        import faiss
-    except ImportError as error:
-        raise ImportError(
-            "The approximate neighbour search needs FAISS: pip install "
-            f'"skdiffclust[{EXTRA}]" (the faiss-cpu wheel).'
-        ) from error
-    return faiss
+    return import_optional("faiss", "The approximate neighbour search")
 
 
 def _device_type(device):

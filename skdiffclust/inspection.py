@@ -16,13 +16,9 @@ __all__ = ["FeatureMaskDisplay", "GeminiPathDisplay", "SpanningForestDisplay"]
 
 def _import_pyplot(caller):
     """``matplotlib.pyplot``, or an ImportError that says what needs it."""
-    try:
-        import matplotlib.pyplot as plt
-    except ImportError as error:
-        raise ImportError(
-            f"{caller} needs matplotlib: pip install matplotlib"
-        ) from error
-    return plt
+    from skdiffclust._utils._optional import import_optional
+
+    return import_optional("matplotlib.pyplot", caller)
 
 
 def _kwargs(defaults, given):
@@ -85,7 +81,7 @@ class SpanningForestDisplay:
     points_ : matplotlib PathCollection
         The samples, coloured by cluster.
 
-    labelled_ : matplotlib PathCollection or None
+    labeled_ : matplotlib PathCollection or None
         The labelled samples, when ``partial_labels`` has any.
 
     Examples
@@ -110,7 +106,7 @@ class SpanningForestDisplay:
 
     @classmethod
     def from_estimator(cls, estimator, X, y=None, *, ax=None, scatter_kwargs=None,
-                       edge_kwargs=None, labelled_kwargs=None):
+                       edge_kwargs=None, labeled_kwargs=None):
         """Draw the forest of a fitted :class:`~skdiffclust.SpanningForestClustering`.
 
         Parameters
@@ -130,7 +126,7 @@ class SpanningForestDisplay:
         ax : matplotlib Axes, default=None
             Axes to draw on; a new figure by default.
 
-        scatter_kwargs, edge_kwargs, labelled_kwargs : dict, default=None
+        scatter_kwargs, edge_kwargs, labeled_kwargs : dict, default=None
             Keyword arguments of the samples' ``scatter``, of the edges'
             ``LineCollection`` and of the labelled samples' ``scatter``.
 
@@ -158,9 +154,9 @@ class SpanningForestDisplay:
         display = cls(X, np.asarray(estimator.forest_edges_), estimator.labels_,
                       partial_labels=partial_labels)
         return display.plot(ax=ax, scatter_kwargs=scatter_kwargs, edge_kwargs=edge_kwargs,
-                            labelled_kwargs=labelled_kwargs)
+                            labeled_kwargs=labeled_kwargs)
 
-    def plot(self, ax=None, *, scatter_kwargs=None, edge_kwargs=None, labelled_kwargs=None):
+    def plot(self, ax=None, *, scatter_kwargs=None, edge_kwargs=None, labeled_kwargs=None):
         """Draw the forest.
 
         Parameters
@@ -168,7 +164,7 @@ class SpanningForestDisplay:
         ax : matplotlib Axes, default=None
             Axes to draw on; a new figure by default.
 
-        scatter_kwargs, edge_kwargs, labelled_kwargs : dict, default=None
+        scatter_kwargs, edge_kwargs, labeled_kwargs : dict, default=None
             Keyword arguments of the samples' ``scatter``, of the edges'
             ``LineCollection`` and of the labelled samples' ``scatter``.
 
@@ -191,13 +187,13 @@ class SpanningForestDisplay:
                   **_cluster_colours(np.asarray(self.labels))}
         self.points_ = ax.scatter(self.X[:, 0], self.X[:, 1],
                                   **_scatter_kwargs(points, scatter_kwargs))
-        self.labelled_ = None
+        self.labeled_ = None
         if self.partial_labels is not None and np.any(self.partial_labels != -1):
             known = self.partial_labels != -1
-            self.labelled_ = ax.scatter(
+            self.labeled_ = ax.scatter(
                 self.X[known, 0], self.X[known, 1],
                 **_scatter_kwargs({"marker": "*", "s": 150, "color": "k", "zorder": 3,
-                                   "label": "labelled"}, labelled_kwargs))
+                                   "label": "labeled"}, labeled_kwargs))
         ax.autoscale_view()
         self.ax_ = ax
         self.figure_ = ax.figure

@@ -3,10 +3,11 @@
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 from sklearn.metrics import calinski_harabasz_score, silhouette_score
-from sklearn.metrics.cluster import contingency_matrix, pair_confusion_matrix
+from sklearn.metrics.cluster import contingency_matrix
 from sklearn.pipeline import Pipeline
 from sklearn.utils.validation import check_consistent_length, column_or_1d
 
+from skdiffclust.forest._scores import batch_error, pair_error
 from skdiffclust.prcut import ratio_cut
 
 __all__ = [
@@ -85,12 +86,7 @@ def pair_confusion_error(y_true, y_pred):
     >>> pair_confusion_error([0, 0, 1, 1], [0, 0, 0, 0])
     0.5
     """
-    y_true, y_pred = _check_labelings(y_true, y_pred)
-    n = y_true.size
-    if n == 0:
-        return 0.0
-    confusion = pair_confusion_matrix(y_true, y_pred)
-    return float((confusion[0, 1] + confusion[1, 0]) / n**2)
+    return pair_error(*_check_labelings(y_true, y_pred))
 
 
 def batch_clustering_error(y_true, X, *, n_clusters, batch_size=64):
@@ -129,22 +125,13 @@ def batch_clustering_error(y_true, X, *, n_clusters, batch_size=64):
     >>> batch_clustering_error([0, 0, 1, 1], X, n_clusters=2, batch_size=4)
     0.0
     """
-    from skdiffclust.forest._solver import forest_from_features
-
     y_true = column_or_1d(y_true)
     X = np.asarray(X, dtype=np.float64)
     check_consistent_length(y_true, X)
     if int(n_clusters) < 1 or int(batch_size) < 1:
         raise ValueError(f"n_clusters and batch_size must be >= 1, got {n_clusters} "
                          f"and {batch_size}.")
-    wrong, pairs = 0.0, 0
-    for start in range(0, y_true.size, int(batch_size)):
-        rows = slice(start, start + int(batch_size))
-        n = y_true[rows].size
-        labels = forest_from_features(X[rows], min(int(n_clusters), n)).labels
-        wrong += pair_confusion_error(y_true[rows], labels) * n**2
-        pairs += n**2
-    return float(wrong / pairs) if pairs else 0.0
+    return batch_error(y_true, X, int(n_clusters), int(batch_size))
 
 
 def _labels_and_space(estimator, X):

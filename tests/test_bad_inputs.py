@@ -70,7 +70,7 @@ FIT_CASES = {
     "complex dtype": (X + 1j, "Complex data not supported"),
     "strings": (np.full(X.shape, "a"), "could not convert string to float"),
     "1-D": (X[:, 0], "Expected 2D array"),
-    "3-D": (X[:, :, None], "dim 3"),
+    "3-D": (X[:, :, None], "dim 3|2-D|3 dimensions"),
     "squares overflow": (X * 1e155, "overflow"),
 }
 

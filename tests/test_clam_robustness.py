@@ -20,7 +20,7 @@ from sklearn.metrics import adjusted_rand_score
 from sklearn.preprocessing import StandardScaler
 
 from skdiffclust import ClAM
-from skdiffclust.clam import _kernels, _training
+from skdiffclust.clam import _fit, _kernels, _settings
 from skdiffclust.clam._data import ScaledData
 from tests._data import load_benchmark
 
@@ -241,7 +241,7 @@ def test_sparse_rows_are_made_dense_a_block_at_a_time():
 
 
 def test_auto_patience_spans_a_number_of_steps():
-    patience = _training.steps_patience
+    patience = _settings.steps_patience
     assert patience(300, 16, 2000, (2, 10)) == 10  # 19 steps per epoch
     assert patience(100_000, 16, 2000, (2, 10)) == 2  # 6,250 steps per epoch
     assert patience(3_200, 16, 2000, (2, 10)) == 10
@@ -253,10 +253,10 @@ def test_restarts_that_found_the_same_prototypes_are_pruned():
     rng = np.random.default_rng(0)
     prototypes = rng.standard_normal((4, 3))
     shuffled = prototypes[[2, 0, 3, 1]] + 1e-3
-    assert _training.same_prototypes(prototypes, shuffled)
+    assert _fit.same_prototypes(prototypes, shuffled)
     moved = prototypes.copy()
     moved[0] = prototypes[1] + 0.01  # two prototypes in one place, one missing
-    assert not _training.same_prototypes(prototypes, moved)
+    assert not _fit.same_prototypes(prototypes, moved)
 
 
 def test_large_data_train_only_the_best_distinct_restarts():
@@ -303,18 +303,19 @@ def test_the_selected_fit_is_the_fit_at_the_selected_beta(n_samples):
 
 
 def test_a_float_beta_is_a_single_fit(monkeypatch):
-    from skdiffclust.clam import _estimator
+    from skdiffclust.clam import _estimator, _selection
 
     calls = []
     original = _estimator.ClAM._fit_with_sharpness
     monkeypatch.setattr(_estimator.ClAM, "_fit_with_sharpness",
-                        lambda self, *args: calls.append(args[1]) or original(self, *args))
+                        lambda self, *args, **kwargs: calls.append(args[1])
+                        or original(self, *args, **kwargs))
     X, _ = make_blobs(n_samples=200, centers=3, random_state=0)
     _quiet(ClAM(3, beta=1.0, random_state=0), X)
     assert calls == [1.0]
     calls.clear()
     _quiet(ClAM(3, random_state=0), X)
-    assert calls == list(_estimator.AUTO_BETA_GRID)  # the winner is kept, not refitted
+    assert calls == list(_selection.AUTO_BETA_GRID)  # the winner is kept, not refitted
 
 
 @pytest.mark.shared_data

@@ -24,7 +24,7 @@ from skdiffclust.forest._gpu import DeviceConstraints  # noqa: E402
 from skdiffclust.forest._kruskal import tree_connectors  # noqa: E402
 from skdiffclust.forest._perturbed import perturb  # noqa: E402
 from skdiffclust.forest._solver import forest_from_similarity, similarity_tree  # noqa: E402
-from skdiffclust.forest._gpu import seed_from_generator  # noqa: E402
+from skdiffclust.forest._seeds import seed_from_generator  # noqa: E402
 
 pytestmark = pytest.mark.torch
 HAS_CUDA = torch.cuda.is_available()

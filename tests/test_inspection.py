@@ -58,7 +58,7 @@ def test_forest_display_draws_one_segment_per_forest_edge(moons):
     np.testing.assert_array_equal(display.points_.get_array(), forest.labels_)
     # tab10's first three colours, not spread over the whole colour map
     assert (display.points_.norm.vmin, display.points_.norm.vmax) == (0, 9)
-    np.testing.assert_array_equal(display.labelled_.get_offsets(), X[partial != -1])
+    np.testing.assert_array_equal(display.labeled_.get_offsets(), X[partial != -1])
     assert display.ax_ is display.edges_.axes
     assert display.figure_ is display.ax_.figure
 
@@ -70,7 +70,7 @@ def test_forest_display_draws_on_given_axes_with_matplotlib_arguments(moons):
     display = SpanningForestDisplay.from_estimator(
         forest, X, ax=ax, edge_kwargs={"colors": "red"}, scatter_kwargs={"cmap": "coolwarm"})
     assert display.ax_ is ax
-    assert display.labelled_ is None
+    assert display.labeled_ is None
     np.testing.assert_allclose(display.edges_.get_colors(), [[1.0, 0.0, 0.0, 1.0]])
     assert display.points_.get_cmap().name == "coolwarm"
     # with another colour map, the two clusters take its two ends

@@ -12,7 +12,7 @@ from sklearn.metrics import adjusted_rand_score
 from sklearn.metrics.pairwise import rbf_kernel
 
 from skdiffclust.prcut import PRCut, ratio_cut
-from skdiffclust.prcut import _training
+from skdiffclust.prcut import _fit as _training
 from tests._data import load_benchmark
 
 pytestmark = pytest.mark.torch

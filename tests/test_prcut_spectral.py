@@ -20,7 +20,7 @@ from skdiffclust.prcut._spectral import (
     spectral_partition,
     top_eigenvectors,
 )
-from skdiffclust.prcut._training import AssignmentNetwork, FeatureBatches, fit_to_partition
+from skdiffclust.prcut._fit import AssignmentNetwork, FeatureBatches, fit_to_partition
 
 pytestmark = pytest.mark.torch
 

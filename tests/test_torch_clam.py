@@ -12,7 +12,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import adjusted_rand_score, silhouette_score
 from sklearn.preprocessing import StandardScaler
 
-from skdiffclust.clam import ClAM, _fastexp, _kernels, _torch_training, _training
+from skdiffclust.clam import ClAM, _fastexp, _fit, _inference, _kernels, _settings, _torch_fit
 from skdiffclust.clam._backprop import completion_loss_and_grads
 from skdiffclust.clam._dynamics import (
     LOGIT_FLOOR,
@@ -251,11 +251,11 @@ def test_cpu_and_torch_trainers_agree_on_the_same_draws(params):
     if metric == "cosine":
         X = X / np.linalg.norm(X, axis=1, keepdims=True)
     initial = np.stack([X[[0, 10, 20]], X[[5, 15, 25]]])
-    dynamics = _training.Dynamics(beta=0.7, n_steps=6, alpha=0.2, metric=metric)
+    dynamics = _settings.Dynamics(beta=0.7, n_steps=6, alpha=0.2, metric=metric)
     settings = dict(weighted=weighted, mask_prob=params.get("mask_prob", 0.3),
                     batch_size=8, learning_rate=0.05, seed=0)
-    cpu = _training.CPUTrainer(X, X.mean(0), initial, dynamics, **settings)
-    task = _torch_training.CompletionTask(
+    cpu = _fit.CPUTrainer.start(X, X.mean(0), initial, dynamics, **settings)
+    task = _torch_fit.CompletionTask(
         X, X.mean(0), initial, dynamics, weighted=weighted, mask_prob=settings["mask_prob"],
         device="cpu", generator=None)
     optimizer = torch.optim.Adam(task.parameters(), lr=settings["learning_rate"])
@@ -283,8 +283,8 @@ def test_the_mask_counter_wraps_past_the_epoch_and_restarts_with_it():
     # batch: the counter must wrap (an H100 raised a device-side assert) and the
     # epoch restart afterwards
     X, _ = make_blobs(n_samples=20, n_features=8, centers=2, random_state=0)
-    dynamics = _training.Dynamics(beta=1.0, n_steps=3, alpha=0.2, metric="euclidean")
-    task = _torch_training.CompletionTask(
+    dynamics = _settings.Dynamics(beta=1.0, n_steps=3, alpha=0.2, metric="euclidean")
+    task = _torch_fit.CompletionTask(
         X, X.mean(0), X[None, [0, 1]], dynamics, weighted=False, mask_prob=0.25,
         device="cpu", generator=torch.Generator().manual_seed(0))
     task.prepare_epoch(n_batches=1, batch_size=20)
@@ -301,10 +301,10 @@ def test_the_mask_counter_wraps_past_the_epoch_and_restarts_with_it():
 def test_stopped_restarts_are_left_alone():
     X, _ = make_blobs(n_samples=40, n_features=4, centers=2, random_state=0)
     initial = np.stack([X[[0, 1]], X[[2, 3]]])
-    dynamics = _training.Dynamics(beta=1.0, n_steps=5, alpha=0.2, metric="euclidean")
-    cpu = _training.CPUTrainer(X.astype(np.float32), X.mean(0), initial, dynamics,
-                               weighted=False, mask_prob=0.25, batch_size=16,
-                               learning_rate=0.1, seed=0)
+    dynamics = _settings.Dynamics(beta=1.0, n_steps=5, alpha=0.2, metric="euclidean")
+    cpu = _fit.CPUTrainer.start(X.astype(np.float32), X.mean(0), initial, dynamics,
+                                weighted=False, mask_prob=0.25, batch_size=16,
+                                learning_rate=0.1, seed=0)
     losses = cpu.epoch(np.array([True, False]))
     assert np.isfinite(losses[0]) and np.isnan(losses[1])
     np.testing.assert_array_equal(cpu.parameters()[0][1], initial[1].astype(np.float32))
@@ -342,8 +342,8 @@ def test_inference_is_the_torch_recursion(metric, weighted):
         X = unit_rows(X)
     prototypes, log_weights = _randn(4, 5, seed=2), _randn(4, seed=3) if weighted else None
     memories = Memories(prototypes, 0.6, metric, log_weights)
-    dynamics = _training.Dynamics(beta=0.6, n_steps=7, alpha=0.2, metric=metric)
-    labels, distances = _training.converge(
+    dynamics = _settings.Dynamics(beta=0.6, n_steps=7, alpha=0.2, metric=metric)
+    labels, distances = _inference.converge(
         X.numpy(), prototypes.numpy(), None if log_weights is None else log_weights.numpy(),
         dynamics)
     final = recursion(memories, X, 7, 0.2)
@@ -352,7 +352,7 @@ def test_inference_is_the_torch_recursion(metric, weighted):
     np.testing.assert_array_equal(labels, memories.nearest(final).numpy())
     # the loss, with the masks it draws from its seed
     fill = X.mean(0)
-    loss = _training.evaluate_loss(
+    loss = _inference.evaluate_loss(
         X.numpy(), fill.numpy(), prototypes[None].numpy(),
         None if log_weights is None else log_weights[None].numpy(), dynamics, 0.4, seed=5)
     _, masks = _hidden_and_masks(np.random.default_rng(5), (1, 200, 5), 2)
@@ -562,15 +562,16 @@ def test_device_trainer_runs_on_cpu_tensors(blobs):
     X, y = blobs
     Z = ((X - X.mean(0)) / X.std()).astype(np.float32)
     initial = np.stack([Z[[0, 100, 200, 250]], Z[[1, 101, 201, 251]]])
-    dynamics = _training.Dynamics(beta=2.0, n_steps=10, alpha=0.1, metric="euclidean")
-    trained = _torch_training.train_on_device(
-        Z, np.zeros(2, np.float32), initial, dynamics, weighted=False, mask_prob=0.15,
-        batch_size=16, max_iter=40, learning_rate=0.05, tol=1e-3, n_iter_no_change=5,
-        device=torch.device("cpu"), seed=0, verbose=False)
+    dynamics = _settings.Dynamics(beta=2.0, n_steps=10, alpha=0.1, metric="euclidean")
+    settings = _settings.TrainingSettings(
+        weighted=False, mask_prob=0.15, batch_size=16, max_iter=40, learning_rate=0.05,
+        tol=1e-3, n_iter_no_change=5, device=torch.device("cpu"), seed=0)
+    trained = _torch_fit.train_on_device(Z, np.zeros(2, np.float32), initial, dynamics,
+                                         settings)
     assert trained.prototypes.shape == (2, 4, 2) and 1 <= trained.n_iter[0] <= 40
     assert len(trained.loss_curves[0]) == trained.n_iter[0]
-    labels, _ = _training.converge(Z.astype(np.float64),
-                                   trained.prototypes[0].astype(np.float64), None, dynamics)
+    labels, _ = _inference.converge(Z.astype(np.float64),
+                                    trained.prototypes[0].astype(np.float64), None, dynamics)
     assert adjusted_rand_score(y, labels) > 0.9
 
 

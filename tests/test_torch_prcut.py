@@ -25,7 +25,7 @@ from skdiffclust.prcut._loss import (
     kl_to_uniform,
     surrogate,
 )
-from skdiffclust.prcut._training import AssignmentNetwork, cooldown_schedule, hardness_schedule
+from skdiffclust.prcut._fit import AssignmentNetwork, cooldown_schedule, hardness_schedule
 
 pytestmark = pytest.mark.torch
 

@@ -11,100 +11,62 @@ from sklearn.base import (
     ClusterMixin,
     TransformerMixin,
     _fit_context,
-    clone,
 )
-from sklearn.cluster import kmeans_plusplus
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 from threadpoolctl import threadpool_limits
 
 from skdiffclust._training._stream import forget_stream, keep_stream
-from skdiffclust._utils._random import derive_seeds, numpy_generator
+from skdiffclust._utils._random import derive_seeds
 from skdiffclust._utils._state import keeps_state_on_failure
 from skdiffclust._utils._validation import (ANY_INTEGER, NumberInterval, check_magnitude,
                                             check_spread)
 from skdiffclust.clam._data import ScaledData
 from skdiffclust.clam._device import resolve_training_device
-from skdiffclust.clam._selection import (
-    best_restart,
-    normalised_weights,
-    relabel_by_first_appearance,
-    row_sample,
-    scales_of,
-    silhouette,
-    softest_near_best,
-    unit_rows,
+from skdiffclust.clam._settings import (
+    PLATEAU_BOUNDS,
+    PLATEAU_STEPS,
+    Dynamics,
+    FittedState,
+    TrainingSettings,
+    steps_patience,
 )
-
-# beta='auto' is a multiple of one over the scale at which the initial prototypes
-# compete (_selection.scales_of: the spread, mean squared distance of the points to
-# their nearest initial prototype, or the gap to the second nearest when smaller),
-# the multiple being chosen among
-# AUTO_BETA_GRID by the silhouette of the partition it gives, on at most
-# SELECTION_POINTS points (the paper selects beta by silhouette, dataset by
-# dataset); learning_rate='auto' is AUTO_LEARNING_RATE times the spread per
-# feature, sqrt(spread / d): both follow the scale of the clusters
-AUTO_BETA_GRID = (0.5, 1.0, 2.0, 4.0)
-SELECTION_POINTS = 5000
-# on more points, the selection fits this many of them, drawn at random (then the
-# chosen beta is fitted on all of them)
-SELECTION_SAMPLE = 2500
-# the silhouettes are computed on at most this many of those points (the softest
-# beta within _selection.SILHOUETTE_TOLERANCE of the best silhouette is chosen)
-SILHOUETTE_POINTS = 1000
-AUTO_LEARNING_RATE = 0.05
-# k-means++ seeds on at most this many points, drawn at random
-SEEDING_POINTS = 20_000
+from skdiffclust.clam._selection import (
+    initial_prototypes,
+    keep_best,
+    scaled_beta,
+    scaled_learning_rate,
+    scales_of,
+    select_sharpness,
+)
 
 
 class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, BaseEstimator):
     """Clustering with associative memories (ClAM), a differentiable k-means.
 
-    Each point is moved for ``n_steps`` steps by the attractor dynamics of a dense
-    associative memory whose memories are ``n_clusters`` learned prototypes, and
-    belongs to the prototype it ends next to: a hard assignment at all times,
-    computed by differentiable operations. The prototypes are trained end to end
-    by backpropagation through the dynamics, with the masked pattern-completion
-    loss of Saha et al. (2023): hide a few features of a point, let the dynamics
-    complete them, and penalise the error on the hidden features.
-
-    Read more in the :ref:`User Guide <clam>`, which lists the defaults that
-    differ from the paper and why.
+    Each point follows the attractor dynamics of an associative memory whose
+    memories are ``n_clusters`` prototypes, and belongs to the prototype it ends
+    next to. The prototypes are trained through the dynamics with the masked
+    pattern-completion loss of Saha et al. (2023). Read more in the
+    :ref:`User Guide <clam>`, which lists the defaults that differ from the paper.
 
     Parameters
     ----------
     n_clusters : int, default=8
-        Number of prototypes k. Prototypes that attract no point during training
-        are re-seeded (``reseed``); if some cluster is still empty at the end, the
-        estimator warns and ``n_clusters_`` says how many it found.
+        Number of prototypes k. If a cluster is empty at the end, the estimator
+        warns and ``n_clusters_`` says how many it found.
 
     beta : float or 'auto', default='auto'
         Inverse temperature of the energy ``E(v) = -1/beta log sum_mu
-        exp(-beta ||rho_mu - v||^2)`` (eq. 1, exactly as written in the paper; the
-        authors' code uses ``beta / 2``, so their beta is twice this one). Large
-        beta makes the basins of attraction the Voronoi cells of the prototypes
-        (k-means); small beta lets prototypes attract collectively.
-
-        ClAM works on the data centred and divided by their root mean squared
-        deviation (one scale for all features), so that it is invariant to a
-        shift and equivariant to a global rescale; a float beta is in units of
-        one over that deviation squared: on standardised features, the paper's
-        beta (it found 0.1 to 3 best on the UCI sets of 7 to 18 features, and
-        about 0.1 on the 64 features of digits). ``'auto'`` selects beta as the paper's
-        authors do, by the silhouette of the partition: ClAM is fitted at 0.5, 1,
-        2 and 4 times one over the scale at which the initial prototypes compete
-        for the points (two over it for ``metric='cosine'``): the mean squared
-        distance of the points to their nearest initial prototype, or, when it is
-        smaller, the median gap between their squared distances to the nearest
-        and the second nearest (in high dimension, where every distance carries
-        the same large within-cluster term, which the attraction's softmax
-        ignores), on all the points up to
-        5,000 (on 2,500 drawn at random beyond, then once more on all of them),
-        and the softest beta whose silhouette (on 1,000 of those points) is
-        within 0.005 of the best is kept, among the fits that keep the most
-        clusters. About four fits' time on small data. A float is the paper's
-        single fit at a fixed beta. ``beta_`` holds the
-        value used, in the units of the input.
+        exp(-beta ||rho_mu - v||^2)`` (eq. 1 as written; the authors' code uses
+        ``beta / 2``). Large beta makes the basins the Voronoi cells of the
+        prototypes (k-means); small beta lets prototypes attract collectively.
+        A float is in units of the data after centring and division by their
+        root mean squared deviation (on standardised features, the paper's) and
+        gives the paper's single fit. ``'auto'`` selects beta by the silhouette
+        of the partition among four multiples of the scale at which the initial
+        prototypes compete (:ref:`clam_scale`). ``beta_`` holds the value
+        used, in the units of the input.
 
     n_steps : int, default=10
         Number of AM recursion steps T.
@@ -112,99 +74,78 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
     step_size : float in (0, 1], default=None
         ``dt / tau``, the fraction of the way each step moves a point toward the
         attraction-weighted prototypes. ``None`` means ``1 / n_steps`` (the
-        paper's ``T = tau / dt``). With any value in (0, 1] the energy never
-        increases along the recursion.
+        paper's ``T = tau / dt``).
 
     metric : {'euclidean', 'cosine'}, default='euclidean'
-        ``'cosine'`` is the spherical variant (eq. 12): points are scaled to unit
-        norm, prototypes act through their directions, and the dynamics stay on
-        the unit sphere.
+        ``'cosine'`` is the spherical variant (eq. 12): the dynamics stay on the
+        unit sphere.
 
     weighted : bool, default=False
         Learn one weight per prototype (eq. 10-11), scaling its attraction.
 
     mask_prob : float in [0, 1), default=0.15
-        Fraction of features hidden in each training example: exactly
-        ``round(mask_prob * n_features)`` distinct features, chosen at random.
-        When that is 0 (``mask_prob=0``, or fewer than ``0.5 / mask_prob``
-        features, e.g. 2-D data) training uses the unmasked loss
-        ``||x - x^T||^2`` (eq. 8): hiding one of two coordinates leaves too
-        little to complete a pattern from.
+        Fraction of features hidden in each training example
+        (``round(mask_prob * n_features)`` of them). When that is 0 (e.g. 2-D
+        data) training uses the unmasked loss ``||x - x^T||^2`` (eq. 8).
 
     mask_value : {'mean', 'min', 'max'}, default='mean'
-        The value a hidden feature starts from: that feature's mean, minimum or
-        maximum over the training data.
+        The value a hidden feature starts from, over the training data.
 
     init : {'k-means++', 'random'} or array-like of shape (n_clusters, n_features), \
             default='k-means++'
-        Initial prototypes: ``'k-means++'`` seeds them by k-means++ (better and
-        more stable results than random seeding), ``'random'`` picks
-        ``n_clusters`` distinct training points at random (the paper's seeding);
-        an array is used as given (and ``n_init`` is then 1).
+        Initial prototypes: k-means++ seeding, distinct training points drawn at
+        random (the paper's), or an array used as given (then ``n_init`` is 1).
 
     n_init : int, default=3
         Number of restarts from different initial prototypes, trained together;
-        the one of lowest masked loss (on masks fixed at fit time, the same for
-        all) is kept. With ``prune``, restarts that found the prototypes of a
-        better one (after any epoch), or whose epoch loss is more than 10% above
-        the best one (from the third epoch), stop training and are not kept.
+        the one of lowest masked loss (on masks fixed at fit time) is kept.
+        See ``prune``.
 
     max_iter : int, default=200
         Maximum number of training epochs. ``0`` keeps the initial prototypes.
 
     batch_size : int, default=16
-        Points per mini-batch. Small batches (the paper's best are 8 and 16) give
-        markedly better clusters than large ones, at more steps per epoch.
+        Points per mini-batch (the paper's best are 8 and 16).
 
     learning_rate : float or 'auto', default='auto'
-        Initial learning rate of Adam, in the units of the data after centring and
-        scaling (see ``beta``; on standardised features, the paper's). It is
-        multiplied by 0.8 whenever the epoch loss has not improved by 0.1% for 5
-        epochs (on more than 3,200 points, for about 1,000 steps), down to 1e-4
-        times its initial value (the paper's schedule). ``'auto'`` is a fraction
-        of the clusters' spread per feature, smaller at a sharper ``beta`` (see
-        the user guide). Once training has converged, a cool-down of about
-        1,000 steps halves the rate at each epoch; they count in ``n_iter_``.
+        Initial learning rate of Adam, in the units of ``beta``. It follows the
+        paper's plateau schedule (x0.8 after 5 epochs, or about 1,000 steps,
+        without a 0.1% gain, down to 1e-4 times its start), then a cool-down of
+        about 1,000 steps once converged (counted in ``n_iter_``). ``'auto'``
+        is a fraction of the clusters' spread per feature, smaller at a sharper
+        ``beta`` (:ref:`clam`).
 
     tol : float, default=1e-3
-        Training stops when the epoch loss (summed over the restarts) has not
-        decreased by more than a relative ``tol`` for ``n_iter_no_change``
-        epochs.
+        Training stops when the epoch loss has not decreased by a relative
+        ``tol`` for ``n_iter_no_change`` epochs.
 
     n_iter_no_change : int or 'auto', default='auto'
         See ``tol``. ``'auto'``: the epochs of about 2,000 Adam steps, between 2
-        and 10 (10 epochs on up to 3,200 points; 2 on 100,000).
+        and 10.
 
     reseed : bool, default=True
-        Re-seed dead prototypes during training: a prototype that attracted no
-        training example most in an epoch moves to an example drawn with
-        probability proportional to its completion loss, at most ``n_clusters``
-        times per restart. ``False``: they stay (the paper is silent).
+        Move a prototype that attracted no example in an epoch to an example
+        drawn in proportion to its completion loss (at most ``n_clusters``
+        times per restart). ``False``: they stay (the paper is silent).
 
     prune : bool, default=True
         Stop training restarts that duplicate a better one or whose loss is
-        clearly worse (see ``n_init``): on large data, where an epoch is long and
-        restarts often agree, most epochs then train one restart. ``False``
-        trains every restart until the end, as the paper does.
+        more than 10% above the best. ``False`` trains every restart to the end,
+        as the paper does.
 
     device : {'auto', 'cpu', 'cuda'}, default='auto'
-        Where the prototypes are trained. The CPU trains with numba kernels and
-        needs no PyTorch; CUDA trains with torch (without pruning). ``'auto'``
-        picks CUDA when PyTorch is installed, sees one, and ``batch_size`` is at
-        least 1024 (a step on a small batch is too little work for a GPU).
-        Inference (``labels_``, ``predict``, ``predict_proba``, ``transform``,
-        ``score``) runs on the CPU, so fitted estimators need neither a GPU nor
-        PyTorch.
+        Where the prototypes are trained: the CPU with numba kernels (no
+        PyTorch needed), CUDA with torch (without pruning). ``'auto'`` picks
+        CUDA when torch sees one and ``batch_size`` is at least 1024. Inference
+        always runs on the CPU.
 
     n_jobs : int, default=None
-        Threads of the CPU kernels: the restarts during training, slices of the
-        points during inference. ``None`` means 1, ``-1`` all processors. The
+        Threads of the CPU kernels (``None``: 1, ``-1``: all processors). The
         result does not depend on it.
 
     random_state : int, RandomState instance or None, default=None
-        Seeds the initialisation, the batches, the masks and the re-seeding.
-        Same seed, same data (bit for bit): same labels, in any process and with
-        any ``n_jobs``.
+        Seeds every random draw: same seed and data, same labels, in any process
+        and with any ``n_jobs``.
 
     verbose : bool, default=False
         Show a progress bar (tqdm) over the training epochs.
@@ -212,9 +153,8 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
     Attributes
     ----------
     cluster_centers_ : ndarray of shape (n_clusters, n_features)
-        The learned prototypes (memories), in the units and dtype of the input,
-        occupied clusters first, in the order of the labels. Unit vectors for
-        ``metric='cosine'``.
+        The learned prototypes, in the units and dtype of the input, in the
+        order of the labels (unit vectors for ``metric='cosine'``).
 
     cluster_weights_ : ndarray of shape (n_clusters,)
         Normalised prototype weights ``softmax(log w)``; uniform unless
@@ -236,9 +176,8 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
         Training epochs run.
 
     loss_ : float
-        Training loss of the kept restart: the mean over points of the squared
-        completion error on the hidden features, in the squared units of the
-        input, on masks drawn from a seed fixed at fit time.
+        Masked completion loss of the kept restart, in the squared units of the
+        input (masks drawn from a seed fixed at fit time).
 
     loss_curve_ : ndarray of shape (`n_iter_`,)
         Its mean loss over each training epoch (same units).
@@ -258,13 +197,10 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
     Notes
     -----
     One recursion step is ``x <- (1 - alpha) x + alpha p @ R`` with ``alpha =
-    step_size`` and ``p = softmax_mu(-beta ||rho_mu - x||^2)``: a gradient step
-    on the energy, computed from inner products and a softmax over logits (the
-    reference code's raw ``exp`` gives 0/0 in high dimension). Training follows
-    algorithm 1 of the paper, with the backward pass through the T steps written
-    out by hand; inference runs in float64, each point on its own, so that a
-    point's label depends neither on its batch nor on the number of threads. The
-    user guide gives the details, and the defaults that differ from the paper.
+    step_size`` and ``p = softmax_mu(-beta ||rho_mu - x||^2)``. Inference runs
+    in float64, each point on its own: a point's label depends neither on its
+    batch nor on the number of threads. The :ref:`User Guide <clam>` gives the
+    details, and the defaults that differ from the paper.
 
     References
     ----------
@@ -358,16 +294,18 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
         forget_stream(self)
         *seeds, selection_seed = derive_seeds(self.random_state, 4)
         if self.beta != "auto" or self.max_iter == 0 or not 2 <= self.n_clusters < X.shape[0]:
-            return self._fit_with_sharpness(X, 1.0, seeds)
-        sharpness, candidate, caught = self._select_sharpness(X, seeds, selection_seed)
-        if candidate is None or self.verbose:  # fitted on a sample, or the bar is wanted
-            return self._fit_with_sharpness(X, sharpness, seeds)
-        # fitted on all of X with the same seeds: this very fit, already made, and
-        # the warnings it gave
-        params = self.get_params(deep=False)
-        vars(self).update({k: v for k, v in vars(candidate).items() if k not in params})
-        for warning in caught:
-            warnings.warn(warning.message, warning.category, stacklevel=4)
+            state = self._fit_with_sharpness(X, 1.0, seeds, self.verbose)
+        else:
+            sharpness, state, caught = select_sharpness(
+                lambda rows, sharpness: self._fit_with_sharpness(rows, sharpness, seeds, False),
+                X, selection_seed, self.metric)
+            if state is None or self.verbose:  # fitted on a sample, or the bar is wanted
+                state = self._fit_with_sharpness(X, sharpness, seeds, self.verbose)
+            else:  # fitted on all of X with the same seeds: this very fit, already made
+                for warning in caught:  # and the warnings it gave
+                    warnings.warn(warning.message, warning.category, stacklevel=4)
+        self._adopt(state)
+        self._warn_empty_clusters(relabelled=True)
         return self
 
     def _validate_first(self, X):
@@ -386,23 +324,13 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
         """One pass over a chunk of the data, continuing the previous calls' training.
 
         The first call (or the first after :meth:`fit`) initialises ClAM from its
-        chunk as ``fit`` does: ``beta='auto'`` is selected by silhouette on it
-        (on 2,500 of its points at most), the ``n_init`` restarts are seeded by
-        k-means++ in it, and the centring and scale of its points, and the
-        ``mask_value`` of hidden features, are frozen: later chunks are seen in
-        the first chunk's coordinates (so feed a representative first chunk,
-        e.g. shuffled data; running moments would move the coordinates, hence
-        the prototypes' units, from call to call). Each call makes one pass over
-        its chunk in mini-batches of ``batch_size``, continuing the prototypes,
-        Adam's state, the plateau schedule of the learning rate and the
-        re-seeding of dead prototypes (from the chunk's points). After the first
-        pass only the restart ``fit`` would keep goes on, so that a cluster keeps
-        its number from call to call (``cluster_centers_`` keep their order;
-        labels may skip a cluster the chunk leaves empty). After every call the
-        fitted attributes and :meth:`predict` are valid and ``labels_`` are the
-        chunk's; ``n_iter_`` counts the calls, ``loss_curve_`` holds each pass's
-        mean loss, ``n_steps_`` the Adam steps and ``n_samples_seen_`` the points.
-        Training runs on the CPU (numba kernels), whatever ``device``.
+        chunk as ``fit`` does and freezes its coordinates (centring, scale, fill
+        of hidden features, ``beta``): feed a representative first chunk. Each
+        call makes one pass in mini-batches, continuing the prototypes, Adam's
+        state, the schedule and the re-seeding; after the first, only the restart
+        ``fit`` would keep goes on, so clusters keep their numbers. ``n_iter_``
+        counts the calls. Trains on the CPU, whatever ``device``. See
+        :ref:`streaming` in the user guide.
 
         Parameters
         ----------
@@ -435,223 +363,104 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
                          n_threads=n_threads)
         stream.keep_best_restart(rows, self.mask_prob, self.weighted, n_threads)
         kept = stream.kept(rows, self.mask_prob, self.weighted, n_threads)
-        self._set_fitted(kept, data, stream.dynamics, stream.fill, stream.score_seed,
-                         X.dtype, relabel=False)
+        self._adopt(FittedState.of(kept, data, stream.dynamics, stream.fill,
+                                   stream.score_seed, X.dtype,
+                                   cosine=self.metric == "cosine", relabel=False))
         keep_stream(self, stream)
-        self._warn_empty_clusters(stacklevel=5)
+        self._warn_empty_clusters(relabelled=False)
         return self
 
     def _start_stream(self, X):
         """The state of ``partial_fit`` before its first pass, from the first chunk."""
         from skdiffclust.clam._stream import ClamStream
 
-        training = _training_module()
         *seeds, selection_seed = derive_seeds(self.random_state, 4)
         sharpness = 1.0
         if self.beta == "auto" and 2 <= self.n_clusters < X.shape[0]:
-            sharpness = self._select_sharpness(X, seeds, selection_seed)[0]
+            sharpness = select_sharpness(
+                lambda rows, sharpness: self._fit_with_sharpness(rows, sharpness, seeds, False),
+                X, selection_seed, self.metric)[0]
         init_seed, train_seed, score_seed = seeds
         data = ScaledData(X, self.metric == "cosine")
         with threadpool_limits(effective_n_jobs(self.n_jobs), user_api="blas"):
             initial = self._initial_prototypes(data, init_seed)
-        spread, competition = scales_of(data, initial)
-        dynamics = self._dynamics(training, self._beta(competition, sharpness))
+        dynamics, learning_rate = self._dynamics_and_rate(data, initial, sharpness)
         return ClamStream.start(
-            data, initial, dynamics, data.column_reduction(self.mask_value),
-            self._learning_rate(spread, competition, data.n_features, dynamics.beta),
-            training.steps_patience(data.n_samples, self.batch_size,
-                                    training.PLATEAU_STEPS, training.PLATEAU_BOUNDS),
+            data, initial, dynamics, data.column_reduction(self.mask_value), learning_rate,
+            steps_patience(data.n_samples, self.batch_size, PLATEAU_STEPS, PLATEAU_BOUNDS),
             seed=train_seed, score_seed=score_seed)
 
-    def _select_sharpness(self, X, seeds, selection_seed):
-        """The multiple of beta='auto' (in ``AUTO_BETA_GRID``) whose partition of at
-        most ``SELECTION_POINTS`` points has the best silhouette, among those that
-        keep the most clusters; with the winning fit when it was made on all of X."""
-        rng = numpy_generator(selection_seed)
-        n_sample = X.shape[0] if X.shape[0] <= SELECTION_POINTS else SELECTION_SAMPLE
-        sample = X[row_sample(rng, X.shape[0], n_sample)]
-        scored = row_sample(rng, sample.shape[0], SILHOUETTE_POINTS)
-        metric = "cosine" if self.metric == "cosine" else "euclidean"
-        # centred (dense, Euclidean), so that a large offset costs no precision
-        scored_rows = sample[scored]
-        if metric == "euclidean" and isinstance(scored_rows, np.ndarray):
-            scored_rows = scored_rows - scored_rows.mean(axis=0)
-        fits, keys = [], []
-        for sharpness in AUTO_BETA_GRID:
-            candidate = clone(self).set_params(verbose=False)
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
-                candidate._fit_with_sharpness(sample, sharpness, seeds)
-            fits.append((sharpness, candidate, caught))
-            keys.append((candidate.n_clusters_,
-                         silhouette(scored_rows, candidate.labels_[scored], metric)))
-        sharpness, candidate, caught = fits[softest_near_best(keys)]
-        if sample.shape[0] < X.shape[0]:
-            return sharpness, None, []
-        return sharpness, candidate, caught
+    def _fit_with_sharpness(self, X, sharpness, seeds, verbose):
+        """The state of a fit at ``beta = sharpness`` times the automatic one (or
+        ``self.beta``); the estimator is left as it is."""
+        from skdiffclust.clam._fit import train_restarts
 
-    def _fit_with_sharpness(self, X, sharpness, seeds):
-        """Fit at ``beta = sharpness`` times the automatic one (or ``self.beta``)."""
-        training = _training_module()
-        device = resolve_training_device(self.device, self.batch_size)
         n_threads = effective_n_jobs(self.n_jobs)
         init_seed, train_seed, score_seed = seeds
         data = ScaledData(X, self.metric == "cosine")
         with threadpool_limits(n_threads, user_api="blas"):  # k-means++'s small products
             initial = self._initial_prototypes(data, init_seed)
-        spread, competition = scales_of(data, initial)
-        dynamics = self._dynamics(training, self._beta(competition, sharpness))
-        learning_rate = self._learning_rate(spread, competition, data.n_features,
-                                            dynamics.beta)
+        dynamics, learning_rate = self._dynamics_and_rate(data, initial, sharpness)
+        settings = self._training_settings(data.n_samples, learning_rate, seed=train_seed,
+                                           verbose=verbose, n_threads=n_threads)
         fill = data.column_reduction(self.mask_value)
-        trained = training.train_restarts(
-            _training_rows(data), fill.astype(np.float32), initial.astype(np.float32),
-            dynamics, weighted=self.weighted, mask_prob=self.mask_prob,
-            batch_size=self.batch_size, max_iter=self.max_iter,
-            learning_rate=learning_rate, tol=self.tol,
-            n_iter_no_change=self._patience(training, data.n_samples),
-            plateau_patience=training.steps_patience(
-                data.n_samples, self.batch_size, training.PLATEAU_STEPS,
-                training.PLATEAU_BOUNDS),
-            device=device, seed=train_seed, verbose=self.verbose, n_threads=n_threads,
-            reseed=self.reseed, prune=self.prune,
-            cooldown_epochs=training.steps_patience(
-                data.n_samples, self.batch_size, training.COOLDOWN_STEPS,
-                training.COOLDOWN_BOUNDS),
-        )
+        trained = train_restarts(_training_rows(data), fill.astype(np.float32),
+                                 initial.astype(np.float32), dynamics, settings)
         if self.max_iter == 0:  # untrained: the initial prototypes, not their float32 copy
             trained.prototypes = initial
-        kept = self._keep_best(training, data, fill, trained, dynamics, score_seed,
-                               n_threads)
-        self._set_fitted(kept, data, dynamics, fill, score_seed, X.dtype)
-        self._warn_empty_clusters()
-        return self
+        rows = _inference_rows(data)
+        kept = keep_best(rows, fill, trained, dynamics, score_seed, n_threads,
+                         weighted=self.weighted, mask_prob=self.mask_prob,
+                         cosine=self.metric == "cosine")
+        return FittedState.of(kept, data, dynamics, fill, score_seed, X.dtype,
+                              cosine=self.metric == "cosine")
 
-    def _set_fitted(self, kept, data, dynamics, fill, score_seed, dtype, relabel=True):
-        """Fitted attributes in the input's units (occupied clusters first, unless
-        not ``relabel``); the state inference needs in ClAM's (centred and scaled)
-        units."""
-        order, labels = np.arange(self.n_clusters), kept["labels"]
-        if relabel:
-            order, labels = relabel_by_first_appearance(labels, self.n_clusters)
-        squared_scale = data.scale**2
-        self._prototypes = kept["prototypes"][order]
-        self._shift, self._scale = data.shift, data.scale
-        self._mask_fill = fill
-        self._score_seed = score_seed
-        self._beta_scaled = dynamics.beta
-        self.cluster_centers_ = self._in_input_units(self._prototypes).astype(dtype)
-        self.cluster_weights_ = kept["weights"][order]
-        self.labels_ = labels
-        self.n_clusters_ = int(np.unique(labels).size)
-        self.beta_ = dynamics.beta / squared_scale
-        self.n_iter_ = kept["n_iter"]
-        self.loss_ = kept["loss"] * squared_scale
-        self.loss_curve_ = kept["loss_curve"] * squared_scale
+    def _training_settings(self, n_samples, learning_rate, *, seed, verbose, n_threads):
+        return TrainingSettings.resolved(
+            n_samples, n_iter_no_change=self.n_iter_no_change, weighted=self.weighted,
+            mask_prob=self.mask_prob, batch_size=self.batch_size, max_iter=self.max_iter,
+            learning_rate=learning_rate, tol=self.tol,
+            device=resolve_training_device(self.device, self.batch_size), seed=seed,
+            verbose=verbose, n_threads=n_threads, reseed=self.reseed, prune=self.prune)
 
-    def _in_input_units(self, prototypes):
-        if self.metric == "cosine":
-            return prototypes
-        return prototypes * self._scale + self._shift
+    def _adopt(self, state):
+        """Take the fitted attributes (and private state) of ``state`` by name."""
+        for name, value in state.items():
+            setattr(self, name, value)
 
-    def _warn_empty_clusters(self, stacklevel=6):
-        # stacklevel: _fit_with_sharpness, fit, keeps_state_on_failure, _fit_context
+    def _in_input_units(self, prototypes):  # for ClAMLayer.from_estimator
+        return prototypes if self.metric == "cosine" else prototypes * self._scale + self._shift
+
+    def _warn_empty_clusters(self, *, relabelled):
+        # called by fit and partial_fit: its caller's caller's caller is the user's
+        # (through keeps_state_on_failure and _fit_context)
         if self.n_clusters_ < self.n_clusters:
-            numbering = ("Labels are numbered 0 .. n_clusters_ - 1" if stacklevel == 6
+            numbering = ("Labels are numbered 0 .. n_clusters_ - 1" if relabelled
                          else "Labels keep the prototypes' numbers")
             warnings.warn(
                 f"ClAM found {self.n_clusters_} non-empty clusters of the "
                 f"n_clusters={self.n_clusters} asked: the dynamics take no training "
                 f"point to the other prototypes. {numbering}. A larger beta, more "
                 "restarts (n_init) or fewer clusters may help.",
-                UserWarning, stacklevel=stacklevel,
+                UserWarning, stacklevel=5,
             )
 
-    def _beta(self, competition, sharpness):
-        """beta in the units of the centred and scaled data: ``sharpness`` over the
-        scale at which the prototypes compete (``_selection.scales_of``)."""
-        if self.beta != "auto":
-            return float(self.beta)
-        # cosine logits are beta <rho~, v> = -beta/2 ||rho~ - v||^2 + const
-        return (2.0 if self.metric == "cosine" else 1.0) * sharpness / competition
+    def _dynamics_and_rate(self, data, initial, sharpness):
+        """The dynamics and Adam's initial rate, in the units of the scaled data."""
+        spread, competition = scales_of(data, initial)
+        cosine = self.metric == "cosine"
+        beta = scaled_beta(self.beta, competition, sharpness, cosine)
+        return self._dynamics(beta), scaled_learning_rate(
+            self.learning_rate, spread, competition, data.n_features, beta, cosine)
 
-    def _learning_rate(self, spread, competition, n_features, beta):
-        """'auto': a fraction of the clusters' spread per feature, divided by the
-        sharpness ``s = beta * competition`` as ``max(s, 1/2) * sqrt(max(s, 1))``:
-        the loss steepens with beta, and steps of the same length make mini-batch
-        training chaotic (its result then hangs on the data's last bits)."""
-        if self.learning_rate != "auto":
-            return float(self.learning_rate)
-        sharpness = beta * competition / (2.0 if self.metric == "cosine" else 1.0)
-        return (AUTO_LEARNING_RATE * float(np.sqrt(spread / n_features))
-                / (max(sharpness, 0.5) * np.sqrt(max(sharpness, 1.0))))
-
-    def _patience(self, training, n_samples):
-        if self.n_iter_no_change != "auto":
-            return int(self.n_iter_no_change)
-        return training.steps_patience(n_samples, self.batch_size, training.STOPPING_STEPS,
-                                       training.STOPPING_BOUNDS)
-
-    def _keep_best(self, training, data, fill, trained, dynamics, score_seed, n_threads):
-        """The restart of lowest loss (same masks for all), and its labels."""
-        candidates = np.flatnonzero(trained.selectable)  # not pruned
-        log_weights = trained.log_weights[candidates] if self.weighted else None
-        rows = _inference_rows(data)
-        losses = training.evaluate_loss(rows, fill, trained.prototypes[candidates],
-                                        log_weights, dynamics, self.mask_prob, score_seed,
-                                        n_threads)
-        best = candidates[best_restart(losses, trained.prototypes[candidates])]
-        loss = float(losses[candidates == best][0])
-        prototypes = trained.prototypes[best].astype(np.float64)
-        if self.metric == "cosine":
-            prototypes = unit_rows(prototypes)
-        weights = normalised_weights(trained.log_weights[best].astype(np.float64))
-        labels, _ = training.converge(
-            rows, prototypes, np.log(weights) if self.weighted else None, dynamics,
-            n_threads)
-        return {"prototypes": prototypes, "weights": weights, "labels": labels,
-                "loss": loss, "n_iter": int(trained.n_iter[best]),
-                "loss_curve": np.asarray(trained.loss_curves[best], dtype=np.float64)}
-
-    def _dynamics(self, training, beta):
+    def _dynamics(self, beta):
         alpha = 1.0 / self.n_steps if self.step_size is None else float(self.step_size)
-        return training.Dynamics(beta=float(beta), n_steps=int(self.n_steps),
-                                 alpha=alpha, metric=self.metric)
+        return Dynamics(beta=float(beta), n_steps=int(self.n_steps), alpha=alpha,
+                        metric=self.metric)
 
     def _initial_prototypes(self, data, seed):
-        """Initial prototypes of every restart, (n_init, n_clusters, n_features),
-        float64, in the units of the centred and scaled data."""
-        k, d = self.n_clusters, data.n_features
-        if not isinstance(self.init, str):
-            init = np.asarray(self.init, dtype=np.float64)
-            if init.shape != (k, d):
-                raise ValueError(
-                    f"init must have shape (n_clusters, n_features) = ({k}, {d}), "
-                    f"got {init.shape}."
-                )
-            if not np.isfinite(init).all():
-                raise ValueError("init contains NaN or infinity.")
-            check_magnitude(init, "init")
-            if self.metric != "cosine":
-                init = (init - data.shift) / data.scale
-            return init[None].copy()
-        rng = numpy_generator(seed)
-        # k-means++ on at most SEEDING_POINTS points drawn at random (all of them on
-        # smaller data), so that seeding stays cheap next to training on large data
-        pool = np.arange(data.n_samples)
-        if data.n_samples > SEEDING_POINTS:
-            pool = np.sort(rng.choice(data.n_samples, SEEDING_POINTS, replace=False))
-        seeding_rows = data.seeding_rows(pool)
-        restarts = []
-        for _ in range(self.n_init):
-            if self.init == "random":
-                chosen = rng.choice(data.n_samples, k, replace=False)
-            else:
-                _, chosen = kmeans_plusplus(seeding_rows, k,
-                                            random_state=int(rng.integers(2**31 - 1)))
-                chosen = pool[chosen]
-            restarts.append(data.take(chosen))
-        return np.stack(restarts)
+        return initial_prototypes(data, seed, n_clusters=self.n_clusters, init=self.init,
+                                  n_init=self.n_init, cosine=self.metric == "cosine")
 
     def _log_weights(self):
         return np.log(self.cluster_weights_) if self.weighted else None
@@ -666,12 +475,12 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
         return X, _inference_rows(data)
 
     def _converge(self, X, proba=False):
-        training = _training_module()
+        from skdiffclust.clam._inference import converge
+
         X, rows = self._scaled(X)
-        labels, distances, *probabilities = training.converge(
-            rows, self._prototypes, self._log_weights(),
-            self._dynamics(training, self._beta_scaled), effective_n_jobs(self.n_jobs),
-            proba=proba)
+        labels, distances, *probabilities = converge(
+            rows, self._prototypes, self._log_weights(), self._dynamics(self._beta_scaled),
+            effective_n_jobs(self.n_jobs), proba=proba)
         if self.metric != "cosine":
             distances = distances * self._scale
         return labels, distances.astype(X.dtype, copy=False), *probabilities
@@ -694,14 +503,9 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
     def predict_proba(self, X):
         """Soft assignments by the attractor dynamics.
 
-        Each point runs the ``n_steps`` steps of :meth:`predict`; its probability
-        of a cluster is the attraction the cluster's prototype exerts where the
-        point ends, eq. 13 of the paper at :math:`x^T`: ``softmax(-beta_
-        ||cluster_centers_ - x^T||^2)`` (``softmax(beta_ cos)`` for
-        ``metric='cosine'``). Points deep in a basin get nearly one-hot rows,
-        points near a boundary between basins spread theirs. The weights of
-        ``weighted=True`` move the points but are left out here, so that the most
-        probable cluster is always :meth:`predict`'s.
+        The attraction of each prototype where the point's dynamics end (eq. 13
+        at :math:`x^T`), ``softmax(-beta_ ||cluster_centers_ - x^T||^2)``; the
+        most probable cluster is :meth:`predict`'s (see :ref:`clam`).
 
         Parameters
         ----------
@@ -719,9 +523,8 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
     def transform(self, X):
         """Distances from the converged points to every prototype.
 
-        Each point runs the ``n_steps`` AM steps first; the distances are Euclidean
-        (in the units of the input), or cosine distances ``1 - cos`` for
-        ``metric='cosine'``.
+        Euclidean distances in the units of the input (``1 - cos`` for
+        ``metric='cosine'``) from where each point's dynamics end.
 
         Parameters
         ----------
@@ -738,10 +541,8 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
     def score(self, X, y=None):
         """Minus the masked completion loss of the points (higher is better).
 
-        The loss of ``loss_``, in the squared units of the input, with masks drawn
-        from a seed fixed at fit time, so that the score is deterministic and
-        ``score(X_train) == -loss_``. ``GridSearchCV`` uses it when given no
-        scorer; it favours more clusters, so select ``n_clusters`` or ``beta``
+        The loss of ``loss_`` (masks from a seed fixed at fit time: ``score(X_train)
+        == -loss_``). It favours more clusters: select ``n_clusters`` or ``beta``
         with a silhouette scorer instead.
 
         Parameters
@@ -756,13 +557,14 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
         -------
         score : float
         """
+        from skdiffclust.clam._inference import evaluate_loss
+
         _, rows = self._scaled(X)
-        training = _training_module()
         log_weights = self._log_weights()
-        losses = training.evaluate_loss(
+        losses = evaluate_loss(
             rows, self._mask_fill, self._prototypes[None],
             None if log_weights is None else log_weights[None],
-            self._dynamics(training, self._beta_scaled), self.mask_prob, self._score_seed,
+            self._dynamics(self._beta_scaled), self.mask_prob, self._score_seed,
             effective_n_jobs(self.n_jobs),
         )
         return -float(losses[0]) * self._scale**2
@@ -776,13 +578,6 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
         tags.input_tags.sparse = True
         tags.transformer_tags.preserves_dtype = ["float64", "float32"]
         return tags
-
-
-def _training_module():
-    # imported on first use, so that ``import skdiffclust`` does not import numba
-    from skdiffclust.clam import _training
-
-    return _training
 
 
 def _training_rows(data):

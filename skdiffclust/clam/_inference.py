@@ -1,5 +1,10 @@
 """ClAM's inference on the CPU: completion losses and converged points, in float64.
 
+:func:`evaluate_loss` (the masked loss of each restart, for selection and
+``score``) and :func:`converge` (labels, distances and soft assignments of
+``predict``, ``transform`` and ``predict_proba``) are what the estimator calls;
+the rest of this module computes them.
+
 Two implementations of the forward pass give the same bits:
 
 * the numba kernel ``_kernels._infer`` (lanes, the training kernels' code in
@@ -30,13 +35,17 @@ time:
 
 import numpy as np
 
+from skdiffclust._utils._random import numpy_generator
 from skdiffclust.clam import _kernels as kernels
+from skdiffclust.clam._data import squared_distances
 from skdiffclust.clam._fastexp import exp_weights_double
 from skdiffclust.clam._kernels import (
+    COSINE,
     LOGIT_FLOOR,
     SMALLEST_NORMAL,
     _map_in_threads,
     _points_per_call,
+    hidden_count,
 )
 
 # inference of at most this much work (lane-steps weighted by their size, the
@@ -265,3 +274,109 @@ def converged_points(X, P, W, beta, cosine, n_steps, alpha, chunk, n_threads=1, 
     _run_inference(X, np.arange(d).reshape(1, 1, d), False, P, W, np.zeros(d), False, beta,
                    cosine, n_steps, alpha, chunk, final, n_threads, finish)
     return final
+
+
+# the inference kernels go through the points a chunk at a time, with a workspace
+# of about this many floats (a few MB: it stays in cache)
+INFERENCE_WORKSPACE = 1 << 18
+
+
+def _chunk_rows(n_restarts, n_clusters, n_features, n_hidden, n_steps):
+    """Points per chunk of the inference kernels, for ``INFERENCE_WORKSPACE``."""
+    per_lane = (n_hidden * (3 * n_clusters + n_steps + 4) + 2 * n_features
+                + n_clusters * (n_steps + 7) + 2 * n_steps + 7)  # new_workspace
+    return max(1, min(1024, INFERENCE_WORKSPACE // per_lane) // n_restarts)
+
+
+def _float64(array):
+    return np.ascontiguousarray(array, dtype=np.float64)
+
+
+def _shape(X):
+    return X.shape if isinstance(X, np.ndarray) else (X.n_samples, X.n_features)
+
+
+def _float64_rows(X):
+    """Arrays as C-contiguous float64; row sources (float64 blocks) as they are."""
+    return _float64(X) if isinstance(X, np.ndarray) else X
+
+
+def evaluate_loss(X, fill, prototypes, log_weights, dynamics, mask_prob, seed, n_threads=1):
+    """Mean completion loss of each restart on ``X``, with masks drawn from ``seed``.
+
+    Every restart sees the same masks, so the losses compare the restarts; the same
+    seed gives the same masks on the same data (``score`` uses this too).
+    Computed on the CPU in float64 (see ``converge``); ``X`` is an array or a row
+    source (``_data.ScaledData``).
+    """
+    n_restarts, k, n_features = prototypes.shape
+    n_samples = _shape(X)[0]
+    n_hidden = hidden_count(mask_prob, n_features)
+    chunk = _chunk_rows(n_restarts, k, n_features, n_hidden or n_features, dynamics.n_steps)
+    if n_hidden == 0:  # the unmasked loss of eq. 8: every feature of every point
+        hidden = np.broadcast_to(np.arange(n_features), (n_restarts, 1, n_features))
+    else:  # the same masks for every restart
+        draws = numpy_generator(seed).random((1, n_samples, n_hidden))
+        hidden = np.repeat(kernels.hidden_features(draws, n_features), n_restarts, axis=0)
+    W = np.zeros((n_restarts, k)) if log_weights is None else _float64(log_weights)
+    totals = completion_losses(
+        _float64_rows(X), np.ascontiguousarray(hidden), _float64(prototypes), W,
+        _float64(fill), n_hidden > 0, dynamics.beta, dynamics.metric == COSINE,
+        dynamics.n_steps, dynamics.alpha, chunk, n_threads=n_threads,
+        per_point=n_hidden > 0,
+    )
+    return totals / max(n_samples, 1)
+
+
+def converge(X, prototypes, log_weights, dynamics, n_threads=1, proba=False):
+    """Labels (nearest prototype of x^T) and distances of x^T to every prototype;
+    with ``proba``, also eq. 13 at x^T, ``softmax_mu(-beta ||rho_mu - x^T||^2)``
+    (``softmax_mu(beta cos)`` for the cosine metric), from the very numbers whose
+    argmin (argmax) gives the label.
+
+    Inference of algorithm 1 (lines 16-25), on the CPU, for one set of prototypes;
+    ``X`` (an array or a row source) is prepared as for training (unit rows for the
+    spherical variant). It runs in float64 (``_inference``: NumPy on small data, a
+    numba kernel on large data, the same bits), and every point's arithmetic is
+    its own (lanes, then direct differences rather than matrix products), so that
+    the result of a point depends neither on the other points of its batch nor on
+    the number of threads.
+    """
+    k, n_features = prototypes.shape
+    n_samples = _shape(X)[0]
+    labels = np.empty(n_samples, dtype=np.intp)
+    distances = np.empty((n_samples, k))
+    probabilities = np.empty((n_samples, k)) if proba else None
+    outputs = (labels, distances) + ((probabilities,) if proba else ())
+    if n_samples == 0:
+        return outputs
+    P = _float64(prototypes)
+    W = np.zeros((1, k)) if log_weights is None else _float64(log_weights)[None]
+    cosine = dynamics.metric == COSINE
+    directions = _unit_rows(P)
+
+    def nearest(start, stop, final):
+        if cosine:
+            similarity = np.einsum("ij,kj->ik", _unit_rows(final), directions)
+            labels[start:stop] = similarity.argmax(1)
+            distances[start:stop] = 1.0 - similarity
+            logits = dynamics.beta * similarity if proba else None
+        else:
+            squared = squared_distances(final, P)
+            labels[start:stop] = squared.argmin(1)
+            distances[start:stop] = np.sqrt(squared)
+            logits = -dynamics.beta * squared if proba else None
+        if proba:
+            exp = np.exp(logits - logits.max(1, keepdims=True))
+            probabilities[start:stop] = exp / exp.sum(1, keepdims=True)
+
+    converged_points(
+        _float64_rows(X), P[None], W, dynamics.beta, cosine, dynamics.n_steps,
+        dynamics.alpha, _chunk_rows(1, k, n_features, n_features, dynamics.n_steps),
+        n_threads=n_threads, finish=nearest,
+    )
+    return outputs
+
+
+def _unit_rows(X):
+    return X / np.maximum(np.linalg.norm(X, axis=1, keepdims=True), np.finfo(X.dtype).tiny)

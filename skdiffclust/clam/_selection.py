@@ -1,13 +1,39 @@
-"""ClAM's selections: beta by silhouette, the restart by loss, and helpers of both.
+"""ClAM's choices: the initial prototypes, beta by silhouette, the restart by
+loss, and helpers of them.
 
 Kept apart from the estimator; ``_estimator`` (``fit``) and ``_stream``
 (``partial_fit``) use them.
 """
 
+import warnings
+
 import numpy as np
+from sklearn.cluster import kmeans_plusplus
 from sklearn.metrics import silhouette_score
 
+from skdiffclust._utils._random import numpy_generator
+from skdiffclust._utils._validation import check_magnitude
 from skdiffclust.clam._data import squared_distances
+
+# beta='auto' is a multiple of one over the scale at which the initial prototypes
+# compete (_selection.scales_of: the spread, mean squared distance of the points to
+# their nearest initial prototype, or the gap to the second nearest when smaller),
+# the multiple being chosen among
+# AUTO_BETA_GRID by the silhouette of the partition it gives, on at most
+# SELECTION_POINTS points (the paper selects beta by silhouette, dataset by
+# dataset); learning_rate='auto' is AUTO_LEARNING_RATE times the spread per
+# feature, sqrt(spread / d): both follow the scale of the clusters
+AUTO_BETA_GRID = (0.5, 1.0, 2.0, 4.0)
+SELECTION_POINTS = 5000
+# on more points, the selection fits this many of them, drawn at random (then the
+# chosen beta is fitted on all of them)
+SELECTION_SAMPLE = 2500
+# the silhouettes are computed on at most this many of those points (the softest
+# beta within _selection.SILHOUETTE_TOLERANCE of the best silhouette is chosen)
+SILHOUETTE_POINTS = 1000
+AUTO_LEARNING_RATE = 0.05
+# k-means++ seeds on at most this many points, drawn at random
+SEEDING_POINTS = 20_000
 
 # the silhouettes of the candidate betas' partitions; the softest beta within
 # SILHOUETTE_TOLERANCE of the best silhouette is chosen (differences below it are
@@ -116,3 +142,116 @@ def relabel_by_first_appearance(labels, n_clusters):
     rank = np.empty(n_clusters, dtype=np.intp)
     rank[order] = np.arange(n_clusters)
     return order, rank[labels]
+
+
+def initial_prototypes(data, seed, *, n_clusters, init, n_init, cosine):
+    """Initial prototypes of every restart, (n_init, n_clusters, n_features),
+    float64, in the units of the centred and scaled ``data``: ``init`` as given
+    (one restart), or drawn from ``seed`` (k-means++ or ``'random'``)."""
+    k, d = n_clusters, data.n_features
+    if not isinstance(init, str):
+        given = np.asarray(init, dtype=np.float64)
+        if given.shape != (k, d):
+            raise ValueError(
+                f"init must have shape (n_clusters, n_features) = ({k}, {d}), "
+                f"got {given.shape}."
+            )
+        if not np.isfinite(given).all():
+            raise ValueError("init contains NaN or infinity.")
+        check_magnitude(given, "init")
+        if not cosine:
+            given = (given - data.shift) / data.scale
+        return given[None].copy()
+    rng = numpy_generator(seed)
+    # k-means++ on at most SEEDING_POINTS points drawn at random (all of them on
+    # smaller data), so that seeding stays cheap next to training on large data
+    pool = np.arange(data.n_samples)
+    if data.n_samples > SEEDING_POINTS:
+        pool = np.sort(rng.choice(data.n_samples, SEEDING_POINTS, replace=False))
+    seeding_rows = data.seeding_rows(pool)
+    restarts = []
+    for _ in range(n_init):
+        if init == "random":
+            chosen = rng.choice(data.n_samples, k, replace=False)
+        else:
+            _, chosen = kmeans_plusplus(seeding_rows, k,
+                                        random_state=int(rng.integers(2**31 - 1)))
+            chosen = pool[chosen]
+        restarts.append(data.take(chosen))
+    return np.stack(restarts)
+
+
+def select_sharpness(fit_at, X, selection_seed, metric):
+    """The multiple of beta='auto' (in ``AUTO_BETA_GRID``) whose partition of at
+    most ``SELECTION_POINTS`` points of ``X`` has the best silhouette, among those
+    that keep the most clusters.
+
+    ``fit_at(rows, sharpness)`` fits ClAM and returns its ``FittedState``. Returns
+    ``(sharpness, state, warnings)``: the winning fit's state and the warnings it
+    gave when it was made on all of X, else ``None`` and no warnings.
+    """
+    rng = numpy_generator(selection_seed)
+    n_sample = X.shape[0] if X.shape[0] <= SELECTION_POINTS else SELECTION_SAMPLE
+    sample = X[row_sample(rng, X.shape[0], n_sample)]
+    scored = row_sample(rng, sample.shape[0], SILHOUETTE_POINTS)
+    metric = "cosine" if metric == "cosine" else "euclidean"
+    # centred (dense, Euclidean), so that a large offset costs no precision
+    scored_rows = sample[scored]
+    if metric == "euclidean" and isinstance(scored_rows, np.ndarray):
+        scored_rows = scored_rows - scored_rows.mean(axis=0)
+    fits, keys = [], []
+    for sharpness in AUTO_BETA_GRID:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            state = fit_at(sample, sharpness)
+        fits.append((sharpness, state, caught))
+        keys.append((state.n_clusters_,
+                     silhouette(scored_rows, state.labels_[scored], metric)))
+    sharpness, state, caught = fits[softest_near_best(keys)]
+    if sample.shape[0] < X.shape[0]:
+        return sharpness, None, []
+    return sharpness, state, caught
+
+
+def keep_best(rows, fill, trained, dynamics, score_seed, n_threads, *, weighted, mask_prob,
+              cosine):
+    """The restart of lowest loss (same masks for all, among those not pruned), its
+    labels, loss and training record, as a dict (the ``kept`` of ``FittedState.of``)."""
+    from skdiffclust.clam._inference import converge, evaluate_loss
+
+    candidates = np.flatnonzero(trained.selectable)  # not pruned
+    log_weights = trained.log_weights[candidates] if weighted else None
+    losses = evaluate_loss(rows, fill, trained.prototypes[candidates], log_weights,
+                           dynamics, mask_prob, score_seed, n_threads)
+    best = candidates[best_restart(losses, trained.prototypes[candidates])]
+    loss = float(losses[candidates == best][0])
+    prototypes = trained.prototypes[best].astype(np.float64)
+    if cosine:
+        prototypes = unit_rows(prototypes)
+    weights = normalised_weights(trained.log_weights[best].astype(np.float64))
+    labels, _ = converge(rows, prototypes, np.log(weights) if weighted else None,
+                         dynamics, n_threads)
+    return {"prototypes": prototypes, "weights": weights, "labels": labels,
+            "loss": loss, "n_iter": int(trained.n_iter[best]),
+            "loss_curve": np.asarray(trained.loss_curves[best], dtype=np.float64)}
+
+
+def scaled_beta(beta, competition, sharpness, cosine):
+    """beta in the units of the centred and scaled data: a float as given, 'auto'
+    ``sharpness`` over the scale at which the prototypes compete (``scales_of``)."""
+    if beta != "auto":
+        return float(beta)
+    # cosine logits are beta <rho~, v> = -beta/2 ||rho~ - v||^2 + const
+    return (2.0 if cosine else 1.0) * sharpness / competition
+
+
+def scaled_learning_rate(learning_rate, spread, competition, n_features, beta, cosine):
+    """'auto': a fraction of the clusters' spread per feature, divided by the
+    sharpness ``s = beta * competition`` as ``max(s, 1/2) * sqrt(max(s, 1))``:
+    the loss steepens with beta, and steps of the same length make mini-batch
+    training chaotic (its result then hangs on the data's last bits)."""
+    if learning_rate != "auto":
+        return float(learning_rate)
+    sharpness = beta * competition / (2.0 if cosine else 1.0)
+    return (AUTO_LEARNING_RATE * float(np.sqrt(spread / n_features))
+            / (max(sharpness, 0.5) * np.sqrt(max(sharpness, 1.0))))

@@ -38,7 +38,8 @@ from skdiffclust.forest._torch import (
     PerturbedProblem,
     similarity_to_numpy,
 )
-from skdiffclust.forest._gpu import seed_from_generator
+from skdiffclust.forest._scores import batch_error
+from skdiffclust.forest._seeds import seed_from_generator
 
 UNLABELLED = -1
 
@@ -187,17 +188,14 @@ class BatchValidation:
 
     @torch.no_grad()
     def __call__(self):
-        from skdiffclust.metrics import batch_clustering_error
-
         self.module.eval()
         try:
             embedded = torch.cat([self.module(self.X[start : start + EMBED_ROWS])
                                   for start in range(0, self.X.shape[0], EMBED_ROWS)])
         finally:
             self.module.train()
-        error = batch_clustering_error(
-            self.y, embedded.to("cpu", torch.float64).numpy(), n_clusters=self.n_clusters,
-            batch_size=self.batch_size)
+        error = batch_error(np.asarray(self.y).ravel(), embedded.to("cpu", torch.float64).numpy(),
+                            int(self.n_clusters), int(self.batch_size))
         if error < self.best:
             self.best = error
             self.best_state = {name: value.detach().clone()

@@ -16,6 +16,7 @@ from sklearn.utils.validation import (
     validate_data,
 )
 
+from skdiffclust._utils._optional import import_optional
 from skdiffclust._utils._random import derive_seeds
 from skdiffclust._utils._state import keeps_state_on_failure
 from skdiffclust._utils._validation import (
@@ -560,14 +561,10 @@ def _embed(X, state, template, sample_shape=None):
 
 
 def _import_torch_training():
-    try:
-        from skdiffclust._utils import _torch
-        from skdiffclust.forest import _embedding
-    except ImportError as error:
-        raise ImportError(
-            "SpanningForestClustering(embedding=...) needs PyTorch to train (and to "
-            'apply a user module): pip install "skdiffclust[torch]"'
-        ) from error
+    import_optional("torch", "SpanningForestClustering(embedding=...)")
+    from skdiffclust._utils import _torch
+    from skdiffclust.forest import _embedding
+
     return _embedding, _torch
 
 

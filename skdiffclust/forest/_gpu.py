@@ -83,7 +83,8 @@ import numpy as np
 import torch
 from numba import config as numba_config
 
-MAX_SEED = 2**62  # the noise kernels' seeds (CPU and device solvers alike)
+from skdiffclust.forest._seeds import MAX_SEED, seed_from_generator
+
 MAX_THREADS = 1024  # per block; the kernels' shared memory is sized for up to this
 THREADS_PER_SAMPLE_BLOCK = 64  # kernels with one thread per sample
 MAX_RESIDENT_THREADS_PER_SM = 1024  # 64 registers per thread, 65536 per SM
@@ -205,12 +206,6 @@ class Launcher:
         """(blocks, threads) for kernels with one thread per sample."""
         threads = min(THREADS_PER_SAMPLE_BLOCK, _next_pow2(n_samples))
         return (n_samples + threads - 1) // threads, threads
-
-
-def seed_from_generator(generator):
-    """A 62-bit seed for the numba noise, drawn from a torch generator (or torch's)."""
-    device = generator.device if generator is not None else "cpu"
-    return int(torch.randint(0, MAX_SEED, (1,), generator=generator, device=device).item())
 
 
 def seed_tensor(generator, device):

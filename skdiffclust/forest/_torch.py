@@ -30,9 +30,7 @@ from skdiffclust._utils._torch_checks import check_generator
 from skdiffclust._utils._validation import check_n_clusters, is_symmetric
 from skdiffclust.forest._constraints import Constraints
 from skdiffclust.forest._constraints import constraints_from_labels as _labels_to_matrix
-from skdiffclust.forest import _gpu
 from skdiffclust.forest._dense import kernel_constraints
-from skdiffclust.forest._gpu import seed_from_generator
 from skdiffclust.forest._perturbed import (
     adjacency_inner,
     connectivity_inner,
@@ -41,6 +39,7 @@ from skdiffclust.forest._perturbed import (
     perturbed_forests,
     score_function_gradient,
 )
+from skdiffclust.forest._seeds import seed_from_generator
 from skdiffclust.forest._solver import forest_from_similarity
 
 def similarity_to_numpy(S):
@@ -340,6 +339,8 @@ def perturbed_spanning_forest(S, n_clusters, *, epsilon=0.1, n_samples=100,
     if _on_cuda(S):
         parsed = _device_constraints(S, n_clusters, epsilon, n_samples, constraints)
         if parsed is not False:
+            from skdiffclust.forest import _gpu  # numba.cuda, only for CUDA tensors
+
             return _gpu.perturbed_spanning_forest(
                 S, n_clusters, epsilon=epsilon, n_samples=n_samples, constraints=parsed,
                 generator=generator, control_variate=control_variate)
@@ -396,6 +397,8 @@ def partial_fenchel_young_loss(S, constraints, n_clusters, *, epsilon=0.1, n_sam
         if parsed is not False:
             if parsed is None:  # no group: both forests coincide
                 parsed = Constraints(np.full(S.shape[0], -1), np.zeros((0, 0), dtype=bool))
+            from skdiffclust.forest import _gpu  # numba.cuda, only for CUDA tensors
+
             return _gpu.partial_fenchel_young_loss(
                 S, parsed, n_clusters, epsilon=epsilon, n_samples=n_samples,
                 generator=generator)

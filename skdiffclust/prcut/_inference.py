@@ -35,3 +35,35 @@ def module_logits(module, X):
             "The trained module gives non-finite logits (NaN or infinity) for some "
             "rows of X; if its training diverged, lower learning_rate.")
     return logits
+
+
+# the fitted attributes of the two kinds of network (one kind per fit)
+NETWORK_ATTRIBUTES = ("coefs_", "intercepts_", "module_", "module_outputs_")
+
+
+def exported_network(weights, X, module, torch_utils):
+    """The fitted network from exported weights (the built-in network's, on raw
+    features, or ``module``'s state) and its labels of X, as ``predict`` gives them."""
+    if module is None:
+        return weights, predict_logits(X, *weights).argmax(1)
+    network = torch_utils.module_from_state(module, weights)
+    return network, module_logits(network, X).argmax(1)
+
+
+def fitted_attributes(network, labels, used, graph, curve, *, n_clusters, gamma, module):
+    """PRCut's fitted attributes (by name) for a network and its ``labels`` of the
+    samples of ``graph``, keeping the clusters ``used``: the built-in network's
+    other output columns are dropped; a ``module``'s trained copy is kept whole,
+    its outputs mapped to the clusters (``module_outputs_``)."""
+    from skdiffclust.prcut._graph import partition_objective
+
+    if module is None:
+        coefs, intercepts = network
+        attributes = {"coefs_": [*coefs[:-1], coefs[-1][:, used]],
+                      "intercepts_": [*intercepts[:-1], intercepts[-1][used]]}
+    else:
+        attributes = {"module_": network, "module_outputs_": used}
+    labels = np.searchsorted(used, labels).astype(np.int64)
+    return dict(attributes, labels_=labels, affinity_matrix_=graph,
+                objective_=partition_objective(graph, labels, n_clusters, gamma),
+                loss_curve_=curve, n_iter_=int(curve.shape[0]), n_clusters_=int(used.size))

@@ -4,7 +4,7 @@ Each call builds the kNN graph of its chunk alone (edges join samples of the sam
 chunk), in the first chunk's units (:meth:`FeatureScaling.applied_to`: the
 centring and scales of the first chunk are frozen, so that the graph's metric and
 the network's input do not move from call to call), and makes one pass of
-PRCut's batch objective over it (``_training.stream_pass``), continuing the
+PRCut's batch objective over it (``_fit.stream_pass``), continuing the
 network, Adam's moments and step counts, the moving average P-bar and the
 annealing schedule of the previous calls. The first call starts as ``fit`` does:
 the chunk's initial partition (spectral, or whole components), ``n_init``
@@ -43,36 +43,34 @@ class PRCutStream(StreamState):
 
     @classmethod
     def start(cls, inputs, graph, initial_labels, *, scaling, settings, seeds,
-              stream_seed, fit_target, n_threads):
+              stream_seed, fit_target):
         """The first call: ``n_init`` networks from ``seeds`` (an init and a batch seed
         each), fitted to ``initial_labels`` when given, trained for one pass each;
         the one ``fit`` would keep goes on.
 
-        ``settings`` holds the keyword arguments of ``stream_pass`` that stay from
-        call to call (``n_clusters``, ``gamma`` ...), with ``learning_rate``
-        (resolved here) and ``annealing_epochs`` (``round(annealing *
-        max_iter)``: passes over a chunk of the first one's size) in their place.
+        ``settings`` (a ``PRCutSettings``) stay from call to call; the learning
+        rate is resolved here, and the annealing lasts ``settings.annealing_epochs``
+        passes over a chunk of the first one's size.
 
         Returns the stream and the kept network's exported weights.
         """
         training = _training()
-        settings = dict(settings)
-        n_samples, batch_size = inputs.shape[0], settings["batch_size"]
-        learning_rate = training.learning_rate_for(settings.pop("learning_rate"),
-                                                   n_samples, batch_size)
+        n_samples, batch_size = inputs.shape[0], settings.batch_size
+        learning_rate = training.learning_rate_for(settings.learning_rate, n_samples,
+                                                   batch_size)
         n_batches = max(n_samples // min(batch_size, n_samples), 1)
-        n_annealing_steps = settings.pop("annealing_epochs") * n_batches
+        n_annealing_steps = settings.annealing_epochs * n_batches
 
         def candidates():
             for init_seed, batch_seed in seeds:
                 done = training.stream_pass(
-                    inputs, graph, learning_rate=learning_rate,
+                    inputs, graph, settings, learning_rate=learning_rate,
                     n_annealing_steps=n_annealing_steps, steps_done=0,
-                    init_seed=init_seed, batch_seed=batch_seed, n_threads=n_threads,
-                    initial_labels=initial_labels, fit_target=fit_target, **settings)
+                    init_seed=init_seed, batch_seed=batch_seed,
+                    initial_labels=initial_labels, fit_target=fit_target)
                 yield done.weights, done.labels, done
 
-        _, done = keep_best(candidates(), graph, settings["n_clusters"], settings["gamma"])
+        _, done = keep_best(candidates(), graph, settings.n_clusters, settings.gamma)
         stream = cls(scaling=scaling.without_data(), network=done.state,
                      optimizer=done.optimizer, p_bar=done.p_bar,
                      rng=np.random.default_rng(stream_seed), learning_rate=learning_rate,
@@ -80,20 +78,16 @@ class PRCutStream(StreamState):
         stream.count_pass(done.objective, done.n_steps, n_samples)
         return stream, done.weights
 
-    def pass_over(self, inputs, graph, *, settings, n_threads):
+    def pass_over(self, inputs, graph, *, settings):
         """A later call: one pass over the chunk (``inputs``, the network's input,
-        and its graph), continuing the state in place. ``settings`` as for
-        :meth:`start`; its ``learning_rate`` and ``annealing_epochs`` are those of
-        the first call. Returns the network's exported weights."""
-        settings = {name: value for name, value in settings.items()
-                    if name not in ("learning_rate", "annealing_epochs")}
+        and its graph), continuing the state in place, at the first call's
+        learning rate and annealing. Returns the network's exported weights."""
         init_seed, batch_seed = (int(seed) for seed in self.rng.integers(MAX_SEED, size=2))
         done = _training().stream_pass(
-            inputs, graph, learning_rate=self.learning_rate,
+            inputs, graph, settings, learning_rate=self.learning_rate,
             n_annealing_steps=self.n_annealing_steps, steps_done=self.n_steps,
-            init_seed=init_seed, batch_seed=batch_seed, n_threads=n_threads,
-            state=self.network, optimizer_state=self.optimizer, p_bar=self.p_bar,
-            **settings)
+            init_seed=init_seed, batch_seed=batch_seed, state=self.network,
+            optimizer_state=self.optimizer, p_bar=self.p_bar)
         check_finite(done.weights)
         self.network, self.optimizer, self.p_bar = done.state, done.optimizer, done.p_bar
         self.count_pass(done.objective, done.n_steps, inputs.shape[0])
@@ -101,6 +95,6 @@ class PRCutStream(StreamState):
 
 
 def _training():
-    from skdiffclust.prcut import _training
+    from skdiffclust.prcut import _fit
 
-    return _training
+    return _fit

@@ -1,4 +1,6 @@
-"""PRCut's training tasks (Ghriss & Monteleoni, 2025, algorithm 1), for the engine.
+"""PRCut's training (Ghriss & Monteleoni, 2025, algorithm 1): its tasks for the
+engine, and the functions ``fit`` and ``partial_fit`` call with a
+:class:`~skdiffclust.prcut._settings.PRCutSettings`.
 
 Each step draws a left and a right batch (on the training device), reads the block
 of the graph between them (``_device``), and moves the network along the eq. 8
@@ -341,13 +343,10 @@ def _fit_whole_batch(task, device, target):
                           converged=curve[-1] <= target)
 
 
-def train_prcut(X, graph, *, n_clusters, hidden_layer_sizes, batch_size, max_iter,
-                learning_rate, momentum, gamma, annealing, tol, n_iter_no_change,
-                device, init_seed, batch_seed, verbose, n_threads=1, name="PRCut",
-                initial_labels=None, input_offset=None, share_inputs=False,
-                fit_target=INIT_ERROR_TARGET, module=None):
-    """Make the network (the built-in one, or a copy of ``module``) and train it on
-    the graph (:func:`train_network`).
+def train_prcut(X, graph, settings, *, init_seed, batch_seed, name="PRCut",
+                initial_labels=None, fit_target=INIT_ERROR_TARGET):
+    """Make the network (the built-in one, or a copy of ``settings.module``) and
+    train it on the graph (:func:`train_network`).
 
     Parameters
     ----------
@@ -355,21 +354,14 @@ def train_prcut(X, graph, *, n_clusters, hidden_layer_sizes, batch_size, max_ite
         The network's input (features, or rows of a precomputed affinity).
     graph : scipy.sparse.csr_matrix or ndarray of shape (n_samples, n_samples)
         Canonical affinity graph, or a dense affinity.
+    settings : PRCutSettings
+        With a module, it is trained as a deep copy in the dtype of its
+        parameters, on dense rows of X (sparse rows are densified a batch at a
+        time); the built-in :class:`AssignmentNetwork` trains in float32.
     init_seed : int
-        Seeds the built-in network's initialisation; with ``module``, torch's
+        Seeds the built-in network's initialisation; with a module, torch's
         global generators while the copy's lazy parameters are materialised and
         while it trains (dropout), restored afterwards.
-    input_offset : ndarray, default=None
-        Subtracted from the input inside the built-in network's first layer
-        (centring sparse input).
-    share_inputs : bool, default=False
-        Read X in place on the CPU rather than converting it (see
-        :class:`FeatureBatches`); for a dense precomputed affinity.
-    module : torch.nn.Module, default=None
-        The user's network (:mod:`skdiffclust.prcut._module`), trained as a deep
-        copy in the dtype of its parameters, on dense rows of X (sparse rows are
-        densified a batch at a time). ``None``: the built-in
-        :class:`AssignmentNetwork` (``hidden_layer_sizes``), in float32.
 
     Other parameters are those of :func:`train_network`.
 
@@ -380,71 +372,66 @@ def train_prcut(X, graph, *, n_clusters, hidden_layer_sizes, batch_size, max_ite
         intercepts) for the built-in network, the module's ``state_dict`` as
         NumPy arrays for a user's module.
     """
-    device = torch.device(device)
+    device = torch.device(settings.device)
+    module = settings.module
     with _global_rng(module, init_seed, device):
-        network = new_network(X, n_clusters=n_clusters,
-                              hidden_layer_sizes=hidden_layer_sizes, init_seed=init_seed,
-                              input_offset=input_offset, module=module)
+        network = new_network(X, n_clusters=settings.n_clusters,
+                              hidden_layer_sizes=settings.hidden_layer_sizes,
+                              init_seed=init_seed, input_offset=settings.input_offset,
+                              module=module)
         dtype = module_dtype(network)
-        features = FeatureBatches(X, device, dtype, share=share_inputs,
+        features = FeatureBatches(X, device, dtype, share=settings.share_inputs,
                                   dense_rows=module is not None)
-        return train_network(
-            network.to(device), features, graph, n_clusters=n_clusters,
-            batch_size=batch_size, max_iter=max_iter, learning_rate=learning_rate,
-            momentum=momentum, gamma=gamma, annealing=annealing, tol=tol,
-            n_iter_no_change=n_iter_no_change, device=device, batch_seed=batch_seed,
-            verbose=verbose, n_threads=n_threads, name=name,
-            initial_labels=initial_labels, fit_target=fit_target)
+        return train_network(network.to(device), features, graph, settings,
+                             batch_seed=batch_seed, name=name,
+                             initial_labels=initial_labels, fit_target=fit_target)
 
 
-def train_and_keep_best(X, graph, *, n_init, seeds, initial_labels, whole, max_iter,
-                        gamma, n_clusters, **kwargs):
+def train_and_keep_best(X, graph, settings, *, n_init, seeds, initial_labels, whole):
     """``fit``'s training: ``n_init`` networks (:func:`train_prcut`, the i-th from
     the seeds ``seeds[2 i]`` and ``seeds[2 i + 1]``), of which the one
     :func:`~skdiffclust.prcut._selection.keep_best` keeps: the one whose partition
     uses the most clusters, then has the lowest objective on the whole graph
     (with an initial partition, the network fitted to it competes too). With
     ``whole`` (``initial_labels`` are the graph's components), one network is
-    fitted to them exactly, and not trained. ``kwargs`` are the other arguments
-    of :func:`train_prcut`.
+    fitted to them exactly, and not trained.
 
     Returns the kept network's weights (:func:`network_weights`) and loss curve.
     """
+    if whole:
+        settings = settings.but(max_iter=0)
+
     def candidates():
         for init in range(1 if whole else n_init):
             found, result = train_prcut(
-                X, graph, n_clusters=n_clusters, gamma=gamma,
-                max_iter=0 if whole else max_iter, init_seed=seeds[2 * init],
+                X, graph, settings, init_seed=seeds[2 * init],
                 batch_seed=seeds[2 * init + 1], initial_labels=initial_labels,
                 name="PRCut" if n_init == 1 else f"PRCut ({init + 1}/{n_init})",
-                fit_target=0.0 if whole else INIT_ERROR_TARGET, **kwargs)
+                fit_target=0.0 if whole else INIT_ERROR_TARGET)
             for weights, labels in found:
                 yield weights, labels, result.loss_curve
 
-    return keep_best(candidates(), graph, n_clusters, gamma)
+    return keep_best(candidates(), graph, settings.n_clusters, settings.gamma)
 
 
-def train_network(network, features, graph, *, n_clusters, batch_size, max_iter,
-                  learning_rate, momentum, gamma, annealing, tol, n_iter_no_change,
-                  device, batch_seed, verbose, n_threads=1, name="PRCut",
+def train_network(network, features, graph, settings, *, batch_seed, name="PRCut",
                   initial_labels=None, fit_target=INIT_ERROR_TARGET):
     """Train a given network on the graph (algorithm 1), in place.
 
     Parameters
     ----------
     network : torch.nn.Module
-        On ``device``: the built-in :class:`AssignmentNetwork` or a user's module,
-        mapping rows of ``features`` to ``n_clusters`` logits.
+        On ``settings.device``: the built-in :class:`AssignmentNetwork` or a
+        user's module, mapping rows of ``features`` to ``n_clusters`` logits.
     features : FeatureBatches
-        The network's input on ``device``, in the network's dtype.
+        The network's input on the device, in the network's dtype.
     graph : scipy.sparse.csr_matrix or ndarray of shape (n_samples, n_samples)
         Canonical affinity graph, or a dense affinity.
-    max_iter : int
-        Maximum number of epochs (``n_samples // batch_size`` batch pairs each,
-        at least one); 0 only fits the network to ``initial_labels``.
-    annealing : float
-        Fraction of ``max_iter`` over which the hardness of the bound is raised
-        to 1 (see ``_loss``); the stopping rule applies after it.
+    settings : PRCutSettings
+        ``max_iter`` epochs at most (``n_samples // batch_size`` batch pairs
+        each, at least one; 0 only fits the network to ``initial_labels``); the
+        bound hardens over ``settings.annealing_epochs`` (see ``_loss``), and the
+        stopping rule applies after them.
     initial_labels : ndarray of int, default=None
         A partition the network is first fitted to (:func:`fit_to_partition`);
         P-bar then starts at its proportions. ``None``:
@@ -463,6 +450,8 @@ def train_network(network, features, graph, *, n_clusters, batch_size, max_iter,
     result : TrainingResult
         Epochs run, the objective (bound + gamma * KL) of each, convergence.
     """
+    device, n_threads = torch.device(settings.device), settings.n_threads
+    batch_size, n_clusters = settings.batch_size, settings.n_clusters
     n_samples = features.n_samples
     initial_proportions, candidates = None, []
     if initial_labels is not None:
@@ -470,24 +459,28 @@ def train_network(network, features, graph, *, n_clusters, batch_size, max_iter,
                          device=device, batch_seed=batch_seed + 1, n_threads=n_threads,
                          target=fit_target)
         candidates.append(_candidate(network, features, batch_size, device, n_threads))
-        if max_iter == 0:
+        if settings.max_iter == 0:
             return candidates, TrainingResult(n_iter=0, loss_curve=np.empty(0),
                                               converged=True)
         initial_proportions = np.bincount(initial_labels, minlength=n_clusters) / len(
             initial_labels)
     sampler = PairedBatches(n_samples, batch_size, make_generator(batch_seed, device),
                             device)
-    n_annealing_epochs = int(round(annealing * max_iter))
+    n_annealing_epochs = settings.annealing_epochs
     task = ratio_cut_task(
-        network, features, graph, sampler, n_clusters=n_clusters, momentum=momentum,
-        gamma=gamma, n_annealing_steps=n_annealing_epochs * sampler.n_batches,
-        device=device, initial_proportions=initial_proportions)
+        network, features, graph, sampler, n_clusters=n_clusters,
+        momentum=settings.momentum, gamma=settings.gamma,
+        n_annealing_steps=n_annealing_epochs * sampler.n_batches, device=device,
+        initial_proportions=initial_proportions)
     network.train()
-    learning_rate = learning_rate_for(learning_rate, n_samples, batch_size)
-    n_iter_no_change = patience_for(n_iter_no_change, sampler.n_batches)
-    result = train(task, sampler, learning_rate=learning_rate, max_iter=max_iter, tol=tol,
-                   n_iter_no_change=n_iter_no_change, name=name, device=device,
-                   verbose=verbose, min_epochs=n_annealing_epochs, n_threads=n_threads,
+    result = train(task, sampler,
+                   learning_rate=learning_rate_for(settings.learning_rate, n_samples,
+                                                   batch_size),
+                   max_iter=settings.max_iter, tol=settings.tol,
+                   n_iter_no_change=patience_for(settings.n_iter_no_change,
+                                                 sampler.n_batches),
+                   name=name, device=device, verbose=settings.verbose,
+                   min_epochs=n_annealing_epochs, n_threads=n_threads,
                    cooldown=cooldown_schedule(sampler.n_batches))
     candidates.append(_candidate(network, features, batch_size, device, n_threads))
     return candidates, result
@@ -555,21 +548,20 @@ class StreamPass:
     labels: np.ndarray
 
 
-def stream_pass(X, graph, *, n_clusters, hidden_layer_sizes, batch_size, learning_rate,
-                momentum, gamma, n_annealing_steps, steps_done, init_seed, batch_seed,
-                n_threads=1, state=None, optimizer_state=None, p_bar=None,
-                initial_labels=None, fit_target=INIT_ERROR_TARGET, input_offset=None,
-                module=None):
+def stream_pass(X, graph, settings, *, learning_rate, n_annealing_steps, steps_done,
+                init_seed, batch_seed, state=None, optimizer_state=None, p_bar=None,
+                initial_labels=None, fit_target=INIT_ERROR_TARGET):
     """One pass of algorithm 1 over a chunk and its own graph, on the CPU
     (``partial_fit``): an epoch of ``max(n // batch_size, 1)`` batch pairs with
-    Adam at a constant ``learning_rate``.
+    Adam at a constant, resolved ``learning_rate`` (``settings.learning_rate`` is
+    not read, nor are ``max_iter``, ``tol`` or ``device``).
 
     With ``state=None`` the network is new (:func:`new_network`, from
     ``init_seed``), first fitted to ``initial_labels`` when given (P-bar then
     starts at their proportions, else at uniform), and Adam starts afresh;
     otherwise the network (``state``), Adam (``optimizer_state``) and P-bar
     (``p_bar``) continue from the previous pass. ``steps_done`` steps of the
-    annealing schedule (``n_annealing_steps``) have passed. With ``module``,
+    annealing schedule (``n_annealing_steps``) have passed. With a module,
     torch's global generators are seeded from ``init_seed`` (dropout) and
     restored afterwards.
 
@@ -577,6 +569,9 @@ def stream_pass(X, graph, *, n_clusters, hidden_layer_sizes, batch_size, learnin
     -------
     StreamPass
     """
+    n_clusters, hidden_layer_sizes = settings.n_clusters, settings.hidden_layer_sizes
+    batch_size, n_threads = settings.batch_size, settings.n_threads
+    module, input_offset = settings.module, settings.input_offset
     device = torch.device("cpu")
     with _global_rng(module, init_seed, device):
         if state is None:
@@ -598,7 +593,7 @@ def stream_pass(X, graph, *, n_clusters, hidden_layer_sizes, batch_size, learnin
         sampler = PairedBatches(features.n_samples, batch_size,
                                 make_generator(batch_seed, device), device)
         task = ratio_cut_task(network, features, graph, sampler, n_clusters=n_clusters,
-                              momentum=momentum, gamma=gamma,
+                              momentum=settings.momentum, gamma=settings.gamma,
                               n_annealing_steps=n_annealing_steps, device=device,
                               initial_proportions=p_bar)
         task.n_steps = int(steps_done)  # the annealing schedule goes on

@@ -3,7 +3,7 @@
 The ``n_init`` restarts are one batched model (prototypes of shape (R, k, d));
 their gradients come from the hand-written backward pass of ``_backprop``, and
 ``torch.optim.Adam`` (elementwise, hence R independent Adams) updates them. The
-CPU trains with the same maths in the numba kernels (``_training.CPUTrainer``);
+CPU trains with the same maths in the numba kernels (``_fit.CPUTrainer``);
 as there, the trained parameters are their average over the last epoch. Unlike
 there, restarts are neither pruned nor re-seeded: all of them train to the end,
 in one batched computation.
@@ -21,13 +21,7 @@ from skdiffclust._training._torch import UniformBatches, make_generator, train
 from skdiffclust._utils._torch import tensor_from_numpy
 from skdiffclust.clam._backprop import completion_loss_and_grads
 from skdiffclust.clam._kernels import hidden_count
-from skdiffclust.clam._training import (
-    COOLDOWN_BOUNDS,
-    COOLDOWN_FACTOR,
-    PLATEAU_SCHEDULE,
-    plateau_schedule,
-    trained_restarts,
-)
+from skdiffclust.clam._settings import COOLDOWN_FACTOR, plateau_schedule, trained_restarts
 
 
 def masks_from_keys(keys, n_hidden):
@@ -43,7 +37,7 @@ class CompletionTask:
     capturable = True
 
     def __init__(self, X, fill, init_prototypes, dynamics, *, weighted, mask_prob, device,
-                 generator):
+                 generator, epoch_shape=None):
         self.dtype = torch.float64 if X.dtype == np.float64 else torch.float32
         self.device, self.generator = device, generator
         self.X = tensor_from_numpy(X, self.dtype, device)
@@ -59,6 +53,13 @@ class CompletionTask:
         # the sum of the parameters over the epoch's steps, for their average
         self.sums = (torch.zeros_like(self.prototypes), torch.zeros_like(self.log_weights))
         self.n_summed = torch.zeros((), dtype=self.dtype, device=device)
+        # (batches, batch size) of the engine's epochs, whose masks start_epoch draws
+        self.epoch_shape = epoch_shape
+
+    def start_epoch(self, epoch):
+        """The engine's hook before each epoch (see :meth:`prepare_epoch`)."""
+        if self.epoch_shape is not None:
+            self.prepare_epoch(*self.epoch_shape)
 
     def parameters(self):
         return [self.prototypes, self.log_weights] if self.weighted else [self.prototypes]
@@ -114,27 +115,27 @@ class CompletionTask:
         return tuple((total / self.n_summed).cpu().numpy() for total in self.sums)
 
 
-def train_on_device(X, fill, init_prototypes, dynamics, *, weighted, mask_prob, batch_size,
-                    max_iter, learning_rate, tol, n_iter_no_change, device, seed, verbose,
-                    plateau_patience=PLATEAU_SCHEDULE["patience"],
-                    cooldown_epochs=COOLDOWN_BOUNDS[1]):
-    """Algorithm 1 for every restart with the torch engine; returns TrainedRestarts."""
+def train_on_device(X, fill, init_prototypes, dynamics, settings):
+    """Algorithm 1 for every restart with the torch engine, on ``settings.device``;
+    returns TrainedRestarts (``settings.reseed``, ``prune`` and ``n_threads`` are
+    the CPU trainer's)."""
     if not isinstance(X, np.ndarray):  # a row source (sparse input): dense on the device
         X = np.concatenate([block for _, _, block in X.blocks()]).astype(np.float32)
-    generator = make_generator(seed, device)
-    task = CompletionTask(X, fill, init_prototypes, dynamics, weighted=weighted,
-                          mask_prob=mask_prob, device=device, generator=generator)
-    sampler = UniformBatches(X.shape[0], batch_size, generator, device)
-    task.start_epoch = lambda epoch: task.prepare_epoch(sampler.n_batches,
-                                                        sampler.batch_size)
+    device = settings.device
+    generator = make_generator(settings.seed, device)
+    sampler = UniformBatches(X.shape[0], settings.batch_size, generator, device)
+    task = CompletionTask(X, fill, init_prototypes, dynamics, weighted=settings.weighted,
+                          mask_prob=settings.mask_prob, device=device, generator=generator,
+                          epoch_shape=(sampler.n_batches, sampler.batch_size))
 
     def plateau(optimizer):
-        settings = plateau_schedule(learning_rate, plateau_patience)
+        schedule = plateau_schedule(settings.learning_rate, settings.plateau_patience)
         return torch.optim.lr_scheduler.ReduceLROnPlateau(
-            optimizer, mode="min", threshold_mode="rel", **settings)
+            optimizer, mode="min", threshold_mode="rel", **schedule)
 
-    result = train(task, sampler, learning_rate=learning_rate, max_iter=max_iter, tol=tol,
-                   n_iter_no_change=n_iter_no_change, name="ClAM", device=device,
-                   verbose=verbose, scheduler=plateau,
-                   cooldown=(cooldown_epochs, COOLDOWN_FACTOR))
+    result = train(task, sampler, learning_rate=settings.learning_rate,
+                   max_iter=settings.max_iter, tol=settings.tol,
+                   n_iter_no_change=settings.n_iter_no_change, name="ClAM", device=device,
+                   verbose=settings.verbose, scheduler=plateau,
+                   cooldown=(settings.cooldown_epochs, COOLDOWN_FACTOR))
     return trained_restarts(*task.averaged_parameters(), result)

@@ -1,0 +1,163 @@
+"""What ClAM's training is given, and what it returns: the AM dynamics, the
+training settings (built once by ``ClAM.fit``), the learning-rate schedule and
+stopping constants, and the record of the trained restarts.
+
+Both trainers read these: the numba one on the CPU (``_fit``) and the torch one
+for CUDA (``_torch_fit``); neither imports the other's module, so this one sits
+below both.
+"""
+
+from dataclasses import dataclass, fields
+
+import numpy as np
+
+from skdiffclust.clam._selection import relabel_by_first_appearance
+
+# learning-rate schedule of the paper (appendix B.1, table 5): x0.8 after more than 5
+# epochs without a relative gain of 1e-3, down to 1e-5 (1e-4 times its 0.1)
+PLATEAU_SCHEDULE = dict(factor=0.8, patience=5, threshold=1e-3, min_lr=1e-5)
+MIN_LR_RATIO = 1e-4
+# 'auto' patiences span about this many Adam steps (in epochs, within bounds): an
+# epoch of 100,000 points is 6,250 steps, one of 300 points 19
+STOPPING_STEPS, STOPPING_BOUNDS = 2000, (2, 10)
+PLATEAU_STEPS, PLATEAU_BOUNDS = 1000, (1, 5)
+# from this epoch on, restarts stop training when their epoch loss is this much
+# (relative) above the best one, or when their prototypes (averaged over the
+# epoch) are those of a better restart, each within this fraction of its distance
+# to its nearest neighbour
+PRUNE_MARGIN, PRUNE_FROM_EPOCH = 0.1, 3
+DUPLICATE_TOLERANCE, DUPLICATES_FROM_EPOCH = 0.1, 1
+# once converged, epochs of about this many Adam steps (within bounds) at a
+# learning rate halved before each (down to 1/16 of where it was), without
+# re-seeding: the averaged prototypes then rest near a minimum of the full
+# objective instead of in the noise of the last steps
+COOLDOWN_STEPS, COOLDOWN_BOUNDS, COOLDOWN_FACTOR = 1000, (1, 4), 0.5
+
+
+def steps_patience(n_samples, batch_size, steps, bounds):
+    """A patience in epochs spanning about ``steps`` Adam steps, within ``bounds``."""
+    n_batches = -(-n_samples // max(min(batch_size, n_samples), 1))
+    return int(np.clip(-(-steps // n_batches), *bounds))
+
+
+def plateau_schedule(learning_rate, patience):
+    """The paper's plateau schedule for an initial ``learning_rate``."""
+    return dict(PLATEAU_SCHEDULE, patience=int(patience),
+                min_lr=float(learning_rate) * MIN_LR_RATIO)
+
+
+@dataclass(frozen=True)
+class Dynamics:
+    """The fixed hyperparameters of the AM recursion."""
+
+    beta: float
+    n_steps: int
+    alpha: float
+    metric: str
+
+
+@dataclass(frozen=True)
+class TrainingSettings:
+    """How the restarts train: everything but the data, the initial prototypes and
+    the dynamics. ``ClAM`` builds it once per fit (the 'auto' values resolved);
+    see :func:`skdiffclust.clam._fit.train_restarts`."""
+
+    weighted: bool  # learn per-prototype log-weights (eq. 10-11)
+    mask_prob: float
+    batch_size: int
+    max_iter: int
+    learning_rate: float
+    tol: float
+    n_iter_no_change: int
+    device: object = "cpu"  # 'cpu' (numba kernels) or a torch device (CUDA)
+    seed: int = 0
+    verbose: bool = False
+    plateau_patience: int = PLATEAU_SCHEDULE["patience"]
+    cooldown_epochs: int = COOLDOWN_BOUNDS[1]
+    n_threads: int = 1
+    reseed: bool = True  # re-seed dead prototypes (CPU only)
+    prune: bool = True  # prune clearly worse restarts (CPU only)
+
+    @classmethod
+    def resolved(cls, n_samples, *, n_iter_no_change, batch_size, **settings):
+        """The settings of a fit on ``n_samples`` points, ``n_iter_no_change='auto'``
+        resolved and the plateau and cool-down patiences derived (in epochs of
+        about so many Adam steps)."""
+        def patience(steps, bounds):
+            return steps_patience(n_samples, batch_size, steps, bounds)
+
+        if n_iter_no_change == "auto":
+            n_iter_no_change = patience(STOPPING_STEPS, STOPPING_BOUNDS)
+        return cls(n_iter_no_change=int(n_iter_no_change), batch_size=batch_size,
+                   plateau_patience=patience(PLATEAU_STEPS, PLATEAU_BOUNDS),
+                   cooldown_epochs=patience(COOLDOWN_STEPS, COOLDOWN_BOUNDS), **settings)
+
+
+@dataclass
+class TrainedRestarts:
+    prototypes: np.ndarray  # (R, k, d)
+    log_weights: np.ndarray  # (R, k)
+    n_iter: np.ndarray  # (R,) epochs run by each restart
+    loss_curves: list  # R arrays of epoch losses
+    selectable: np.ndarray = None  # (R,) bool: not pruned (default: all)
+
+    def __post_init__(self):
+        if self.selectable is None:
+            self.selectable = np.ones(self.prototypes.shape[0], dtype=bool)
+
+
+def trained_restarts(prototypes, log_weights, result, selectable=None):
+    """The restarts' parameters with the engine's record of their training."""
+    n_restarts = prototypes.shape[0]
+    curves = result.loss_curve.reshape(result.n_iter, n_restarts)
+    return TrainedRestarts(prototypes=prototypes, log_weights=log_weights,
+                           n_iter=np.full(n_restarts, result.n_iter),
+                           loss_curves=[curves[:, r].copy() for r in range(n_restarts)],
+                           selectable=selectable)
+
+
+@dataclass(frozen=True)
+class FittedState:
+    """What a fit leaves in the estimator, by attribute name: the public fitted
+    attributes (in the input's units) and the private state inference needs (in
+    ClAM's centred and scaled units). ``ClAM`` builds one per candidate fit and
+    adopts the one it keeps."""
+
+    cluster_centers_: np.ndarray
+    cluster_weights_: np.ndarray
+    labels_: np.ndarray
+    n_clusters_: int
+    beta_: float
+    n_iter_: int
+    loss_: float
+    loss_curve_: np.ndarray
+    _prototypes: np.ndarray  # (k, d) float64, ClAM's units
+    _shift: np.ndarray
+    _scale: float
+    _mask_fill: np.ndarray
+    _score_seed: int
+    _beta_scaled: float
+
+    @classmethod
+    def of(cls, kept, data, dynamics, fill, score_seed, dtype, *, cosine, relabel=True):
+        """The state of a fit whose kept restart is ``kept`` (``_selection.keep_best``,
+        or ``partial_fit``'s): clusters numbered by first appearance in the labels
+        (occupied first) unless not ``relabel``."""
+        n_clusters = kept["prototypes"].shape[0]
+        order, labels = np.arange(n_clusters), kept["labels"]
+        if relabel:
+            order, labels = relabel_by_first_appearance(labels, n_clusters)
+        squared_scale = data.scale**2
+        prototypes = kept["prototypes"][order]
+        centers = prototypes if cosine else prototypes * data.scale + data.shift
+        return cls(
+            cluster_centers_=centers.astype(dtype), cluster_weights_=kept["weights"][order],
+            labels_=labels, n_clusters_=int(np.unique(labels).size),
+            beta_=dynamics.beta / squared_scale, n_iter_=kept["n_iter"],
+            loss_=kept["loss"] * squared_scale, loss_curve_=kept["loss_curve"] * squared_scale,
+            _prototypes=prototypes, _shift=data.shift, _scale=data.scale, _mask_fill=fill,
+            _score_seed=score_seed, _beta_scaled=dynamics.beta)
+
+    def items(self):
+        """(attribute name, value) pairs, in field order."""
+        return [(field.name, getattr(self, field.name)) for field in fields(self)]

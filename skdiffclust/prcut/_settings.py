@@ -1,0 +1,54 @@
+"""How PRCut's networks train: one frozen record, built once by ``PRCut.fit`` (or
+``partial_fit``'s first call) from the parameters, and passed down whole to the
+training (``_fit``) and to the stream (``_stream``). Imports no torch."""
+
+import os
+from dataclasses import dataclass, replace
+
+
+@dataclass(frozen=True)
+class PRCutSettings:
+    """The training's settings.
+
+    ``learning_rate`` and ``n_iter_no_change`` may still be ``'auto'`` (resolved by
+    ``_fit.learning_rate_for`` and ``_fit.patience_for`` for the data's batches);
+    ``module`` is the user's network (a copy is trained) or ``None`` for the
+    built-in one (``hidden_layer_sizes``), whose first layer subtracts
+    ``input_offset`` (the centring of sparse features). ``share_inputs``: read a
+    dense precomputed affinity in place on the CPU.
+    """
+
+    n_clusters: int
+    hidden_layer_sizes: tuple
+    batch_size: int
+    learning_rate: object
+    momentum: float
+    gamma: float
+    annealing: float
+    max_iter: int
+    tol: float
+    n_iter_no_change: object
+    device: object = "cpu"
+    verbose: bool = False
+    n_threads: int = 1
+    module: object = None
+    input_offset: object = None
+    share_inputs: bool = False
+
+    @property
+    def annealing_epochs(self):
+        """Epochs (passes, for ``partial_fit``) over which the bound hardens."""
+        return int(round(self.annealing * self.max_iter))
+
+    def but(self, **changes):
+        """A copy with ``changes`` (e.g. ``max_iter=0`` to only fit the start)."""
+        return replace(self, **changes)
+
+
+def n_threads(n_jobs):
+    """Threads of PRCut's CPU training for ``n_jobs`` (``None``: 1)."""
+    if n_jobs is None:
+        return 1
+    if n_jobs < 0:
+        return max((os.cpu_count() or 1) + 1 + n_jobs, 1)
+    return max(int(n_jobs), 1)
