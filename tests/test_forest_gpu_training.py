@@ -42,13 +42,14 @@ TRAINING = dict(n_clusters=3, epsilon=0.5, n_perturbations=3, batch_size=12, max
 def _train(device_solver, device="cpu"):
     from skdiffclust._utils._torch import build_mlp, make_generator
     from skdiffclust.forest import _embedding
+    from skdiffclust.forest._settings import EmbeddingSettings
 
     X, y = _problem()
     module = build_mlp(3, (), 2, make_generator(0))
+    settings = EmbeddingSettings(device=device, device_solver=device_solver, **TRAINING)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        state, result = _embedding.train_embedding(
-            module, X, y, device=device, device_solver=device_solver, **TRAINING)
+        state, result = _embedding.train_embedding(module, X, y, settings)
     return {"state": state, "loss_curve": result.loss_curve, "n_iter": result.n_iter}
 
 

@@ -22,7 +22,7 @@ from skdiffclust import SparseGEMINI
 from skdiffclust.gemini import gemini_value_and_grad
 from skdiffclust.gemini._data import Standardisation
 from skdiffclust.gemini._models import SKIP, forward, init_kmeans_plusplus, softmax
-from skdiffclust.gemini._training import (
+from skdiffclust.gemini._fit import (
     best_reproduced_restart,
     full_gemini,
     train_restarts,
@@ -109,9 +109,9 @@ def test_initial_partition_is_a_k_means_partition(sparse):
 
 def test_restarts_keep_the_best_one_another_restart_reproduces():
     X, _ = make_blobs(300, centers=6, random_state=2)
-    _, problem, params, rng = SparseGEMINI(6, n_init=4, random_state=0)._setup(X)
-    kept, curve, _ = train_restarts(params, problem, learning_rate=0.05, max_iter=50,
-                                    tol=1e-4, rng=rng)
+    model = SparseGEMINI(6, n_init=4, max_iter=50, random_state=0)
+    _, problem, params, rng = model._setup(X)
+    kept, curve, _ = train_restarts(params, problem, model._settings(), rng)
     scores = full_gemini(params, problem)  # every restart, trained in place
     labels = softmax(forward(params, problem.inputs.rows(None))[0]).argmax(axis=2)
     reproduced = [r for r in range(4) if any(

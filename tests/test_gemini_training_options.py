@@ -107,23 +107,23 @@ def test_a_cascade_of_leaving_features_is_refined(monkeypatch):
     halfway (geometrically) from the previous one, so that the path records the
     models in between."""
     from skdiffclust._training import TrainingResult
-    from skdiffclust.gemini import _training
+    from skdiffclust.gemini import _fit
     from skdiffclust.gemini._models import SKIP
 
     # feature j leaves at penalty 10 + j / 100: all 30 within 3% of each other
     exits = 10.0 + np.arange(30) / 100
-    original = _training.train_epochs
+    original = _fit.train_epochs
     penalties = []
 
-    def fake(params, problem, *, penalty, **kwargs):
+    def fake(params, problem, settings, *, penalty, **kwargs):
         if penalty == 0:
-            return original(params, problem, penalty=penalty, **kwargs)
+            return original(params, problem, settings, penalty=penalty, **kwargs)
         penalties.append(penalty)
         params[SKIP][:, exits <= penalty] = 0.0
         params["W0"][:, exits <= penalty] = 0.0
         return TrainingResult(n_iter=11, loss_curve=np.zeros((11, 1)), converged=True)
 
-    monkeypatch.setattr(_training, "train_epochs", fake)
+    monkeypatch.setattr(_fit, "train_epochs", fake)
     X, _ = make_blobs(200, centers=3, n_features=30, random_state=0)
     path = SparseGEMINI(3, lambda_start=9.5, n_features_stop=2, random_state=0).path(X)
     counts, lambdas = path.n_features[1:], path.lambdas[1:]

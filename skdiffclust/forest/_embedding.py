@@ -24,8 +24,10 @@ import torch
 from skdiffclust._training._torch import PooledBatches, train
 from skdiffclust._utils._random import derive_seeds
 from skdiffclust._utils._torch import (
+    apply_in_batches,
     build_mlp,
     make_generator,
+    module_from_state,
     state_to_numpy,
     tensor_from_numpy,
 )
@@ -214,52 +216,79 @@ def as_samples(tensor, sample_shape):
     return tensor if sample_shape is None else tensor.view(tensor.shape[0], *sample_shape)
 
 
-def train_embedding(module, X, y, *, n_clusters, epsilon, n_perturbations, batch_size,
-                    max_iter, learning_rate, tol, n_iter_no_change, device, seed, verbose,
-                    n_threads=1, device_solver=None, weight_decay=0.0, steps_per_epoch=None,
-                    validation_data=None, sample_shape=None, solver_threads=1):
+def train_embedding(module, X, y, settings, *, validation_data=None, sample_shape=None):
     """Adam on the partial Fenchel-Young loss; returns (state, TrainingResult).
 
-    ``device_solver``: solve the forests with the device solver (``_gpu``); ``None``
-    means when ``device`` is CUDA. On CPU tensors it runs on numba's CUDA simulator
-    (``NUMBA_ENABLE_CUDASIM=1``), which is how the CUDA path is tested without a GPU.
-    ``steps_per_epoch``: batches per epoch (``None``: ``ceil(n / batch_size)``).
+    ``settings``: an :class:`~skdiffclust.forest._settings.EmbeddingSettings`.
     ``validation_data``: ``(X_val, y_val)`` of labelled samples held out for early
     stopping on their batch-wise clustering error (:class:`BatchValidation`); the
     returned state is the one of the lowest error. ``sample_shape``: the shape each
     row of X is viewed as before the module (images), ``None`` for rows.
-    ``solver_threads``: numba's threads for the CPU solver during training.
     """
-    device = torch.device(device)
+    device = torch.device(settings.device)
+    device_solver = settings.device_solver
     if device_solver is None:
         device_solver = device.type == "cuda"
-    batch_seed, noise_seed = derive_seeds(seed, 2)
+    batch_seed, noise_seed = derive_seeds(settings.seed, 2)
     module = module.to(device)
     module.train()
     dtype = next(module.parameters()).dtype
     task = PartialFenchelYoungTask(
         module, as_samples(tensor_from_numpy(X, dtype, device), sample_shape), y,
-        n_clusters=n_clusters, epsilon=epsilon, n_perturbations=n_perturbations,
+        n_clusters=settings.n_clusters, epsilon=settings.epsilon,
+        n_perturbations=settings.n_perturbations,
         noise_generator=make_generator(noise_seed), device_solver=device_solver,
     )
-    sampler = LabelledBatches(y, batch_size, make_generator(batch_seed), device,
-                              steps_per_epoch)
+    sampler = LabelledBatches(y, settings.batch_size, make_generator(batch_seed), device,
+                              settings.steps_per_epoch)
     validation = None
     if validation_data is not None:
         X_val, y_val = validation_data
         validation = BatchValidation(
             module, as_samples(tensor_from_numpy(X_val, dtype, device), sample_shape), y_val,
-            n_clusters=n_clusters, batch_size=batch_size)
+            n_clusters=settings.n_clusters, batch_size=settings.batch_size)
     # numba's solver on solver_threads (one by default, as torch's steps): two
     # OpenMP teams of different sizes competing for the cores made a step 2.7x
     # slower (LeNet-5 on batches of 64, 2 cores: 45 ms against 16 ms)
-    with thread_limit(solver_threads):
-        result = train(task, sampler, learning_rate=learning_rate, max_iter=max_iter,
-                       tol=tol, n_iter_no_change=n_iter_no_change,
-                       name="SpanningForestClustering", device=device, verbose=verbose,
-                       n_threads=n_threads, weight_decay=weight_decay,
-                       validation=validation)
+    with thread_limit(settings.solver_threads):
+        result = train(task, sampler, learning_rate=settings.learning_rate,
+                       max_iter=settings.max_iter, tol=settings.tol,
+                       n_iter_no_change=settings.n_iter_no_change,
+                       name="SpanningForestClustering", device=device,
+                       verbose=settings.verbose, n_threads=settings.n_threads,
+                       weight_decay=settings.weight_decay, validation=validation)
     if validation is not None:
         validation.restore_best()
     module.eval()
     return state_to_numpy(module), result
+
+
+def fit_embedding(module, X, y, settings, *, validation_data=None, sample_shape=None,
+                  keep_template=False):
+    """Train ``module`` (:func:`train_embedding`) unless ``y`` has fewer than two
+    labelled samples (nothing to learn from: it keeps its initial weights); returns
+    the estimator's fitted attributes, with a CPU copy of the trained module as
+    ``_embedding_template`` if ``keep_template``."""
+    if np.count_nonzero(y != UNLABELLED) < 2:
+        state, loss_curve, n_iter = state_to_numpy(module), np.empty(0), 0
+        validation_curve = None
+    else:
+        state, result = train_embedding(module, X, y, settings,
+                                        validation_data=validation_data,
+                                        sample_shape=sample_shape)
+        loss_curve, n_iter = result.loss_curve, result.n_iter
+        validation_curve = result.validation_curve
+    scores = None if validation_curve is None else 1.0 - validation_curve
+    return {"embedding_state_": state, "loss_curve_": loss_curve, "n_iter_": n_iter,
+            "_embedding_template": module_from_state(module, state) if keep_template
+            else None, "validation_scores_": scores,
+            "best_validation_score_": (None if scores is None or not scores.size
+                                       else float(scores.max()))}
+
+
+def apply_module(template, state, X, sample_shape=None):
+    """X (rows) embedded on the CPU by a user module: ``template`` with the trained
+    ``state``, fed samples of ``sample_shape`` if not None; in X's dtype."""
+    module = module_from_state(template, state)
+    samples = X if sample_shape is None else X.reshape(X.shape[0], *sample_shape)
+    return apply_in_batches(module, samples, "cpu").astype(X.dtype, copy=False)

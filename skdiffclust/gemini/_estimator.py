@@ -20,7 +20,13 @@ from skdiffclust._training._stream import forget_stream, keep_stream
 from skdiffclust._utils._random import derive_seeds
 from skdiffclust._utils._state import keeps_state_on_failure
 from skdiffclust._utils._validation import ANY_INTEGER, NumberInterval, check_magnitude
-from skdiffclust.gemini._data import Geometry, Standardisation
+from skdiffclust.gemini._data import (
+    Geometry,
+    Standardisation,
+    check_groups,
+    fit_batch_size,
+    stream_batch_size,
+)
 from skdiffclust.gemini._models import (
     SKIP,
     fold_standardisation,
@@ -29,52 +35,33 @@ from skdiffclust.gemini._models import (
     predict_proba,
 )
 from skdiffclust.gemini._objectives import OBJECTIVES
-from skdiffclust.gemini._training import (
-    GeminiPath,
+from skdiffclust.gemini._fit import (
+    GeminiSettings,
     GeminiStream,
     Problem,
+    exit_lambdas,
     feature_mask,
     full_gemini,
+    path_from_records,
     run_path,
     select_model,
     selected_groups,
-    train_epochs,
-    train_restarts,
+    train_at_penalty,
 )
-
-# batch_size='auto': all samples while the GEMINI needs no n x n matrix (the linear
-# kernel, 'mi') or while that matrix stays within 128 MiB (n <= 4096); above,
-# batches of AUTO_BATCH_SIZE samples (an 8 MiB matrix).
-AUTO_FULL_BATCH_MAX = 4096
-AUTO_BATCH_SIZE = 1024
-
 
 class SparseGEMINI(ClusterMixin, SelectorMixin, BaseEstimator):
     """Sparse GEMINI: clustering by generalised mutual information, selecting features.
 
     A discriminative model p(y|x) (a sparse logistic regression, or an MLP with a
-    linear skip connection as in LassoNet) is trained to maximise a generalised
-    mutual information (GEMINI: MMD or Wasserstein, one-vs-all or one-vs-one),
-    while a group-lasso penalty on the skip connection removes features
-    (Ohl et al., 2024). :meth:`path` increases the penalty geometrically and keeps
-    the model with the fewest features whose GEMINI stays within
-    ``selection_threshold`` of the best. Forward and backward passes are written
-    out in NumPy (no torch).
-
-    Each fit trains ``n_init`` restarts together, each starting from a k-means
-    partition (k-means++ seeds refined by Lloyd's iterations), and keeps the best
-    one (highest GEMINI) whose partition another restart reproduces;
-    it returns ``n_clusters`` non-empty clusters or warns. The model reads
-    standardised features and the kernel sees the data centred and globally
-    scaled, so that the partition does not change under a shift or a global
-    rescale of the data. :meth:`score` is the GEMINI of the predictions.
-
-    As a feature selector, :meth:`transform` keeps the selected columns and
-    :meth:`get_support` tells which they are.
+    linear skip connection as in LassoNet) is trained, in NumPy, to maximise a
+    generalised mutual information (GEMINI: MMD or Wasserstein, one-vs-all or
+    one-vs-one), while a group-lasso penalty on the skip connection removes
+    features (Ohl et al., 2024). :meth:`path` increases the penalty and keeps the
+    model with the fewest features whose GEMINI stays within
+    ``selection_threshold`` of the best; :meth:`transform` keeps their columns.
 
     Read more in the :ref:`User Guide <sparse_gemini>`, which lists the defaults
-    that differ from the paper and why (initialisation, restarts, re-seeding,
-    kernel, standardisation, step size and tolerance).
+    that differ from the paper and why.
 
     Parameters
     ----------
@@ -87,26 +74,17 @@ default='mmd_ovo'
         The objective. ``'mi'`` is the classic mutual information (a baseline).
 
     kernel : str or callable, default='rbf'
-        Kernel of the MMD objectives, any of
-        :func:`sklearn.metrics.pairwise.pairwise_kernels` (``'rbf'``, ``'linear'``,
-        ...). It is evaluated on the data centred and divided by one global scale
-        (their root mean squared deviation), so that the clusters found do not
-        depend on the data's offset or units; kernel parameters refer to these
-        scaled data (the rbf's default ``gamma = 1 / n_features`` makes the kernel
-        of two typical points about exp(-2)). The paper uses ``'linear'``, whose
-        MMD compares cluster means only; see the User Guide for why the default
-        differs.
+        Kernel of the MMD objectives (the paper's is ``'linear'``), any of
+        :func:`sklearn.metrics.pairwise.pairwise_kernels`, on the data centred and
+        divided by one global scale: kernel parameters refer to these scaled data.
 
     kernel_params : dict, default=None
         Keyword arguments of the kernel (e.g. ``{'gamma': 0.1}``).
 
     n_kernel_features : int or None, default=100
-        A non-linear kernel is approximated by this many Nyström features
-        (landmarks drawn from the training data; exact when n_samples is at most
-        this), so that its MMD costs O(n_samples n_kernel_features n_clusters) per
-        epoch and no n x n matrix is built. ``None``: the exact kernel matrix of
-        each batch (see ``batch_size``). The linear kernel is always exact and
-        computed from the features.
+        A non-linear kernel is approximated by this many Nyström features, so
+        that no n x n matrix is built. ``None``: the exact kernel matrix of each
+        batch. The linear kernel is always exact.
 
     metric : str, default='euclidean'
         Distance of the Wasserstein objectives (on the same scaled data).
@@ -116,10 +94,8 @@ default='mmd_ovo'
         paper's M = 0 case).
 
     dropout : float in [0, 1), default=0.0
-        Dropout rate of the MLP's hidden units during training steps (each unit
-        zeroed with this probability, the others scaled up to keep its mean;
-        evaluations and predictions use every unit). The paper uses 5% with its
-        2 x 1,200-unit MLP on MNIST. Ignored without hidden layers.
+        Dropout rate of the MLP's hidden units during training steps (inverted
+        dropout; predictions use every unit). Ignored without hidden layers.
 
     M : float, default=10
         Hierarchy coefficient: the first-layer weights of a feature are bounded by
@@ -140,31 +116,18 @@ default='mmd_ovo'
 
     init : {'k-means++', 'random'}, default='k-means++'
         Initialisation of each restart. ``'k-means++'``: the output layer starts
-        as the Voronoi partition of k-means++ seeds refined by at most 30 of
-        Lloyd's iterations (in the GEMINI's geometry: nearby seedings, which
-        hang on the data's last bits, end at the same centres), with a
-        temperature set by their spread; the MLP's last
-        layer starts at zero. ``'random'``: every layer drawn like torch's
-        ``nn.Linear``, as in the paper.
+        as the Voronoi partition of k-means++ seeds refined by Lloyd's iterations.
+        ``'random'``: every layer drawn like torch's ``nn.Linear``, as in the paper.
 
     n_init : int, default=5
         Number of restarts of the dense fit, trained together as one batched
         model; the kept one has the highest GEMINI among the restarts whose
-        partition another restart reproduces (adjusted Rand index at least 0.9;
-        among all of them when none is), GEMINIs within 0.1% going to the first
-        (and, in :meth:`path`, it is continued along the penalties). The highest
-        GEMINI alone hangs on whichever restart was luckiest: on ``uci/statlog``
-        one restart of five found a better optimum on one copy of the data
-        jittered in its last digits and not on two others. ``n_init=1,
-        init='random'`` (with ``reseed_empty_clusters=False``) is the paper's
-        procedure.
+        partition another restart reproduces (see the User Guide). The paper
+        uses one.
 
     reseed_empty_clusters : bool, default=True
-        During the dense fit, a cluster that an epoch leaves without samples is
-        re-seeded as a split of a spread-out cluster (a sample drawn as in
-        k-means++ takes the part of its cluster closer to it than to the
-        cluster's mean), at most ``n_clusters`` times per restart. The paper is
-        silent on empty clusters; ``False`` leaves them empty.
+        During the dense fit, re-seed a cluster an epoch leaves empty as a split
+        of a spread-out cluster (at most ``n_clusters`` times per restart).
 
     max_iter : int, default=200
         Maximum number of epochs of each training (the dense fit, the penalised
@@ -172,16 +135,12 @@ default='mmd_ovo'
 
     batch_size : int, 'auto' or None, default='auto'
         Samples per batch; ``None`` uses all samples. ``'auto'`` uses all samples
-        when the GEMINI needs no n x n matrix (the linear kernel, Nyström
-        features, ``'mi'``) or when n_samples <= 4096; otherwise (an exact
-        non-linear kernel, Wasserstein) batches of 1024 samples, whose GEMINI
-        estimates the full one (an n x n matrix at n = 20,000 takes 3.2 GB).
+        when the GEMINI needs no n x n matrix or n_samples <= 4096, batches of
+        1024 otherwise.
 
     learning_rate : float, default=0.05
         Step size of Adam (dense fit) and of SGD with momentum 0.9 (penalised
-        steps; the proximal threshold is ``learning_rate`` times the penalty). With
-        full batches (the default) an epoch is one step; the paper's 1e-3 goes with
-        mini-batches and a random initialisation.
+        steps; the proximal threshold is ``learning_rate`` times the penalty).
 
     n_features_stop : int, default=2
         :meth:`path` stops once at most this many features remain.
@@ -191,25 +150,20 @@ default='mmd_ovo'
         least this fraction of the best GEMINI along the path.
 
     tol : float, default=1e-4
-        The dense fit (of :meth:`fit`, and the start of :meth:`path`) stops when
-        minus its GEMINI has not improved by more than ``tol`` times its scale (the
-        larger of its best and its first value) for ``n_iter_no_change``
-        consecutive epochs; ``max_iter`` epochs without that give a
-        ``ConvergenceWarning``. The paper's 0.01 stops a fit that starts from a
-        k-means++ partition before it has refined it.
+        The dense fit stops when minus its GEMINI has not improved by more than
+        ``tol`` (relative) for ``n_iter_no_change`` consecutive epochs;
+        ``max_iter`` epochs without that give a ``ConvergenceWarning``.
 
     path_tol : float, default=0.01
-        The same rule, on minus the penalised GEMINI, for the trainings with a
-        penalty: each step of :meth:`path` (the paper's 1%: a step continues the
-        previous one) and the penalised phase of :meth:`fit` (``alpha > 0``).
+        The same rule for the trainings with a penalty: each step of :meth:`path`
+        and the penalised phase of :meth:`fit` (``alpha > 0``).
 
     n_iter_no_change : int, default=10
         Patience of the stopping rule, in epochs.
 
     n_jobs : int, default=None
-        BLAS threads of the products with the data and the kernel; ``None``
-        means 1 (faster on small problems), ``-1`` all cores. Results do not
-        depend on it.
+        BLAS threads; ``None`` means 1 (faster on small problems), ``-1`` all
+        cores. Results do not depend on it.
 
     random_state : int, RandomState instance or None, default=None
         Seeds the initial weights, the k-means++ seedings and the batches.
@@ -229,8 +183,7 @@ default='mmd_ovo'
     params_ : dict of str to ndarray
         The model's weights, acting on the raw features (``'skip'``: n_features x
         n_clusters skip connection; ``'W0'``, ``'b0'``, ...: the MLP's layers;
-        ``'bias'``: the logistic model's intercept). Training standardises the
-        features; the standardisation is folded into these weights.
+        ``'bias'``: the logistic model's intercept).
 
     feature_importances_ : ndarray of shape (n_features,)
         Norm of each feature's skip weights per standard deviation of the feature
@@ -244,9 +197,8 @@ default='mmd_ovo'
         After :meth:`path`: the recorded steps (see :meth:`path`).
 
     n_iter_ : int
-        Training epochs of the fitted model: those of :meth:`fit` (the dense fit,
-        then the penalised one if ``alpha > 0``), or, after :meth:`path`, those of
-        the dense fit and of every step up to the selected model's.
+        Training epochs of the fitted model (after :meth:`path`: of the dense fit
+        and of every step up to the selected model's).
 
     loss_curve_ : ndarray of shape (`n_iter_`,)
         Minus the penalised GEMINI of each of these epochs (lower is better), for
@@ -264,14 +216,13 @@ default='mmd_ovo'
 
     Notes
     -----
-    With the default linear kernel an epoch costs O(n_samples n_features
-    n_clusters) per restart: the MMD is computed from the features, without a
-    kernel matrix. Other kernels cost O(batch_size^2 n_clusters) per batch, and
-    Wasserstein one exact optimal transport problem per cluster (one-vs-all) or
-    per pair of clusters (one-vs-one), solved by POT's network simplex. The
-    GEMINI is always computed with all features, as in the paper. Sparse (CSR)
-    input is used as such in every product with the data; only the batches of a
-    non-linear kernel or of a distance are densified.
+    With Nyström features or the linear kernel an MMD epoch costs O(n_samples
+    n_features n_clusters) per restart; an exact kernel O(batch_size^2
+    n_clusters) per batch; Wasserstein one optimal transport problem per cluster
+    or pair of clusters. Sparse (CSR) input is used as such in every product with
+    the data. The model reads standardised features and the geometry sees the data
+    globally scaled, so the partition does not change under a shift or a global
+    rescale of the data (see the User Guide).
 
     References
     ----------
@@ -363,11 +314,8 @@ default='mmd_ovo'
     @_fit_context(prefer_skip_nested_validation=True)
     @keeps_state_on_failure
     def fit(self, X, y=None):
-        """Train at the fixed penalty ``alpha`` (a dense Adam fit first).
-
-        The ``n_init`` restarts of the dense fit train together; the
-        best reproduced one is kept (see ``n_init``) and, if ``alpha > 0``, trained
-        on with proximal SGD.
+        """Train at the fixed penalty ``alpha``: a dense Adam fit of the ``n_init``
+        restarts, then, if ``alpha > 0``, proximal SGD on the one kept.
 
         Parameters
         ----------
@@ -380,26 +328,17 @@ default='mmd_ovo'
         self : object
         """
         X, problem, params, rng = self._setup(X)
+        settings = self._settings()
         forget_stream(self)
-        n_phases = 2 if self.alpha > 0 else 1
+        n_phases = 2 if settings.alpha > 0 else 1
         with self._threads(), EpochProgress(self.verbose, "SparseGEMINI",
-                                            self.max_iter * n_phases) as bar:
-            params, curve, converged = train_restarts(
-                params, problem, learning_rate=self.learning_rate, max_iter=self.max_iter,
-                tol=self.tol, rng=rng, reseed=self.reseed_empty_clusters, progress=bar)
-            curves, unconverged_tols = [curve], [] if converged else [self.tol]
-            if self.alpha > 0:
-                result = train_epochs(params, problem, penalty=self.alpha, optimizer="sgd",
-                                      learning_rate=self.learning_rate,
-                                      max_iter=self.max_iter, tol=self.path_tol, rng=rng,
-                                      warn=False, progress=bar)
-                curves.append(result.loss_curve[:, 0])
-                if not result.converged:
-                    unconverged_tols.append(self.path_tol)
-            labels = self._set_fitted(params, problem, np.concatenate(curves))
-        if unconverged_tols:
-            warn_not_converged("SparseGEMINI", self.max_iter, unconverged_tols[0],
-                               self.n_iter_no_change)
+                                            settings.max_iter * n_phases) as bar:
+            params, curve, unconverged_tol = train_at_penalty(params, problem, settings,
+                                                              rng, bar)
+            labels = self._set_fitted(params, problem, curve)
+        if unconverged_tol is not None:
+            warn_not_converged("SparseGEMINI", settings.max_iter, unconverged_tol,
+                               settings.n_iter_no_change)
         self._warn_empty_clusters()
         self.labels_ = labels
         return self
@@ -410,22 +349,12 @@ default='mmd_ovo'
         """One pass over a chunk of the data, continuing the previous calls' training.
 
         The first call (or the first after :meth:`fit`) initialises the model from
-        its chunk as ``fit`` does: the standardisation of the features and the
-        GEMINI's geometry (the kernel's scale, its Nyström landmarks) are those of
-        the first chunk, kept for the next ones, so feed a representative first
-        chunk (shuffled data); the ``n_init`` restarts start from k-means partitions
-        of it. Each call then makes one pass over its chunk in batches of
-        ``batch_size``, with Adam (and, if ``alpha > 0``, SGD and the proximal
-        step of the penalty after each step) continuing its state
-        (``batch_size='auto'``: batches of at most 1,024 samples); clusters a pass
-        leaves empty are re-seeded from that chunk. After the first pass only the
-        restart that :meth:`fit` would keep, judged on the first chunk, goes on,
-        so that a cluster keeps its number from call to call. After every call
-        the fitted attributes and :meth:`predict` are valid and ``labels_`` are
-        the chunk's. ``n_iter_`` counts the calls, ``loss_curve_`` holds minus the
-        GEMINI of each pass, ``n_steps_`` the steps and ``n_samples_seen_`` the
-        samples. No feature-selection path: use :meth:`path` on data that fit in
-        memory.
+        its chunk, whose standardisation and geometry are kept: feed a
+        representative (shuffled) first chunk. Each call makes one pass in batches
+        of ``batch_size`` (``'auto'``: at most 1,024 samples); after it the fitted
+        attributes are valid, ``labels_`` are the chunk's, ``n_iter_`` counts the
+        calls, ``n_steps_`` the steps and ``n_samples_seen_`` the samples. See
+        :ref:`the User Guide <sparse_gemini_partial_fit>` for the details.
 
         Parameters
         ----------
@@ -438,20 +367,21 @@ default='mmd_ovo'
         -------
         self : object
         """
-        stream = getattr(self, "_stream", None)
+        stream, settings = getattr(self, "_stream", None), self._settings()
         if stream is None:
             X, problem, params, rng = self._setup(X)
-            problem.batch_size = self._stream_batch_size(X.shape[0])
-            stream = GeminiStream.start(params, problem, rng, self._optimizer_name(),
-                                        self.learning_rate, self.reseed_empty_clusters)
+            problem.batch_size = stream_batch_size(self.batch_size, X.shape[0])
+            stream = GeminiStream.start(params, problem, rng, settings)
         else:
             X = validate_data(self, X, accept_sparse="csr", dtype=[np.float64, np.float32],
                               reset=False)
             check_magnitude(X)
             stream = stream.copy()  # a failed call leaves the estimator as it was
-            problem = stream.problem(X, self._stream_batch_size(X.shape[0]), self)
+            # in the first chunk's standardisation and geometry
+            problem = self._problem(X, stream.standardisation, stream.geometry,
+                                    stream_batch_size(self.batch_size, X.shape[0]))
         with self._threads():
-            stream.pass_over(problem, penalty=self.alpha)
+            stream.pass_over(problem, settings)
             stream.keep_best_restart(problem)
             labels = self._set_fitted(stream.params, problem, stream.curve())
         keep_stream(self, stream)
@@ -459,30 +389,15 @@ default='mmd_ovo'
         self.labels_ = labels
         return self
 
-    def _stream_batch_size(self, n_samples):
-        """``partial_fit``'s batches: ``batch_size``, with 'auto' (and None) at most
-        1,024 samples, so that a pass over a chunk takes several steps."""
-        if self.batch_size in ("auto", None):
-            return min(n_samples, AUTO_BATCH_SIZE)
-        return int(self.batch_size)
-
-    def _optimizer_name(self):
-        return "sgd" if self.alpha > 0 else "adam"
-
-    def _groups(self, n_features):
-        return _check_groups(self.groups, n_features)
-
     @_fit_context(prefer_skip_nested_validation=True)
     @keeps_state_on_failure
     def path(self, X, y=None):
         """Train along growing penalties and select features (the paper's procedure).
 
-        A dense fit (Adam, no penalty; ``n_init`` restarts, the best kept), then
-        proximal SGD steps at penalties ``lambda_start * lambda_multiplier ** t``
-        until at most ``n_features_stop`` features remain. Every step is recorded;
-        the first model reaching each number of features is kept, and the
-        estimator ends fitted on the one with the fewest features whose GEMINI is
-        at least ``selection_threshold`` times the best.
+        A dense fit, then proximal SGD steps at penalties ``lambda_start *
+        lambda_multiplier ** t`` until at most ``n_features_stop`` features remain;
+        the estimator ends fitted on the model with the fewest features whose
+        GEMINI is at least ``selection_threshold`` times the best.
 
         Parameters
         ----------
@@ -492,24 +407,18 @@ default='mmd_ovo'
         Returns
         -------
         path : GeminiPath
-            The steps: ``lambdas``, ``n_features``, ``masks``, ``gemini``,
-            ``n_epochs``, the kept ``models`` (their ``params`` act on the raw
-            features, like ``params_``) and the ``selected`` feature count. Also
-            stored as ``path_``.
+            The steps (``lambdas``, ``n_features``, ``masks``, ``gemini``,
+            ``n_epochs``), the kept ``models`` (``params`` on the raw features)
+            and the ``selected`` feature count. Also stored as ``path_``.
         """
         X, problem, params, rng = self._setup(X)
+        settings = self._settings()
         forget_stream(self)
         bar = tqdm(desc="SparseGEMINI path", unit="step") if self.verbose else None
         try:
             with self._threads():
-                records, models = run_path(
-                    params, problem, lambda_start=self.lambda_start,
-                    lambda_multiplier=self.lambda_multiplier,
-                    n_features_stop=self.n_features_stop, max_iter=self.max_iter,
-                    learning_rate=self.learning_rate, tol=self.tol, path_tol=self.path_tol,
-                    rng=rng, progress=bar, reseed=self.reseed_empty_clusters,
-                )
-                selected = select_model(models, self.selection_threshold)
+                records, models = run_path(params, problem, settings, rng, bar)
+                selected = select_model(models, settings.selection_threshold)
                 last_step = models[selected]["step"]
                 labels = self._set_fitted(
                     models[selected]["params"], problem,
@@ -517,36 +426,31 @@ default='mmd_ovo'
         finally:
             if bar is not None:
                 bar.close()
-        standardisation = problem.standardisation
-        raw_models = {
-            count: {**entry, "params": fold_standardisation(
-                entry["params"], standardisation.mean, standardisation.scale)}
-            for count, entry in models.items()
-        }
-        path = GeminiPath(
-            lambdas=np.asarray(records["lambdas"]),
-            n_features=np.asarray(records["n_features"]),
-            masks=np.asarray(records["masks"]),
-            gemini=np.asarray(records["gemini"]),
-            n_epochs=np.asarray(records["n_epochs"]),
-            converged=np.asarray(records["converged"]),
-            models=raw_models,
-            selected=selected,
-        )
+        path = path_from_records(records, models, selected, problem.standardisation)
         # the selected model's training: the dense fit and every step up to its own
         unconverged = np.flatnonzero(~path.converged[: last_step + 1])
         if unconverged.size:
-            warn_not_converged("SparseGEMINI.path", self.max_iter,
-                               self.tol if unconverged[0] == 0 else self.path_tol,
-                               self.n_iter_no_change)
+            warn_not_converged("SparseGEMINI.path", settings.max_iter,
+                               settings.tol if unconverged[0] == 0 else settings.path_tol,
+                               settings.n_iter_no_change)
         self._warn_empty_clusters()
         self.labels_ = labels
         self.path_ = path
-        self.feature_exit_lambdas_ = _exit_lambdas(path)
+        self.feature_exit_lambdas_ = exit_lambdas(path)
         return path
 
     def _threads(self):
         return threadpool_limits(limits=effective_n_jobs(self.n_jobs), user_api="blas")
+
+    def _settings(self):
+        """The training settings of this call, from the validated parameters."""
+        return GeminiSettings(  # values as given, as the training always took them
+            learning_rate=self.learning_rate, max_iter=self.max_iter, tol=self.tol,
+            path_tol=self.path_tol, n_iter_no_change=int(self.n_iter_no_change),
+            dropout=float(self.dropout), reseed=self.reseed_empty_clusters,
+            alpha=self.alpha, lambda_start=self.lambda_start,
+            lambda_multiplier=self.lambda_multiplier, n_features_stop=self.n_features_stop,
+            selection_threshold=self.selection_threshold)
 
     def _setup(self, X):
         X = validate_data(self, X, accept_sparse="csr", dtype=[np.float64, np.float32])
@@ -556,7 +460,7 @@ default='mmd_ovo'
             raise ValueError(
                 f"n_samples={n_samples} should be >= n_clusters={self.n_clusters}."
             )
-        group, n_groups = _check_groups(self.groups, n_features)
+        check_groups(self.groups, n_features)  # before any work
         hidden = tuple(int(h) for h in np.atleast_1d(self.hidden_layer_sizes))
         if any(h < 1 for h in hidden):
             raise ValueError(
@@ -565,13 +469,8 @@ default='mmd_ovo'
         init_seed, batch_seed, landmark_seed = derive_seeds(self.random_state, 3)
         geometry = Geometry(standardisation, self.gemini, self.kernel, self.kernel_params,
                             self.metric, self.n_kernel_features)
-        problem = Problem(
-            inputs=standardisation.inputs(X), geometry=geometry, objective=self.gemini,
-            group=group, n_groups=n_groups, M=float(self.M),
-            batch_size=self._batch_size(n_samples, geometry),
-            n_iter_no_change=int(self.n_iter_no_change),
-            standardisation=standardisation, dropout=float(self.dropout),
-        )
+        problem = self._problem(X, standardisation, geometry,
+                                fit_batch_size(self.batch_size, n_samples, geometry))
         init_rng = np.random.default_rng(init_seed)
         with self._threads():
             geometry.fit(problem.inputs, landmark_seed)
@@ -585,14 +484,13 @@ default='mmd_ovo'
         params = {name: value.astype(problem.inputs.dtype) for name, value in params.items()}
         return X, problem, params, np.random.default_rng(batch_seed)
 
-    def _batch_size(self, n_samples, geometry):
-        if self.batch_size is None:
-            return n_samples
-        if self.batch_size == "auto":
-            if not geometry.needs_matrix or n_samples <= AUTO_FULL_BATCH_MAX:
-                return n_samples
-            return AUTO_BATCH_SIZE
-        return int(self.batch_size)
+    def _problem(self, X, standardisation, geometry, batch_size):
+        """The training problem of X, in a standardisation and a geometry."""
+        group, n_groups = check_groups(self.groups, X.shape[1])
+        return Problem(inputs=standardisation.inputs(X), geometry=geometry,
+                       objective=self.gemini, group=group, n_groups=n_groups,
+                       M=float(self.M), batch_size=batch_size,
+                       standardisation=standardisation)
 
     def _set_fitted(self, params, problem, loss_curve):
         """Store the fitted model (params of one restart); return the training labels."""
@@ -669,10 +567,9 @@ default='mmd_ovo'
     def score(self, X, y=None):
         """The GEMINI of the model's predictions on X (higher is better).
 
-        Computed as in training: the same objective, with the kernel (or
-        distance) on X scaled as the training data were, over all samples (or,
-        when training used batches, the mean over batches of that size drawn in
-        a fixed order). ``GridSearchCV`` uses it when given no scorer.
+        Computed as in training (the geometry of the training data; the mean over
+        batches of the training's size, in a fixed order, if it used batches).
+        ``GridSearchCV`` uses it when given no scorer.
 
         Parameters
         ----------
@@ -686,8 +583,7 @@ default='mmd_ovo'
         inputs = self._inputs(X)
         problem = Problem(inputs=inputs, geometry=self._geometry, objective=self.gemini,
                           group=None, n_groups=0, M=0.0,
-                          batch_size=min(self._batch, inputs.n_samples),
-                          n_iter_no_change=1)
+                          batch_size=min(self._batch, inputs.n_samples))
         with self._threads():
             return float(full_gemini(self._model, problem)[0])
 
@@ -701,24 +597,3 @@ default='mmd_ovo'
         tags.transformer_tags.preserves_dtype = ["float64", "float32"]
         return tags
 
-
-def _check_groups(groups, n_features):
-    """Group index per feature, numbered 0 .. n_groups - 1."""
-    if groups is None:
-        return np.arange(n_features), n_features
-    groups = np.asarray(groups)
-    if groups.shape != (n_features,):
-        raise ValueError(
-            f"groups must give one group per feature: shape ({n_features},), "
-            f"got {groups.shape}."
-        )
-    _, group = np.unique(groups, return_inverse=True)
-    return group.astype(np.int64), int(group.max()) + 1
-
-
-def _exit_lambdas(path):
-    """Penalty at which each feature left the model (inf if it never did)."""
-    exits = np.full(path.masks.shape[1], np.inf)
-    for lam, before, after in zip(path.lambdas[1:], path.masks[:-1], path.masks[1:]):
-        exits[before & ~after] = lam
-    return exits

@@ -7,6 +7,9 @@ when minus the penalised GEMINI has not improved by ``tol`` (relative) for
 ``n_iter_no_change`` epochs, or after ``max_iter`` epochs. The dense fit trains
 ``n_init`` restarts as one batched model (one product with the data and one
 kernel per batch for all of them) and keeps the one with the highest GEMINI.
+
+The estimator builds one :class:`GeminiSettings` per call from its parameters and
+passes it down whole: every function here reads its knobs from it.
 """
 
 from dataclasses import dataclass, field
@@ -22,6 +25,7 @@ from skdiffclust.gemini._models import (
     SKIP,
     backward,
     copy_params,
+    fold_standardisation,
     forward,
     restart,
     softmax,
@@ -41,9 +45,34 @@ from skdiffclust.gemini._reseed import EmptyClusterReseeder, cluster_counts
 EVALUATION_SEED = 0
 
 
+@dataclass(frozen=True)
+class GeminiSettings:
+    """How a SparseGEMINI fit trains: the estimator's validated parameters, built once
+    per call (``SparseGEMINI._settings``) and passed down whole."""
+
+    learning_rate: float  # Adam's (dense fit) and SGD's (penalised steps) step size
+    max_iter: int  # epochs of each training
+    tol: float  # stopping rule of the dense fit
+    path_tol: float  # stopping rule of the penalised trainings
+    n_iter_no_change: int  # patience of both rules, in epochs
+    dropout: float  # of the MLP's hidden units, in training steps only
+    reseed: bool  # re-seed the clusters an epoch of the dense fit leaves empty
+    alpha: float  # the fixed penalty of fit and partial_fit
+    lambda_start: float  # the path's first penalty
+    lambda_multiplier: float  # its growth between steps
+    n_features_stop: int  # the path stops at this many features
+    selection_threshold: float  # the path keeps the fewest features within this of the best
+
+    @property
+    def optimizer(self):
+        """Of fit's penalised phase and of partial_fit: SGD with a penalty, Adam without."""
+        return "sgd" if self.alpha > 0 else "adam"
+
+
 @dataclass
 class Problem:
-    """Everything a training step needs besides the parameters."""
+    """The data side of a training: the standardised features, the GEMINI's
+    geometry and the penalty's groups."""
 
     inputs: object  # _data.Inputs: the standardised features
     geometry: object  # _data.Geometry: the GEMINI's kernel or distance
@@ -52,9 +81,7 @@ class Problem:
     n_groups: int
     M: float
     batch_size: int
-    n_iter_no_change: int
     standardisation: object = None  # _data.Standardisation of the training data
-    dropout: float = 0.0  # of the MLP's hidden units, in training steps only
     _full_affinity: object = field(default=None, repr=False)
 
     @property
@@ -82,11 +109,11 @@ class Problem:
                          for skip in params[SKIP]])
 
 
-def gemini_and_gradients(params, problem, rows, rng=None):
+def gemini_and_gradients(params, problem, rows, rng=None, dropout=0.0):
     """GEMINI of a batch for each restart (R,), the gradients (ascent direction) and
     the predictions (R, n_batch, K); ``rng`` draws the dropout masks, if any."""
     inputs = problem.inputs.rows(rows)
-    dropout = problem.dropout if rng is not None else 0.0
+    dropout = dropout if rng is not None else 0.0
     logits, activations = forward(params, inputs, dropout, rng)
     proba = softmax(logits)
     values, grad_proba = batched_gemini(proba, problem.affinity(rows), problem.objective)
@@ -119,23 +146,25 @@ def proximal_step(params, problem, threshold):
                                                    problem.n_groups, threshold)
 
 
-def train_epochs(params, problem, *, penalty, optimizer, learning_rate, max_iter, tol, rng,
-                 warn=True, progress=None, reseeder=None):
+def train_epochs(params, problem, settings, *, penalty, optimizer, tol, rng, warn=True,
+                 progress=None, reseeder=None):
     """Train every restart in place at a fixed penalty (ascending the penalised GEMINI).
 
-    ``reseeder`` (an ``EmptyClusterReseeder``), if given, re-seeds the clusters that
-    an epoch left empty. Returns the engine's TrainingResult: its ``loss_curve``
-    (n_iter, R) holds minus the penalised GEMINI of each restart at each epoch;
-    restarts stop together.
+    ``optimizer`` is ``'adam'`` or ``'sgd'``, ``tol`` the stopping rule's (the
+    settings' ``tol`` or ``path_tol``, by phase). ``reseeder`` (an
+    ``EmptyClusterReseeder``), if given, re-seeds the clusters that an epoch left
+    empty. Returns the engine's TrainingResult: its ``loss_curve`` (n_iter, R)
+    holds minus the penalised GEMINI of each restart at each epoch; restarts stop
+    together.
     """
-    optimizer = make_optimizer(optimizer, params, learning_rate)
+    optimizer = make_optimizer(optimizer, params, settings.learning_rate)
 
     def epoch():
         return one_pass(params, problem, optimizer, rng, penalty=penalty,
-                        reseeder=reseeder)[0]
+                        dropout=settings.dropout, reseeder=reseeder)[0]
 
-    return run_epochs(epoch, max_iter=max_iter, tol=tol,
-                      n_iter_no_change=problem.n_iter_no_change, name="SparseGEMINI",
+    return run_epochs(epoch, max_iter=settings.max_iter, tol=tol,
+                      n_iter_no_change=settings.n_iter_no_change, name="SparseGEMINI",
                       warn=warn, progress=progress)
 
 
@@ -155,28 +184,22 @@ class GeminiStream(StreamState):
     geometry: object
 
     @classmethod
-    def start(cls, params, problem, rng, optimizer, learning_rate, reseed):
+    def start(cls, params, problem, rng, settings):
         R, K = params[SKIP].shape[0], params[SKIP].shape[2]
-        return cls(params=params, optimizer=make_optimizer(optimizer, params, learning_rate),
-                   rng=rng, reseeder=EmptyClusterReseeder(problem, R, K, rng) if reseed
+        optimizer = make_optimizer(settings.optimizer, params, settings.learning_rate)
+        return cls(params=params, optimizer=optimizer, rng=rng,
+                   reseeder=EmptyClusterReseeder(problem, R, K, rng) if settings.reseed
                    else None, standardisation=problem.standardisation,
                    geometry=problem.geometry)
 
-    def problem(self, X, batch_size, estimator):
-        """A chunk's problem, in the first chunk's standardisation and geometry."""
-        group, n_groups = estimator._groups(X.shape[1])
-        return Problem(inputs=self.standardisation.inputs(X), geometry=self.geometry,
-                       objective=estimator.gemini, group=group, n_groups=n_groups,
-                       M=float(estimator.M), batch_size=batch_size,
-                       n_iter_no_change=int(estimator.n_iter_no_change),
-                       standardisation=self.standardisation,
-                       dropout=float(estimator.dropout))
-
-    def pass_over(self, problem, penalty):
+    def pass_over(self, problem, settings):
+        """One pass over a chunk (``problem``, in the first chunk's standardisation and
+        geometry) with this call's settings (its penalty ``alpha`` and dropout)."""
         if self.reseeder is not None:
             self.reseeder.problem = problem  # re-seed from this chunk's samples
         objective, n_steps = one_pass(self.params, problem, self.optimizer, self.rng,
-                                      penalty=penalty, reseeder=self.reseeder)
+                                      penalty=settings.alpha, dropout=settings.dropout,
+                                      reseeder=self.reseeder)
         self.count_pass(objective, n_steps, problem.n_samples)
 
     def keep_best_restart(self, problem):
@@ -200,7 +223,7 @@ def make_optimizer(name, params, learning_rate):
     return (Adam if name == "adam" else SGDMomentum)(params, learning_rate, maximize=True)
 
 
-def one_pass(params, problem, optimizer, rng, *, penalty=0.0, reseeder=None):
+def one_pass(params, problem, optimizer, rng, *, penalty=0.0, dropout=0.0, reseeder=None):
     """One pass over the problem's samples in batches: a step per batch (and the
     penalty's proximal step), then the re-seeding of the clusters it left empty.
 
@@ -209,7 +232,7 @@ def one_pass(params, problem, optimizer, rng, *, penalty=0.0, reseeder=None):
     """
     values, counts, n_steps = [], 0, 0
     for rows in problem.batches(rng):
-        value, grads, proba = gemini_and_gradients(params, problem, rows, rng)
+        value, grads, proba = gemini_and_gradients(params, problem, rows, rng, dropout)
         optimizer.step(params, grads)
         n_steps += 1
         if penalty > 0:
@@ -225,24 +248,44 @@ def one_pass(params, problem, optimizer, rng, *, penalty=0.0, reseeder=None):
     return -penalised, n_steps
 
 
-def train_restarts(params, problem, *, learning_rate, max_iter, tol, rng, reseed=True,
-                   progress=None):
-    """Dense Adam fit of every restart; returns the kept one's parameters and curve.
+def train_restarts(params, problem, settings, rng, progress=None):
+    """Dense Adam fit of every restart (stopped by ``settings.tol``); returns the kept
+    one's parameters, its curve and whether the fit converged.
 
     The kept restart is the one of highest GEMINI whose partition another restart
-    reproduces (:func:`representative_restart`).
-    With ``reseed``, clusters left empty are re-seeded during training (``_reseed``).
+    reproduces (:func:`representative_restart`). With ``settings.reseed``, clusters
+    left empty are re-seeded during training (``_reseed``).
     """
     reseeder = None
-    if reseed:
+    if settings.reseed:
         R, K = params[SKIP].shape[0], params[SKIP].shape[2]
         reseeder = EmptyClusterReseeder(problem, R, K, rng)
-    result = train_epochs(params, problem, penalty=0.0, optimizer="adam",
-                          learning_rate=learning_rate, max_iter=max_iter, tol=tol, rng=rng,
-                          warn=False, progress=progress, reseeder=reseeder)
+    result = train_epochs(params, problem, settings, penalty=0.0, optimizer="adam",
+                          tol=settings.tol, rng=rng, warn=False, progress=progress,
+                          reseeder=reseeder)
     best = representative_restart(params, problem, full_gemini(params, problem))
     curve = result.loss_curve[:, best] if result.n_iter else np.empty(0)
     return restart(params, best), curve, result.converged
+
+
+def train_at_penalty(params, problem, settings, rng, progress=None):
+    """:meth:`SparseGEMINI.fit`'s training: the dense fit of every restart
+    (:func:`train_restarts`), then, if ``settings.alpha > 0``, proximal SGD at that
+    penalty on the restart kept (stopped by ``settings.path_tol``).
+
+    Returns the kept restart's parameters, its loss curve over both phases and the
+    ``tol`` of the first phase that did not converge (``None`` if both did).
+    """
+    params, curve, converged = train_restarts(params, problem, settings, rng, progress)
+    curves, unconverged_tols = [curve], [] if converged else [settings.tol]
+    if settings.alpha > 0:
+        result = train_epochs(params, problem, settings, penalty=settings.alpha,
+                              optimizer="sgd", tol=settings.path_tol, rng=rng, warn=False,
+                              progress=progress)
+        curves.append(result.loss_curve[:, 0])
+        if not result.converged:
+            unconverged_tols.append(settings.path_tol)
+    return params, np.concatenate(curves), (unconverged_tols[0] if unconverged_tols else None)
 
 
 # restarts whose GEMINI is within this fraction of the highest tie: the first wins
@@ -347,10 +390,9 @@ class GeminiPath:
 PATH_REFINEMENTS = 4
 
 
-def run_path(params, problem, *, lambda_start, lambda_multiplier, n_features_stop,
-             max_iter, learning_rate, tol, path_tol, rng, progress, reseed=True):
-    """Dense Adam fit (restarts, stopped by ``tol``), then proximal SGD along lambda on
-    the best restart (each step stopped by ``path_tol``).
+def run_path(params, problem, settings, rng, progress=None):
+    """Dense Adam fit (restarts, stopped by ``settings.tol``), then proximal SGD along
+    lambda on the best restart (each step stopped by ``settings.path_tol``).
 
     Returns the path records (one entry per step: lambdas, n_features, masks,
     gemini, n_epochs, converged, loss_curve) and the first model reaching each
@@ -373,18 +415,14 @@ def run_path(params, problem, *, lambda_start, lambda_multiplier, n_features_sto
                              "step": len(records["lambdas"]) - 1}
         return count
 
-    params, curve, converged = train_restarts(params, problem, learning_rate=learning_rate,
-                                              max_iter=max_iter, tol=tol, rng=rng,
-                                              reseed=reseed)
-    tol = path_tol
+    params, curve, converged = train_restarts(params, problem, settings, rng)
     count = record(0.0, curve, converged)
-    lam, previous = lambda_start, None
-    while count > n_features_stop and count > 0:
+    lam, previous = settings.lambda_start, None
+    while count > settings.n_features_stop and count > 0:
         before = copy_params(params)
         for refinement in range(PATH_REFINEMENTS + 1):
-            result = train_epochs(params, problem, penalty=lam, optimizer="sgd",
-                                  learning_rate=learning_rate, max_iter=max_iter, tol=tol,
-                                  rng=rng, warn=False)
+            result = train_epochs(params, problem, settings, penalty=lam, optimizer="sgd",
+                                  tol=settings.path_tol, rng=rng, warn=False)
             left = int(feature_mask(selected_groups(params, problem), problem).sum())
             if previous is None or refinement == PATH_REFINEMENTS or 2 * left >= count:
                 break
@@ -397,7 +435,7 @@ def run_path(params, problem, *, lambda_start, lambda_multiplier, n_features_sto
         if progress is not None:
             progress.set_postfix(n_features=count, lam=f"{lam:.3g}")
             progress.update(1)
-        previous, lam = lam, lam * lambda_multiplier
+        previous, lam = lam, lam * settings.lambda_multiplier
     return records, models
 
 
@@ -407,3 +445,24 @@ def select_model(models, selection_threshold):
     good = [count for count, entry in models.items()
             if count > 0 and entry["gemini"] >= selection_threshold * best]
     return min(good) if good else max(models)
+
+
+def path_from_records(records, models, selected, standardisation):
+    """The :class:`GeminiPath` of :func:`run_path`'s records and models, their
+    parameters folded onto the raw features."""
+    raw_models = {
+        count: {**entry, "params": fold_standardisation(
+            entry["params"], standardisation.mean, standardisation.scale)}
+        for count, entry in models.items()
+    }
+    return GeminiPath(**{name: np.asarray(records[name]) for name in (
+        "lambdas", "n_features", "masks", "gemini", "n_epochs", "converged")},
+        models=raw_models, selected=selected)
+
+
+def exit_lambdas(path):
+    """Penalty at which each feature left the model (inf if it never did)."""
+    exits = np.full(path.masks.shape[1], np.inf)
+    for lam, before, after in zip(path.lambdas[1:], path.masks[:-1], path.masks[1:]):
+        exits[before & ~after] = lam
+    return exits
