@@ -149,7 +149,7 @@ class PRCut(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Bas
     init : {'spectral', 'spectral_snn', 'random'}, default='spectral'
         ``'spectral'``: first fit the network to spectral clustering's partition;
         ``'spectral_snn'``: the same on edges reweighted by shared neighbours
-        (:ref:`prcut_spectral_snn`); ``'random'``: the paper's algorithm 1.
+        (:ref:`the start <prcut_spectral_snn>`); ``'random'``: the paper's.
 
     device : {'auto', 'cpu', 'cuda'}, default='auto'
         Where the network is trained (and, on CUDA, the kNN graph built).
