@@ -241,7 +241,7 @@ def small_cnn(n_clusters=10, seed=0):
     return cnn
 
 
-@case("prcut_cnn", "PRCut(10, module=small CNN, n_neighbors=10, max_iter=15) on the "
+@case("prcut-cnn", "PRCut(10, module=small CNN, n_neighbors=10, max_iter=15) on the "
                    "(n, 1, 28, 28) images, the graph from their PCA-50 features")
 def prcut_cnn_pca_graph(data):
     from skdiffclust.prcut import PRCut
@@ -252,8 +252,8 @@ def prcut_cnn_pca_graph(data):
                data.test_labels, extra={"epochs": model.n_iter_})
 
 
-@case("prcut_mlp_pca_graph", "PRCut(10, n_neighbors=10, max_iter=15), built-in MLP on "
-                             "the pixels, the same PCA-50 graph as prcut_cnn")
+@case("prcut-mlp-pca", "PRCut(10, n_neighbors=10, max_iter=15), built-in MLP on "
+                             "the pixels, the same PCA-50 graph as prcut-cnn")
 def prcut_mlp_pca_graph(data):
     from skdiffclust.prcut import PRCut
 
