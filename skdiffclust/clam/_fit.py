@@ -35,7 +35,7 @@ import numpy as np
 
 from skdiffclust._training import Cooldown, run_epochs
 from skdiffclust._training._optim import ReduceOnPlateau
-from skdiffclust._utils._random import numpy_generator
+from skdiffclust._utils._random import draw_in_proportion, numpy_generator
 from skdiffclust.clam import _kernels as kernels
 from skdiffclust.clam._data import squared_distances
 from skdiffclust.clam._kernels import COSINE, _map_in_threads, hidden_count
@@ -326,13 +326,10 @@ class CPUTrainer:
         to examples drawn with probability proportional to their loss; returns how
         many moved (at most ``budget``)."""
         dead = np.flatnonzero(self.counts[r] == 0)[:budget]
-        weights = self.position_loss[r]
-        candidates = np.flatnonzero(weights > 0)
-        n_moved = min(dead.size, candidates.size)
+        chosen = draw_in_proportion(self.rng, self.position_loss[r], dead.size)
+        n_moved = chosen.size
         if n_moved == 0:
             return 0
-        chosen = self.rng.choice(candidates, n_moved, replace=False,
-                                 p=weights[candidates] / weights[candidates].sum())
         points = np.sort(self.order[chosen])
         rows = self.X[points] if isinstance(self.X, np.ndarray) else self.X.take(points)
         dead = dead[:n_moved]

@@ -16,6 +16,7 @@ times, so that a cluster the objective really wants empty is eventually left so.
 
 import numpy as np
 
+from skdiffclust._utils._random import draw_in_proportion
 from skdiffclust.gemini._models import forward, output_parameters, restart, softmax
 
 
@@ -53,12 +54,10 @@ class EmptyClusterReseeder:
         cross = inputs.dot(weights[:, None] * means)[np.arange(n), labels]
         squares = inputs.weighted_row_squares(weights)
         spread = np.maximum(squares - 2.0 * cross + mean_squares[labels], 0.0)
-        candidates = np.flatnonzero(spread > 0)
-        n_new = min(empty.size, candidates.size)
+        chosen = draw_in_proportion(self.rng, spread, empty.size)
+        n_new = chosen.size
         if n_new == 0:
             return 0
-        chosen = self.rng.choice(candidates, n_new, replace=False,
-                                 p=spread[candidates] / spread[candidates].sum())
         within = np.bincount(labels, weights=spread, minlength=K) / np.maximum(counts, 1)
         for target, i in zip(empty[:n_new], chosen):
             source = labels[i]
