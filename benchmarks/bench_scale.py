@@ -278,12 +278,12 @@ def run_libraries(sizes, n_jobs):
 PHASES = [
     ("kNN search", "skdiffclust.prcut._graph", "kneighbors"),
     ("symmetrisation", "skdiffclust.prcut._graph", "affinity_from_neighbors"),
-    ("components", "skdiffclust.prcut._estimator", "connected_component_labels"),
+    ("components", "skdiffclust.prcut._start", "connected_component_labels"),
     ("spectral start", "skdiffclust.prcut._fit", "spectral_partition"),
     ("fit to partition", "skdiffclust.prcut._fit", "fit_to_partition"),
     ("training", "skdiffclust.prcut._fit", "train_prcut"),
-    ("objectives", "skdiffclust.prcut._estimator", "partition_objective"),
-    ("final labels", "skdiffclust.prcut._estimator", "predict_probabilities"),
+    ("objectives", "skdiffclust.prcut._graph", "partition_objective"),
+    ("final labels", "skdiffclust.prcut._estimator", "exported_network"),
 ]
 
 
