@@ -288,8 +288,9 @@ def lenet5(seed, n_outputs=10):
     import torch
     from torch import nn
 
-    with torch.random.fork_rng():
-        torch.manual_seed(seed)
+    from skdiffclust._utils._torch import seeded_global_rng
+
+    with seeded_global_rng(seed):
         net = nn.Sequential(
             nn.Conv2d(1, 6, 5, padding=2), nn.MaxPool2d(2), nn.ReLU(),
             nn.Conv2d(6, 16, 5), nn.MaxPool2d(2), nn.ReLU(), nn.Flatten(),
@@ -355,9 +356,10 @@ def cross_entropy_backbone(images, partial, seed, steps, device):
     import torch
     from torch import nn
 
+    from skdiffclust._utils._torch import seeded_global_rng
+
     backbone = lenet5(seed)
-    with torch.random.fork_rng():
-        torch.manual_seed(seed + 1)
+    with seeded_global_rng(seed + 1):
         head = nn.Linear(10, 10)
     net = nn.Sequential(backbone, nn.ReLU(), head).to(device)
     optimizer = torch.optim.Adam(net.parameters(), lr=3e-4, weight_decay=1e-4)
@@ -516,14 +518,15 @@ def clam_layer(data):
     from sklearn.cluster import KMeans
     from torch import nn
 
+    from skdiffclust._utils._torch import seeded_global_rng
+
     from skdiffclust import ClAM
     from skdiffclust.torch import ClAMLayer, clam_loss
 
     X = torch.as_tensor(data.X_train[:LAYER_IMAGES])
     y = data.train_labels[:LAYER_IMAGES]
     generator = torch.Generator().manual_seed(0)
-    with torch.random.fork_rng():
-        torch.manual_seed(0)
+    with seeded_global_rng(0):
         encoder = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 64), nn.ReLU(),
                                 nn.Linear(64, LAYER_CODE))
         decoder = nn.Sequential(nn.Linear(LAYER_CODE, 64), nn.ReLU(), nn.Linear(64, 256),
