@@ -335,6 +335,9 @@ def test_empty_clusters_are_removed_and_labels_stay_consecutive(blobs):
      "hidden_layer_sizes"),
     (dict(affinity="precomputed"), np.ones((3, 4)), ValueError, "square"),
     (dict(gamma=-1.0), np.zeros((4, 2)), ValueError, "gamma"),
+    (dict(n_eigenvectors=1), np.arange(8.0).reshape(4, 2), ValueError,
+     "n_eigenvectors=1 is smaller than n_clusters=2"),
+    (dict(n_eigenvectors=0), np.zeros((4, 2)), ValueError, "n_eigenvectors"),
 ])
 def test_bad_input_gets_a_clear_error(params, X, error, match):
     with pytest.raises(error, match=match):

@@ -151,6 +151,14 @@ class PRCut(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Bas
         ``'spectral_snn'``: the same on edges reweighted by shared neighbours
         (:ref:`the start <prcut_spectral_snn>`); ``'random'``: the paper's.
 
+    n_eigenvectors : int, default=None
+        Eigenvectors of the spectral start. ``None``: ``n_clusters``, discretised
+        by column-pivoted QR (deterministic); more (at least ``n_clusters``):
+        their rows, scaled to unit length, are clustered by k-means (10
+        restarts), which separates clusters that span more than one direction
+        of the embedding (:ref:`the wide start <prcut_wide_start>`). Ignored
+        with ``init='random'``.
+
     device : {'auto', 'cpu', 'cuda'}, default='auto'
         Where the network is trained (and, on CUDA, the kNN graph built).
 
@@ -264,6 +272,7 @@ class PRCut(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Bas
                              StrOptions({"auto"})],
         "n_init": [NumberInterval(Integral, 1, None, closed="left")],
         "init": [StrOptions({"spectral", "spectral_snn", "random"})],
+        "n_eigenvectors": [NumberInterval(Integral, 1, None, closed="left"), None],
         "device": [StrOptions({"auto", "cpu", "cuda"})],
         "n_jobs": [ANY_INTEGER, None],
         "random_state": ["random_state"],
@@ -274,8 +283,8 @@ class PRCut(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Bas
                  neighbors_algorithm="auto", rbf_gamma=None, hidden_layer_sizes=(64, 64),
                  module=None, gamma=0.3, keep_components=True, momentum=0.8, annealing=0.0,
                  batch_size=1024, max_iter=500, learning_rate="auto", tol=1e-3,
-                 n_iter_no_change="auto", n_init=1, init="spectral", device="auto",
-                 n_jobs=None, random_state=None, verbose=False):
+                 n_iter_no_change="auto", n_init=1, init="spectral", n_eigenvectors=None,
+                 device="auto", n_jobs=None, random_state=None, verbose=False):
         self.n_clusters = n_clusters
         self.affinity = affinity
         self.n_neighbors = n_neighbors
@@ -294,6 +303,7 @@ class PRCut(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Bas
         self.n_iter_no_change = n_iter_no_change
         self.n_init = n_init
         self.init = init
+        self.n_eigenvectors = n_eigenvectors
         self.device = device
         self.n_jobs = n_jobs
         self.random_state = random_state

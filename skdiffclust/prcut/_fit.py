@@ -693,14 +693,18 @@ def _threads(device, n_threads):
     return torch_threads(n_threads)
 
 
-def initial_partition(graph, n_clusters, components=None, *, device, seed, n_threads=1):
+def initial_partition(graph, n_clusters, components=None, *, device, seed, n_threads=1,
+                      n_eigenvectors=None):
     """Spectral clustering's partition of the graph (``_spectral``), on ``device``.
 
-    In float64 on the CPU, float32 on CUDA; on the CPU with ``n_threads`` torch
-    threads.
+    In float64 on the CPU, float32 on CUDA; with ``n_threads`` torch threads on
+    the CPU, and as many OpenMP threads for the k-means of a wide embedding
+    (``n_eigenvectors``).
     """
+    from threadpoolctl import threadpool_limits
+
     device = torch.device(device)
     dtype = torch.float32 if device.type == "cuda" else torch.float64
-    with _threads(device, n_threads):
+    with _threads(device, n_threads), threadpool_limits(n_threads, user_api="openmp"):
         return spectral_partition(graph, n_clusters, components, device=device, dtype=dtype,
-                                  seed=seed)
+                                  seed=seed, n_eigenvectors=n_eigenvectors)

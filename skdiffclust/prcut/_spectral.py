@@ -47,6 +47,8 @@ CHEBYSHEV_DEGREE = 12
 # PRCut's training refines it
 MAX_PRODUCTS = 1200
 RESIDUAL_TOL = 1e-4
+# k-means restarts on a wide embedding (n_eigenvectors > n_clusters)
+SPECTRAL_KMEANS_INIT = 10
 
 
 class NormalisedAdjacency:
@@ -121,7 +123,8 @@ def _normalised_csr(W, inverse_sqrt, isolated, device):
         ).to(device)
 
 
-def spectral_partition(W, n_clusters, components=None, *, device, dtype, seed):
+def spectral_partition(W, n_clusters, components=None, *, device, dtype, seed,
+                       n_eigenvectors=None):
     """Spectral clustering's partition of the graph W into ``n_clusters`` groups.
 
     Parameters
@@ -136,7 +139,13 @@ def spectral_partition(W, n_clusters, components=None, *, device, dtype, seed):
     dtype : torch.dtype
         Precision of the eigenvector computation.
     seed : int
-        Seeds the starting block of the subspace iteration.
+        Seeds the starting block of the subspace iteration (and the k-means of a
+        wider embedding).
+    n_eigenvectors : int, default=None
+        Width of the embedding; ``None`` or ``n_clusters``: ``n_clusters``
+        eigenvectors discretised by :func:`cluster_qr`; more: the
+        row-normalised embedding clustered by k-means
+        (:func:`kmeans_of_directions`).
 
     Returns
     -------
@@ -148,8 +157,11 @@ def spectral_partition(W, n_clusters, components=None, *, device, dtype, seed):
     if n_components >= n_clusters:
         return group_components(components, n_clusters)
     operator = NormalisedAdjacency(W, device, dtype)
-    vectors = top_eigenvectors(operator, n_clusters, seed)
+    width = min(max(n_clusters, n_eigenvectors or n_clusters), operator.n)
+    vectors = top_eigenvectors(operator, width, seed)
     maps = operator.inverse_sqrt * vectors + operator.isolated * vectors
+    if width > n_clusters:
+        return kmeans_of_directions(maps, n_clusters, seed)
     return cluster_qr(maps).cpu().numpy().astype(np.int64)
 
 
@@ -214,6 +226,21 @@ def _chebyshev_filter(operator, x, degree, cut):
                      .sub_(previous, alpha=sigma * sigma_next))
         previous, current, sigma = current, following, sigma_next
     return current
+
+
+def kmeans_of_directions(maps, n_clusters, seed):
+    """Labels of the rows of a wide embedding: k-means (``SPECTRAL_KMEANS_INIT``
+    restarts, seeded by ``seed``, the lowest inertia kept) of their directions
+    (Ng, Jordan & Weiss, 2001: each row scaled to unit length, which also undoes
+    the degree scaling of ``maps``). On the host, in float64; the embedding is
+    n x width, small next to the graph."""
+    from sklearn.cluster import KMeans
+
+    directions = maps.detach().to("cpu", torch.float64).numpy()
+    norms = np.linalg.norm(directions, axis=1, keepdims=True)
+    directions = directions / np.maximum(norms, np.finfo(np.float64).tiny)
+    kmeans = KMeans(n_clusters, n_init=SPECTRAL_KMEANS_INIT, random_state=int(seed) % 2**32)
+    return kmeans.fit_predict(directions).astype(np.int64)
 
 
 def cluster_qr(maps):
