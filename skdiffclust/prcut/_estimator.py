@@ -164,11 +164,13 @@ class PRCut(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Bas
 
     n_jobs : int, default=None
         CPU threads of the neighbour search and of the training (``None``: 1 for
-        the training, all cores for the search). Results do not depend on it.
+        the training, all cores for the search). The graph does not depend on
+        it; the training's floating-point sums do, so the labels of
+        ``n_jobs=None`` (or 1) may differ slightly from those of more threads.
 
     random_state : int, RandomState instance or None, default=None
-        Seeds every random draw: same seed and data, same labels on the CPU,
-        whatever ``n_jobs``.
+        Seeds every random draw: same seed, data and ``n_jobs``, same labels on
+        the CPU, on any machine.
 
     verbose : bool, default=False
         Show a progress bar (tqdm) over the training epochs.

@@ -1,13 +1,32 @@
 """The trained network's forward pass: the built-in network's in NumPy (predict needs
 no torch, no GPU), a user's module in torch on the CPU."""
 
+import math
+
 import numpy as np
-from scipy.special import erf, softmax
+from numba import prange
+from scipy.special import softmax
+
+from skdiffclust._utils._numba import jit
 
 
 def gelu(x):
-    # the exact (erf) GELU, as torch.nn.GELU() computes it
-    return 0.5 * x * (1.0 + erf(x / np.sqrt(2.0)))
+    """The exact (erf) GELU, as torch.nn.GELU() computes it, of a 2-d float array,
+    in place (the hidden layer is a fresh array): numba's threads over the rows,
+    several times faster than SciPy's single-threaded ``erf`` (0.18 s for
+    70,000 x 64)."""
+    x = np.ascontiguousarray(x)
+    _gelu_rows(x)
+    return x
+
+
+@jit(parallel=True)
+def _gelu_rows(x):
+    scale = 1.0 / math.sqrt(2.0)
+    for i in prange(x.shape[0]):
+        for j in range(x.shape[1]):
+            value = x[i, j]
+            x[i, j] = 0.5 * value * (1.0 + math.erf(value * scale))
 
 
 def predict_logits(X, coefs, intercepts):
