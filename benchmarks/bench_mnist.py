@@ -520,35 +520,80 @@ def gemini_pca(data):
 # ClAMLayer + clam_loss trained jointly with an encoder: an autoencoder's code,
 # clustered by the layer while the encoder keeps reconstructing the images
 LAYER_IMAGES, LAYER_CODE = 10_000, 10
-# the weight of clam_loss (in the RMS-normalised code's squared units, about 1 a
-# feature) against the mean squared error of the pixels (about 0.03): at 0.1 the
-# code collapsed onto the prototypes (NMI 0.08), at 0.01 it lost half its NMI
+# the weight of clam_loss (in the standardised code's squared units, about 1 a
+# feature) against the mean squared error of the pixels (about 0.03): at 0.001
+# KMeans' NMI on the code barely moves (seeds 0, 1, 2: 0.438, 0.496, 0.457 before
+# the joint training, 0.451, 0.510, 0.451 after); at 0.01 the loss reshapes the
+# code, for better or worse (0.458, 0.516, 0.410), and the layer was no more often
+# ahead of KMeans on it (three seeds of six)
 LAYER_WEIGHT = 0.001
+# the layer's beta times the spread of the code's k-means clusters (their mean
+# squared distance to their centroid): sharp, so that the basins are the Voronoi
+# cells of the prototypes and the layer starts at KMeans' partition (at the soft
+# beta that ClAM's beta='auto' picks on this code, 0.17 to 0.35, the layer started
+# 0.02 to 0.08 NMI below KMeans, and ended below KMeans on the same code on three
+# seeds of four; from KMeans' centroids at this beta, on one, by 0.003)
+LAYER_SHARPNESS = 8.0
 
 
-def _rms_normalised(code):
-    """The code divided by its root mean square over the batch (not detached): the
-    layer's loss cannot shrink the code to pull it onto its prototypes."""
-    return code / code.pow(2).mean().sqrt().clamp_min(1e-12)
+def _standardised(code):
+    """The code centred and divided by its standard deviation, per feature, over
+    the batch (not detached; ``BatchNorm1d(affine=False)``): the layer's loss can
+    neither shrink the code nor let one feature's scale dominate. Dividing by the
+    root mean square of the whole code instead left the encoder free to reshape
+    it: KMeans' NMI on the jointly trained code fell from 0.445 to 0.414 (seed 0)."""
+    centred = code - code.mean(0)
+    return centred / centred.pow(2).mean(0).sqrt().clamp_min(1e-12)
+
+
+# the seeds of the encoder's initial weights and of the batches and masks: on one
+# seed the layer's and KMeans' NMI on the same code differ by about as much as
+# KMeans' NMI moves when the code changes by a rounding (0.436 or 0.451 on seed 0),
+# so the verdict is the mean over six
+LAYER_SEEDS = tuple(range(6))
 
 
 @case("clam-layer", "an autoencoder (784-256-64-10) pretrained on 10,000 images, then "
-      "trained jointly with ClAMLayer + clam_loss on its RMS-normalised code (the layer "
-      "started from ClAM fitted on the code); against KMeans(n_init=10) on the same code")
+      "trained jointly with ClAMLayer + clam_loss on its standardised code (the layer "
+      "started from KMeans' centroids at a sharp beta); against KMeans(n_init=10) on "
+      f"the same code; {len(LAYER_SEEDS)} seeds, the main columns seed 0's")
 def clam_layer(data):
+    import torch
+
+    y = data.train_labels[:LAYER_IMAGES]
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        runs = [_clam_layer_run(data, seed) for seed in LAYER_SEEDS]
+    finally:
+        torch.set_num_threads(previous)
+    columns = ("layer NMI", "KMeans NMI, same code", "KMeans NMI, pretrained code")
+    for seed, (labels, same, pretrained, beta) in zip(LAYER_SEEDS, runs):
+        print(f"   seed {seed}: layer NMI {normalized_mutual_info_score(y, labels):.3f}, "
+              f"KMeans on the same code {same:.3f}, on the pretrained code "
+              f"{pretrained:.3f} (beta {beta:.3g})", flush=True)
+    scores = np.array([[normalized_mutual_info_score(y, labels), same, pretrained]
+                       for labels, same, pretrained, _ in runs])
+    ahead = int(np.sum(scores[:, 0] >= scores[:, 1]))
+    return Fit(runs[0][0], y, extra={
+        **{f"{column}, mean": float(mean) for column, mean in zip(columns, scores.mean(0))},
+        "layer >= KMeans, same code": f"{ahead}/{len(runs)}"})
+
+
+def _clam_layer_run(data, seed):
+    """One seed of the clam-layer case: the layer's labels of the images, KMeans'
+    NMI on the final and on the pretrained code, and the layer's beta."""
     import torch
     from sklearn.cluster import KMeans
     from torch import nn
 
     from skdiffclust._utils._torch import seeded_global_rng
-
-    from skdiffclust import ClAM
     from skdiffclust.torch import ClAMLayer, clam_loss
 
     X = torch.as_tensor(data.X_train[:LAYER_IMAGES])
     y = data.train_labels[:LAYER_IMAGES]
-    generator = torch.Generator().manual_seed(0)
-    with seeded_global_rng(0):
+    generator = torch.Generator().manual_seed(seed)
+    with seeded_global_rng(seed):
         encoder = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 64), nn.ReLU(),
                                 nn.Linear(64, LAYER_CODE))
         decoder = nn.Sequential(nn.Linear(LAYER_CODE, 64), nn.ReLU(), nn.Linear(64, 256),
@@ -564,36 +609,32 @@ def clam_layer(data):
 
     def code_of(images):
         with torch.no_grad():
-            return _rms_normalised(encoder(images)).numpy().astype(np.float64)
+            return _standardised(encoder(images)).numpy().astype(np.float64)
 
     def reconstruction(images):
         return nn.functional.mse_loss(decoder(encoder(images)), images)
 
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        epochs(30, [*encoder.parameters(), *decoder.parameters()], reconstruction)
-        pretrained = code_of(X)
-        layer = ClAMLayer.from_estimator(ClAM(10, random_state=0).fit(pretrained),
-                                         dtype=torch.float32)
+    epochs(30, [*encoder.parameters(), *decoder.parameters()], reconstruction)
+    pretrained = code_of(X)
+    start = KMeans(10, n_init=10, random_state=0).fit(pretrained)
+    spread = start.inertia_ / len(pretrained)
+    # fill: the hidden coordinates start at the standardised code's mean, 0
+    layer = ClAMLayer(10, LAYER_CODE, beta=LAYER_SHARPNESS / spread, dtype=torch.float32)
+    with torch.no_grad():
+        layer.prototypes.copy_(torch.as_tensor(start.cluster_centers_))
 
-        def joint(images):
-            code = encoder(images)
-            return (nn.functional.mse_loss(decoder(code), images)
-                    + LAYER_WEIGHT * clam_loss(layer, _rms_normalised(code), generator=generator))
+    def joint(images):
+        code = encoder(images)
+        return (nn.functional.mse_loss(decoder(code), images)
+                + LAYER_WEIGHT * clam_loss(layer, _standardised(code), generator=generator))
 
-        epochs(10, [*encoder.parameters(), *decoder.parameters(), *layer.parameters()],
-               joint)
-        code = code_of(X)
-        with torch.no_grad():
-            labels = layer.predict(torch.as_tensor(code, dtype=torch.float32)).numpy()
-    finally:
-        torch.set_num_threads(previous)
-    kmeans = KMeans(10, n_init=10, random_state=0)
-    return Fit(labels, y, extra={
-        "KMeans NMI, same code": normalized_mutual_info_score(y, kmeans.fit(code).labels_),
-        "KMeans NMI, pretrained code": normalized_mutual_info_score(
-            y, kmeans.fit(pretrained).labels_)})
+    epochs(10, [*encoder.parameters(), *decoder.parameters(), *layer.parameters()], joint)
+    code = code_of(X)
+    with torch.no_grad():
+        labels = layer.predict(torch.as_tensor(code, dtype=torch.float32)).numpy()
+    same = KMeans(10, n_init=10, random_state=0).fit(code).labels_
+    return (labels, normalized_mutual_info_score(y, same),
+            normalized_mutual_info_score(y, start.labels_), layer.beta)
 
 
 # Ohl et al. (2024), section 5.4: the first 12,000 training images, an MLP of two
