@@ -340,3 +340,25 @@ def test_compilation_notice_when_compiling_and_never_from_the_cache(tmp_path):
     assert len(notices) == 1
     assert "compiling the spanning forests' numba kernels (first use only" in notices[0]
     assert "skdiffclust:" not in warm.stderr
+
+
+def test_a_second_process_loads_every_prim_kernel_from_the_cache(tmp_path):
+    # The sweep once took its row kernel as an argument: numba never found such a
+    # kernel in its cache, so every process compiled it again (and saving the
+    # cache index could fail with ReferenceError, depending on the GC).
+    code = """
+        import numpy as np
+        from skdiffclust import SpanningForestClustering
+        from skdiffclust._utils import _numba
+        _numba.NOTICE_DELAY = 0.0  # any compilation prints the notice
+        X = np.random.default_rng(0).standard_normal((30, 3))
+        for dtype in (np.float64, np.float32):
+            for metric in ("euclidean", "manhattan", "chebyshev", "minkowski", "cosine"):
+                SpanningForestClustering(3, metric=metric, algorithm="prim").fit(X.astype(dtype))
+    """
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path))
+    cold, warm = _python(code, env=env), _python(code, env=env)
+    for result in (cold, warm):
+        assert result.returncode == 0, result.stderr[-3000:]
+    assert "skdiffclust:" in cold.stderr
+    assert "skdiffclust:" not in warm.stderr

@@ -5,9 +5,7 @@ Two inputs, one kernel each (a kernel compiles only what its input needs):
 * a dense n x n **similarity** matrix (:func:`similarity_sweep`), whose maximum
   spanning tree is the minimum spanning tree of the distances ``-S``;
 * feature vectors with a metric evaluated on the fly, so that no n x n matrix is
-  ever allocated: one sweep (:func:`feature_sweep`) specialised for each metric's
-  row kernel (``ROW_KERNELS``), so that a fit never compiles the metrics it does
-  not use.
+  ever allocated (:func:`feature_sweep`), one row kernel per metric.
 
 The kernels run the sweep up to a given iteration and keep their state in arrays
 (:func:`new_prim_state`): Python drivers call them in chunks of iterations, so that
@@ -207,25 +205,33 @@ def _cosine_rows(Xp, c, m, p, out):
 
 
 @jit
-def feature_sweep(rows, Xp, current, p, state, tree, stop):
+def _metric_rows(code, Xp, c, m, p, out):
+    """Reduced distances of the first ``m`` rows of ``Xp`` to ``c``, by metric ``code``.
+
+    The branch is taken once per Prim step, outside the loops over pairs.
+    """
+    if code == SQEUCLIDEAN:
+        _sqeuclidean_rows(Xp, c, m, p, out)
+    elif code == MANHATTAN:
+        _manhattan_rows(Xp, c, m, p, out)
+    elif code == CHEBYSHEV:
+        _chebyshev_rows(Xp, c, m, p, out)
+    elif code == MINKOWSKI:
+        _minkowski_rows(Xp, c, m, p, out)
+    else:
+        _cosine_rows(Xp, c, m, p, out)
+
+
+@jit
+def feature_sweep(code, Xp, current, p, state, tree, stop):
     """Prim on feature vectors up to iteration ``stop``.
 
-    ``rows`` is one of the ``_<metric>_rows`` kernels (``ROW_KERNELS``), passed as a
-    first-class function: numba compiles this sweep once per row kernel it is
-    called with, with the row kernel's loop in place of the call, so each metric
-    runs its own specialised code and a fit compiles only the metric it uses.
-    ``Xp`` and ``current`` come from ``new_feature_front``; ``p`` is the
-    Minkowski power.
+    ``code`` is the metric (``NUMBA_METRICS``). It is an integer, not the row kernel
+    itself: numba cannot cache a kernel that takes a function as an argument (every
+    process recompiled it, and saving its cache index could fail with
+    ``ReferenceError``). ``Xp`` and ``current`` come from ``new_feature_front``;
+    ``p`` is the Minkowski power.
     """
     while state[4][ITERATION] < stop:
-        rows(Xp, current, state[4][FRONT_SIZE], p, state[3])
+        _metric_rows(code, Xp, current, state[4][FRONT_SIZE], p, state[3])
         _feature_step(Xp, current, state, tree)
-
-
-ROW_KERNELS = {
-    SQEUCLIDEAN: _sqeuclidean_rows,
-    MANHATTAN: _manhattan_rows,
-    CHEBYSHEV: _chebyshev_rows,
-    MINKOWSKI: _minkowski_rows,
-    COSINE: _cosine_rows,
-}

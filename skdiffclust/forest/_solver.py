@@ -30,7 +30,6 @@ from skdiffclust.forest._mst import (
     ITERATION,
     MINKOWSKI,
     NUMBA_METRICS,
-    ROW_KERNELS,
     SQEUCLIDEAN,
     feature_sweep,
     new_feature_front,
@@ -183,7 +182,7 @@ def _tree_by_numba_prim(X, code, p):
         norms = np.linalg.norm(X, axis=1, keepdims=True)
         X = X / np.where(norms > 0, norms, 1.0)
     Xp, current = new_feature_front(X)
-    src, dst, reduced = _run_prim(feature_sweep, (ROW_KERNELS[code], Xp, current, float(p)),
+    src, dst, reduced = _run_prim(feature_sweep, (code, Xp, current, float(p)),
                                   X.shape[0], X.shape[1])
     if code == SQEUCLIDEAN:
         return src, dst, np.sqrt(np.maximum(reduced, 0.0))
