@@ -387,12 +387,16 @@ class GeminiPath:
     selected: int
 
 
-# a path step after which more than half of the remaining features have left is
-# redone from the model before it at the penalty halfway (geometrically) between
-# the previous step's and its own, at most this many times: where features leave
-# in a cascade (MNIST's 2 x 1,200-unit MLP: from 563 pixels to fewer than 50 in one
-# 5% step), the selection then sees the models in between
-PATH_REFINEMENTS = 4
+class EpochKeeper:
+    """Called after each epoch of a path step: keeps the model if its number of
+    features is new (``keep(count, lam, epoch)``)."""
+
+    def __init__(self, keep, n_selected, lam):
+        self.keep, self.n_selected, self.lam, self.epoch = keep, n_selected, lam, 0
+
+    def __call__(self):
+        self.epoch += 1
+        self.keep(self.n_selected(), self.lam, self.epoch)
 
 
 def run_path(params, problem, settings, rng, progress=None):
@@ -434,34 +438,16 @@ def run_path(params, problem, settings, rng, progress=None):
 
     params, curve, converged = train_restarts(params, problem, settings, rng)
     count = record(0.0, curve, converged)
-    lam, previous = settings.lambda_start, None
+    lam = settings.lambda_start
     while count > settings.n_features_stop and count > 0:
-        before, known = copy_params(params), set(models)
-        for refinement in range(PATH_REFINEMENTS + 1):
-            epochs = [0]
-
-            def keep_during_step():
-                epochs[0] += 1
-                keep(n_selected(), lam, epochs[0])
-
-            result = train_epochs(params, problem, settings, penalty=lam, optimizer="sgd",
-                                  tol=settings.path_tol, rng=rng, warn=False,
-                                  on_epoch_end=keep_during_step)
-            left = n_selected()
-            if previous is None or refinement == PATH_REFINEMENTS or 2 * left >= count:
-                break
-            # more than half of the features left at once: redo the step from the
-            # model before it, at the penalty halfway (on the log scale)
-            for name, value in before.items():
-                params[name][...] = value
-            for stale in set(models) - known:
-                del models[stale]
-            lam = float(np.sqrt(previous * lam))
+        result = train_epochs(params, problem, settings, penalty=lam, optimizer="sgd",
+                              tol=settings.path_tol, rng=rng, warn=False,
+                              on_epoch_end=EpochKeeper(keep, n_selected, lam))
         count = record(lam, result.loss_curve[:, 0], result.converged)
         if progress is not None:
             progress.set_postfix(n_features=count, lam=f"{lam:.3g}")
             progress.update(1)
-        previous, lam = lam, lam * settings.lambda_multiplier
+        lam *= settings.lambda_multiplier
     return records, models
 
 
