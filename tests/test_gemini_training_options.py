@@ -131,7 +131,7 @@ def test_a_cascade_within_a_step_leaves_its_models(monkeypatch):
     X, _ = make_blobs(200, centers=3, n_features=30, random_state=0)
     path = SparseGEMINI(3, lambda_start=9.5, n_features_stop=2, random_state=0).path(X)
     assert len(set(path.n_features[1:].tolist())) <= 3  # a cliff between steps
-    assert set(range(0, 30)) <= set(path.models)  # every count in between kept
+    assert set(range(30)) <= set(path.models)  # every count in between kept
     cascade = path.models[15]
     assert cascade["step"] == int(np.argmax(path.n_features < 30))
     assert cascade["epoch"] == 15
