@@ -647,8 +647,8 @@ def _clam_layer_run(data, seed):
 # on 3,000 images no pixel left below lambda = 250 and the path had reached 3 pixels
 # at 570, so it starts at 200
 GEMINI_PATH_IMAGES = 12_000
-# measured (issue 28f; the same model through a script on one core): 104 pixels,
-# ARI 0.243, 10 clusters, 12.8 min, 151 epochs (doc/user_guide/mnist.rst)
+# measured (issue 28f, this case alone on one core): 104 pixels, ARI 0.243, 10
+# clusters, 3 steps, 658.9 s (doc/user_guide/mnist.rst)
 GEMINI_PATH_SETTINGS = dict(hidden_layer_sizes=(1200, 1200), dropout=0.05, batch_size=1024,
                             learning_rate=0.003, lambda_start=150.0,
                             lambda_multiplier=1.15, n_init=1, n_features_stop=50)
