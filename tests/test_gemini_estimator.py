@@ -46,6 +46,22 @@ def test_path_records_and_exit_lambdas_are_consistent():
         assert int((np.linalg.norm(entry["params"]["skip"], axis=1) > 0).sum()) == count
 
 
+def test_path_keeps_the_models_met_within_a_step():
+    # as in the paper (section 4.1), a model is kept each time the number of
+    # features changes during training, not only where a step ends; a coarse
+    # penalty grid makes several features leave within a step
+    X, _, _ = make_celeux_one(4, random_state=0)
+    model = SparseGEMINI(n_clusters=3, random_state=0, lambda_multiplier=1.5)
+    path = model.path(X)
+    assert set(path.models) - set(path.n_features.tolist())  # met within a step
+    for entry in path.models.values():
+        assert 1 <= entry["epoch"] <= path.n_epochs[entry["step"]]
+    kept = path.models[path.selected]
+    # the selected model's epochs: the steps before its own, then its own up to it
+    assert model.n_iter_ == path.n_epochs[: kept["step"]].sum() + kept["epoch"]
+    assert model.loss_curve_.shape == (model.n_iter_,)
+
+
 def test_logistic_model_selects_features_too():
     # the logistic path with the paper's linear kernel, step and tolerance (a dense
     # logistic model trained further uses the noise features to raise its GEMINI,

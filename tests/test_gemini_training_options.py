@@ -102,33 +102,36 @@ def test_feature_mask_display_draws_the_kept_features():
         FeatureMaskDisplay.from_estimator(model, (7, 8))
 
 
-def test_a_cascade_of_leaving_features_is_refined(monkeypatch):
-    """Where most features leave in one 5% step, the step is redone at penalties
-    halfway (geometrically) from the previous one, so that the path records the
-    models in between."""
+def test_a_cascade_within_a_step_leaves_its_models(monkeypatch):
+    """Where most features leave within one step, the path keeps the model met
+    after each epoch of it (the paper's section 4.1), so that the selection sees
+    the models in between."""
     from skdiffclust._training import TrainingResult
     from skdiffclust.gemini import _fit
     from skdiffclust.gemini._models import SKIP
 
-    # feature j leaves at penalty 10 + j / 100: all 30 within 3% of each other
+    # feature j leaves at penalty 10 + j / 100 (all 30 within one 5% step), one
+    # feature per epoch
     exits = 10.0 + np.arange(30) / 100
     original = _fit.train_epochs
-    penalties = []
 
-    def fake(params, problem, settings, *, penalty, **kwargs):
+    def fake(params, problem, settings, *, penalty, on_epoch_end=None, **kwargs):
         if penalty == 0:
             return original(params, problem, settings, penalty=penalty, **kwargs)
-        penalties.append(penalty)
-        params[SKIP][:, exits <= penalty] = 0.0
-        params["W0"][:, exits <= penalty] = 0.0
-        return TrainingResult(n_iter=11, loss_curve=np.zeros((11, 1)), converged=True)
+        leaving = [j for j in np.flatnonzero(exits <= penalty) if params[SKIP][0, j].any()]
+        for j in leaving:
+            params[SKIP][:, j] = 0.0
+            params["W0"][:, j] = 0.0
+            on_epoch_end()
+        n_iter = max(len(leaving), 1)
+        return TrainingResult(n_iter=n_iter, loss_curve=np.zeros((n_iter, 1)),
+                              converged=True)
 
     monkeypatch.setattr(_fit, "train_epochs", fake)
     X, _ = make_blobs(200, centers=3, n_features=30, random_state=0)
     path = SparseGEMINI(3, lambda_start=9.5, n_features_stop=2, random_state=0).path(X)
-    counts, lambdas = path.n_features[1:], path.lambdas[1:]
-    assert len(penalties) > len(lambdas)  # some steps were redone
-    assert 2 < len(set(counts.tolist())) and counts[-1] <= 2
-    steps = lambdas[1:] / lambdas[:-1]
-    assert np.all(steps <= 1.05 + 1e-12) and steps.min() < 1.05 ** 0.5
-    assert np.all(np.diff(lambdas) > 0)
+    assert len(set(path.n_features[1:].tolist())) <= 3  # a cliff between steps
+    assert set(range(30)) <= set(path.models)  # every count in between kept
+    cascade = path.models[15]
+    assert cascade["step"] == int(np.argmax(path.n_features < 30))
+    assert cascade["epoch"] == 15

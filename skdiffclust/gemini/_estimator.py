@@ -420,9 +420,12 @@ default='mmd_ovo'
                 records, models = run_path(params, problem, settings, rng, bar)
                 selected = select_model(models, settings.selection_threshold)
                 last_step = models[selected]["step"]
-                labels = self._set_fitted(
-                    models[selected]["params"], problem,
-                    np.concatenate(records["loss_curve"][: last_step + 1]))
+                curves = records["loss_curve"][: last_step + 1]
+                # the selected model's epochs: every step's before its own, then
+                # its own up to the epoch at which it was kept
+                curves[-1] = curves[-1][: models[selected]["epoch"]]
+                labels = self._set_fitted(models[selected]["params"], problem,
+                                          np.concatenate(curves))
         finally:
             if bar is not None:
                 bar.close()

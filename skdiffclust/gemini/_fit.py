@@ -147,13 +147,14 @@ def proximal_step(params, problem, threshold):
 
 
 def train_epochs(params, problem, settings, *, penalty, optimizer, tol, rng, warn=True,
-                 progress=None, reseeder=None):
+                 progress=None, reseeder=None, on_epoch_end=None):
     """Train every restart in place at a fixed penalty (ascending the penalised GEMINI).
 
     ``optimizer`` is ``'adam'`` or ``'sgd'``, ``tol`` the stopping rule's (the
     settings' ``tol`` or ``path_tol``, by phase). ``reseeder`` (an
     ``EmptyClusterReseeder``), if given, re-seeds the clusters that an epoch left
-    empty. Returns the engine's TrainingResult: its ``loss_curve`` (n_iter, R)
+    empty. ``on_epoch_end()``, if given, is called after each epoch. Returns the
+    engine's TrainingResult: its ``loss_curve`` (n_iter, R)
     holds minus the penalised GEMINI of each restart at each epoch; restarts stop
     together.
     """
@@ -165,7 +166,9 @@ def train_epochs(params, problem, settings, *, penalty, optimizer, tol, rng, war
 
     return run_epochs(epoch, max_iter=settings.max_iter, tol=tol,
                       n_iter_no_change=settings.n_iter_no_change, name="SparseGEMINI",
-                      warn=warn, progress=progress)
+                      warn=warn, progress=progress,
+                      on_epoch_end=None if on_epoch_end is None else
+                      (lambda total: on_epoch_end()))
 
 
 @dataclass
@@ -366,8 +369,10 @@ class GeminiPath:
     converged : ndarray of shape (n_steps,)
         Whether each step's training converged before ``max_iter`` epochs.
     models : dict of int to dict
-        For each number of features reached, the first model with that many
-        features (NumPy parameters, on standardised features) and its GEMINI.
+        For each number of features reached, after any epoch of any step, the
+        first model with that many features: its ``params`` (NumPy, on the raw
+        features), ``gemini``, ``lambda``, ``step`` (index into the arrays above)
+        and ``epoch`` (epochs of that step it had trained).
     selected : int
         Number of features of the model the estimator ends fitted on.
     """
@@ -382,12 +387,16 @@ class GeminiPath:
     selected: int
 
 
-# a path step after which more than half of the remaining features have left is
-# redone from the model before it at the penalty halfway (geometrically) between
-# the previous step's and its own, at most this many times: where features leave
-# in a cascade (MNIST's 2 x 1,200-unit MLP: from 563 pixels to fewer than 50 in one
-# 5% step), the selection then sees the models in between
-PATH_REFINEMENTS = 4
+class EpochKeeper:
+    """Called after each epoch of a path step: keeps the model if its number of
+    features is new (``keep(count, lam, epoch)``)."""
+
+    def __init__(self, keep, n_selected, lam):
+        self.keep, self.n_selected, self.lam, self.epoch = keep, n_selected, lam, 0
+
+    def __call__(self):
+        self.epoch += 1
+        self.keep(self.n_selected(), self.lam, self.epoch)
 
 
 def run_path(params, problem, settings, rng, progress=None):
@@ -396,46 +405,49 @@ def run_path(params, problem, settings, rng, progress=None):
 
     Returns the path records (one entry per step: lambdas, n_features, masks,
     gemini, n_epochs, converged, loss_curve) and the first model reaching each
-    number of features, with the index of its step.
+    number of features, with the index of its step and its epochs in that step.
+    As in the paper (section 4.1), a model is kept each time the number of
+    features changes *during* a step (checked after every epoch), not only at
+    its end: where features leave in a cascade within one step, the selection
+    sees the models in between.
     """
     records = {name: [] for name in ("lambdas", "n_features", "masks", "gemini",
                                      "n_epochs", "converged", "loss_curve")}
     models = {}
 
+    def n_selected():
+        return int(feature_mask(selected_groups(params, problem), problem).sum())
+
+    def keep(count, lam, epoch, gemini=None):
+        if count not in models:
+            if gemini is None:
+                gemini = float(full_gemini(params, problem)[0])
+            models[count] = {"params": copy_params(params), "gemini": gemini, "lambda": lam,
+                             "step": len(records["lambdas"]), "epoch": epoch}
+
     def record(lam, curve, converged):
         mask = feature_mask(selected_groups(params, problem), problem)
         gemini = float(full_gemini(params, problem)[0])
         count = int(mask.sum())
+        keep(count, lam, len(curve), gemini)
         for name, value in (("lambdas", lam), ("n_features", count), ("masks", mask),
                             ("gemini", gemini), ("n_epochs", len(curve)),
                             ("converged", converged), ("loss_curve", curve)):
             records[name].append(value)
-        if count not in models:
-            models[count] = {"params": copy_params(params), "gemini": gemini, "lambda": lam,
-                             "step": len(records["lambdas"]) - 1}
         return count
 
     params, curve, converged = train_restarts(params, problem, settings, rng)
     count = record(0.0, curve, converged)
-    lam, previous = settings.lambda_start, None
+    lam = settings.lambda_start
     while count > settings.n_features_stop and count > 0:
-        before = copy_params(params)
-        for refinement in range(PATH_REFINEMENTS + 1):
-            result = train_epochs(params, problem, settings, penalty=lam, optimizer="sgd",
-                                  tol=settings.path_tol, rng=rng, warn=False)
-            left = int(feature_mask(selected_groups(params, problem), problem).sum())
-            if previous is None or refinement == PATH_REFINEMENTS or 2 * left >= count:
-                break
-            # more than half of the features left at once: redo the step from the
-            # model before it, at the penalty halfway (on the log scale)
-            for name, value in before.items():
-                params[name][...] = value
-            lam = float(np.sqrt(previous * lam))
+        result = train_epochs(params, problem, settings, penalty=lam, optimizer="sgd",
+                              tol=settings.path_tol, rng=rng, warn=False,
+                              on_epoch_end=EpochKeeper(keep, n_selected, lam))
         count = record(lam, result.loss_curve[:, 0], result.converged)
         if progress is not None:
             progress.set_postfix(n_features=count, lam=f"{lam:.3g}")
             progress.update(1)
-        previous, lam = lam, lam * settings.lambda_multiplier
+        lam *= settings.lambda_multiplier
     return records, models
 
 

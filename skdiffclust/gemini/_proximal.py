@@ -36,7 +36,8 @@ def hierarchical_prox(skip, first_layer, group, n_groups, threshold, M):
     magnitudes = _group_magnitudes(np.abs(first_layer), group, n_groups)  # (G, L) descending
     n_entries = magnitudes.shape[1]
     m = np.arange(n_entries + 1)
-    cumulative = np.concatenate([np.zeros((n_groups, 1)), np.cumsum(magnitudes, axis=1)], axis=1)
+    cumulative = np.concatenate([np.zeros((n_groups, 1)),
+                                 np.cumsum(magnitudes, axis=1, dtype=np.float64)], axis=1)
     w = (M / (1.0 + m * M * M)) * np.maximum(
         0.0, theta_norm[:, None] + M * cumulative - threshold
     )
@@ -54,11 +55,13 @@ def hierarchical_prox(skip, first_layer, group, n_groups, threshold, M):
 
 
 def _group_magnitudes(abs_first_layer, group, n_groups):
-    """|first-layer weights| of each group, sorted in decreasing order, zero-padded."""
+    """|first-layer weights| of each group, sorted in decreasing order, zero-padded,
+    in the weights' precision (float32 weights sort twice as fast; the values are
+    the same)."""
     sizes = np.bincount(group, minlength=n_groups)
     n_hidden = abs_first_layer.shape[1]
     length = int(sizes.max()) * n_hidden if n_groups else 0
-    out = np.zeros((n_groups, length))
+    out = np.zeros((n_groups, length), dtype=abs_first_layer.dtype)
     if np.all(sizes == 1):
         order = np.argsort(group)
         out[:] = -np.sort(-abs_first_layer[order], axis=1)
