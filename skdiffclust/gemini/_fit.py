@@ -12,6 +12,7 @@ The estimator builds one :class:`GeminiSettings` per call from its parameters an
 passes it down whole: every function here reads its knobs from it.
 """
 
+import itertools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -153,8 +154,8 @@ def train_epochs(params, problem, settings, *, penalty, optimizer, tol, rng, war
     ``optimizer`` is ``'adam'`` or ``'sgd'``, ``tol`` the stopping rule's (the
     settings' ``tol`` or ``path_tol``, by phase). ``reseeder`` (an
     ``EmptyClusterReseeder``), if given, re-seeds the clusters that an epoch left
-    empty. ``on_epoch_end()``, if given, is called after each epoch. Returns the
-    engine's TrainingResult: its ``loss_curve`` (n_iter, R)
+    empty. ``on_epoch_end(objective)``, if given, is called after each epoch (as by
+    ``run_epochs``). Returns the engine's TrainingResult: its ``loss_curve`` (n_iter, R)
     holds minus the penalised GEMINI of each restart at each epoch; restarts stop
     together.
     """
@@ -166,9 +167,7 @@ def train_epochs(params, problem, settings, *, penalty, optimizer, tol, rng, war
 
     return run_epochs(epoch, max_iter=settings.max_iter, tol=tol,
                       n_iter_no_change=settings.n_iter_no_change, name="SparseGEMINI",
-                      warn=warn, progress=progress,
-                      on_epoch_end=None if on_epoch_end is None else
-                      (lambda total: on_epoch_end()))
+                      warn=warn, progress=progress, on_epoch_end=on_epoch_end)
 
 
 @dataclass
@@ -387,18 +386,6 @@ class GeminiPath:
     selected: int
 
 
-class EpochKeeper:
-    """Called after each epoch of a path step: keeps the model if its number of
-    features is new (``keep(count, lam, epoch)``)."""
-
-    def __init__(self, keep, n_selected, lam):
-        self.keep, self.n_selected, self.lam, self.epoch = keep, n_selected, lam, 0
-
-    def __call__(self):
-        self.epoch += 1
-        self.keep(self.n_selected(), self.lam, self.epoch)
-
-
 def run_path(params, problem, settings, rng, progress=None):
     """Dense Adam fit (restarts, stopped by ``settings.tol``), then proximal SGD along
     lambda on the best restart (each step stopped by ``settings.path_tol``).
@@ -415,8 +402,14 @@ def run_path(params, problem, settings, rng, progress=None):
                                      "n_epochs", "converged", "loss_curve")}
     models = {}
 
-    def n_selected():
-        return int(feature_mask(selected_groups(params, problem), problem).sum())
+    def current_mask():
+        return feature_mask(selected_groups(params, problem), problem)
+
+    def keeper(lam):
+        """``on_epoch_end`` of a step at ``lam``: keeps the model after each epoch
+        if its number of features is new."""
+        epochs = itertools.count(1)
+        return lambda objective: keep(int(current_mask().sum()), lam, next(epochs))
 
     def keep(count, lam, epoch, gemini=None):
         if count not in models:
@@ -426,7 +419,7 @@ def run_path(params, problem, settings, rng, progress=None):
                              "step": len(records["lambdas"]), "epoch": epoch}
 
     def record(lam, curve, converged):
-        mask = feature_mask(selected_groups(params, problem), problem)
+        mask = current_mask()
         gemini = float(full_gemini(params, problem)[0])
         count = int(mask.sum())
         keep(count, lam, len(curve), gemini)
@@ -442,7 +435,7 @@ def run_path(params, problem, settings, rng, progress=None):
     while count > settings.n_features_stop and count > 0:
         result = train_epochs(params, problem, settings, penalty=lam, optimizer="sgd",
                               tol=settings.path_tol, rng=rng, warn=False,
-                              on_epoch_end=EpochKeeper(keep, n_selected, lam))
+                              on_epoch_end=keeper(lam))
         count = record(lam, result.loss_curve[:, 0], result.converged)
         if progress is not None:
             progress.set_postfix(n_features=count, lam=f"{lam:.3g}")
