@@ -135,3 +135,44 @@ def test_a_cascade_within_a_step_leaves_its_models(monkeypatch):
     cascade = path.models[15]
     assert cascade["step"] == int(np.argmax(path.n_features < 30))
     assert cascade["epoch"] == 15
+
+
+def _digits_600():
+    X, y = load_digits(return_X_y=True)
+    return X[:600].astype(np.float32), y[:600]
+
+
+def test_relax_trains_the_selected_model_on_without_its_penalty():
+    """relax=True (the relaxed lasso): the path and its selection are the same; the
+    estimator's model is the selected one trained on, on its features only, to a
+    higher GEMINI and a better agreement with the digits."""
+    X, y = _digits_600()
+    settings = {"hidden_layer_sizes": (64,), "dropout": 0.05, "n_features_stop": 16,
+                "random_state": 0}
+    plain, relaxed = SparseGEMINI(10, **settings), SparseGEMINI(10, relax=True, **settings)
+    plain_path, path = plain.path(X), relaxed.path(X)
+
+    np.testing.assert_array_equal(relaxed.get_support(), plain.get_support())
+    assert path.selected == plain_path.selected
+    np.testing.assert_array_equal(path.models[path.selected]["params"]["skip"],
+                                  plain_path.models[plain_path.selected]["params"]["skip"])
+    dropped = ~relaxed.get_support()
+    assert not relaxed.params_["skip"][dropped].any()
+    assert not relaxed.params_["W0"][dropped].any()
+    # the relaxed epochs follow the selected model's own
+    assert relaxed.n_iter_ > plain.n_iter_
+    assert relaxed.loss_curve_.shape == (relaxed.n_iter_,)
+    np.testing.assert_array_equal(relaxed.loss_curve_[: plain.n_iter_], plain.loss_curve_)
+    assert relaxed.score(X) > plain.score(X)
+    # measured: ARI 0.685 against 0.662, GEMINI 0.626 against 0.567
+    assert adjusted_rand_score(y, relaxed.labels_) > adjusted_rand_score(y, plain.labels_)
+
+
+def test_relax_after_a_penalised_fit_keeps_its_features():
+    X, _ = _digits_600()
+    plain = SparseGEMINI(10, alpha=0.5, random_state=0).fit(X)
+    relaxed = SparseGEMINI(10, alpha=0.5, relax=True, random_state=0).fit(X)
+    np.testing.assert_array_equal(relaxed.get_support(), plain.get_support())
+    assert plain.get_support().sum() < X.shape[1]
+    assert relaxed.n_iter_ > plain.n_iter_
+    assert relaxed.score(X) > plain.score(X)

@@ -44,8 +44,8 @@ from skdiffclust.gemini._fit import (
     full_gemini,
     path_from_records,
     run_path,
-    select_model,
     selected_groups,
+    selected_model,
     train_at_penalty,
 )
 
@@ -149,6 +149,15 @@ default='mmd_ovo'
         :meth:`path` keeps the model with the fewest features whose GEMINI is at
         least this fraction of the best GEMINI along the path.
 
+    relax : bool, default=False
+        Whether to train a penalised model on without its penalty, on the
+        features it kept: the model :meth:`path` selects, and :meth:`fit`'s
+        model when ``alpha > 0`` (the relaxed lasso, Meinshausen 2007; glmnet's
+        ``relax``). The penalty shrinks the weights of the features it keeps as
+        well as dropping the others; relaxing undoes the shrinkage (Adam at
+        ``learning_rate``, stopped by ``path_tol``). ``False`` is the paper's
+        procedure. ``path_.models`` keeps the models as the path found them.
+
     tol : float, default=1e-4
         The dense fit stops when minus its GEMINI has not improved by more than
         ``tol`` (relative) for ``n_iter_no_change`` consecutive epochs;
@@ -156,14 +165,17 @@ default='mmd_ovo'
 
     path_tol : float, default=0.01
         The same rule for the trainings with a penalty: each step of :meth:`path`
-        and the penalised phase of :meth:`fit` (``alpha > 0``).
+        and the penalised phase of :meth:`fit` (``alpha > 0``), and for the
+        ``relax`` training that continues them.
 
     n_iter_no_change : int, default=10
         Patience of the stopping rule, in epochs.
 
     n_jobs : int, default=None
         BLAS threads; ``None`` means 1 (faster on small problems), ``-1`` all
-        cores. Results do not depend on it.
+        cores. BLAS sums in an order that depends on the threads: results agree
+        to the last bits, but a long training can amplify those (the
+        12,000-image MNIST path of the User Guide ends elsewhere on 2 threads).
 
     random_state : int, RandomState instance or None, default=None
         Seeds the initial weights, the k-means++ seedings and the batches.
@@ -198,7 +210,8 @@ default='mmd_ovo'
 
     n_iter_ : int
         Training epochs of the fitted model (after :meth:`path`: of the dense fit
-        and of every step up to the selected model's).
+        and of every step up to the selected model's, then of its ``relax``
+        training).
 
     loss_curve_ : ndarray of shape (`n_iter_`,)
         Minus the penalised GEMINI of each of these epochs (lower is better), for
@@ -267,6 +280,7 @@ default='mmd_ovo'
         "learning_rate": [NumberInterval(Real, 0, None, closed="neither")],
         "n_features_stop": [NumberInterval(Integral, 0, None, closed="left")],
         "selection_threshold": [NumberInterval(Real, 0, 1, closed="both")],
+        "relax": ["boolean"],
         "tol": [NumberInterval(Real, 0, None, closed="left")],
         "path_tol": [NumberInterval(Real, 0, None, closed="left")],
         "n_iter_no_change": [NumberInterval(Integral, 1, None, closed="left")],
@@ -280,7 +294,8 @@ default='mmd_ovo'
                  dropout=0.0, M=10.0, groups=None, alpha=0.0, lambda_start=1.0,
                  lambda_multiplier=1.05, init="k-means++", n_init=5,
                  reseed_empty_clusters=True, max_iter=200, batch_size="auto",
-                 learning_rate=0.05, n_features_stop=2, selection_threshold=0.9, tol=1e-4,
+                 learning_rate=0.05, n_features_stop=2, selection_threshold=0.9, relax=False,
+                 tol=1e-4,
                  path_tol=0.01, n_iter_no_change=10, n_jobs=None, random_state=None,
                  verbose=False):
         self.n_clusters = n_clusters
@@ -304,6 +319,7 @@ default='mmd_ovo'
         self.learning_rate = learning_rate
         self.n_features_stop = n_features_stop
         self.selection_threshold = selection_threshold
+        self.relax = relax
         self.tol = tol
         self.path_tol = path_tol
         self.n_iter_no_change = n_iter_no_change
@@ -330,7 +346,7 @@ default='mmd_ovo'
         X, problem, params, rng = self._setup(X)
         settings = self._settings()
         forget_stream(self)
-        n_phases = 2 if settings.alpha > 0 else 1
+        n_phases = 1 if settings.alpha == 0 else 3 if settings.relax else 2
         with self._threads(), EpochProgress(self.verbose, "SparseGEMINI",
                                             settings.max_iter * n_phases) as bar:
             params, curve, unconverged_tol = train_at_penalty(params, problem, settings,
@@ -397,7 +413,8 @@ default='mmd_ovo'
         A dense fit, then proximal SGD steps at penalties ``lambda_start *
         lambda_multiplier ** t`` until at most ``n_features_stop`` features remain;
         the estimator ends fitted on the model with the fewest features whose
-        GEMINI is at least ``selection_threshold`` times the best.
+        GEMINI is at least ``selection_threshold`` times the best (with ``relax``,
+        trained on without the penalty on those features).
 
         Parameters
         ----------
@@ -418,23 +435,15 @@ default='mmd_ovo'
         try:
             with self._threads():
                 records, models = run_path(params, problem, settings, rng, bar)
-                selected = select_model(models, settings.selection_threshold)
-                last_step = models[selected]["step"]
-                curves = records["loss_curve"][: last_step + 1]
-                # the selected model's epochs: every step's before its own, then
-                # its own up to the epoch at which it was kept
-                curves[-1] = curves[-1][: models[selected]["epoch"]]
-                labels = self._set_fitted(models[selected]["params"], problem,
-                                          np.concatenate(curves))
+                selected, params, curve, unconverged_tol = selected_model(
+                    records, models, problem, settings, rng)
+                labels = self._set_fitted(params, problem, curve)
         finally:
             if bar is not None:
                 bar.close()
         path = path_from_records(records, models, selected, problem.standardisation)
-        # the selected model's training: the dense fit and every step up to its own
-        unconverged = np.flatnonzero(~path.converged[: last_step + 1])
-        if unconverged.size:
-            warn_not_converged("SparseGEMINI.path", settings.max_iter,
-                               settings.tol if unconverged[0] == 0 else settings.path_tol,
+        if unconverged_tol is not None:
+            warn_not_converged("SparseGEMINI.path", settings.max_iter, unconverged_tol,
                                settings.n_iter_no_change)
         self._warn_empty_clusters()
         self.labels_ = labels
@@ -453,7 +462,7 @@ default='mmd_ovo'
             dropout=float(self.dropout), reseed=self.reseed_empty_clusters,
             alpha=self.alpha, lambda_start=self.lambda_start,
             lambda_multiplier=self.lambda_multiplier, n_features_stop=self.n_features_stop,
-            selection_threshold=self.selection_threshold)
+            selection_threshold=self.selection_threshold, relax=bool(self.relax))
 
     def _setup(self, X):
         X = validate_data(self, X, accept_sparse="csr", dtype=[np.float64, np.float32])

@@ -63,6 +63,7 @@ class GeminiSettings:
     lambda_multiplier: float  # its growth between steps
     n_features_stop: int  # the path stops at this many features
     selection_threshold: float  # the path keeps the fewest features within this of the best
+    relax: bool = False  # train the penalised model on without its penalty (relaxed lasso)
 
     @property
     def optimizer(self):
@@ -148,14 +149,16 @@ def proximal_step(params, problem, threshold):
 
 
 def train_epochs(params, problem, settings, *, penalty, optimizer, tol, rng, warn=True,
-                 progress=None, reseeder=None, on_epoch_end=None):
+                 progress=None, reseeder=None, on_epoch_end=None, support=None):
     """Train every restart in place at a fixed penalty (ascending the penalised GEMINI).
 
     ``optimizer`` is ``'adam'`` or ``'sgd'``, ``tol`` the stopping rule's (the
     settings' ``tol`` or ``path_tol``, by phase). ``reseeder`` (an
     ``EmptyClusterReseeder``), if given, re-seeds the clusters that an epoch left
     empty. ``on_epoch_end(objective)``, if given, is called after each epoch (as by
-    ``run_epochs``). Returns the engine's TrainingResult: its ``loss_curve`` (n_iter, R)
+    ``run_epochs``). ``support``, a boolean mask of the features, if given, keeps the
+    others out: their weights get no gradient. Returns the engine's TrainingResult:
+    its ``loss_curve`` (n_iter, R)
     holds minus the penalised GEMINI of each restart at each epoch; restarts stop
     together.
     """
@@ -163,7 +166,7 @@ def train_epochs(params, problem, settings, *, penalty, optimizer, tol, rng, war
 
     def epoch():
         return one_pass(params, problem, optimizer, rng, penalty=penalty,
-                        dropout=settings.dropout, reseeder=reseeder)[0]
+                        dropout=settings.dropout, reseeder=reseeder, support=support)[0]
 
     return run_epochs(epoch, max_iter=settings.max_iter, tol=tol,
                       n_iter_no_change=settings.n_iter_no_change, name="SparseGEMINI",
@@ -225,9 +228,11 @@ def make_optimizer(name, params, learning_rate):
     return (Adam if name == "adam" else SGDMomentum)(params, learning_rate, maximize=True)
 
 
-def one_pass(params, problem, optimizer, rng, *, penalty=0.0, dropout=0.0, reseeder=None):
+def one_pass(params, problem, optimizer, rng, *, penalty=0.0, dropout=0.0, reseeder=None,
+             support=None):
     """One pass over the problem's samples in batches: a step per batch (and the
     penalty's proximal step), then the re-seeding of the clusters it left empty.
+    Features outside ``support`` (a boolean mask), if given, get no gradient.
 
     Returns minus the penalised GEMINI of each restart (mean over the batches)
     and the number of steps taken.
@@ -235,6 +240,8 @@ def one_pass(params, problem, optimizer, rng, *, penalty=0.0, dropout=0.0, resee
     values, counts, n_steps = [], 0, 0
     for rows in problem.batches(rng):
         value, grads, proba = gemini_and_gradients(params, problem, rows, rng, dropout)
+        if support is not None:
+            leave_out_features(grads, ~support)
         optimizer.step(params, grads)
         n_steps += 1
         if penalty > 0:
@@ -248,6 +255,26 @@ def one_pass(params, problem, optimizer, rng, *, penalty=0.0, dropout=0.0, resee
     if penalty > 0:
         penalised = penalised - penalty * problem.penalty(params)
     return -penalised, n_steps
+
+
+def leave_out_features(grads, dropped):
+    """Zero the gradients of the ``dropped`` features' weights (their rows of the skip
+    connection and of the first layer), in place: weights at zero stay there."""
+    grads[SKIP][:, dropped] = 0
+    if "W0" in grads:
+        grads["W0"][:, dropped] = 0
+
+
+def relax(params, problem, settings, rng, progress=None):
+    """The relaxed lasso (Meinshausen, 2007; glmnet's ``relax``): train a penalised
+    model on, in place, without its penalty and on the features it kept (Adam,
+    stopped by ``settings.path_tol``, as the trainings it continues). The penalty
+    shrinks the weights it keeps as well as dropping features; this undoes the
+    shrinkage. Returns the TrainingResult."""
+    support = feature_mask(selected_groups(params, problem), problem)
+    return train_epochs(params, problem, settings, penalty=0.0, optimizer="adam",
+                        tol=settings.path_tol, rng=rng, warn=False, progress=progress,
+                        support=support)
 
 
 def train_restarts(params, problem, settings, rng, progress=None):
@@ -273,7 +300,8 @@ def train_restarts(params, problem, settings, rng, progress=None):
 def train_at_penalty(params, problem, settings, rng, progress=None):
     """:meth:`SparseGEMINI.fit`'s training: the dense fit of every restart
     (:func:`train_restarts`), then, if ``settings.alpha > 0``, proximal SGD at that
-    penalty on the restart kept (stopped by ``settings.path_tol``).
+    penalty on the restart kept (stopped by ``settings.path_tol``) and, with
+    ``settings.relax``, its :func:`relax` training.
 
     Returns the kept restart's parameters, its loss curve over both phases and the
     ``tol`` of the first phase that did not converge (``None`` if both did).
@@ -287,6 +315,11 @@ def train_at_penalty(params, problem, settings, rng, progress=None):
         curves.append(result.loss_curve[:, 0])
         if not result.converged:
             unconverged_tols.append(settings.path_tol)
+        if settings.relax:
+            result = relax(params, problem, settings, rng, progress)
+            curves.append(result.loss_curve[:, 0])
+            if not result.converged:
+                unconverged_tols.append(settings.path_tol)
     return params, np.concatenate(curves), (unconverged_tols[0] if unconverged_tols else None)
 
 
@@ -450,6 +483,32 @@ def select_model(models, selection_threshold):
     good = [count for count, entry in models.items()
             if count > 0 and entry["gemini"] >= selection_threshold * best]
     return min(good) if good else max(models)
+
+
+def selected_model(records, models, problem, settings, rng):
+    """The model the path selects (:func:`select_model`), trained on by :func:`relax`
+    with ``settings.relax`` (a copy: ``models`` keeps it as the path found it).
+
+    Returns its feature count, its parameters, its loss curve (the dense fit's
+    epochs, every step's before its own, its own up to the epoch at which it was
+    kept, then the relaxed training's) and the ``tol`` of the first of these
+    trainings that did not converge (``None`` if all did).
+    """
+    selected = select_model(models, settings.selection_threshold)
+    entry = models[selected]
+    curves = records["loss_curve"][: entry["step"] + 1]
+    curves[-1] = curves[-1][: entry["epoch"]]
+    unconverged = [settings.path_tol if step else settings.tol
+                   for step, converged in enumerate(records["converged"][: entry["step"] + 1])
+                   if not converged]
+    params = entry["params"]
+    if settings.relax:
+        params = copy_params(params)
+        result = relax(params, problem, settings, rng)
+        curves.append(result.loss_curve[:, 0])
+        if not result.converged:
+            unconverged.append(settings.path_tol)
+    return selected, params, np.concatenate(curves), (unconverged[0] if unconverged else None)
 
 
 def path_from_records(records, models, selected, standardisation):
