@@ -63,7 +63,7 @@ class GeminiSettings:
     lambda_multiplier: float  # its growth between steps
     n_features_stop: int  # the path stops at this many features
     selection_threshold: float  # the path keeps the fewest features within this of the best
-    relax: bool = False  # train the penalised model on without its penalty (relaxed lasso)
+    relax: bool  # train the penalised model on without its penalty (relaxed lasso)
 
     @property
     def optimizer(self):
