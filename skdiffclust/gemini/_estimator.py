@@ -295,9 +295,8 @@ default='mmd_ovo'
                  lambda_multiplier=1.05, init="k-means++", n_init=5,
                  reseed_empty_clusters=True, max_iter=200, batch_size="auto",
                  learning_rate=0.05, n_features_stop=2, selection_threshold=0.9, relax=False,
-                 tol=1e-4,
-                 path_tol=0.01, n_iter_no_change=10, n_jobs=None, random_state=None,
-                 verbose=False):
+                 tol=1e-4, path_tol=0.01, n_iter_no_change=10, n_jobs=None,
+                 random_state=None, verbose=False):
         self.n_clusters = n_clusters
         self.gemini = gemini
         self.kernel = kernel
