@@ -211,7 +211,9 @@ def _hidden_and_masks(rng, shape, n_hidden):
 @pytest.mark.parametrize("metric", ["euclidean", "cosine"])
 @pytest.mark.parametrize("weighted", [False, True])
 @pytest.mark.parametrize("n_hidden", [0, 3])
-def test_numba_batch_gradients_are_the_torch_ones(dtype, rtol, metric, weighted, n_hidden):
+@pytest.mark.parametrize("clip", [None, 1.5])
+def test_numba_batch_gradients_are_the_torch_ones(dtype, rtol, metric, weighted, n_hidden,
+                                                  clip):
     # against torch in float64: float32 torch is itself 1e-5 away from it at times
     rng = np.random.default_rng(0)
     n_restarts, n_rows, k, d = 3, 16, 5, 9
@@ -225,10 +227,11 @@ def test_numba_batch_gradients_are_the_torch_ones(dtype, rtol, metric, weighted,
     loss, grad_P, grad_W = _kernels.batch_loss_and_grads(
         x.astype(dtype), hidden, P.astype(dtype), W.astype(dtype), fill.astype(dtype),
         start_from_fill=n_hidden > 0, beta=0.4, cosine=metric == "cosine", n_steps=8,
-        alpha=0.15)
+        alpha=0.15, clip=clip or 0.0)
     expected = completion_loss_and_grads(
         torch.as_tensor(P), torch.as_tensor(W) if weighted else None, torch.as_tensor(x),
-        masks, torch.as_tensor(fill), beta=0.4, metric=metric, n_steps=8, alpha=0.15)
+        masks, torch.as_tensor(fill), beta=0.4, metric=metric, n_steps=8, alpha=0.15,
+        clip=clip)
 
     def assert_close(actual, desired):  # relative to the largest entry
         desired = desired.numpy()
@@ -451,7 +454,10 @@ def test_global_random_states_are_left_alone(blobs):
 
 @pytest.mark.parametrize("params", [
     dict(weighted=True), dict(mask_prob=0.0),
-    dict(mask_value="min"), dict(mask_value="max"), dict(init="random", n_init=3),
+    dict(mask_value="min"), dict(mask_value="max"), dict(init="k-means++"),
+    # from random points, the paper's softer beta (the default's is sharp: training
+    # then refines the starts within their basins, as k-means' iterations would)
+    dict(init="random", n_init=3, beta=1.0),
     dict(step_size=0.5, n_steps=4),
 ])
 def test_variants_cluster_blobs(blobs, params):

@@ -35,8 +35,13 @@ def _softmax_backward(p, grad_p):
 
 
 def completion_loss_and_grads(prototypes, log_weights, x, masks, fill, *, beta, metric,
-                              n_steps, alpha):
+                              n_steps, alpha, clip=None):
     """Per-point completion loss and the gradients of ``sum_R mean_B loss``.
+
+    With ``clip``, each point's gradient (of the prototypes as used: unit rows for
+    cosine) whose norm exceeds ``clip`` times the median over the batch (per
+    restart) is scaled down to that bound first, as the CPU kernels do
+    (``_kernels._clip_lanes``).
 
     Parameters
     ----------
@@ -106,6 +111,10 @@ def completion_loss_and_grads(prototypes, log_weights, x, masks, fill, *, beta, 
     grad = error * (-2.0 / n_points)  # d(sum_R mean_B loss) / d x^T
     grad_P = torch.zeros_like(P)
     grad_offset = torch.zeros_like(P[..., :1])  # (R, k, 1)
+    # with clip: each point's gradients (R, B, k, d) and offset gradients (R, k, B)
+    per_point_P = None if clip is None else P.new_zeros(
+        (n_restarts, n_points) + tuple(P.shape[1:]))
+    per_point_offset = None if clip is None else torch.zeros_like(attractions[0])
     keep = None if cosine else 1.0 - step
     for t in range(n_steps - 1, -1, -1):
         p, state = attractions[t], states[t]
@@ -116,11 +125,19 @@ def completion_loss_and_grads(prototypes, log_weights, x, masks, fill, *, beta, 
         else:
             grad_state = grad * keep
         grad_pulled = grad * step
-        grad_P.baddbmm_(p, grad_pulled.transpose(-1, -2))
         grad_logits = _softmax_backward(p, torch.bmm(P, grad_pulled))
-        grad_P.baddbmm_(grad_logits, state.transpose(-1, -2), alpha=scale)
-        grad_offset += grad_logits.sum(-1, keepdim=True)
+        if clip is None:
+            grad_P.baddbmm_(p, grad_pulled.transpose(-1, -2))
+            grad_P.baddbmm_(grad_logits, state.transpose(-1, -2), alpha=scale)
+            grad_offset += grad_logits.sum(-1, keepdim=True)
+        else:
+            per_point_P += torch.einsum("rkb,rdb->rbkd", p, grad_pulled)
+            per_point_P += torch.einsum("rkb,rdb->rbkd", grad_logits, state) * scale
+            per_point_offset += grad_logits
         grad = torch.baddbmm(grad_state, P_T, grad_logits, alpha=scale)
+    if clip is not None:
+        grad_P, grad_offset = _clipped_sums(per_point_P, per_point_offset, P, beta, clip,
+                                            cosine)
 
     grad_log_weights = None if log_weights is None else grad_offset[..., 0].clone()
     if cosine:
@@ -128,6 +145,21 @@ def completion_loss_and_grads(prototypes, log_weights, x, masks, fill, *, beta, 
         norms_P = torch.linalg.vector_norm(prototypes, dim=-1, keepdim=True).clamp_min(
             torch.finfo(prototypes.dtype).tiny)
         grad_P = (grad_P - P * (P * grad_P).sum(-1, keepdim=True)) / norms_P
-    else:
+    elif clip is None:  # (the clipped sums include this term)
         grad_P += (-2.0 * beta) * grad_offset * P
     return per_point, grad_P, grad_log_weights
+
+
+def _clipped_sums(per_point_P, per_point_offset, P, beta, clip, cosine):
+    """The batch's gradients ``(grad_P, grad_offset)`` from each point's, each point's
+    scaled down to at most ``clip`` times the median norm over its batch."""
+    if not cosine:  # the offsets -beta ||rho||^2: each point's share of that term
+        per_point_P = per_point_P + (-2.0 * beta) * (
+            per_point_offset.transpose(-1, -2)[..., None] * P[:, None])
+    norms = torch.linalg.vector_norm(per_point_P.flatten(2), dim=-1)  # (R, B)
+    bound = clip * torch.quantile(norms, 0.5, dim=-1, keepdim=True)  # numpy's median
+    # no clipping where the median is 0 (most points' gradients vanish)
+    factors = torch.where((norms > bound) & (bound > 0), bound / norms, torch.ones_like(norms))
+    grad_P = torch.einsum("rb,rbkd->rkd", factors, per_point_P)
+    grad_offset = torch.einsum("rb,rkb->rk", factors, per_point_offset)[..., None]
+    return grad_P, grad_offset

@@ -37,7 +37,7 @@ from skdiffclust.clam._selection import (
     scaled_beta,
     scaled_learning_rate,
     scales_of,
-    select_sharpness,
+    settled_prototypes,
 )
 
 
@@ -63,9 +63,10 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
         prototypes (k-means); small beta lets prototypes attract collectively.
         A float is in units of the data after centring and division by their
         root mean squared deviation (on standardised features, the paper's) and
-        gives the paper's single fit. ``'auto'`` selects beta by the silhouette
-        of the partition among four multiples of the scale at which the initial
-        prototypes compete (:ref:`clam_scale`). ``beta_`` holds the value
+        gives the paper's single fit. ``'auto'`` is 8 over the scale at which
+        the initial prototypes compete for a point, so that the basins of
+        attraction are the Voronoi cells of the prototypes but next to their
+        boundaries (the paper's criterion, :ref:`clam_scale`). ``beta_`` holds the value
         used, in the units of the input.
 
     n_steps : int, default=10
@@ -91,15 +92,23 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
     mask_value : {'mean', 'min', 'max'}, default='mean'
         The value a hidden feature starts from, over the training data.
 
-    init : {'k-means++', 'random'} or array-like of shape (n_clusters, n_features), \
-            default='k-means++'
-        Initial prototypes: k-means++ seeding, distinct training points drawn at
-        random (the paper's), or an array used as given (then ``n_init`` is 1).
+    init : {'k-means', 'k-means++', 'random'} or array-like of shape \
+            (n_clusters, n_features), default='k-means'
+        Initial prototypes. ``'k-means'``: k-means++ seeds refined by Lloyd's
+        iterations on at most 5,000 points drawn at random, the ``n_init`` of
+        lowest inertia among ``max(n_init, 10)`` seeds, duplicates dropped (so
+        fewer restarts may be trained). ``'k-means++'``: k-means++ seeds.
+        ``'random'``: distinct training points drawn at random (the paper's). An
+        array is used as given (then ``n_init`` is 1). At the sharp ``beta`` of
+        ``'auto'``, training refines the starts within their basins, as k-means'
+        iterations would but more slowly: from k-means++ or random starts, a
+        softer ``beta`` (the paper's 1.0) lets prototypes travel between
+        clusters.
 
     n_init : int, default=3
         Number of restarts from different initial prototypes, trained together;
-        the one of lowest masked loss (on masks fixed at fit time) is kept.
-        See ``prune``.
+        the one of lowest masked loss (on masks fixed at fit time) is kept, the
+        first of those within 3% of it. See ``prune``.
 
     max_iter : int, default=200
         Maximum number of training epochs. ``0`` keeps the initial prototypes.
@@ -115,7 +124,15 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
         is a fraction of the clusters' spread per feature, smaller at a sharper
         ``beta`` (:ref:`clam`).
 
-    tol : float, default=1e-3
+    gradient_clip : float >= 1 or None, default=1.5
+        Each example's gradient is scaled down to at most ``gradient_clip`` times
+        the median norm of the gradients in its mini-batch before the step.
+        Points next to the boundaries of the basins carry gradients hundreds of
+        times the median at a sharp ``beta``; unclipped, they make training
+        chaotic, its result hanging on the data's last bits
+        (:ref:`clam_stability`). ``None``: the paper's plain gradient.
+
+    tol : float, default=1e-2
         Training stops when the epoch loss has not decreased by a relative
         ``tol`` for ``n_iter_no_change`` epochs.
 
@@ -229,11 +246,12 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
         "weighted": ["boolean"],
         "mask_prob": [NumberInterval(Real, 0, 1, closed="left")],
         "mask_value": [StrOptions({"mean", "min", "max"})],
-        "init": [StrOptions({"random", "k-means++"}), "array-like"],
+        "init": [StrOptions({"random", "k-means++", "k-means"}), "array-like"],
         "n_init": [NumberInterval(Integral, 1, None, closed="left")],
         "max_iter": [NumberInterval(Integral, 0, None, closed="left")],
         "batch_size": [NumberInterval(Integral, 1, None, closed="left")],
         "learning_rate": [NumberInterval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
+        "gradient_clip": [NumberInterval(Real, 1, None, closed="left"), None],
         "tol": [NumberInterval(Real, 0, None, closed="left")],
         "n_iter_no_change": [NumberInterval(Integral, 1, None, closed="left"),
                              StrOptions({"auto"})],
@@ -247,9 +265,10 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
 
     def __init__(self, n_clusters=8, *, beta="auto", n_steps=10, step_size=None,
                  metric="euclidean", weighted=False, mask_prob=0.15, mask_value="mean",
-                 init="k-means++", n_init=3, max_iter=200, batch_size=16,
-                 learning_rate="auto", tol=1e-3, n_iter_no_change="auto", reseed=True,
-                 prune=True, device="auto", n_jobs=None, random_state=None, verbose=False):
+                 init="k-means", n_init=3, max_iter=200, batch_size=16,
+                 learning_rate="auto", gradient_clip=1.5, tol=1e-2, n_iter_no_change="auto",
+                 reseed=True, prune=True, device="auto", n_jobs=None, random_state=None,
+                 verbose=False):
         self.n_clusters = n_clusters
         self.beta = beta
         self.n_steps = n_steps
@@ -263,6 +282,7 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
         self.max_iter = max_iter
         self.batch_size = batch_size
         self.learning_rate = learning_rate
+        self.gradient_clip = gradient_clip
         self.tol = tol
         self.n_iter_no_change = n_iter_no_change
         self.reseed = reseed
@@ -292,19 +312,7 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
         """
         X = self._validate_first(X)
         forget_stream(self)
-        *seeds, selection_seed = derive_seeds(self.random_state, 4)
-        if self.beta != "auto" or self.max_iter == 0 or not 2 <= self.n_clusters < X.shape[0]:
-            state = self._fit_with_sharpness(X, 1.0, seeds, self.verbose)
-        else:
-            sharpness, state, caught = select_sharpness(
-                lambda rows, sharpness: self._fit_with_sharpness(rows, sharpness, seeds, False),
-                X, selection_seed, self.metric)
-            if state is None or self.verbose:  # fitted on a sample, or the bar is wanted
-                state = self._fit_with_sharpness(X, sharpness, seeds, self.verbose)
-            else:  # fitted on all of X with the same seeds: this very fit, already made
-                for warning in caught:  # and the warnings it gave
-                    warnings.warn(warning.message, warning.category, stacklevel=4)
-        self._adopt(state)
+        self._adopt(self._fitted_state(X, derive_seeds(self.random_state, 3)))
         self._warn_empty_clusters(relabelled=True)
         return self
 
@@ -360,7 +368,7 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
         rows = _inference_rows(data)
         stream.pass_over(data, weighted=self.weighted, mask_prob=self.mask_prob,
                          batch_size=self.batch_size, reseed=self.reseed,
-                         n_threads=n_threads)
+                         n_threads=n_threads, clip=self.gradient_clip)
         stream.keep_best_restart(rows, self.mask_prob, self.weighted, n_threads)
         kept = stream.kept(rows, self.mask_prob, self.weighted, n_threads)
         self._adopt(FittedState.of(kept, data, stream.dynamics, stream.fill,
@@ -374,35 +382,30 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
         """The state of ``partial_fit`` before its first pass, from the first chunk."""
         from skdiffclust.clam._stream import ClamStream
 
-        *seeds, selection_seed = derive_seeds(self.random_state, 4)
-        sharpness = 1.0
-        if self.beta == "auto" and 2 <= self.n_clusters < X.shape[0]:
-            sharpness = select_sharpness(
-                lambda rows, sharpness: self._fit_with_sharpness(rows, sharpness, seeds, False),
-                X, selection_seed, self.metric)[0]
-        init_seed, train_seed, score_seed = seeds
-        data = ScaledData(X, self.metric == "cosine")
-        with threadpool_limits(effective_n_jobs(self.n_jobs), user_api="blas"):
-            initial = self._initial_prototypes(data, init_seed)
-        dynamics, learning_rate = self._dynamics_and_rate(data, initial, sharpness)
+        init_seed, train_seed, score_seed = derive_seeds(self.random_state, 3)
+        data, initial = self._data_and_initial_prototypes(X, init_seed)
+        dynamics, learning_rate = self._dynamics_and_rate(data, initial)
         return ClamStream.start(
             data, initial, dynamics, data.column_reduction(self.mask_value), learning_rate,
             steps_patience(data.n_samples, self.batch_size, PLATEAU_STEPS, PLATEAU_BOUNDS),
             seed=train_seed, score_seed=score_seed)
 
-    def _fit_with_sharpness(self, X, sharpness, seeds, verbose):
-        """The state of a fit at ``beta = sharpness`` times the automatic one (or
-        ``self.beta``); the estimator is left as it is."""
+    def _data_and_initial_prototypes(self, X, init_seed):
+        """ClAM's view of X and the initial prototypes of every restart."""
+        data = ScaledData(X, self.metric == "cosine")
+        with threadpool_limits(effective_n_jobs(self.n_jobs), user_api="blas"):
+            return data, self._initial_prototypes(data, init_seed)  # k-means++'s products
+
+    def _fitted_state(self, X, seeds):
+        """The state of a fit on X; the estimator is left as it is."""
         from skdiffclust.clam._fit import train_restarts
 
         n_threads = effective_n_jobs(self.n_jobs)
         init_seed, train_seed, score_seed = seeds
-        data = ScaledData(X, self.metric == "cosine")
-        with threadpool_limits(n_threads, user_api="blas"):  # k-means++'s small products
-            initial = self._initial_prototypes(data, init_seed)
-        dynamics, learning_rate = self._dynamics_and_rate(data, initial, sharpness)
+        data, initial = self._data_and_initial_prototypes(X, init_seed)
+        dynamics, learning_rate = self._dynamics_and_rate(data, initial)
         settings = self._training_settings(data.n_samples, learning_rate, seed=train_seed,
-                                           verbose=verbose, n_threads=n_threads)
+                                           verbose=self.verbose, n_threads=n_threads)
         fill = data.column_reduction(self.mask_value)
         trained = train_restarts(_training_rows(data), fill.astype(np.float32),
                                  initial.astype(np.float32), dynamics, settings)
@@ -419,7 +422,7 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
         return TrainingSettings.resolved(
             n_samples, n_iter_no_change=self.n_iter_no_change, weighted=self.weighted,
             mask_prob=self.mask_prob, batch_size=self.batch_size, max_iter=self.max_iter,
-            learning_rate=learning_rate, tol=self.tol,
+            learning_rate=learning_rate, gradient_clip=self.gradient_clip, tol=self.tol,
             device=resolve_training_device(self.device, self.batch_size), seed=seed,
             verbose=verbose, n_threads=n_threads, reseed=self.reseed, prune=self.prune)
 
@@ -445,11 +448,13 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
                 UserWarning, stacklevel=5,
             )
 
-    def _dynamics_and_rate(self, data, initial, sharpness):
+    def _dynamics_and_rate(self, data, initial):
         """The dynamics and Adam's initial rate, in the units of the scaled data."""
+        if not (isinstance(self.init, str) and self.init == "k-means"):  # those are settled
+            initial = settled_prototypes(data, initial, effective_n_jobs(self.n_jobs))
         spread, competition = scales_of(data, initial)
         cosine = self.metric == "cosine"
-        beta = scaled_beta(self.beta, competition, sharpness, cosine)
+        beta = scaled_beta(self.beta, competition, cosine)
         return self._dynamics(beta), scaled_learning_rate(
             self.learning_rate, spread, competition, data.n_features, beta, cosine)
 
@@ -460,7 +465,8 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
 
     def _initial_prototypes(self, data, seed):
         return initial_prototypes(data, seed, n_clusters=self.n_clusters, init=self.init,
-                                  n_init=self.n_init, cosine=self.metric == "cosine")
+                                  n_init=self.n_init, cosine=self.metric == "cosine",
+                                  n_threads=effective_n_jobs(self.n_jobs))
 
     def _log_weights(self):
         return np.log(self.cluster_weights_) if self.weighted else None

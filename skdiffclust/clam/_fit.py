@@ -37,11 +37,10 @@ from skdiffclust._training import Cooldown, run_epochs
 from skdiffclust._training._optim import ReduceOnPlateau
 from skdiffclust._utils._random import draw_in_proportion, numpy_generator
 from skdiffclust.clam import _kernels as kernels
-from skdiffclust.clam._data import squared_distances
 from skdiffclust.clam._kernels import COSINE, _map_in_threads, hidden_count
+from skdiffclust.clam._selection import same_prototypes
 from skdiffclust.clam._settings import (
     COOLDOWN_FACTOR,
-    DUPLICATE_TOLERANCE,
     DUPLICATES_FROM_EPOCH,
     PRUNE_FROM_EPOCH,
     PRUNE_MARGIN,
@@ -102,7 +101,8 @@ def train_restarts(X, fill, init_prototypes, dynamics, settings):
     trainer = CPUTrainer.start(X, fill, init_prototypes, dynamics,
                                learning_rate=settings.learning_rate, seed=settings.seed,
                                weighted=settings.weighted, mask_prob=settings.mask_prob,
-                               batch_size=settings.batch_size, n_threads=settings.n_threads)
+                               batch_size=settings.batch_size, n_threads=settings.n_threads,
+                               clip=settings.gradient_clip)
     schedule = ReduceOnPlateau(LearningRates(trainer.optimizer),
                                **plateau_schedule(settings.learning_rate,
                                                   settings.plateau_patience))
@@ -167,22 +167,6 @@ class RestartGuard:
                 kept.append(r)
 
 
-def same_prototypes(A, B, tolerance=DUPLICATE_TOLERANCE):
-    """Whether two sets of prototypes match one to one, each within ``tolerance``
-    times its distance to the nearest other prototype of its set."""
-    A, B = np.asarray(A, dtype=np.float64), np.asarray(B, dtype=np.float64)
-    k = A.shape[0]
-    if k < 2:
-        return bool(squared_distances(A, B)[0, 0] <= 0.0)
-    cross = squared_distances(A, B)
-    match = cross.argmin(axis=1)
-    if np.unique(match).size < k:
-        return False
-    spacing = squared_distances(A, A)
-    spacing[np.arange(k), np.arange(k)] = np.inf
-    return bool(np.all(cross[np.arange(k), match] <= tolerance**2 * spacing.min(axis=1)))
-
-
 @dataclass
 class AdamState:
     """Adam's moments (m_P, v_P, m_W, v_W), per-restart learning rates and step
@@ -230,7 +214,7 @@ class CPUTrainer:
     """
 
     def __init__(self, X, fill, dynamics, state, *, weighted, mask_prob, batch_size,
-                 n_threads=1):
+                 n_threads=1, clip=0.0):
         self.X = np.ascontiguousarray(X) if isinstance(X, np.ndarray) else X
         self.n_samples, self.n_features = X.shape if isinstance(X, np.ndarray) else (
             X.n_samples, X.n_features)
@@ -244,6 +228,7 @@ class CPUTrainer:
         self.weighted = weighted
         self.n_hidden = hidden_count(mask_prob, self.n_features)
         self.batch_size = min(batch_size, self.n_samples)
+        self.clip = float(clip or 0.0)  # per-point gradient clipping (0: none)
         self.n_threads = max(int(n_threads), 1)
         self._every_feature = None  # the "hidden" features of the unmasked loss
         # of the last epoch, for re-seeding: its order, each prototype's examples
@@ -258,13 +243,13 @@ class CPUTrainer:
 
     @classmethod
     def start(cls, X, fill, init_prototypes, dynamics, *, learning_rate, seed, weighted,
-              mask_prob, batch_size, n_threads=1):
+              mask_prob, batch_size, n_threads=1, clip=0.0):
         """A trainer of fresh state from ``init_prototypes`` (R, k, d), in the
         precision of ``X`` (float32 for a row source)."""
         dtype = X.dtype if isinstance(X, np.ndarray) else np.dtype(np.float32)
         state = TrainerState.start(init_prototypes, learning_rate, seed, dtype)
         return cls(X, fill, dynamics, state, weighted=weighted, mask_prob=mask_prob,
-                   batch_size=batch_size, n_threads=n_threads)
+                   batch_size=batch_size, n_threads=n_threads, clip=clip)
 
     def epoch(self, active=None):
         """One epoch; returns each restart's mean loss (NaN for stopped restarts,
@@ -300,7 +285,7 @@ class CPUTrainer:
                 self.X, order, hidden, self.fill, self.n_hidden > 0, restarts,
                 self.prototypes, self.log_weights, state.moments, state.lr, state.steps,
                 self.weighted, dynamics.beta, dynamics.metric == COSINE, dynamics.n_steps,
-                dynamics.alpha, self.batch_size,
+                dynamics.alpha, self.batch_size, self.clip,
             )
 
         # a group of restarts per thread: the lanes of a restart compute the same

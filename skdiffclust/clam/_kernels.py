@@ -112,7 +112,7 @@ def _draw_hidden(draws, n_features, hidden):
 # by these constants (numba needs constant indices into a heterogeneous tuple)
 (HIDDEN, P_H, VISIBLE, A_VISIBLE, OFFSET, TARGET, STATES, ATTRACTION, SCALES, NORMS,
  SQ_VISIBLE, GRAD_P_H, GRAD_VISIBLE, GRAD_OFFSET, GRAD_Z, LOGITS, GRAD_ATTRACTION,
- LANE_SCALARS, EXP_SCRATCH, VISIBLE_ROWS, SCALED_P_H) = range(21)
+ LANE_SCALARS, EXP_SCRATCH, VISIBLE_ROWS, SCALED_P_H, LANE_NORMS, MEDIAN_SCRATCH) = range(23)
 # rows of ws[LANE_SCALARS]
 LARGEST, TOTAL, DOT, GAMMA, LOSS = range(5)
 
@@ -142,6 +142,8 @@ def new_workspace(n_lanes, n_clusters, n_features, n_hidden, n_steps, dtype):
         np.empty((k, L), dtype),  # EXP_SCRATCH
         np.empty((L, d), dtype),  # VISIBLE_ROWS: VISIBLE lane-major (for the gradient)
         np.empty((h, k, L), dtype),  # SCALED_P_H: scale * P_H
+        np.empty(L, np.float64),  # LANE_NORMS: norm of each lane's gradient (clipping)
+        np.empty(L, np.float64),  # MEDIAN_SCRATCH
     )
 
 
@@ -462,10 +464,11 @@ def new_prepared(P):
 @jit(error_model="numpy", inline="always")
 def _batch_loss_and_grads(X, order, first, n_rows, hidden, restarts, P, W, fill,
                           start_from_fill, beta, cosine, n_steps, constants, ws, prepared,
-                          grad_P, grad_W, losses):
+                          grad_P, grad_W, losses, clip):
     """Per-point loss (into ``losses[r, b]``) and gradients of ``sum_R mean_B loss``
     for the given restarts, on the batch ``X[order[first:first + n_rows]]`` (whose
-    hidden features are ``hidden[:, first:first + n_rows]``)."""
+    hidden features are ``hidden[:, first:first + n_rows]``); with ``clip > 0``,
+    each point's gradient is first clipped (:func:`_clip_lanes`)."""
     P_used, norms, offset = prepared
     n_lanes = restarts.shape[0] * n_rows
     _prepare_prototypes(P, W, restarts, beta, cosine, P_used, norms, offset)
@@ -475,6 +478,8 @@ def _batch_loss_and_grads(X, order, first, n_rows, hidden, restarts, P, W, fill,
              cosine)
     _loss_and_seed_gradient(ws, n_lanes, n_steps, n_rows)
     _backward(ws, n_lanes, n_steps, constants[0], constants[1], constants[2], cosine)
+    if clip > 0.0:
+        _clip_lanes(ws, restarts, n_rows, P_used, beta, constants[0], clip, cosine)
     _scatter_gradients(ws, restarts, n_rows, P_used, beta, constants[0], cosine, grad_P,
                        grad_W)
     if cosine is not None:
@@ -485,15 +490,103 @@ def _batch_loss_and_grads(X, order, first, n_rows, hidden, restarts, P, W, fill,
             losses[restarts[slot], b] = loss[slot * n_rows + b]
 
 
+@jit(**INTERNAL)
+def _clip_lanes(ws, restarts, n_rows, P_used, beta, scale, clip, cosine):
+    """Scale down each point's gradient (of the prototypes, as used) whose norm
+    exceeds ``clip`` times the median over the batch's points (per restart).
+
+    A point's gradient is ``G_mu = g_mu (on its hidden features) + v_mu x_V +
+    r_mu rho_mu`` for each prototype mu (as ``_scatter_gradients`` sums them; ``r``
+    is 0 for cosine). With ``x_V`` zero at the hidden features and ``<x_V, rho_mu> =
+    A_mu``, its squared norm is ``sum_mu v^2 ||x_V||^2 + r^2 ||rho||^2 + 2 v r A +
+    sum_H (g^2 + 2 g r rho_H)``. The per-lane sums ``_scatter_gradients`` reads are
+    scaled in place.
+    """
+    grad_PH, grad_visible, grad_offset = ws[GRAD_P_H], ws[GRAD_VISIBLE], ws[GRAD_OFFSET]
+    PH, A, sq_visible, lane_norms = ws[P_H], ws[A_VISIBLE], ws[SQ_VISIBLE], ws[LANE_NORMS]
+    n_hidden, k, d = grad_PH.shape[0], grad_PH.shape[1], P_used.shape[2]
+    for slot in range(restarts.shape[0]):
+        r, lo, hi = restarts[slot], slot * n_rows, (slot + 1) * n_rows
+        for lane in range(lo, hi):
+            lane_norms[lane] = 0.0
+        for mu in range(k):
+            sq_rho = 0.0
+            for c in range(d):
+                sq_rho += P_used[r, mu, c] * P_used[r, mu, c]
+            for lane in range(lo, hi):
+                visible = scale * grad_visible[mu, lane]
+                radial = 0.0 if cosine is not None else -2.0 * beta * grad_offset[mu, lane]
+                lane_norms[lane] += (visible * visible * sq_visible[lane]
+                                     + radial * radial * sq_rho
+                                     + 2.0 * visible * radial * A[mu, lane])
+            for j in range(n_hidden):
+                for lane in range(lo, hi):
+                    radial = 0.0 if cosine is not None else -2.0 * beta * grad_offset[mu, lane]
+                    g = grad_PH[j, mu, lane]
+                    lane_norms[lane] += g * (g + 2.0 * radial * PH[j, mu, lane])
+        for lane in range(lo, hi):
+            lane_norms[lane] = math.sqrt(max(lane_norms[lane], 0.0))
+        bound = clip * _median(lane_norms[lo:hi], ws[MEDIAN_SCRATCH])
+        for lane in range(lo, hi):
+            # factor 1 for the points within the bound
+            lane_norms[lane] = min(bound / max(lane_norms[lane], bound), 1.0) \
+                if bound > 0.0 else 1.0
+        for mu in range(k):
+            for lane in range(lo, hi):
+                grad_visible[mu, lane] *= lane_norms[lane]
+                grad_offset[mu, lane] *= lane_norms[lane]
+            for j in range(n_hidden):
+                for lane in range(lo, hi):
+                    grad_PH[j, mu, lane] *= lane_norms[lane]
+
+
+@jit(error_model="numpy", inline="always")
+def _median(values, scratch):
+    """numpy's median of ``values`` (the mean of the two middle ones for an even
+    count), by quickselect in ``scratch``: ``np.median`` itself would cost seconds
+    of compilation for a few lines' work."""
+    n = values.shape[0]
+    for i in range(n):
+        scratch[i] = values[i]
+    middle = (n - 1) // 2  # the lower middle
+    lo, hi = 0, n - 1
+    while lo < hi:  # partition around the middle element until it lands at ``middle``
+        pivot = scratch[(lo + hi) // 2]
+        i, j = lo, hi
+        while i <= j:
+            while scratch[i] < pivot:
+                i += 1
+            while scratch[j] > pivot:
+                j -= 1
+            if i <= j:
+                scratch[i], scratch[j] = scratch[j], scratch[i]
+                i += 1
+                j -= 1
+        if middle <= j:
+            hi = j
+        elif middle >= i:
+            lo = i
+        else:
+            break
+    lower = scratch[middle]
+    if n % 2 == 1:
+        return lower
+    upper = scratch[middle + 1]
+    for i in range(middle + 2, n):
+        upper = min(upper, scratch[i])
+    return 0.5 * (lower + upper)
+
+
 def batch_loss_and_grads(X, hidden, P, W, fill, *, start_from_fill, beta, cosine, n_steps,
-                         alpha):
+                         alpha, clip=0.0):
     """Loss and gradients of one batch for every restart (for tests and checks).
 
     ``X`` (B, d) holds the batch; ``hidden`` (R, B, h) the tracked coordinates of
     each example (all of them, with ``start_from_fill=False``, for eq. 8). Returns
     the per-point losses (R, B) and the gradients of ``sum_R mean_B loss`` with
     respect to ``P`` (R, k, d) and ``W`` (R, k), as
-    ``_backprop.completion_loss_and_grads``.
+    ``_backprop.completion_loss_and_grads`` (with ``clip``, of the points'
+    clipped gradients).
     """
     n_restarts, k, d = P.shape
     n_rows = X.shape[0]
@@ -503,7 +596,7 @@ def batch_loss_and_grads(X, hidden, P, W, fill, *, start_from_fill, beta, cosine
     _batch_loss_and_grads(X, np.arange(n_rows), 0, n_rows, hidden, np.arange(n_restarts), P,
                           W, fill, start_from_fill, beta, _spherical(cosine), n_steps,
                           working_constants(P.dtype, beta, alpha, cosine), ws,
-                          new_prepared(P), grad_P, grad_W, losses)
+                          new_prepared(P), grad_P, grad_W, losses, float(clip))
     return losses, grad_P, grad_W
 
 
@@ -512,7 +605,8 @@ def batch_loss_and_grads(X, hidden, P, W, fill, *, start_from_fill, beta, cosine
 
 @jit(error_model="numpy", nogil=True)
 def _train_batches(X, order, hidden, fill, start_from_fill, restarts, P, W, lr, adam_steps,
-                   weighted, beta, cosine, n_steps, constants, batch_size, start, stop, work):
+                   weighted, beta, cosine, n_steps, constants, batch_size, clip, start, stop,
+                   work):
     """The batches of an epoch that start at ``start``, ``start + batch_size``, ...
     before ``stop``; returns the number of Adam steps taken so far (see
     :func:`train_epoch`, which allocates ``work``).
@@ -535,7 +629,7 @@ def _train_batches(X, order, hidden, fill, start_from_fill, restarts, P, W, lr, 
         n_rows = min(batch_size, n_samples - first)
         _batch_loss_and_grads(X, order, first, n_rows, hidden, restarts, P, W, fill,
                               start_from_fill, beta, cosine, n_steps, constants, ws,
-                              prepared, grad_P, grad_W, losses)
+                              prepared, grad_P, grad_W, losses, clip)
         adam_steps += 1
         correction1 = 1.0 - ADAM_BETA1**adam_steps
         correction2 = 1.0 - ADAM_BETA2**adam_steps
@@ -564,8 +658,8 @@ def _train_batches(X, order, hidden, fill, start_from_fill, restarts, P, W, lr, 
 
 
 # Kernel calls of training and inference take about this many lane-steps (one lane,
-# one step of the recursion, weighted by its size): some milliseconds each
-LANE_STEPS_PER_CALL = 1 << 22
+# one step of the recursion, weighted by its size): about 10 milliseconds each
+LANE_STEPS_PER_CALL = 1 << 24
 
 
 def _points_per_call(n_lanes_per_point, n_clusters, n_hidden, n_steps, granule):
@@ -581,8 +675,12 @@ def _check_contiguous(arrays):
 
 
 def train_epoch(X, order, hidden, fill, start_from_fill, restarts, P, W, moments, lr,
-                adam_steps, weighted, beta, cosine, n_steps, alpha, batch_size):
+                adam_steps, weighted, beta, cosine, n_steps, alpha, batch_size, clip=0.0):
     """One epoch of mini-batch Adam for the given (active) restarts.
+
+    With ``clip > 0``, each point's gradient is clipped to ``clip`` times the
+    median norm of its batch's (:func:`_clip_lanes`) before the batch's are
+    averaged.
 
     ``X`` holds the points (an array), or gives them by ``X.take(indices)`` (rows
     made dense a call at a time: sparse input). ``order`` is the epoch's
@@ -612,8 +710,8 @@ def train_epoch(X, order, hidden, fill, start_from_fill, restarts, P, W, moments
         if dense:
             adam_steps = _train_batches(
                 X, order, hidden, fill, start_from_fill, restarts, P, W, lr, adam_steps,
-                weighted, beta, _spherical(cosine), n_steps, constants, batch_size, start,
-                stop, tuple(work))
+                weighted, beta, _spherical(cosine), n_steps, constants, batch_size,
+                float(clip), start, stop, tuple(work))
             continue
         # a dense block of this call's rows, in the order of the epoch
         rows = np.ascontiguousarray(X.take(order[start:stop]), dtype=P.dtype)
@@ -621,7 +719,8 @@ def train_epoch(X, order, hidden, fill, start_from_fill, restarts, P, W, moments
         adam_steps = _train_batches(
             rows, np.arange(stop - start), np.ascontiguousarray(hidden[:, start:stop]), fill,
             start_from_fill, restarts, P, W, lr, adam_steps, weighted, beta,
-            _spherical(cosine), n_steps, constants, batch_size, 0, stop - start, tuple(work))
+            _spherical(cosine), n_steps, constants, batch_size, float(clip), 0, stop - start,
+            tuple(work))
         position_loss[:, start:stop] = work[7]
     n_steps_taken = -(-n_samples // batch_size)
     sum_P, sum_W = work[9]

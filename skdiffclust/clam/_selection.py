@@ -1,56 +1,45 @@
-"""ClAM's choices: the initial prototypes, beta by silhouette, the restart by
-loss, and helpers of them.
+"""ClAM's choices: the initial prototypes, the scales of beta='auto' and
+learning_rate='auto', the restart by loss, and helpers of them.
 
 Kept apart from the estimator; ``_estimator`` (``fit``) and ``_stream``
 (``partial_fit``) use them.
 """
 
-import warnings
-
 import numpy as np
 from sklearn.cluster import kmeans_plusplus
-from sklearn.metrics import silhouette_score
 
 from skdiffclust._utils._random import numpy_generator
 from skdiffclust._utils._validation import check_magnitude
 from skdiffclust.clam._data import squared_distances
 
-# beta='auto' is a multiple of one over the scale at which the initial prototypes
-# compete (_selection.scales_of: the spread, mean squared distance of the points to
-# their nearest initial prototype, or the gap to the second nearest when smaller),
-# the multiple being chosen among
-# AUTO_BETA_GRID by the silhouette of the partition it gives, on at most
-# SELECTION_POINTS points (the paper selects beta by silhouette, dataset by
-# dataset); learning_rate='auto' is AUTO_LEARNING_RATE times the spread per
-# feature, sqrt(spread / d): both follow the scale of the clusters
-AUTO_BETA_GRID = (0.5, 1.0, 2.0, 4.0)
-SELECTION_POINTS = 5000
-# on more points, the selection fits this many of them, drawn at random (then the
-# chosen beta is fitted on all of them)
-SELECTION_SAMPLE = 2500
-# the silhouettes are computed on at most this many of those points (the softest
-# beta within _selection.SILHOUETTE_TOLERANCE of the best silhouette is chosen)
-SILHOUETTE_POINTS = 1000
-AUTO_LEARNING_RATE = 0.05
+# beta='auto' is AUTO_SHARPNESS over the scale at which the initial prototypes
+# compete (scales_of: the spread, mean squared distance of the points to their
+# nearest initial prototype, or the gap to the second nearest when smaller): a
+# typical point's logits for its two nearest prototypes differ by about 8, so that
+# the basins of attraction are the Voronoi cells of the prototypes but for the
+# points next to their boundaries (the paper's criterion for beta, section 3.3).
+# learning_rate='auto' is AUTO_LEARNING_RATE times the spread per feature,
+# sqrt(spread / d), over a function of the sharpness (scaled_learning_rate): both
+# follow the scale of the clusters
+AUTO_SHARPNESS = 8.0
+AUTO_LEARNING_RATE = 0.015
 # k-means++ seeds on at most this many points, drawn at random
 SEEDING_POINTS = 20_000
-
-# the silhouettes of the candidate betas' partitions; the softest beta within
-# SILHOUETTE_TOLERANCE of the best silhouette is chosen. Differences below it are
-# noise of the data's last digits, not structure: mini-batch training at a sharp
-# beta is chaotic (data 1e-6 apart end in different local minima), and on copies
-# of the 33 development datasets jittered by 1e-6 a candidate's silhouette varies
-# by up to 0.026 (95th percentile 0.004; user guide, clam_stability). With 0.005,
-# below that spread, the chosen beta flipped between copies
-SILHOUETTE_TOLERANCE = 0.03
-# restarts whose masked loss is within this fraction of the lowest tie (the first
-# wins): on copies of the development datasets jittered by 1e-6, one restart's
-# final loss varies by up to 1.8% (95th percentile; 0.85% at the 90th): smaller
-# differences are decided by the data's last digits (1e-3 before: user guide,
-# clam_stability)
+# init='k-means': Lloyd's iterations on at most LLOYD_POINTS points (drawn at
+# random) from max(n_init, LLOYD_SEEDS) k-means++ seeds, of which
+# the n_init of lowest inertia are trained
+LLOYD_POINTS = 5000
+LLOYD_SEEDS = 5
+# restarts whose masked loss is within this fraction of the lowest tie (the first,
+# in the order of their starts, wins): the data's last digits must not pick the
+# restart (user guide, clam_stability)
 RESTART_MARGIN = 0.03
 # the spread is estimated on at most this many points, evenly spaced in the data
 SPREAD_POINTS = 10_000
+# two sets of prototypes are the same when they match one to one, each within this
+# fraction of its distance to the nearest other prototype of its set: restarts that
+# are the same are pruned, and init='k-means' trains distinct starts only
+DUPLICATE_TOLERANCE = 0.1
 
 
 def scales_of(data, initial):
@@ -89,15 +78,32 @@ def scales_of(data, initial):
     return spread, min(spread, gap) if gap > 1e-12 * spread else spread
 
 
-def softest_near_best(keys):
-    """Index of the first (softest) key with the most clusters and a silhouette
-    within ``SILHOUETTE_TOLERANCE`` of the best: sharper fits are more sensitive to
-    the last bits of the data (their silhouettes vary by that much between copies
-    jittered by 1e-6), and a tie should not be decided by them."""
-    most = max(n_clusters for n_clusters, _ in keys)
-    best = max(silhouette for n_clusters, silhouette in keys if n_clusters == most)
-    return next(i for i, (n_clusters, silhouette) in enumerate(keys)
-                if n_clusters == most and silhouette >= best - SILHOUETTE_TOLERANCE)
+def settled_prototypes(data, initial, n_threads=1):
+    """The starts moved to the k-means fixed points they lead to (Lloyd's iterations
+    on at most ``LLOYD_POINTS`` rows evenly spaced in the data), for the scales of
+    ``scales_of``: the scale of beta='auto' is then that of the clusters whatever
+    the start (two random starts in one cluster would make the gap, and beta, that
+    of the points within it)."""
+    from skdiffclust.clam._lloyd import refine_by_lloyd
+
+    rows = np.arange(0, data.n_samples, -(-data.n_samples // LLOYD_POINTS))
+    return refine_by_lloyd(data, rows, initial, n_threads)[0]
+
+
+def same_prototypes(A, B, tolerance=DUPLICATE_TOLERANCE):
+    """Whether two sets of prototypes match one to one, each within ``tolerance``
+    times its distance to the nearest other prototype of its set."""
+    A, B = np.asarray(A, dtype=np.float64), np.asarray(B, dtype=np.float64)
+    k = A.shape[0]
+    if k < 2:
+        return bool(squared_distances(A, B)[0, 0] <= 0.0)
+    cross = squared_distances(A, B)
+    match = cross.argmin(axis=1)
+    if np.unique(match).size < k:
+        return False
+    spacing = squared_distances(A, A)
+    spacing[np.arange(k), np.arange(k)] = np.inf
+    return bool(np.all(cross[np.arange(k), match] <= tolerance**2 * spacing.min(axis=1)))
 
 
 def row_sample(rng, n, size):
@@ -105,15 +111,6 @@ def row_sample(rng, n, size):
     if n <= size:
         return np.arange(n)
     return np.sort(rng.choice(n, size, replace=False))
-
-
-def silhouette(X, labels, metric):
-    """The silhouette of a partition; -1 where it is undefined (one cluster, or as
-    many clusters as points)."""
-    n_labels = np.unique(labels).size
-    if not 2 <= n_labels < X.shape[0]:
-        return -1.0
-    return float(silhouette_score(X, labels, metric=metric))
 
 
 def unit_rows(X):
@@ -152,10 +149,11 @@ def relabel_by_first_appearance(labels, n_clusters):
     return order, rank[labels]
 
 
-def initial_prototypes(data, seed, *, n_clusters, init, n_init, cosine):
+def initial_prototypes(data, seed, *, n_clusters, init, n_init, cosine, n_threads=1):
     """Initial prototypes of every restart, (n_init, n_clusters, n_features),
     float64, in the units of the centred and scaled ``data``: ``init`` as given
-    (one restart), or drawn from ``seed`` (k-means++ or ``'random'``)."""
+    (one restart), or drawn from ``seed`` (k-means++ seeds, refined by Lloyd's
+    iterations for ``'k-means'``, or ``'random'``)."""
     k, d = n_clusters, data.n_features
     if not isinstance(init, str):
         given = np.asarray(init, dtype=np.float64)
@@ -178,7 +176,7 @@ def initial_prototypes(data, seed, *, n_clusters, init, n_init, cosine):
         pool = np.sort(rng.choice(data.n_samples, SEEDING_POINTS, replace=False))
     seeding_rows = data.seeding_rows(pool)
     restarts = []
-    for _ in range(n_init):
+    for _ in range(max(n_init, LLOYD_SEEDS) if init == "k-means" else n_init):
         if init == "random":
             chosen = rng.choice(data.n_samples, k, replace=False)
         else:
@@ -186,39 +184,27 @@ def initial_prototypes(data, seed, *, n_clusters, init, n_init, cosine):
                                         random_state=int(rng.integers(2**31 - 1)))
             chosen = pool[chosen]
         restarts.append(data.take(chosen))
-    return np.stack(restarts)
+    starts = np.stack(restarts)
+    if init == "k-means":
+        from skdiffclust.clam._lloyd import refine_by_lloyd
+
+        starts, inertia = refine_by_lloyd(
+            data, row_sample(rng, data.n_samples, LLOYD_POINTS), starts, n_threads)
+        starts = distinct_best(starts, inertia, n_init)
+    return starts
 
 
-def select_sharpness(fit_at, X, selection_seed, metric):
-    """The multiple of beta='auto' (in ``AUTO_BETA_GRID``) whose partition of at
-    most ``SELECTION_POINTS`` points of ``X`` has the best silhouette, among those
-    that keep the most clusters.
-
-    ``fit_at(rows, sharpness)`` fits ClAM and returns its ``FittedState``. Returns
-    ``(sharpness, state, warnings)``: the winning fit's state and the warnings it
-    gave when it was made on all of X, else ``None`` and no warnings.
-    """
-    rng = numpy_generator(selection_seed)
-    n_sample = X.shape[0] if X.shape[0] <= SELECTION_POINTS else SELECTION_SAMPLE
-    sample = X[row_sample(rng, X.shape[0], n_sample)]
-    scored = row_sample(rng, sample.shape[0], SILHOUETTE_POINTS)
-    metric = "cosine" if metric == "cosine" else "euclidean"
-    # centred (dense, Euclidean), so that a large offset costs no precision
-    scored_rows = sample[scored]
-    if metric == "euclidean" and isinstance(scored_rows, np.ndarray):
-        scored_rows = scored_rows - scored_rows.mean(axis=0)
-    fits, keys = [], []
-    for sharpness in AUTO_BETA_GRID:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            state = fit_at(sample, sharpness)
-        fits.append((sharpness, state, caught))
-        keys.append((state.n_clusters_,
-                     silhouette(scored_rows, state.labels_[scored], metric)))
-    sharpness, state, caught = fits[softest_near_best(keys)]
-    if sample.shape[0] < X.shape[0]:
-        return sharpness, None, []
-    return sharpness, state, caught
+def distinct_best(starts, inertia, n_kept):
+    """Up to ``n_kept`` of the ``starts`` in increasing ``inertia``, each not the
+    same (``same_prototypes``) as one kept before it: training one minimum twice
+    would only be pruned after an epoch."""
+    kept = []
+    for r in np.argsort(inertia, kind="stable"):
+        if not any(same_prototypes(starts[r], starts[q]) for q in kept):
+            kept.append(r)
+        if len(kept) == n_kept:
+            break
+    return starts[kept]
 
 
 def keep_best(rows, fill, trained, dynamics, score_seed, n_threads, *, weighted, mask_prob,
@@ -244,13 +230,14 @@ def keep_best(rows, fill, trained, dynamics, score_seed, n_threads, *, weighted,
             "loss_curve": np.asarray(trained.loss_curves[best], dtype=np.float64)}
 
 
-def scaled_beta(beta, competition, sharpness, cosine):
+def scaled_beta(beta, competition, cosine):
     """beta in the units of the centred and scaled data: a float as given, 'auto'
-    ``sharpness`` over the scale at which the prototypes compete (``scales_of``)."""
+    :data:`AUTO_SHARPNESS` over the scale at which the prototypes compete
+    (``scales_of``)."""
     if beta != "auto":
         return float(beta)
     # cosine logits are beta <rho~, v> = -beta/2 ||rho~ - v||^2 + const
-    return (2.0 if cosine else 1.0) * sharpness / competition
+    return (2.0 if cosine else 1.0) * AUTO_SHARPNESS / competition
 
 
 def scaled_learning_rate(learning_rate, spread, competition, n_features, beta, cosine):

@@ -23,10 +23,9 @@ STOPPING_STEPS, STOPPING_BOUNDS = 2000, (2, 10)
 PLATEAU_STEPS, PLATEAU_BOUNDS = 1000, (1, 5)
 # from this epoch on, restarts stop training when their epoch loss is this much
 # (relative) above the best one, or when their prototypes (averaged over the
-# epoch) are those of a better restart, each within this fraction of its distance
-# to its nearest neighbour
+# epoch) are those of a better restart (_selection.same_prototypes)
 PRUNE_MARGIN, PRUNE_FROM_EPOCH = 0.1, 3
-DUPLICATE_TOLERANCE, DUPLICATES_FROM_EPOCH = 0.1, 1
+DUPLICATES_FROM_EPOCH = 1
 # once converged, epochs of about this many Adam steps (within bounds) at a
 # learning rate halved before each (down to 1/16 of where it was), without
 # re-seeding: the averaged prototypes then rest near a minimum of the full
@@ -75,6 +74,7 @@ class TrainingSettings:
     plateau_patience: int = PLATEAU_SCHEDULE["patience"]
     cooldown_epochs: int = COOLDOWN_BOUNDS[1]
     n_threads: int = 1
+    gradient_clip: float = None  # per-point gradients clipped to this times the median
     reseed: bool = True  # re-seed dead prototypes (CPU only)
     prune: bool = True  # prune clearly worse restarts (CPU only)
 

@@ -55,13 +55,14 @@ class ClamStream(StreamState):
         """A chunk in the first chunk's coordinates."""
         return ScaledData(X, self.cosine, self.shift, self.scale)
 
-    def pass_over(self, data, *, weighted, mask_prob, batch_size, reseed, n_threads):
+    def pass_over(self, data, *, weighted, mask_prob, batch_size, reseed, n_threads,
+                  clip=None):
         """One pass of mini-batch Adam over the chunk, continuing the state."""
         rows = data.float32_rows()
         trainer = CPUTrainer(
             data if rows is None else rows, self.fill.astype(np.float32), self.dynamics,
             self.trainer_state, weighted=weighted, mask_prob=mask_prob,
-            batch_size=batch_size, n_threads=n_threads)
+            batch_size=batch_size, n_threads=n_threads, clip=clip)
         guard = RestartGuard(trainer, reseed=reseed, prune=False, budget=self.budget)
         losses = guard.epoch()
         self.schedule.step(float(np.sum(losses)))

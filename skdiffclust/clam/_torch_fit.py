@@ -37,7 +37,7 @@ class CompletionTask:
     capturable = True
 
     def __init__(self, X, fill, init_prototypes, dynamics, *, weighted, mask_prob, device,
-                 generator, epoch_shape=None):
+                 generator, epoch_shape=None, clip=None):
         self.dtype = torch.float64 if X.dtype == np.float64 else torch.float32
         self.device, self.generator = device, generator
         self.X = tensor_from_numpy(X, self.dtype, device)
@@ -48,6 +48,7 @@ class CompletionTask:
         self.weighted = weighted
         self.dynamics = dynamics
         self.n_hidden = hidden_count(mask_prob, X.shape[1])
+        self.clip = clip  # per-point gradient clipping (None: none)
         self.keys = None  # the epoch's mask keys, drawn by start_epoch
         self.step_index = torch.zeros((), dtype=torch.int64, device=device)
         # the sum of the parameters over the epoch's steps, for their average
@@ -95,7 +96,7 @@ class CompletionTask:
         per_point, grad_P, grad_W = completion_loss_and_grads(
             self.prototypes, self.log_weights if self.weighted else None, self.X[batch],
             masks, self.fill, beta=dynamics.beta, metric=dynamics.metric,
-            n_steps=dynamics.n_steps, alpha=dynamics.alpha,
+            n_steps=dynamics.n_steps, alpha=dynamics.alpha, clip=self.clip,
         )
         # restarts are independent: the gradient of their summed losses is each
         # restart's own gradient
@@ -126,7 +127,8 @@ def train_on_device(X, fill, init_prototypes, dynamics, settings):
     sampler = UniformBatches(X.shape[0], settings.batch_size, generator, device)
     task = CompletionTask(X, fill, init_prototypes, dynamics, weighted=settings.weighted,
                           mask_prob=settings.mask_prob, device=device, generator=generator,
-                          epoch_shape=(sampler.n_batches, sampler.batch_size))
+                          epoch_shape=(sampler.n_batches, sampler.batch_size),
+                          clip=settings.gradient_clip)
 
     def plateau(optimizer):
         schedule = plateau_schedule(settings.learning_rate, settings.plateau_patience)
