@@ -96,7 +96,7 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
             (n_clusters, n_features), default='k-means'
         Initial prototypes. ``'k-means'``: k-means++ seeds refined by Lloyd's
         iterations on at most 5,000 points drawn at random, the ``n_init`` of
-        lowest inertia among ``max(n_init, 10)`` seeds, duplicates dropped (so
+        lowest inertia among ``max(n_init, 5)`` seeds, duplicates dropped (so
         fewer restarts may be trained). ``'k-means++'``: k-means++ seeds.
         ``'random'``: distinct training points drawn at random (the paper's). An
         array is used as given (then ``n_init`` is 1). At the sharp ``beta`` of
