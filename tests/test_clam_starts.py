@@ -60,12 +60,17 @@ def test_a_bound_no_point_reaches_leaves_the_gradient_as_it_is():
     np.testing.assert_allclose(clipped[2], grad_W, rtol=1e-13, atol=1e-15)
 
 
-def test_median_is_numpys():
+@pytest.mark.parametrize("scale", [1e-300, 1.0, 1e300])
+def test_median_is_numpys(scale):
     rng = np.random.default_rng(0)
-    for n in [1, 2, 3, 4, 7, 16, 33]:
-        values = rng.normal(size=n)
-        values[: n // 3] = values[0]  # ties
-        assert _kernels._median(values, np.empty(n)) == np.median(values)
+    for n in [1, 2, 3, 4, 7, 16, 33, 1024]:
+        values = np.abs(rng.standard_cauchy(size=n + 5)) * scale  # gradient norms
+        values[2: 2 + n // 3] = values[2]  # ties
+        values[-1] = 0.0
+        # the median of values[2:2 + n] (a restart's lanes within the batch's)
+        assert _kernels._median(values, 2, 2 + n) == np.median(values[2:2 + n])
+    assert _kernels._median(np.array([0.0, 0.0, 1.0, 3.0]), 0, 4) == 0.5
+    assert _kernels._median(np.array([2.0, 2.0, 2.0, 3.0]), 0, 4) == 2.0
 
 
 # -- Lloyd's iterations ------------------------------------------------------------------

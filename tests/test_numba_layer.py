@@ -160,6 +160,27 @@ def test_clam_inference_in_numpy_is_the_kernel(metric, n_hidden, sparse, monkeyp
         np.testing.assert_array_equal(a, b)
 
 
+def test_clam_exp_in_numpy_is_the_float64_kernel():
+    """The NumPy exp of small inference has the float64 kernel's bits, floor,
+    totals and all, over the whole range of logits."""
+    from skdiffclust.clam import _fastexp
+    from skdiffclust.clam._kernels import LOGIT_FLOOR
+
+    rng = np.random.default_rng(0)
+    logits = rng.uniform(2.0 * LOGIT_FLOOR, 1.0, (3, 20_000))
+    logits[:, :5] = [[0.0], [LOGIT_FLOOR], [-1e-300]]
+    largest = logits.max(axis=0)
+    n_lanes = logits.shape[1]
+    p, total = np.empty_like(logits), np.full(n_lanes, 0.25)
+    _fastexp.exp_weights_double(logits, largest, LOGIT_FLOOR, n_lanes, p, total,
+                                np.empty_like(logits))
+    p_numpy, total_numpy = np.empty_like(logits), np.full(n_lanes, 0.25)
+    _fastexp.exp_weights_numpy(logits, largest, LOGIT_FLOOR, p_numpy, total_numpy)
+    np.testing.assert_array_equal(p_numpy, p)
+    np.testing.assert_array_equal(total_numpy, total)
+    assert p.min() > 0.0 and p.max() == 1.0
+
+
 def test_systemerror_of_an_interrupted_kernel_becomes_keyboardinterrupt():
     def kernel_interrupted_while_boxing():
         try:

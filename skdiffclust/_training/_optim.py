@@ -24,7 +24,7 @@ ADAM_BETA2 = 0.999
 ADAM_EPS = 1e-8
 
 
-@jit(error_model="numpy")
+@jit(error_model="numpy", _nrt=False)
 def adam_update(param, grad, m, v, step_size, correction2):
     """One Adam step on ``param`` in place (C-contiguous arrays of one shape).
 

@@ -7,6 +7,11 @@ x = n ln2 + r with |r| <= ln2 / 2, a Taylor polynomial for exp(r), and 2^n writt
 as exponent bits (n is between -67 and 0, a normal number in both precisions).
 Rounding ``x log2(e)`` to n is done by adding and subtracting 1.5 * 2^(mantissa
 bits), which leaves n in the low bits of the sum: no float-to-int conversion.
+
+The float32 kernel trains: its products and sums may fuse into FMA instructions.
+The float64 kernel infers, and :func:`exp_weights_numpy` computes the same bits
+in NumPy (inference on small data, ``_inference``, compiles nothing), so neither
+fuses: each operation rounds on its own, on every CPU.
 """
 
 import math
@@ -23,6 +28,9 @@ F64_SHIFT_BITS = 0x4338000000000000
 F64_LN2_HI = 6.93147180369123816490e-01
 F64_LN2_LO = 1.90821492927058770002e-10
 F64_LOG2E = 1.0 / math.log(2.0)
+# Horner's coefficients of the kernel after its first two, 1 / 11! ... 1 / 2!, 1
+F64_TERMS = (1.0 / 39916800.0, 1.0 / 3628800.0, 1.0 / 362880.0, 1.0 / 40320.0,
+             1.0 / 5040.0, 1.0 / 720.0, 1.0 / 120.0, 1.0 / 24.0, 1.0 / 6.0, 0.5, 1.0)
 # float32: degree 7, remainder below 6e-9 relative; n ln2_hi is exact for |n| < 2^15
 F32_SHIFT = np.float32(12582912.0)  # 1.5 * 2^23
 F32_SHIFT_BITS = np.int32(0x4B400000)
@@ -33,14 +41,18 @@ F32_TERMS = tuple(np.float32(1.0 / math.factorial(i)) for i in range(8))
 
 
 # fastmath "contract" only: mul + add may fuse into FMA (fewer, more accurate
-# operations); no reassociation, which would undo the Cody-Waite reduction
-OPTIONS = {"error_model": "numpy", "fastmath": {"contract"}}
+# operations); no reassociation, which would undo the Cody-Waite reduction. The
+# kernels allocate nothing: no reference counting (as ``_kernels.INTERNAL``)
+OPTIONS = {"error_model": "numpy", "fastmath": {"contract"}, "_nrt": False}
+# float64: no fusion, so that NumPy computes the same bits
+DOUBLE_OPTIONS = {"error_model": "numpy", "_nrt": False}
 
 
-@jit(**OPTIONS)
+@jit(**DOUBLE_OPTIONS)
 def exp_weights_double(logits, largest, floor, n_lanes, p, total, shifted):
     """``p = exp(max(logits - largest, floor))`` and ``total += p``, in float64;
-    ``shifted`` is float64 scratch of the shape of ``p``."""
+    ``shifted`` is float64 scratch of the shape of ``p``. :func:`exp_weights_numpy`
+    computes the same bits."""
     for row in range(p.shape[0]):
         for lane in range(n_lanes):
             value = max(logits[row, lane] - largest[lane], floor)
@@ -91,15 +103,50 @@ def exp_weights_single(logits, largest, floor, n_lanes, p, total, shifted):
             total[lane] += p[row, lane]
 
 
+def exp_weights_numpy(logits, largest, floor, p, total):
+    """:func:`exp_weights_double` in NumPy, the same bits: ``p = exp(max(logits -
+    largest, floor))`` (k, ...) and ``total += p`` (...), row by row. In-place
+    operations round as the kernel's expressions do, one operation at a time."""
+    value = np.subtract(logits, largest)
+    np.maximum(value, floor, out=value)
+    shifted = value * F64_LOG2E
+    shifted += F64_SHIFT
+    n = shifted - F64_SHIFT
+    r = n * F64_LN2_HI
+    np.subtract(value, r, out=r)
+    n *= F64_LN2_LO
+    r -= n
+    poly = r * (1.0 / 6227020800.0)
+    poly += 1.0 / 479001600.0
+    for coefficient in F64_TERMS:
+        poly *= r
+        poly += coefficient
+    np.multiply(poly, r, out=p)
+    p += 1.0
+    bits = shifted.view(np.int64)  # 2^n, as exponent bits
+    bits -= F64_SHIFT_BITS - 1023
+    bits <<= 52
+    p *= shifted
+    for row in p:
+        total += row
+
+
 def exp_weights(logits, largest, floor, n_lanes, p, total, shifted):
     """``p = exp(max(logits - largest, floor))`` and ``total += p``, by the code of
     p's precision, chosen when compiling (a branch on the dtype would compile both)."""
 
 
-# The overload compiles the chosen kernel's Python function itself, with the
+# For float32, the overload compiles the kernel's Python function itself, with the
 # kernels' options, for the calling kernel: returning a function that calls the
-# kernel would compile that trampoline besides the kernel (about 0.3 s).
+# kernel would compile that trampoline besides the kernel (about 0.3 s). The float64
+# kernel is called, as it compiles with other options (no fusion); only inference on
+# large data compiles that call.
 @overload(exp_weights, jit_options=OPTIONS)
 def _exp_weights_of_precision(logits, largest, floor, n_lanes, p, total, shifted):
-    kernel = exp_weights_single if p.dtype == types.float32 else exp_weights_double
-    return kernel.py_func
+    if p.dtype == types.float32:
+        return exp_weights_single.py_func
+
+    def call_double(logits, largest, floor, n_lanes, p, total, shifted):
+        exp_weights_double(logits, largest, floor, n_lanes, p, total, shifted)
+
+    return call_double

@@ -25,8 +25,8 @@ time:
   time, in index order, from zero or from its first term as the kernels do (a
   NumPy reduction or a matrix product would add in another order);
 * the attraction weights use the kernels' vectorisable exp
-  (:func:`~skdiffclust.clam._fastexp.exp_weights_double`, a small numba kernel:
-  ``np.exp`` rounds differently);
+  (:func:`~skdiffclust.clam._fastexp.exp_weights_numpy`, the bits of the float64
+  kernel: ``np.exp`` rounds differently);
 * each restart's loss is summed point by point in the order of the points
   within a slice, and the slices' sums in order.
 
@@ -38,7 +38,7 @@ import numpy as np
 from skdiffclust._utils._random import numpy_generator
 from skdiffclust.clam import _kernels as kernels
 from skdiffclust.clam._data import squared_distances
-from skdiffclust.clam._fastexp import exp_weights_double
+from skdiffclust.clam._fastexp import exp_weights_numpy
 from skdiffclust.clam._kernels import (
     COSINE,
     LOGIT_FLOOR,
@@ -108,9 +108,8 @@ class _Slice:
         operation costs more than the operation on arrays of this size."""
         k, n_hidden = self.A.shape[0], self.PH.shape[0]
         lanes = self.A.shape[1:]
-        n_lanes = lanes[0] * lanes[1]
         z = self.start.copy()
-        logits, p, scratch, term = (np.empty((k,) + lanes) for _ in range(4))
+        logits, p, term = (np.empty((k,) + lanes) for _ in range(3))
         pulled, move = np.empty(z.shape), np.empty(z.shape)
         largest, total = np.empty(lanes), np.empty(lanes)
         cs, norm = np.ones(lanes), np.empty(lanes)  # c: the scale of the visible part
@@ -129,9 +128,7 @@ class _Slice:
             for mu in range(1, k):
                 np.copyto(largest, logits[mu], where=logits[mu] > largest)
             total[...] = 0.0
-            exp_weights_double(logits.reshape(k, n_lanes), largest.reshape(n_lanes),
-                               LOGIT_FLOOR, n_lanes, p.reshape(k, n_lanes),
-                               total.reshape(n_lanes), scratch.reshape(k, n_lanes))
+            exp_weights_numpy(logits, largest, LOGIT_FLOOR, p, total)
             np.divide(1.0, total, out=total)
             p *= total
             np.multiply(self.PH[:, 0], p[0], out=pulled)  # P_H^T p, prototype by prototype

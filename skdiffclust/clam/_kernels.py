@@ -39,7 +39,12 @@ floors), reorganised for a CPU:
   grows with the square of its size. So small helpers are inlined, larger ones
   are kernels of their own, declared :data:`INTERNAL`: called only from other
   kernels, they need no Python entry point, whose unboxing of the 21 workspace
-  arrays would cost about 0.2 s of compilation each.
+  arrays would cost about 0.2 s of compilation each. Each array in the workspace
+  tuple costs every kernel that takes it compilation time, so a kernel needing
+  few takes those alone, and one kernel's scratch stays out of the tuple. The
+  kernels allocate nothing, so they compile without numba's reference counting
+  (``_nrt=False``, about 1 s of a cold first fit), and zero arrays by loops (a
+  slice assignment compiles numba's broadcasting).
 
 ``tests/test_torch_clam.py`` checks the loss and gradients of a batch against
 the torch implementation, and whole epochs against the torch training loop.
@@ -57,7 +62,8 @@ EUCLIDEAN = "euclidean"
 COSINE = "cosine"
 
 # the options of the kernels called only from other kernels (module docstring)
-INTERNAL = {"error_model": "numpy", "no_cpython_wrapper": True, "no_cfunc_wrapper": True}
+INTERNAL = {"error_model": "numpy", "no_cpython_wrapper": True, "no_cfunc_wrapper": True,
+            "_nrt": False}
 
 # Logits more than 46 below the largest are raised to that floor, so attraction
 # weights are never below about 1e-20 / k. Such weights cannot change a float32 or
@@ -112,7 +118,7 @@ def _draw_hidden(draws, n_features, hidden):
 # by these constants (numba needs constant indices into a heterogeneous tuple)
 (HIDDEN, P_H, VISIBLE, A_VISIBLE, OFFSET, TARGET, STATES, ATTRACTION, SCALES, NORMS,
  SQ_VISIBLE, GRAD_P_H, GRAD_VISIBLE, GRAD_OFFSET, GRAD_Z, LOGITS, GRAD_ATTRACTION,
- LANE_SCALARS, EXP_SCRATCH, VISIBLE_ROWS, SCALED_P_H, LANE_NORMS, MEDIAN_SCRATCH) = range(23)
+ LANE_SCALARS, EXP_SCRATCH, VISIBLE_ROWS, SCALED_P_H) = range(21)
 # rows of ws[LANE_SCALARS]
 LARGEST, TOTAL, DOT, GAMMA, LOSS = range(5)
 
@@ -142,9 +148,16 @@ def new_workspace(n_lanes, n_clusters, n_features, n_hidden, n_steps, dtype):
         np.empty((k, L), dtype),  # EXP_SCRATCH
         np.empty((L, d), dtype),  # VISIBLE_ROWS: VISIBLE lane-major (for the gradient)
         np.empty((h, k, L), dtype),  # SCALED_P_H: scale * P_H
-        np.empty(L, np.float64),  # LANE_NORMS: norm of each lane's gradient (clipping)
-        np.empty(L, np.float64),  # MEDIAN_SCRATCH
     )
+
+
+def new_clip_scratch(n_lanes):
+    """Room for ``_clip_lanes``: each lane's gradient norm (row 0) and the factor
+    ``_scatter_gradients`` scales its gradient by (row 1: ones unless clipping);
+    outside the workspace, which every kernel takes (module docstring)."""
+    scratch = np.empty((2, n_lanes))
+    scratch[1] = 1.0
+    return scratch
 
 
 @jit(**INTERNAL)
@@ -283,9 +296,9 @@ def _project_to_sphere(z_next, cs, norms, sq_visible, t, n_lanes, tiny, total):
 
 
 @jit(**INTERNAL)
-def _loss_and_seed_gradient(ws, n_lanes, n_steps, n_rows):
-    """Per-lane loss ``sum_H (x - z_T)^2`` and its gradient ``d mean_B / d z_T``."""
-    target, zs, grad_z, loss = ws[TARGET], ws[STATES], ws[GRAD_Z], ws[LANE_SCALARS][LOSS]
+def _loss_and_seed_gradient(target, zs, grad_z, loss, n_lanes, n_steps, n_rows):
+    """Per-lane loss ``sum_H (x - z_T)^2`` and its gradient ``d mean_B / d z_T``
+    (arrays of the workspace: TARGET, STATES, GRAD_Z, LANE_SCALARS[LOSS])."""
     seed = -2.0 / n_rows
     for lane in range(n_lanes):
         loss[lane] = 0.0
@@ -311,10 +324,15 @@ def _backward(ws, n_lanes, n_steps, scale, alpha, keep, cosine):
     grad_s, grad_p, scalars = ws[LOGITS], ws[GRAD_ATTRACTION], ws[LANE_SCALARS]
     dot, gamma = scalars[DOT], scalars[GAMMA]
     n_hidden, k = PH.shape[0], PH.shape[1]
-    grad_PH[:, :, :n_lanes] = 0.0
-    grad_visible[:, :n_lanes] = 0.0
-    grad_offset[:, :n_lanes] = 0.0
-    gamma[:n_lanes] = 0.0  # d loss / d c_{t+1}: the loss ignores visible coordinates
+    for mu in range(k):  # loops: slice assignments compile broadcasting machinery
+        for j in range(n_hidden):
+            for lane in range(n_lanes):
+                grad_PH[j, mu, lane] = 0.0
+        for lane in range(n_lanes):
+            grad_visible[mu, lane] = 0.0
+            grad_offset[mu, lane] = 0.0
+    for lane in range(n_lanes):
+        gamma[lane] = 0.0  # d loss / d c_{t+1}: the loss ignores visible coordinates
     for t in range(n_steps - 1, -1, -1):
         p, z = ps[t], zs[t]
         if cosine is not None:
@@ -377,30 +395,36 @@ def _project_backward(grad_z, gamma, z_next, cs, norms, sq_visible, t, n_lanes, 
 
 @jit(**INTERNAL)
 def _scatter_gradients(ws, restarts, n_rows, P_used, beta, scale, cosine, grad_P,
-                       grad_W):
-    """Sum the lanes' gradients into those of each restart's prototypes (as used:
-    unit rows for cosine) and offsets, then into ``grad_W`` and the Euclidean
-    ``-beta ||rho||^2`` term."""
+                       grad_W, factors):
+    """Sum the lanes' gradients, each times its factor (``_clip_lanes``), into those
+    of each restart's prototypes (as used: unit rows for cosine) and offsets, then
+    into ``grad_W`` and the Euclidean ``-beta ||rho||^2`` term."""
     hid, grad_PH, grad_visible = ws[HIDDEN], ws[GRAD_P_H], ws[GRAD_VISIBLE]
     grad_offset, visible_rows = ws[GRAD_OFFSET], ws[VISIBLE_ROWS]
     n_hidden, k, d = hid.shape[0], grad_P.shape[1], grad_P.shape[2]
+    # each scaled gradient rounded to the working precision, as if scaled in place
+    to_working = grad_PH.dtype.type
     for slot in range(restarts.shape[0]):
         r, lo = restarts[slot], slot * n_rows
-        grad_P[r] = 0.0
+        for mu in range(k):  # loops: a slice assignment compiles broadcasting machinery
+            for c in range(d):
+                grad_P[r, mu, c] = 0.0
         for b in range(n_rows):
+            factor = factors[lo + b]
             for j in range(n_hidden):
                 feature = hid[j, lo + b]
                 for mu in range(k):
-                    grad_P[r, mu, feature] += grad_PH[j, mu, lo + b]
+                    grad_P[r, mu, feature] += to_working(grad_PH[j, mu, lo + b] * factor)
         for mu in range(k):
             row_grad = grad_P[r, mu]
             total = 0.0
             for b in range(n_rows):
-                weight = scale * grad_visible[mu, lo + b]
+                factor = factors[lo + b]
+                weight = scale * to_working(grad_visible[mu, lo + b] * factor)
                 point = visible_rows[lo + b]
                 for c in range(d):
                     row_grad[c] += weight * point[c]
-                total += grad_offset[mu, lo + b]
+                total += to_working(grad_offset[mu, lo + b] * factor)
             grad_W[r, mu] = total
             if cosine is None:
                 for c in range(d):
@@ -464,7 +488,7 @@ def new_prepared(P):
 @jit(error_model="numpy", inline="always")
 def _batch_loss_and_grads(X, order, first, n_rows, hidden, restarts, P, W, fill,
                           start_from_fill, beta, cosine, n_steps, constants, ws, prepared,
-                          grad_P, grad_W, losses, clip):
+                          grad_P, grad_W, losses, clip, clip_scratch):
     """Per-point loss (into ``losses[r, b]``) and gradients of ``sum_R mean_B loss``
     for the given restarts, on the batch ``X[order[first:first + n_rows]]`` (whose
     hidden features are ``hidden[:, first:first + n_rows]``); with ``clip > 0``,
@@ -476,35 +500,38 @@ def _batch_loss_and_grads(X, order, first, n_rows, hidden, restarts, P, W, fill,
                   start_from_fill, ws)
     _forward(ws, n_lanes, n_steps, constants[0], constants[1], constants[3], constants[4],
              cosine)
-    _loss_and_seed_gradient(ws, n_lanes, n_steps, n_rows)
+    loss = ws[LANE_SCALARS][LOSS]
+    _loss_and_seed_gradient(ws[TARGET], ws[STATES], ws[GRAD_Z], loss, n_lanes, n_steps, n_rows)
     _backward(ws, n_lanes, n_steps, constants[0], constants[1], constants[2], cosine)
     if clip > 0.0:
-        _clip_lanes(ws, restarts, n_rows, P_used, beta, constants[0], clip, cosine)
+        _clip_lanes(ws[GRAD_P_H], ws[GRAD_VISIBLE], ws[GRAD_OFFSET], ws[P_H], ws[A_VISIBLE],
+                    ws[SQ_VISIBLE], restarts, n_rows, P_used, beta, constants[0], clip,
+                    cosine, clip_scratch)
     _scatter_gradients(ws, restarts, n_rows, P_used, beta, constants[0], cosine, grad_P,
-                       grad_W)
+                       grad_W, clip_scratch[1])
     if cosine is not None:
         _unproject_gradient(grad_P, P_used, norms, restarts)
-    loss = ws[LANE_SCALARS][LOSS]
     for slot in range(restarts.shape[0]):
         for b in range(n_rows):
             losses[restarts[slot], b] = loss[slot * n_rows + b]
 
 
 @jit(**INTERNAL)
-def _clip_lanes(ws, restarts, n_rows, P_used, beta, scale, clip, cosine):
-    """Scale down each point's gradient (of the prototypes, as used) whose norm
-    exceeds ``clip`` times the median over the batch's points (per restart).
+def _clip_lanes(grad_PH, grad_visible, grad_offset, PH, A, sq_visible, restarts, n_rows,
+                P_used, beta, scale, clip, cosine, scratch):
+    """The factor (row 1 of ``scratch``) that scales each point's gradient (of the
+    prototypes, as used) down to at most ``clip`` times the median norm over the
+    batch's points (per restart); ``_scatter_gradients`` applies it.
 
     A point's gradient is ``G_mu = g_mu (on its hidden features) + v_mu x_V +
     r_mu rho_mu`` for each prototype mu (as ``_scatter_gradients`` sums them; ``r``
     is 0 for cosine). With ``x_V`` zero at the hidden features and ``<x_V, rho_mu> =
     A_mu``, its squared norm is ``sum_mu v^2 ||x_V||^2 + r^2 ||rho||^2 + 2 v r A +
-    sum_H (g^2 + 2 g r rho_H)``. The per-lane sums ``_scatter_gradients`` reads are
-    scaled in place.
+    sum_H (g^2 + 2 g r rho_H)``. Takes the workspace's arrays one by one: the whole
+    workspace would cost compilation time.
     """
-    grad_PH, grad_visible, grad_offset = ws[GRAD_P_H], ws[GRAD_VISIBLE], ws[GRAD_OFFSET]
-    PH, A, sq_visible, lane_norms = ws[P_H], ws[A_VISIBLE], ws[SQ_VISIBLE], ws[LANE_NORMS]
     n_hidden, k, d = grad_PH.shape[0], grad_PH.shape[1], P_used.shape[2]
+    lane_norms, factors = scratch[0], scratch[1]
     for slot in range(restarts.shape[0]):
         r, lo, hi = restarts[slot], slot * n_rows, (slot + 1) * n_rows
         for lane in range(lo, hi):
@@ -525,56 +552,54 @@ def _clip_lanes(ws, restarts, n_rows, P_used, beta, scale, clip, cosine):
                     g = grad_PH[j, mu, lane]
                     lane_norms[lane] += g * (g + 2.0 * radial * PH[j, mu, lane])
         for lane in range(lo, hi):
-            lane_norms[lane] = math.sqrt(max(lane_norms[lane], 0.0))
-        bound = clip * _median(lane_norms[lo:hi], ws[MEDIAN_SCRATCH])
+            # +0.0 rather than -0.0 or NaN, as _median needs
+            lane_norms[lane] = math.sqrt(lane_norms[lane]) if lane_norms[lane] > 0.0 else 0.0
+        bound = clip * _median(lane_norms, lo, hi)
         for lane in range(lo, hi):
             # factor 1 for the points within the bound
-            lane_norms[lane] = min(bound / max(lane_norms[lane], bound), 1.0) \
+            factors[lane] = min(bound / max(lane_norms[lane], bound), 1.0) \
                 if bound > 0.0 else 1.0
-        for mu in range(k):
-            for lane in range(lo, hi):
-                grad_visible[mu, lane] *= lane_norms[lane]
-                grad_offset[mu, lane] *= lane_norms[lane]
-            for j in range(n_hidden):
-                for lane in range(lo, hi):
-                    grad_PH[j, mu, lane] *= lane_norms[lane]
+
+
+# the bits of +inf: for non-negative floats, the order of their bits as int64 is theirs
+POSITIVE_INFINITY_BITS = 0x7FF0000000000000
 
 
 @jit(error_model="numpy", inline="always")
-def _median(values, scratch):
-    """numpy's median of ``values`` (the mean of the two middle ones for an even
-    count), by quickselect in ``scratch``: ``np.median`` itself would cost seconds
-    of compilation for a few lines' work."""
-    n = values.shape[0]
-    for i in range(n):
-        scratch[i] = values[i]
-    middle = (n - 1) // 2  # the lower middle
-    lo, hi = 0, n - 1
-    while lo < hi:  # partition around the middle element until it lands at ``middle``
-        pivot = scratch[(lo + hi) // 2]
-        i, j = lo, hi
-        while i <= j:
-            while scratch[i] < pivot:
-                i += 1
-            while scratch[j] > pivot:
-                j -= 1
-            if i <= j:
-                scratch[i], scratch[j] = scratch[j], scratch[i]
-                i += 1
-                j -= 1
-        if middle <= j:
-            hi = j
-        elif middle >= i:
-            lo = i
+def _median(values, start, stop):
+    """numpy's median of the float64 ``values[start:stop]``, which are positive or
+    +0.0 (the mean of the two middle ones for an even count).
+
+    The middle value is found by bisection on the values' bits (at most 63
+    counting passes, which vectorise), the next one by one more pass: linear time
+    in the batch's size and little code to compile (quickselect took about 0.4 s
+    more; an insertion sort 0.15 s less, but made batches of 1,024 10% slower to
+    train).
+    """
+    n = stop - start
+    middle = (n - 1) // 2
+    # count(bits <= lo) <= middle < count(bits <= hi): hi ends as the middle's bits
+    lo, hi = -1, POSITIVE_INFINITY_BITS
+    while hi - lo > 1:
+        bisector = lo + (hi - lo) // 2
+        count = 0
+        for i in range(start, stop):
+            count += np.float64(values[i]).view(np.int64) <= bisector
+        if count > middle:
+            hi = bisector
         else:
-            break
-    lower = scratch[middle]
+            lo = bisector
+    lower = np.int64(hi).view(np.float64)
     if n % 2 == 1:
         return lower
-    upper = scratch[middle + 1]
-    for i in range(middle + 2, n):
-        upper = min(upper, scratch[i])
-    return 0.5 * (lower + upper)
+    upper, count = np.inf, 0
+    for i in range(start, stop):
+        value = values[i]
+        if value <= lower:
+            count += 1
+        elif value < upper:
+            upper = value
+    return 0.5 * (lower + (lower if count > middle + 1 else upper))
 
 
 def batch_loss_and_grads(X, hidden, P, W, fill, *, start_from_fill, beta, cosine, n_steps,
@@ -596,14 +621,15 @@ def batch_loss_and_grads(X, hidden, P, W, fill, *, start_from_fill, beta, cosine
     _batch_loss_and_grads(X, np.arange(n_rows), 0, n_rows, hidden, np.arange(n_restarts), P,
                           W, fill, start_from_fill, beta, _spherical(cosine), n_steps,
                           working_constants(P.dtype, beta, alpha, cosine), ws,
-                          new_prepared(P), grad_P, grad_W, losses, float(clip))
+                          new_prepared(P), grad_P, grad_W, losses, float(clip),
+                          new_clip_scratch(n_restarts * n_rows))
     return losses, grad_P, grad_W
 
 
 # -- the epoch ------------------------------------------------------------------------
 
 
-@jit(error_model="numpy", nogil=True)
+@jit(error_model="numpy", nogil=True, _nrt=False)
 def _train_batches(X, order, hidden, fill, start_from_fill, restarts, P, W, lr, adam_steps,
                    weighted, beta, cosine, n_steps, constants, batch_size, clip, start, stop,
                    work):
@@ -619,7 +645,7 @@ def _train_batches(X, order, hidden, fill, start_from_fill, restarts, P, W, lr, 
     step of the dynamics.
     """
     ws, prepared, grad_P, grad_W, losses, epoch_loss, counts, position_loss, moments, \
-        sums = work
+        sums, clip_scratch = work
     m_P, v_P, m_W, v_W = moments
     sum_P, sum_W = sums
     k = P.shape[1]
@@ -629,7 +655,7 @@ def _train_batches(X, order, hidden, fill, start_from_fill, restarts, P, W, lr, 
         n_rows = min(batch_size, n_samples - first)
         _batch_loss_and_grads(X, order, first, n_rows, hidden, restarts, P, W, fill,
                               start_from_fill, beta, cosine, n_steps, constants, ws,
-                              prepared, grad_P, grad_W, losses, clip)
+                              prepared, grad_P, grad_W, losses, clip, clip_scratch)
         adam_steps += 1
         correction1 = 1.0 - ADAM_BETA1**adam_steps
         correction2 = 1.0 - ADAM_BETA2**adam_steps
@@ -700,7 +726,8 @@ def train_epoch(X, order, hidden, fill, start_from_fill, restarts, P, W, moments
     work = [new_workspace(restarts.shape[0] * batch_size, k, d, n_hidden, n_steps, P.dtype),
             new_prepared(P), np.zeros_like(P), np.zeros_like(W),
             np.zeros((n_restarts, batch_size), dtype=P.dtype), np.zeros(n_restarts), counts,
-            position_loss, tuple(moments), (np.zeros(P.shape), np.zeros(W.shape))]
+            position_loss, tuple(moments), (np.zeros(P.shape), np.zeros(W.shape)),
+            new_clip_scratch(restarts.shape[0] * batch_size)]
     constants = working_constants(P.dtype, beta, alpha, cosine)
     # the backward pass costs about twice the forward one
     step = _points_per_call(3 * restarts.shape[0], k, n_hidden, n_steps, batch_size)
@@ -749,7 +776,8 @@ def _infer(X, order, start, stop, chunk, hidden, per_point, P, W, fill, start_fr
                       fill, start_from_fill, ws)
         _forward(ws, n_lanes, n_steps, constants[0], constants[1], constants[3],
                  constants[4], cosine)
-        _loss_and_seed_gradient(ws, n_lanes, n_steps, n_rows)
+        _loss_and_seed_gradient(ws[TARGET], states, ws[GRAD_Z], loss, n_lanes, n_steps,
+                                n_rows)
         for slot in range(n_restarts):
             for b in range(n_rows):
                 totals[slot] += loss[slot * n_rows + b]
