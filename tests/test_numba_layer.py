@@ -162,23 +162,30 @@ def test_clam_inference_in_numpy_is_the_kernel(metric, n_hidden, sparse, monkeyp
 
 def test_clam_exp_in_numpy_is_the_float64_kernel():
     """The NumPy exp of small inference has the float64 kernel's bits, floor,
-    totals and all, over the whole range of logits."""
+    totals and all, over the whole range of logits, also where the kernel was first
+    compiled for a caller with other fastmath flags (numba's flags inheritance)."""
+    import numba
+
     from skdiffclust.clam import _fastexp
     from skdiffclust.clam._kernels import LOGIT_FLOOR
+
+    @numba.njit(fastmath={"contract"})
+    def through_a_kernel(logits, largest, floor, n_lanes, p, total, shifted):
+        _fastexp.exp_weights(logits, largest, floor, n_lanes, p, total, shifted)
 
     rng = np.random.default_rng(0)
     logits = rng.uniform(2.0 * LOGIT_FLOOR, 1.0, (3, 20_000))
     logits[:, :5] = [[0.0], [LOGIT_FLOOR], [-1e-300]]
     largest = logits.max(axis=0)
     n_lanes = logits.shape[1]
-    p, total = np.empty_like(logits), np.full(n_lanes, 0.25)
-    _fastexp.exp_weights_double(logits, largest, LOGIT_FLOOR, n_lanes, p, total,
-                                np.empty_like(logits))
     p_numpy, total_numpy = np.empty_like(logits), np.full(n_lanes, 0.25)
     _fastexp.exp_weights_numpy(logits, largest, LOGIT_FLOOR, p_numpy, total_numpy)
-    np.testing.assert_array_equal(p_numpy, p)
-    np.testing.assert_array_equal(total_numpy, total)
-    assert p.min() > 0.0 and p.max() == 1.0
+    assert p_numpy.min() > 0.0 and p_numpy.max() == 1.0
+    for kernel in [through_a_kernel, _fastexp.exp_weights_double]:
+        p, total = np.empty_like(logits), np.full(n_lanes, 0.25)
+        kernel(logits, largest, LOGIT_FLOOR, n_lanes, p, total, np.empty_like(logits))
+        np.testing.assert_array_equal(p_numpy, p)
+        np.testing.assert_array_equal(total_numpy, total)
 
 
 def test_systemerror_of_an_interrupted_kernel_becomes_keyboardinterrupt():

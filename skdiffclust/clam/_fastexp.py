@@ -44,8 +44,10 @@ F32_TERMS = tuple(np.float32(1.0 / math.factorial(i)) for i in range(8))
 # operations); no reassociation, which would undo the Cody-Waite reduction. The
 # kernels allocate nothing: no reference counting (as ``_kernels.INTERNAL``)
 OPTIONS = {"error_model": "numpy", "fastmath": {"contract"}, "_nrt": False}
-# float64: no fusion, so that NumPy computes the same bits
-DOUBLE_OPTIONS = {"error_model": "numpy", "_nrt": False}
+# float64: no fusion, so that NumPy computes the same bits. Said explicitly: a kernel
+# that leaves fastmath unset inherits it from the kernel that first compiles it (here
+# the overload below, with OPTIONS), and keeps that compilation for every caller.
+DOUBLE_OPTIONS = {"error_model": "numpy", "fastmath": False, "_nrt": False}
 
 
 @jit(**DOUBLE_OPTIONS)
