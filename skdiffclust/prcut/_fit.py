@@ -694,7 +694,7 @@ def _threads(device, n_threads):
 
 
 def initial_partition(graph, n_clusters, components=None, *, device, seed, n_threads=1,
-                      n_eigenvectors=None):
+                      n_eigenvectors=None, gamma=0.0):
     """Spectral clustering's partition of the graph (``_spectral``), on ``device``.
 
     In float64 on the CPU, float32 on CUDA; with ``n_threads`` torch threads on
@@ -707,4 +707,4 @@ def initial_partition(graph, n_clusters, components=None, *, device, seed, n_thr
     dtype = torch.float32 if device.type == "cuda" else torch.float64
     with _threads(device, n_threads), threadpool_limits(n_threads, user_api="openmp"):
         return spectral_partition(graph, n_clusters, components, device=device, dtype=dtype,
-                                  seed=seed, n_eigenvectors=n_eigenvectors)
+                                  seed=seed, n_eigenvectors=n_eigenvectors, gamma=gamma)

@@ -21,7 +21,8 @@ def training_start(estimator, X, device, training, n_seeds, graph_input=None, st
     ``graph_input``), the initial partition (``None`` for ``init='random'``) and
     whether it is the graph's whole components (``keep_components``); warns
     about a degenerate graph."""
-    if estimator.n_eigenvectors is not None and estimator.n_eigenvectors < estimator.n_clusters:
+    if (estimator.n_eigenvectors not in (None, "auto")
+            and estimator.n_eigenvectors < estimator.n_clusters):
         raise ValueError(
             f"n_eigenvectors={estimator.n_eigenvectors} is smaller than n_clusters="
             f"{estimator.n_clusters}: the spectral start needs at least one eigenvector "
@@ -50,6 +51,6 @@ def training_start(estimator, X, device, training, n_seeds, graph_input=None, st
             else shared_neighbor_graph(graph, n_threads(estimator.n_jobs)),
             estimator.n_clusters, components, device=device,
             seed=seeds[2 * estimator.n_init], n_threads=n_threads(estimator.n_jobs),
-            n_eigenvectors=estimator.n_eigenvectors)
+            n_eigenvectors=estimator.n_eigenvectors, gamma=estimator.gamma)
     return seeds, scaling, graph, initial_labels, whole
 
