@@ -103,7 +103,7 @@ def ivf_kneighbors(points, n_neighbors, *, seed, n_threads=1, n_probe=None):
             cell_start = np.zeros(n_cells + 1, dtype=np.int64)
             np.cumsum(np.bincount(home, minlength=n_cells), out=cell_start[1:])
             sorted_points = _with_squared_norms(points[order])
-            probes = probes[order]
+            probes = probes.astype(np.int32)[order]  # int32: 128 MB at 1M x 32
             distances = np.full((n_samples, n_neighbors), np.inf, dtype=np.float32)
             found = np.full((n_samples, n_neighbors), n_samples, dtype=np.int64)
             _scan_in_calls(sorted_points, sorted_points, cell_start, probes,
@@ -187,7 +187,7 @@ def _nearest_centres(points, centres, n_nearest):
     chunk_start = np.append(np.arange(0, n_samples, CENTRE_CHUNK_ROWS), n_samples)
     _scan_in_calls(points, _with_squared_norms(centres),
                    np.array([0, centres.shape[0]], dtype=np.int64),
-                   np.zeros((n_samples, 1), dtype=np.int64), chunk_start.astype(np.int64),
+                   np.zeros((n_samples, 1), dtype=np.int32), chunk_start.astype(np.int64),
                    False, distances, nearest)
     best = np.argmin(distances, axis=1)
     return nearest, nearest[np.arange(n_samples), best]
