@@ -20,8 +20,12 @@
   visited is missed. The distances returned are recomputed exactly, in float64,
   for the pairs found.
 
-``algorithm='auto'`` searches exactly up to ``AUTO_EXACT_MAX_SAMPLES`` samples
-and approximately above; sparse input is always searched exactly
+``algorithm='auto'`` searches exactly up to ``AUTO_EXACT_MAX_SAMPLES`` samples,
+and above while the exact search is expected to cost at most
+``EXACT_COST_FACTOR`` times the approximate one (:func:`exact_is_affordable`:
+many features and up to about 95,000 samples, e.g. MNIST's 60,000 x 784
+pixels, where PRCut's results on the exact graph were the better ones),
+approximately otherwise; sparse input is always searched exactly
 (scikit-learn), and on CUDA 'auto' is the exact search on the device.
 
 Why an index of our own. The searches were measured side by side on the
@@ -88,6 +92,20 @@ ALGORITHMS = ("auto", "exact", "approximate")
 # is at least twice as fast above it (doc/benchmarks.rst)
 AUTO_EXACT_MAX_SAMPLES = 20_000
 
+# Above, 'auto' still searches exactly while that is expected to cost at most
+# EXACT_COST_FACTOR times the index's CPU time: many features and up to about
+# 95,000 samples at 784 (MNIST's 60,000 x 784: 60 s of CPU exact, 24 s approximate),
+# where the exact graph is affordable and PRCut's MNIST results on it are the
+# better ones (mean ACC 0.885 over random_state 0 to 2, against 0.860 on the
+# index's graph, recall@150 0.994; doc/benchmarks.rst)
+EXACT_COST_FACTOR = 3.0
+# CPU nanoseconds per pair of samples, measured on the 2-core machine at 70,000
+# x 32 and 60,000 x 784: the blockwise exact search (per feature: the product;
+# per pair: torch's topk) and the index (per feature: its products and the exact
+# distances of the pairs found; per pair: the gather and the selection)
+EXACT_NS_PER_FEATURE, EXACT_NS_PER_PAIR = 0.017, 3.7
+INDEX_NS_PER_FEATURE, INDEX_NS_PER_PAIR = 0.07, 0.7
+
 
 def kneighbors(X, n_neighbors, *, algorithm="auto", device=None, n_jobs=None,
                random_state=None):
@@ -106,8 +124,9 @@ def kneighbors(X, n_neighbors, *, algorithm="auto", device=None, n_jobs=None,
         blockwise torch search when ``device`` is CUDA (dense input).
         ``'approximate'``: the inverted-file index on the CPU (see the module
         docstring); dense input only.
-        ``'auto'``: exact up to ``AUTO_EXACT_MAX_SAMPLES`` samples, for sparse
-        input or on CUDA; approximate otherwise.
+        ``'auto'``: exact up to ``AUTO_EXACT_MAX_SAMPLES`` samples, while
+        affordable (:func:`exact_is_affordable`), for sparse input or on
+        CUDA; approximate otherwise.
 
     device : torch.device, str or None, default=None
         Where an exact dense search runs; ``None`` or a CPU device:
@@ -162,7 +181,7 @@ def kneighbors(X, n_neighbors, *, algorithm="auto", device=None, n_jobs=None,
     threads = effective_n_jobs(-1 if n_jobs is None else n_jobs)
     if algorithm == "approximate" or (
             algorithm == "auto" and not sparse and not cuda
-            and n_samples > AUTO_EXACT_MAX_SAMPLES):
+            and not exact_is_affordable(n_samples, X.shape[1], n_neighbors)):
         seed = derive_seeds(random_state, 1)[0]
         return approximate_kneighbors(X, n_neighbors, n_threads=threads, seed=seed)
     if not sparse and (cuda or (n_samples > AUTO_EXACT_MAX_SAMPLES and _has_torch())):
@@ -171,6 +190,23 @@ def kneighbors(X, n_neighbors, *, algorithm="auto", device=None, n_jobs=None,
     # kneighbors() without X leaves each sample out of its own neighbours
     distances, indices = search.kneighbors()
     return distances, indices.astype(np.int64, copy=False)
+
+
+def exact_is_affordable(n_samples, n_features, n_neighbors):
+    """Whether 'auto' searches exactly on the CPU: up to ``AUTO_EXACT_MAX_SAMPLES``
+    samples, and above while the blockwise exact search's expected CPU time (a
+    product and a selection per pair of samples) is at most ``EXACT_COST_FACTOR``
+    times the index's (a product and a selection per pair of a sample and a
+    candidate of its probed cells)."""
+    if n_samples <= AUTO_EXACT_MAX_SAMPLES:
+        return True
+    from skdiffclust import _ivf
+
+    n_cells = _ivf.cell_count(n_samples)
+    candidates = n_samples / n_cells * _ivf.probed_cells(n_samples, n_cells, n_neighbors)
+    exact = n_samples * (EXACT_NS_PER_FEATURE * n_features + EXACT_NS_PER_PAIR)
+    index = candidates * (INDEX_NS_PER_FEATURE * n_features + INDEX_NS_PER_PAIR)
+    return exact <= EXACT_COST_FACTOR * index
 
 
 def _has_torch():

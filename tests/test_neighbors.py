@@ -199,12 +199,24 @@ def test_auto_searches_approximately_above_the_threshold(monkeypatch):
     monkeypatch.setattr(_neighbors, "approximate_kneighbors",
                         lambda *args, **kwargs: calls.append(1) or search(*args, **kwargs))
     monkeypatch.setattr(_neighbors, "AUTO_EXACT_MAX_SAMPLES", 500)
+    monkeypatch.setattr(_neighbors, "EXACT_COST_FACTOR", 0.0)  # exact never affordable
     X = np.random.default_rng(4).normal(size=(501, 3))
     kneighbors(X[:500], 5)
     assert not calls
     kneighbors(X, 5, random_state=0)
     kneighbors(sp.csr_matrix(X), 5)  # sparse: exact
     assert len(calls) == 1
+
+
+def test_auto_searches_many_features_exactly_while_affordable():
+    # the measured costs: MNIST's 60,000 x 784 pixels exactly (k=150 and 10),
+    # 70,000 x 32 blobs and a million images approximately, anything up to
+    # 20,000 samples exactly
+    assert _neighbors.exact_is_affordable(60_000, 784, 150)
+    assert _neighbors.exact_is_affordable(60_000, 784, 10)
+    assert not _neighbors.exact_is_affordable(70_000, 32, 10)
+    assert not _neighbors.exact_is_affordable(1_000_000, 784, 10)
+    assert _neighbors.exact_is_affordable(20_000, 2, 10)
 
 
 @pytest.mark.parametrize("n_threads", [1, 2])
