@@ -4,15 +4,12 @@ Data: ``make_blobs(n, 32, centers=10, cluster_std=6, random_state=0)`` (issue 21
 scaled as PRCut scales them for its graph (centred, one global scale). Sections,
 in this order (all by default):
 
-* ``search``: the exact kNN search (scikit-learn) against the approximate one
-  (``skdiffclust._neighbors``, FAISS IVF-Flat), 10 neighbours: wall and CPU
-  seconds, recall@10 against the exact neighbours of 2,000 random samples. Above
-  ``--exact-max-n`` the exact search of all samples is not run; its time is
-  extrapolated quadratically from the largest size where it ran.
-* ``libraries`` (only with ``--compare-libraries``): pynndescent, FAISS HNSW and
-  FAISS IVF-Flat side by side (the choice written in ``_neighbors``), each
-  library's first call in a fresh process (pynndescent's numba compilation with
-  an empty ``NUMBA_CACHE_DIR``) and its installed size.
+* ``search``: the exact kNN search against the approximate one
+  (``skdiffclust._neighbors``: its inverted-file index, ``skdiffclust._ivf``),
+  10 neighbours: wall and CPU seconds, recall@10 against the exact neighbours of
+  2,000 random samples. Above ``--exact-max-n`` the exact search of all samples
+  is not run; its time is extrapolated quadratically from the largest size where
+  it ran. (``bench_neighbors.py`` sets the search beside pynndescent and FAISS.)
 * ``prcut``: ``PRCut(n_clusters=10)`` end to end on the CPU, with the time of
   each phase (kNN search, symmetrisation, connected components, spectral start,
   fit to the partition, training, objectives of the candidates, final labels,
@@ -25,6 +22,13 @@ in this order (all by default):
   version has ``PRCut.partial_fit``) on the same data: wall and CPU seconds, peak
   resident memory above the level before (freed memory handed back to the
   system before each row), peak of NumPy's allocations (tracemalloc), ARI.
+* ``mnist``: the kNN graph of MNIST's 60,000 training images (raw pixels / 255,
+  784 features) at ``--mnist-k`` neighbours (150, the paper's graph, and 10),
+  exact and approximate (and which one ``'auto'`` picks): wall and CPU seconds,
+  and the recall@k of the whole approximate graph against the exact one; with
+  ``--mnist-prcut``, PRCut on each graph too (the paper's protocol of
+  ``bench_mnist.py`` at k=150, the defaults otherwise): ACC and ARI. Skipped
+  when the data folder ``../shared/data/mnist`` is absent.
 
 Each timing is printed with the load average at its start: the project's
 machine has 2 cores shared with other jobs. Usage::
@@ -32,7 +36,8 @@ machine has 2 cores shared with other jobs. Usage::
     python benchmarks/bench_scale.py                      # 20k, 70k, 1M
     python benchmarks/bench_scale.py --quick              # 20k only
     python benchmarks/bench_scale.py --sizes 5000,10000,20000 --only search
-    python benchmarks/bench_scale.py --compare-libraries --sizes 20000,70000
+    python benchmarks/bench_scale.py --only prcut,mnist --sizes 70000,1000000
+    python benchmarks/bench_scale.py --only mnist --mnist-prcut
     python benchmarks/bench_scale.py --only peers --sizes 70000
 
 Out of core (``--memmap``, run alone): 10,000,000 x 16 float32 blobs (10
@@ -76,7 +81,6 @@ import ctypes
 import functools
 import gc
 import importlib
-import importlib.metadata
 import json
 import mmap
 import os
@@ -103,7 +107,7 @@ N_NEIGHBORS = 10
 N_CLUSTERS = 10
 N_CHUNKS = 10
 RECALL_SAMPLES = 2_000
-SECTIONS = ("search", "prcut", "peers")
+SECTIONS = ("search", "prcut", "peers", "mnist")
 
 
 @functools.lru_cache(maxsize=1)
@@ -128,11 +132,11 @@ def timed(fn):
 # -- search ------------------------------------------------------------------------
 
 
-def exact_sample(Z, rows):
+def exact_sample(Z, rows, n_neighbors=N_NEIGHBORS):
     """The exact neighbours (itself excluded) of the samples ``rows``."""
-    found = NearestNeighbors(n_neighbors=N_NEIGHBORS + 1).fit(Z).kneighbors(
+    found = NearestNeighbors(n_neighbors=n_neighbors + 1).fit(Z).kneighbors(
         Z[rows], return_distance=False)
-    return _neighbors._without_self(found, N_NEIGHBORS, rows)
+    return _neighbors._without_self(found, n_neighbors, rows)
 
 
 def recall_rows(n_samples):
@@ -143,8 +147,6 @@ def recall_rows(n_samples):
 def run_search(sizes, exact_max_n, n_jobs):
     print(f"\nkNN search, {N_NEIGHBORS} neighbours, n_jobs={n_jobs}: wall / CPU seconds, "
           f"recall@{N_NEIGHBORS} on {RECALL_SAMPLES:,} samples")
-    if not _neighbors.approximate_available():
-        print('  FAISS is not installed (pip install "skdiffclust[ann]"): exact only')
     largest = None
     for n in sizes:
         Z = blobs(n)[2]
@@ -160,115 +162,77 @@ def run_search(sizes, exact_max_n, n_jobs):
         elif largest is not None:
             estimate = largest[1] * (n / largest[0]) ** 2
             cells.append(f"exact ~{estimate:,.0f} s (extrapolated from n={largest[0]:,})")
-        if _neighbors.approximate_available():
-            state = load()
-            wall_a, cpu_a, (_, approx) = timed(lambda: _neighbors.kneighbors(
-                Z, N_NEIGHBORS, algorithm="approximate", n_jobs=n_jobs, random_state=0))
-            cells.append(f"approximate {wall_a:6.1f} / {cpu_a:6.1f} s, recall "
-                         f"{_neighbors.recall(approx[rows], truth):.4f} ({state})")
-            if n <= exact_max_n:
-                cells.append(f"exact / approximate {wall / wall_a:.1f}x")
+        state = load()
+        wall_a, cpu_a, (_, approx) = timed(lambda: _neighbors.kneighbors(
+            Z, N_NEIGHBORS, algorithm="approximate", n_jobs=n_jobs, random_state=0))
+        cells.append(f"approximate {wall_a:6.1f} / {cpu_a:6.1f} s, recall "
+                     f"{_neighbors.recall(approx[rows], truth):.4f} ({state})")
+        if n <= exact_max_n:
+            cells.append(f"exact / approximate {wall / wall_a:.1f}x")
         print(f"  n={n:>9,}: " + " | ".join(cells), flush=True)
 
 
-# -- libraries ---------------------------------------------------------------------
+# -- MNIST: many features, k = 150 and 10 --------------------------------------------
 
 
-def pynndescent_search(Z, n_jobs):
-    from pynndescent import NNDescent
+def mnist_pixels():
+    """MNIST's 60,000 training images, raw pixels / 255 (float64), and labels; None
+    when the data folder is absent."""
+    from bench_mnist import DEFAULT_DATA_DIR, FILES, load_mnist
 
-    index = NNDescent(Z, n_neighbors=N_NEIGHBORS + 1, random_state=0, n_jobs=n_jobs)
-    return index.neighbor_graph[0]
-
-
-def faiss_search(Z, n_jobs, index_factory):
-    import faiss
-
-    faiss.omp_set_num_threads(n_jobs)
-    points = np.ascontiguousarray(Z, dtype=np.float32)
-    index = index_factory(faiss, points)
-    index.add(points)
-    return index.search(points, N_NEIGHBORS + 1)[1]
+    if not all((DEFAULT_DATA_DIR / name).exists() for name in FILES.values()):
+        print(f"\nMNIST: not found in {DEFAULT_DATA_DIR}, skipped")
+        return None
+    data = load_mnist(DEFAULT_DATA_DIR)
+    return data.train_images.reshape(len(data.train_images), -1).astype(np.float64), \
+        data.train_labels
 
 
-def hnsw(faiss, points, m=32, ef_search=64):
-    index = faiss.IndexHNSWFlat(points.shape[1], m)
-    index.hnsw.efSearch = ef_search
-    return index
+def run_mnist(ks, n_jobs, with_prcut):
+    """Each k's graph of MNIST's pixels, exact and approximate: wall / CPU seconds,
+    and the recall of the whole approximate graph against the exact one; with
+    ``with_prcut``, PRCut (the paper's protocol at k=150, the defaults at k=10)
+    on both graphs."""
+    loaded = mnist_pixels()
+    if loaded is None:
+        return
+    X, y = loaded
+    print(f"\nMNIST: the kNN graph of the 60,000 training images' raw pixels / 255, "
+          f"n_jobs={n_jobs}: wall / CPU seconds, recall@k of the whole graph")
+    for k in ks:
+        state = load()
+        wall, cpu, (_, exact) = timed(lambda: _neighbors.kneighbors(
+            X, k, algorithm="exact", n_jobs=n_jobs))
+        print(f"  k={k:<4} exact {wall:6.1f} / {cpu:6.1f} s ({state})", flush=True)
+        state = load()
+        wall, cpu, (_, approximate) = timed(lambda: _neighbors.kneighbors(
+            X, k, algorithm="approximate", n_jobs=n_jobs, random_state=0))
+        auto = "exact" if _neighbors.exact_is_affordable(*X.shape, k) else "approximate"
+        print(f"  k={k:<4} approximate {wall:6.1f} / {cpu:6.1f} s, recall "
+              f"{_neighbors.recall(approximate, exact):.4f} ({state}); 'auto' searches "
+              f"{auto}ly", flush=True)
+        if with_prcut:
+            run_mnist_prcut(X, y, k)
 
 
-def ivf_flat(faiss, points):
-    n_lists = int(round(np.sqrt(points.shape[0])))
-    index = faiss.IndexIVFFlat(faiss.IndexFlatL2(points.shape[1]), points.shape[1],
-                               n_lists)
-    index.cp.seed = 0
-    index.train(points)
-    index.nprobe = _neighbors.probed_cells(points.shape[0], n_lists)
-    return index
+def run_mnist_prcut(X, y, k):
+    from bench_mnist import PRCUT_MNIST
 
+    from skdiffclust import PRCut
+    from skdiffclust.metrics import clustering_accuracy
 
-LIBRARIES = {
-    "pynndescent (defaults)": ("pynndescent", pynndescent_search),
-    "FAISS HNSW (M=32, efSearch=64)": ("faiss", lambda Z, j: faiss_search(Z, j, hnsw)),
-    "FAISS HNSW (M=16, efSearch=64)": (
-        "faiss", lambda Z, j: faiss_search(Z, j, functools.partial(hnsw, m=16))),
-    "FAISS IVF-Flat (as _neighbors: sqrt(n) lists)": (
-        "faiss", lambda Z, j: faiss_search(Z, j, ivf_flat)),
-}
-
-# what a fresh process runs for each library's first call on 1,000 samples
-FIRST_CALL = {
-    "pynndescent": ("from pynndescent import NNDescent; "
-                    "NNDescent(X, n_neighbors=11, random_state=0).neighbor_graph"),
-    "faiss": ("import faiss; i = faiss.IndexIVFFlat(faiss.IndexFlatL2(32), 32, 8); "
-              "i.train(X); i.add(X); i.search(X, 11)"),
-}
-
-
-def first_call_seconds(library):
-    code = ("import time; start = time.perf_counter(); import numpy as np; "
-            "X = np.random.default_rng(0).normal(size=(1000, 32)).astype(np.float32); "
-            f"{FIRST_CALL[library]}; print(time.perf_counter() - start)")
-    with tempfile.TemporaryDirectory() as cache:
-        env = dict(os.environ, NUMBA_CACHE_DIR=cache)
-        out = subprocess.run([sys.executable, "-c", code], env=env, check=True,
-                             capture_output=True, text=True).stdout
-    return float(out.split()[-1])
-
-
-def installed_megabytes(distribution):
-    files = importlib.metadata.distribution(distribution).files or []
-    return sum(f.locate().stat().st_size for f in files if f.locate().exists()) / 1e6
-
-
-def run_libraries(sizes, n_jobs):
-    print(f"\nANN libraries side by side, n_jobs={n_jobs}: wall / CPU seconds, "
-          f"recall@{N_NEIGHBORS} on {RECALL_SAMPLES:,} samples (warm: after a first call)")
-    available = {}
-    for library, distribution in (("pynndescent", "pynndescent"), ("faiss", "faiss-cpu")):
-        try:
-            importlib.import_module(library)
-        except ImportError:
-            print(f"  {library}: not installed, skipped")
-            continue
-        available[library] = True
-        print(f"  {library} {importlib.metadata.version(distribution)}: first call in a "
-              f"fresh process (empty numba cache) {first_call_seconds(library):.1f} s, "
-              f"installed {installed_megabytes(distribution):.1f} MB", flush=True)
-    warm = blobs(sizes[0])[2][:2000]
-    for n in sizes:
-        Z = blobs(n)[2]
-        rows = recall_rows(n)
-        truth = exact_sample(Z, rows)
-        for name, (library, search) in LIBRARIES.items():
-            if library not in available:
-                continue
-            search(warm, n_jobs)
-            state = load()
-            wall, cpu, found = timed(lambda: search(Z, n_jobs))
-            found = _neighbors._without_self(found[rows], N_NEIGHBORS, rows)
-            print(f"  n={n:>9,} {name:<46} {wall:7.1f} / {cpu:7.1f} s  recall "
-                  f"{_neighbors.recall(found, truth):.4f} ({state})", flush=True)
+    params = PRCUT_MNIST if k == PRCUT_MNIST["n_neighbors"] else dict(
+        n_neighbors=k, random_state=0)
+    for algorithm in ("exact", "approximate"):
+        state = load()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            wall, cpu, model = timed(lambda: PRCut(
+                N_CLUSTERS, device="cpu", neighbors_algorithm=algorithm, **params).fit(X))
+        print(f"    PRCut({params}) on the {algorithm} graph: ACC "
+              f"{clustering_accuracy(y, model.labels_):.4f}, ARI "
+              f"{adjusted_rand_score(y, model.labels_):.4f}, {wall:.0f} / {cpu:.0f} s "
+              f"({state})", flush=True)
 
 
 # -- PRCut, phase by phase ---------------------------------------------------------
@@ -711,8 +675,10 @@ def main():
                         help="sample sizes, comma-separated")
     parser.add_argument("--only", default=",".join(SECTIONS),
                         help=f"sections, comma-separated, among {', '.join(SECTIONS)}")
-    parser.add_argument("--compare-libraries", action="store_true",
-                        help="pynndescent and FAISS side by side (not run otherwise)")
+    parser.add_argument("--mnist-k", default="150,10",
+                        help="neighbours of the MNIST graphs, comma-separated")
+    parser.add_argument("--mnist-prcut", action="store_true",
+                        help="PRCut on MNIST's exact and approximate graphs (minutes)")
     parser.add_argument("--exact-max-n", type=int, default=70_000,
                         help="largest size searched exactly (default 70,000)")
     parser.add_argument("--full-fit-max-n", type=int, default=None,
@@ -754,14 +720,14 @@ def main():
         return
     sizes = [20_000] if args.quick else [int(n) for n in args.sizes.split(",")]
     sections = args.only.split(",")
-    if args.compare_libraries:
-        run_libraries(sizes, args.n_jobs)
     if "search" in sections:
         run_search(sizes, args.exact_max_n, args.n_jobs)
     if "prcut" in sections:
         run_prcut([n for n in sizes if n >= 20_000] or sizes, args.exact_max_n)
     if "peers" in sections:
         run_peers(sizes, args.full_fit_max_n)
+    if "mnist" in sections:
+        run_mnist([int(k) for k in args.mnist_k.split(",")], args.n_jobs, args.mnist_prcut)
 
 
 if __name__ == "__main__":

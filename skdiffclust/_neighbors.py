@@ -12,65 +12,67 @@
 * **exact on CUDA** (and the CPU above): a blockwise search in torch
   (:func:`torch_kneighbors`): squared distances of a block of rows to all rows
   by one matrix product, then ``topk``; memory O(block_rows * n);
-* **approximate**: FAISS's inverted-file index with exact distances
-  (``IndexIVFFlat``) on the CPU, from the optional extra
-  ``pip install "skdiffclust[ann]"`` (the ``faiss-cpu`` wheel). The samples are
-  grouped into ``n_lists`` ~ sqrt(n) cells by k-means; each sample's neighbours
-  are searched in the ``N_PROBE`` cells whose centres are nearest to it, so a
-  neighbour lying in a cell that was not visited is missed. The distances
-  returned are recomputed exactly, in float64, for the pairs found.
+* **approximate** (:func:`approximate_kneighbors`): an inverted-file index of
+  the package's own (``skdiffclust._ivf``: numba, the distances by BLAS matrix
+  products; no extra dependency). The samples are grouped into about sqrt(n)
+  cells by k-means; each sample's neighbours are searched in the 32 cells whose
+  centres are nearest to it, so a neighbour lying in a cell that was not
+  visited is missed. The distances returned are recomputed exactly, in float64,
+  for the pairs found.
 
 ``algorithm='auto'`` searches exactly up to ``AUTO_EXACT_MAX_SAMPLES`` samples,
-and above while the exact search is expected to cost less CPU time than the
-approximate one (:func:`exact_is_cheaper`: many features, where the product's
-BLAS beats FAISS's distance loop, e.g. MNIST's 784 pixels up to about 110,000
-images), approximately otherwise when FAISS is installed (exactly otherwise,
-without an error); sparse input is always searched exactly (scikit-learn), and
-on CUDA 'auto' is the exact search on the device.
+and above while the exact search is expected to cost at most
+``EXACT_COST_FACTOR`` times the approximate one (:func:`exact_is_affordable`:
+many features and up to about 95,000 samples, e.g. MNIST's 60,000 x 784
+pixels, where PRCut's results on the exact graph were the better ones),
+approximately otherwise; sparse input is always searched exactly
+(scikit-learn), and on CUDA 'auto' is the exact search on the device.
 
-Why FAISS's IVF-Flat. pynndescent and FAISS were measured side by side on the
-project's 2-core CPU machine (shared: load average 2 to 8), in one process, on
-``make_blobs(n, 32, centers=10, cluster_std=6)`` scaled as PRCut scales its
-data, 10 neighbours, 2 threads: wall / CPU seconds, recall@10 against the exact
-neighbours of 2,000 random samples (``benchmarks/bench_scale.py
---compare-libraries``; the whole table is in ``doc/benchmarks.rst``):
+Why an index of our own. The searches were measured side by side on the
+project's 2-core CPU machine (shared: load average 6 to 7, so wall times were
+about twice these CPU times), 2 threads: CPU seconds and recall@k against the
+exact neighbours of 2,000 random samples (``benchmarks/bench_neighbors.py``;
+blobs: ``make_blobs(n, 32, centers=10, cluster_std=6)`` as PRCut scales them;
+MNIST: the 60,000 training images' raw pixels / 255; the full table with wall
+times in ``doc/benchmarks.rst``):
 
-=====================  ======================  =====================  ======================
-search                 20,000                  70,000                 1,000,000
-=====================  ======================  =====================  ======================
-exact (scikit-learn)   2.1 / 1.4 s, 1          24 / 16 s, 1           ~30 min (extrapolated)
-pynndescent 0.7.0      2.5 / 1.7 s, 0.87       6.1 / 4.9 s, 0.76      355 / 119 s, 0.48
-FAISS HNSW, M=16       2.2 / 2.2 s, 0.99       4.7 / 6.9 s, 0.96      564 / 284 s, 0.77
-FAISS IVF-Flat         0.7 / 0.7 s, 0.998      2.1 / 4.2 s, 0.998     363 / 264 s, 0.91
-(32 cells visited)
-FAISS IVF-Flat         1.3 / 1.2 s, 0.9997     see benchmarks         ~100 s CPU, 0.56
-(8,192 candidates)
-=====================  ======================  =====================  ======================
+=====================  ===============  ===============  =============  =============
+search                 blobs 70,000,    blobs 1,000,000, MNIST, k=150   MNIST, k=10
+                       k=10             k=10
+=====================  ===============  ===============  =============  =============
+exact (blockwise)      21.5 s, 1        ~80 min (extr.)  58.7 s, 1      47.9 s, 1
+pynndescent 0.7.0      9.0 s, 0.757     119 s, 0.48      91 s, 0.9997   7.1 s, 0.977
+FAISS IVF-Flat         4.2 s, 0.9986    264 s, 0.906     150 s, 0.995   91 s, 0.999
+this index             1.7 s, 0.998     53 s, 0.91       23 s, 0.994    14.5 s, 0.998
+=====================  ===============  ===============  =============  =============
 
-* First call: pynndescent compiles its numba code, 48 to 56 s in a fresh
-  environment (cached afterwards); FAISS compiles nothing.
-* Wheels: pynndescent 0.1 MB (numba, its big dependency, is already ours);
-  faiss-cpu 1.15.1 18.8 MB, numpy its only dependency.
-* Recall: on these isotropic 32-dimensional blobs (a hard case: the neighbours
-  of a sample are hardly nearer than the rest of its blob) pynndescent's
-  defaults reach 0.87 at 20,000 samples, below the 0.9 this project asks for,
-  and 0.48 at 1,000,000 in more time than IVF-Flat needs for 0.56. IVF-Flat
-  sits on or above the others' time/recall curve at every size, and lets one
-  number (the candidates compared per sample) trade one for the other.
-* Determinism: IVF-Flat's k-means is seeded (from ``random_state``) and each
-  sample's cells and distances are computed independently of the others, so
-  the neighbours do not depend on the thread count (tested; FAISS does not
-  promise it in writing). HNSW's parallel construction inserts the samples in
-  an order that depends on the threads' timing, and pynndescent's parallel
-  updates likewise.
+FAISS's IVF-Flat and this index visit the same cells (32 of about sqrt(n)), so
+their recalls agree; FAISS compares a sample with a candidate by a loop over the
+features, this index by BLAS products (at 784 features, 18 times faster per
+feature), and selects the neighbours in a vectorised pass. Its times include the
+centring and the exact float64 distances of the pairs found (7 of the 23 s at
+k=150), the libraries' do not. The other libraries' 1,000,000 column is from
+issue 21's runs (load 6 to 8), when FAISS was the approximate search.
 
-The approximate search's cost, ``n * CANDIDATES`` distances, is linear in n;
-at 1,000,000 samples its recall@10 on the hard blobs is 0.56 (8 of 1,000 cells
-visited), and PRCut's partition there has ARI 0.997 all the same: a missed
-neighbour is replaced by a slightly farther sample of the same blob.
+* First call: this index compiles its numba kernels, about 5 s of CPU in a fresh
+  environment (cached afterwards); pynndescent's take 48 to 56 s; FAISS
+  compiles nothing.
+* Dependencies: none new (numba, SciPy's BLAS, threadpoolctl are the
+  package's); faiss-cpu would add an 18.8 MB wheel (68 MB installed, its own
+  OpenBLAS and OpenMP runtime), pynndescent 0.1 MB.
+* Recall: on the isotropic 32-dimensional blobs (a hard case: the neighbours of
+  a sample are hardly nearer than the rest of its blob) pynndescent's defaults
+  reach 0.76 at 70,000 samples; on MNIST it is the most accurate (0.9997 at
+  k=150), in four times this index's time.
+
+Determinism: the k-means is seeded from ``random_state``, and the index's work
+is split in chunks fixed by the data, each computed on one thread with
+single-threaded matrix products, so the neighbours do not depend on the thread
+count (tested). HNSW's parallel construction inserts the samples in an order
+that depends on the threads' timing, and pynndescent's parallel updates
+likewise.
 """
 
-import math
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -80,7 +82,6 @@ from joblib import effective_n_jobs
 from sklearn.neighbors import NearestNeighbors
 
 from skdiffclust._utils._numba import jit
-from skdiffclust._utils._optional import import_optional
 from skdiffclust._utils._random import derive_seeds
 from skdiffclust._utils._validation import consistent_sparse_indices
 
@@ -91,24 +92,19 @@ ALGORITHMS = ("auto", "exact", "approximate")
 # is at least twice as fast above it (doc/benchmarks.rst)
 AUTO_EXACT_MAX_SAMPLES = 20_000
 
-# IVF-Flat: about sqrt(n) cells (at least 39 training samples per cell, FAISS's
-# minimum); each sample visits the cells nearest to it until about CANDIDATES
-# samples are compared with it, between MIN_PROBE and MAX_PROBE cells. The time
-# is then linear in n (n * CANDIDATES distances). On 32-dimensional isotropic
-# blobs (a hard case: low-dimensional or clustered data reach higher recalls),
-# recall@10 is 0.998 at 20,000-70,000 samples (32 cells visited) and 0.56 at
-# 1,000,000 (8 of 1,000 cells); visiting 32 would give 0.91 in four times the time
-CANDIDATES = 8192
-MIN_PROBE, MAX_PROBE = 4, 32
-MIN_SAMPLES_PER_LIST = 39
-
-# CPU nanoseconds per pair of samples, measured at 60,000 x 784 on the 2-core
-# machine: the blockwise product (per feature: 120 GFLOP/s per core) and the
-# selection of the neighbours (torch's topk), and the IVF-Flat scan of one
-# candidate (per feature: FAISS's distance loop, not BLAS; 18 times slower per
-# feature than the product)
+# Above, 'auto' still searches exactly while that is expected to cost at most
+# EXACT_COST_FACTOR times the index's CPU time: many features and up to about
+# 95,000 samples at 784 (MNIST's 60,000 x 784: 60 s of CPU exact, 24 s approximate),
+# where the exact graph is affordable and PRCut's MNIST results on it are the
+# better ones (mean ACC 0.885 over random_state 0 to 2, against 0.860 on the
+# index's graph, recall@150 0.994; doc/benchmarks.rst)
+EXACT_COST_FACTOR = 3.0
+# CPU nanoseconds per pair of samples, measured on the 2-core machine at 70,000
+# x 32 and 60,000 x 784: the blockwise exact search (per feature: the product;
+# per pair: torch's topk) and the index (per feature: its products and the exact
+# distances of the pairs found; per pair: the gather and the selection)
 EXACT_NS_PER_FEATURE, EXACT_NS_PER_PAIR = 0.017, 3.7
-SCAN_NS_PER_FEATURE = 0.30
+INDEX_NS_PER_FEATURE, INDEX_NS_PER_PAIR = 0.07, 0.7
 
 
 def kneighbors(X, n_neighbors, *, algorithm="auto", device=None, n_jobs=None,
@@ -126,10 +122,11 @@ def kneighbors(X, n_neighbors, *, algorithm="auto", device=None, n_jobs=None,
     algorithm : {'auto', 'exact', 'approximate'}, default='auto'
         ``'exact'``: scikit-learn's ``NearestNeighbors`` on the CPU, or the
         blockwise torch search when ``device`` is CUDA (dense input).
-        ``'approximate'``: FAISS's IVF-Flat index on the CPU (see the module
-        docstring); needs ``pip install "skdiffclust[ann]"`` and dense input.
-        ``'auto'``: exact up to ``AUTO_EXACT_MAX_SAMPLES`` samples, for sparse
-        input, on CUDA, or without FAISS; approximate otherwise.
+        ``'approximate'``: the inverted-file index on the CPU (see the module
+        docstring); dense input only.
+        ``'auto'``: exact up to ``AUTO_EXACT_MAX_SAMPLES`` samples, while
+        affordable (:func:`exact_is_affordable`), for sparse input or on
+        CUDA; approximate otherwise.
 
     device : torch.device, str or None, default=None
         Where an exact dense search runs; ``None`` or a CPU device:
@@ -159,8 +156,6 @@ def kneighbors(X, n_neighbors, *, algorithm="auto", device=None, n_jobs=None,
         For an unknown ``algorithm`` or ``n_neighbors`` out of range.
     TypeError
         For ``algorithm='approximate'`` on sparse input.
-    ImportError
-        For ``algorithm='approximate'`` without FAISS.
     """
     if algorithm not in ALGORITHMS:
         raise ValueError(
@@ -186,9 +181,9 @@ def kneighbors(X, n_neighbors, *, algorithm="auto", device=None, n_jobs=None,
     threads = effective_n_jobs(-1 if n_jobs is None else n_jobs)
     if algorithm == "approximate" or (
             algorithm == "auto" and not sparse and not cuda
-            and not exact_is_cheaper(n_samples, X.shape[1]) and approximate_available()):
+            and not exact_is_affordable(n_samples, X.shape[1], n_neighbors)):
         seed = derive_seeds(random_state, 1)[0]
-        return faiss_kneighbors(X, n_neighbors, n_threads=threads, seed=seed)
+        return approximate_kneighbors(X, n_neighbors, n_threads=threads, seed=seed)
     if not sparse and (cuda or (n_samples > AUTO_EXACT_MAX_SAMPLES and _has_torch())):
         return torch_kneighbors(X, n_neighbors, device or "cpu", n_threads=threads)
     search = NearestNeighbors(n_neighbors=n_neighbors, n_jobs=n_jobs).fit(X)
@@ -197,18 +192,21 @@ def kneighbors(X, n_neighbors, *, algorithm="auto", device=None, n_jobs=None,
     return distances, indices.astype(np.int64, copy=False)
 
 
-def exact_is_cheaper(n_samples, n_features):
+def exact_is_affordable(n_samples, n_features, n_neighbors):
     """Whether 'auto' searches exactly on the CPU: up to ``AUTO_EXACT_MAX_SAMPLES``
-    samples, and above while the blockwise search's expected CPU time (a product
-    and a selection per pair of samples) stays below the approximate search's
-    (``CANDIDATES`` distances per sample, without BLAS), as measured on the 2-core
-    machine: MNIST's 60,000 x 784 pixels are searched exactly (about 1 min of CPU
-    against 2 for IVF-Flat, whose recall@150 was 0.995), 70,000 x 32 blobs
-    approximately."""
+    samples, and above while the blockwise exact search's expected CPU time (a
+    product and a selection per pair of samples) is at most ``EXACT_COST_FACTOR``
+    times the index's (a product and a selection per pair of a sample and a
+    candidate of its probed cells)."""
     if n_samples <= AUTO_EXACT_MAX_SAMPLES:
         return True
+    from skdiffclust import _ivf
+
+    n_cells = _ivf.cell_count(n_samples)
+    candidates = n_samples / n_cells * _ivf.probed_cells(n_samples, n_cells, n_neighbors)
     exact = n_samples * (EXACT_NS_PER_FEATURE * n_features + EXACT_NS_PER_PAIR)
-    return exact <= CANDIDATES * SCAN_NS_PER_FEATURE * n_features
+    index = candidates * (INDEX_NS_PER_FEATURE * n_features + INDEX_NS_PER_PAIR)
+    return exact <= EXACT_COST_FACTOR * index
 
 
 def _has_torch():
@@ -217,19 +215,6 @@ def _has_torch():
     except ImportError:
         return False
     return True
-
-
-def approximate_available():
-    """Whether the approximate search's library (FAISS) can be imported."""
-    try:
-        _import_faiss()
-    except ImportError:
-        return False
-    return True
-
-
-def _import_faiss():
-    return import_optional("faiss", "The approximate neighbour search")
 
 
 def _device_type(device):
@@ -248,47 +233,26 @@ def _centred_float32(X):
     return X, np.ascontiguousarray(X, dtype=np.float32)
 
 
-def faiss_kneighbors(X, n_neighbors, *, n_threads=1, seed=0, n_probe=None):
-    """Approximate neighbours by FAISS's IVF-Flat index; see :func:`kneighbors`.
+def approximate_kneighbors(X, n_neighbors, *, n_threads=1, seed=0, n_probe=None):
+    """Approximate neighbours by the inverted-file index; see :func:`kneighbors`.
 
     The index holds the float32 rows (centred in float64 first) in about
     sqrt(n_samples) cells found by k-means (seeded by ``seed``); each row is
-    searched in its ``n_probe`` nearest cells (``None``: :func:`probed_cells`)
-    for ``n_neighbors + 1`` rows, itself dropped. A row whose cells hold too few
-    others (tiny data) is searched exactly instead.
+    searched in its ``n_probe`` nearest cells (``None``:
+    ``skdiffclust._ivf.probed_cells``). A row whose cells hold too few others
+    (tiny data) is searched exactly instead.
     """
-    faiss = _import_faiss()
+    from skdiffclust import _ivf  # numba kernels: compiled on first use
+
     X, points = _centred_float32(X)
-    n_samples, n_features = points.shape
-    n_lists = max(1, min(int(round(math.sqrt(n_samples))),
-                         n_samples // MIN_SAMPLES_PER_LIST))
-    threads = faiss.omp_get_max_threads()
-    faiss.omp_set_num_threads(max(int(n_threads), 1))
-    try:
-        quantizer = faiss.IndexFlatL2(n_features)
-        index = faiss.IndexIVFFlat(quantizer, n_features, n_lists)
-        index.cp.seed = int(seed)
-        index.cp.verbose = False
-        index.train(points)
-        index.add(points)
-        index.nprobe = min(n_probe or probed_cells(n_samples, n_lists), n_lists)
-        _, found = index.search(points, n_neighbors + 1)
-    finally:
-        faiss.omp_set_num_threads(threads)
-    indices = _without_self(found, n_neighbors)
+    indices = _ivf.ivf_kneighbors(points, n_neighbors, seed=seed, n_threads=n_threads,
+                                  n_probe=n_probe)
     incomplete = np.flatnonzero((indices < 0).any(1))
     if incomplete.size:
         search = NearestNeighbors(n_neighbors=n_neighbors + 1).fit(X)
         rows = search.kneighbors(X[incomplete], return_distance=False)
         indices[incomplete] = _without_self(rows, n_neighbors, incomplete)
     return _sorted_by_exact_distance(X, indices, n_threads)
-
-
-def probed_cells(n_samples, n_lists):
-    """Cells visited per sample: about ``CANDIDATES`` samples compared with each,
-    within [MIN_PROBE, MAX_PROBE] cells."""
-    per_list = n_samples / n_lists
-    return int(min(max(round(CANDIDATES / per_list), MIN_PROBE), MAX_PROBE))
 
 
 def _without_self(found, n_neighbors, rows=None):

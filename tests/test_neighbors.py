@@ -11,11 +11,6 @@ from sklearn.neighbors import NearestNeighbors
 from skdiffclust import _neighbors
 from skdiffclust._neighbors import kneighbors, recall
 
-needs_faiss = pytest.mark.skipif(
-    not _neighbors.approximate_available(),
-    reason='the approximate search needs FAISS: pip install "skdiffclust[ann]"')
-
-
 def _int64_indices(X):
     X = sp.csr_matrix(X)
     X.indices = X.indices.astype(np.int64)
@@ -97,25 +92,12 @@ def test_torch_blocks_grow_on_cuda_within_the_free_memory(monkeypatch):
     assert rows(50, torch.device("cuda")) == 50
 
 
-def test_without_faiss_auto_searches_exactly_and_approximate_says_what_to_install(
-        monkeypatch):
-    monkeypatch.setitem(sys.modules, "faiss", None)  # import faiss raises ImportError
-    monkeypatch.setattr(_neighbors, "AUTO_EXACT_MAX_SAMPLES", 50)
-    X = np.random.default_rng(2).normal(size=(120, 3))
-    _, indices = kneighbors(X, 4, algorithm="auto")
-    np.testing.assert_array_equal(indices,
-                                  NearestNeighbors(n_neighbors=4).fit(X).kneighbors()[1])
-    with pytest.raises(ImportError, match=r'pip install "skdiffclust\[ann\]"'):
-        kneighbors(X, 4, algorithm="approximate")
-
-
 def test_the_approximate_search_refuses_sparse_input():
     X = sp.random(50, 8, density=0.3, format="csr", random_state=0)
     with pytest.raises(TypeError, match="approximate neighbour search needs dense"):
         kneighbors(X, 3, algorithm="approximate")
 
 
-@needs_faiss
 def test_approximate_recall_at_10_is_at_least_0_9_on_20000_points():
     # the issue's acceptance test, on its hard case (isotropic blobs, 32 dimensions)
     X = _blobs(20_000)
@@ -130,7 +112,6 @@ def test_approximate_recall_at_10_is_at_least_0_9_on_20000_points():
     assert np.all(np.diff(distances, axis=1) >= 0)
 
 
-@needs_faiss
 def test_approximate_search_is_deterministic_whatever_the_threads():
     X = _blobs(3_000, seed=1)
     first = kneighbors(X, 10, algorithm="approximate", n_jobs=1, random_state=3)
@@ -141,14 +122,84 @@ def test_approximate_search_is_deterministic_whatever_the_threads():
         np.testing.assert_array_equal(first[0], other[0])
 
 
-@needs_faiss
+def test_the_same_random_state_gives_the_same_graph_in_another_process():
+    # a fresh process with one numba thread and one BLAS thread against this one
+    import os
+    import subprocess
+
+    X = _blobs(4_000, seed=2)
+    distances, indices = kneighbors(X, 10, algorithm="approximate", n_jobs=2,
+                                    random_state=7)
+    code = ("import sys, numpy as np; from sklearn.datasets import make_blobs; "
+            "from skdiffclust._neighbors import kneighbors; "
+            "X, _ = make_blobs(4000, 32, centers=10, cluster_std=6, random_state=2); "
+            "X = (X - X.mean(0)) / X.std(); "
+            "d, i = kneighbors(X, 10, algorithm='approximate', n_jobs=1, random_state=7); "
+            "np.save(sys.stdout.buffer, np.concatenate([d.ravel(), i.ravel()]))")
+    env = dict(os.environ, NUMBA_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1",
+               OMP_NUM_THREADS="1")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, check=True,
+                         env=env).stdout
+    import io
+
+    other = np.load(io.BytesIO(out))
+    np.testing.assert_array_equal(other[:distances.size], distances.ravel())
+    np.testing.assert_array_equal(other[distances.size:], indices.ravel())
+
+
+def test_probing_every_cell_finds_the_exact_neighbours():
+    from skdiffclust import _ivf
+
+    X = np.random.default_rng(6).normal(size=(2_500, 20))
+    n_cells = _ivf.cell_count(X.shape[0])
+    distances, indices = _neighbors.approximate_kneighbors(X, 12, n_probe=n_cells, seed=1)
+    expected_distances, expected = NearestNeighbors(n_neighbors=12).fit(X).kneighbors()
+    np.testing.assert_array_equal(indices, expected)
+    np.testing.assert_allclose(distances, expected_distances, rtol=1e-12)
+
+
+def test_duplicates_filling_a_cell_beyond_one_chunk_are_searched_whole():
+    # 2,500 copies of one sample make one cell of more rows than a chunk and a
+    # product's block of columns, and empty the other centres drawn among them
+    from skdiffclust import _ivf
+
+    rng = np.random.default_rng(8)
+    X = np.vstack([np.tile(rng.normal(size=(1, 5)), (2_500, 1)),
+                   rng.normal(size=(600, 5))])
+    assert 2_500 > max(_ivf.CHUNK_ROWS, _ivf.BLOCK_COLUMNS)
+    distances, indices = kneighbors(X, 7, algorithm="approximate", random_state=0)
+    assert np.all(distances[:2_500] == 0)
+    assert np.all(indices[:2_500] < 2_500)
+    assert not np.any(indices == np.arange(X.shape[0])[:, None])
+    expected, _ = NearestNeighbors(n_neighbors=7).fit(X).kneighbors()
+    assert np.mean(np.isclose(distances, expected, rtol=1e-12)) > 0.95
+
+
+def test_identical_samples_are_each_others_neighbours_at_distance_zero():
+    X = np.full((300, 4), 2.5)  # every feature constant
+    distances, indices = kneighbors(X, 5, algorithm="approximate", random_state=0)
+    assert np.all(distances == 0)
+    assert all(np.unique(row).size == 5 and i not in row for i, row in enumerate(indices))
+
+
+def test_approximate_recall_with_many_features_and_150_neighbours():
+    # MNIST-like: clustered data in 300 dimensions, k = 150
+    X, _ = make_blobs(6_000, 300, centers=20, cluster_std=8.0, random_state=3)
+    _, indices = kneighbors(X, 150, algorithm="approximate", random_state=0)
+    rows = np.random.default_rng(1).choice(X.shape[0], 300, replace=False)
+    exact = NearestNeighbors(n_neighbors=150).fit(X).kneighbors(X[rows], 151,
+                                                                return_distance=False)
+    exact = np.array([r[r != i][:150] for i, r in zip(rows, exact)])
+    assert recall(indices[rows], exact) >= 0.9
+
+
 def test_auto_searches_approximately_above_the_threshold(monkeypatch):
     calls = []
-    search = _neighbors.faiss_kneighbors
-    monkeypatch.setattr(_neighbors, "faiss_kneighbors",
+    search = _neighbors.approximate_kneighbors
+    monkeypatch.setattr(_neighbors, "approximate_kneighbors",
                         lambda *args, **kwargs: calls.append(1) or search(*args, **kwargs))
     monkeypatch.setattr(_neighbors, "AUTO_EXACT_MAX_SAMPLES", 500)
-    monkeypatch.setattr(_neighbors, "EXACT_NS_PER_PAIR", 1e6)  # exact never cheaper
+    monkeypatch.setattr(_neighbors, "EXACT_COST_FACTOR", 0.0)  # exact never affordable
     X = np.random.default_rng(4).normal(size=(501, 3))
     kneighbors(X[:500], 5)
     assert not calls
@@ -157,13 +208,15 @@ def test_auto_searches_approximately_above_the_threshold(monkeypatch):
     assert len(calls) == 1
 
 
-def test_auto_searches_many_features_exactly_where_blas_beats_the_index():
-    # the measured costs: MNIST's 60,000 x 784 pixels exactly, 70,000 x 32 blobs
-    # approximately, anything up to 20,000 samples exactly
-    assert _neighbors.exact_is_cheaper(60_000, 784)
-    assert not _neighbors.exact_is_cheaper(70_000, 32)
-    assert not _neighbors.exact_is_cheaper(1_000_000, 784)
-    assert _neighbors.exact_is_cheaper(20_000, 2)
+def test_auto_searches_many_features_exactly_while_affordable():
+    # the measured costs: MNIST's 60,000 x 784 pixels exactly (k=150 and 10),
+    # 70,000 x 32 blobs and a million images approximately, anything up to
+    # 20,000 samples exactly
+    assert _neighbors.exact_is_affordable(60_000, 784, 150)
+    assert _neighbors.exact_is_affordable(60_000, 784, 10)
+    assert not _neighbors.exact_is_affordable(70_000, 32, 10)
+    assert not _neighbors.exact_is_affordable(1_000_000, 784, 10)
+    assert _neighbors.exact_is_affordable(20_000, 2, 10)
 
 
 @pytest.mark.parametrize("n_threads", [1, 2])
@@ -182,18 +235,16 @@ def test_the_blockwise_cpu_search_is_exact_whatever_the_threads(n_threads):
     np.testing.assert_array_equal(found[0], single[0])
 
 
-@needs_faiss
 def test_rows_whose_probed_cells_hold_too_few_samples_are_searched_exactly():
     X = np.random.default_rng(5).normal(size=(400, 3))
     # 10 cells of about 40 samples, one probed: 100 neighbours fit in none
-    distances, indices = _neighbors.faiss_kneighbors(X, 100, n_probe=1, seed=0)
+    distances, indices = _neighbors.approximate_kneighbors(X, 100, n_probe=1, seed=0)
     assert not np.any(indices == np.arange(400)[:, None])
     assert all(np.unique(row).size == 100 for row in indices)
     expected, _ = NearestNeighbors(n_neighbors=100).fit(X).kneighbors()
     np.testing.assert_allclose(distances, expected, rtol=1e-12)
 
 
-@needs_faiss
 def test_prcut_finds_the_same_partition_on_the_approximate_graph():
     pytest.importorskip("torch")
     from sklearn.metrics import adjusted_rand_score
@@ -217,11 +268,11 @@ def test_prcut_names_a_bad_neighbors_algorithm():
         PRCut(neighbors_algorithm="brute").fit(np.zeros((10, 2)))
 
 
-def test_importing_the_package_imports_neither_faiss_nor_torch():
+def test_importing_the_package_imports_neither_torch_nor_the_index():
     import subprocess
 
     code = ("import sys, skdiffclust, skdiffclust._neighbors; "
-            "print('faiss' in sys.modules, 'torch' in sys.modules)")
+            "print('torch' in sys.modules, 'skdiffclust._ivf' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
     assert out.split() == ["False", "False"]

@@ -79,8 +79,9 @@ class PRCut(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Bas
 
     neighbors_algorithm : {'auto', 'exact', 'approximate'}, default='auto'
         How the graph's neighbours are searched: ``'exact'`` (scikit-learn or
-        blockwise torch), ``'approximate'`` (FAISS, ``pip install
-        "skdiffclust[ann]"``), ``'auto'`` whichever is expected faster
+        blockwise torch), ``'approximate'`` (the package's inverted-file index,
+        seeded by ``random_state``), ``'auto'``: exact up to 20,000 samples or
+        while affordable (many features), approximate otherwise
         (:ref:`prcut_parameters`). Ignored with ``affinity='precomputed'``.
 
     rbf_gamma : float, default=None
