@@ -110,10 +110,25 @@ def test_lloyd_numpy_twin_computes_the_kernels_bits():
     for assign_and_sum in (_lloyd._assign_and_sum, _lloyd._assign_and_sum_numpy):
         labels = np.full(700, -1, dtype=np.int64)
         sums, counts, inertia = np.zeros((8, 16)), np.zeros(8, dtype=np.int64), np.zeros(1)
-        changed = assign_and_sum(rows, centroids, labels, sums, counts, inertia)
+        changed = assign_and_sum(rows, centroids, labels, sums, counts, inertia,
+                                 np.empty(0), np.empty(0))
         results.append((changed, labels, sums, counts, inertia))
     for kernel, twin in zip(*results):
         np.testing.assert_array_equal(kernel, twin)
+
+
+@pytest.mark.parametrize("d, centers", [(16, 8), (3, 12)])
+def test_lloyd_bounds_skip_distances_without_changing_a_bit(monkeypatch, d, centers):
+    # Hamerly's bounds (the kernels, on large data) against every distance of every
+    # pass (NumPy, forced): the same centroids and inertia, bit for bit, on blobs
+    # and on overlapping clusters (many rows near a boundary)
+    X, data = _scaled_blobs(n=3000, d=d, centers=centers)
+    starts = _seeds(data, 8, 3)
+    bounded = _lloyd.refine_by_lloyd(data, None, starts)
+    monkeypatch.setattr(_lloyd, "NUMPY_WORK", np.inf)
+    full = _lloyd.refine_by_lloyd(data, None, starts)
+    np.testing.assert_array_equal(bounded[0], full[0])
+    np.testing.assert_array_equal(bounded[1], full[1])
 
 
 def test_lloyd_gives_the_same_bits_for_sparse_input_and_any_thread_count():
