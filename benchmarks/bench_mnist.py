@@ -15,11 +15,14 @@ Usage::
     python benchmarks/bench_mnist.py --list           # the cases and what they run
     python benchmarks/bench_mnist.py --device cuda    # torch training on a GPU
     python benchmarks/bench_mnist.py --only forest,forest-semi,gemini-path,clam,gemini
+    python benchmarks/bench_mnist.py --only clam,clam-raw --data-dir ../shared/data/fashion-mnist
 
-The last is the papers' own MNIST experiments (doc/user_guide/mnist.rst): learning
+The fifth is the papers' own MNIST experiments (doc/user_guide/mnist.rst): learning
 through spanning forests with LeNet-5 (Stewart et al.), its semi-supervised table,
 Sparse GEMINI's pixel path (Ohl et al.), ClAM and SparseGEMINI against k-means on
-PCA-50 (``clam-layer``: ClAMLayer + clam_loss with an autoencoder).
+PCA-50 (``clam-layer``: ClAMLayer + clam_loss with an autoencoder). The last runs
+ClAM against k-means on Fashion-MNIST (the same IDX layout), on PCA-50 and on the
+raw pixels, the data of the ClAM paper's Table 1.
 
 A case is a function registered with :func:`case`; it gets the data (:class:`Mnist`)
 and returns a :class:`Fit` (the labels of the images it fitted, and optionally the
@@ -467,36 +470,67 @@ def timed_fit(estimator, X):
     return estimator, time.perf_counter() - start
 
 
+def _timed_fit_with_cpu(estimator, X):
+    """The fit, its wall-clock and its CPU seconds (of this process, every thread)."""
+    cpu = time.process_time()
+    estimator, seconds = timed_fit(estimator, X)
+    return estimator, seconds, time.process_time() - cpu
+
+
 def _labels(estimator):
     return getattr(estimator, "labels_", None)
 
 
-def against_kmeans(name, make, data, sizes=(10_000, 60_000)):
-    """``make()`` and KMeans(10, n_init=10) on the PCA-50 of each size, in turn, one
+def _pixels(data, n):
+    """The raw pixels of the first n training images, in [0, 1], with their labels."""
+    return data.X_train[:n], data.train_labels[:n]
+
+
+# the settings of against_kmeans: a tag, and the features and labels it fits
+PCA_SETTINGS = (("10k", lambda data: pca50(data, 10_000)),
+                ("60k", lambda data: pca50(data, 60_000)))
+RAW_SETTINGS = (("raw 60k", lambda data: _pixels(data, 60_000)),)
+
+
+def against_kmeans(name, make, data, settings=PCA_SETTINGS):
+    """``make()`` and KMeans(10, n_init=10) on each setting's features, in turn, one
     thread each (ours train on one by default; KMeans' OpenMP threads, under
     threadpool_limits, too: on a busy machine its two threads took 20 times as
-    long as one); returns the last size's fit and the comparison as extra columns."""
+    long as one), after a fit of each on 2,000 of the first setting's rows
+    (numba's compilation, torch's start); returns the last setting's fit and the
+    comparison as extra columns: NMI, silhouette (on at most 10,000 of the points,
+    drawn at random), wall-clock and CPU seconds, and their ratios."""
     from sklearn.cluster import KMeans
     from sklearn.metrics import silhouette_score
     from threadpoolctl import threadpool_limits
 
     extra, rng = {}, np.random.default_rng(0)
-    for n in sizes:
-        X, y = pca50(data, n)
+    warm_up = settings[0][1](data)[0][:2000]
+    with threadpool_limits(1):
+        make().fit(warm_up)
+        KMeans(10, n_init=10, random_state=0).fit(warm_up)
+    for tag, features in settings:
+        X, y = features(data)
+        n = X.shape[0]
         with threadpool_limits(1):
-            kmeans, kmeans_seconds = timed_fit(KMeans(10, n_init=10, random_state=0), X)
-            ours, seconds = timed_fit(make(), X)
+            kmeans, kmeans_seconds, kmeans_cpu = _timed_fit_with_cpu(
+                KMeans(10, n_init=10, random_state=0), X)
+            ours, seconds, cpu = _timed_fit_with_cpu(make(), X)
         scored = rng.choice(n, min(n, 10_000), replace=False)
-        tag = f"{n // 1000}k"
-        for who, model, spent in ((name, ours, seconds), ("KMeans", kmeans, kmeans_seconds)):
+        for who, model, spent, spent_cpu in ((name, ours, seconds, cpu),
+                                             ("KMeans", kmeans, kmeans_seconds, kmeans_cpu)):
             extra[f"{who} NMI {tag}"] = normalized_mutual_info_score(y, _labels(model))
             extra[f"{who} SC {tag}"] = float(silhouette_score(X[scored], _labels(model)[scored]))
             extra[f"{who} s {tag}"] = spent
+            extra[f"{who} CPU s {tag}"] = spent_cpu
         extra[f"time ratio {tag}"] = seconds / kmeans_seconds
+        extra[f"CPU ratio {tag}"] = cpu / kmeans_cpu
         print(f"   {tag}: {name} NMI {extra[f'{name} NMI {tag}']:.3f} "
               f"(KMeans {extra[f'KMeans NMI {tag}']:.3f}), silhouette "
               f"{extra[f'{name} SC {tag}']:.3f} ({extra[f'KMeans SC {tag}']:.3f}), "
-              f"{seconds:.1f} s ({kmeans_seconds:.1f} s, {seconds / kmeans_seconds:.1f}x)"
+              f"{seconds:.1f} s ({kmeans_seconds:.1f} s, {seconds / kmeans_seconds:.1f}x), "
+              f"CPU {cpu:.1f} s ({kmeans_cpu:.1f} s, {cpu / kmeans_cpu:.1f}x), load "
+              f"{os.getloadavg()[0]:.1f}"
               + (f", beta_ {ours.beta_:.4g}" if hasattr(ours, "beta_") else ""), flush=True)
     return Fit(_labels(ours), y, extra=extra)
 
@@ -507,6 +541,14 @@ def clam_pca(data):
     from skdiffclust import ClAM
 
     return against_kmeans("ClAM", lambda: ClAM(10, random_state=0), data)
+
+
+@case("clam-raw", "ClAM(10) at its defaults against KMeans(10, n_init=10) on the raw "
+      "pixels (in [0, 1]) of the 60,000 training images")
+def clam_pixels(data):
+    from skdiffclust import ClAM
+
+    return against_kmeans("ClAM", lambda: ClAM(10, random_state=0), data, RAW_SETTINGS)
 
 
 @case("gemini", "SparseGEMINI(10) at its defaults against KMeans(10, n_init=10) on the "
@@ -796,7 +838,8 @@ def main():
         sys.exit(f"unknown case(s) {', '.join(unknown)}; the cases are {', '.join(CASES)}")
     data = load_mnist(args.data_dir)
     data.device = args.device
-    print(f"MNIST: {data.train_images.shape[0]} training and {data.test_images.shape[0]} "
+    print(f"{Path(args.data_dir).name}: {data.train_images.shape[0]} training and "
+          f"{data.test_images.shape[0]} "
           f"test images; {os.cpu_count()} CPUs; torch training on {args.device}")
     rows = []
     for name in names:

@@ -102,6 +102,15 @@ def test_quickstart_clam_on_the_papers_elongated_clusters(tour):
     # we could not reproduce the paper's figure 13: both cut across the clusters
     ari = _ari(rows)
     assert ari["ClAM"] < 0.5 and abs(ari["ClAM"] - ari["KMeans (reference)"]) < 0.05
+    # and the tour says why, from ClAM's own loss: the cut it finds scores better
+    # than the long clusters, which ClAM keeps when started from their means
+    why = " ".join(text[text.index("  Why: "):].split())
+    found, classes, kept = map(float, re.search(
+        r"finds \((\d\.\d\d), mean over the draws\) than for the long clusters "
+        r"\((\d\.\d\d): ClAM started from the classes' means, which it keeps, "
+        r"ARI (\d\.\d\d)\)", why).groups())
+    assert found < classes and kept > 0.5
+    assert text.index("Claim: ClAM") < text.index("Why: ClAM")
 
 
 @pytest.mark.torch

@@ -94,10 +94,11 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
 
     init : {'k-means', 'k-means++', 'random'} or array-like of shape \
             (n_clusters, n_features), default='k-means'
-        Initial prototypes. ``'k-means'``: k-means++ seeds refined by Lloyd's
-        iterations on at most 5,000 points drawn at random, the ``n_init`` of
-        lowest inertia among ``max(n_init, 5)`` seeds, duplicates dropped (so
-        fewer restarts may be trained). ``'k-means++'``: k-means++ seeds.
+        Initial prototypes. ``'k-means'``: ``max(n_init, 10)`` k-means++ seeds
+        refined by Lloyd's iterations to convergence, on at most 5,000 points
+        drawn at random, then on all of them; the ``n_init`` of lowest inertia,
+        duplicates dropped (so fewer restarts may be trained): the start of
+        ``KMeans(n_init=10)``. ``'k-means++'``: k-means++ seeds.
         ``'random'``: distinct training points drawn at random (the paper's). An
         array is used as given (then ``n_init`` is 1). At the sharp ``beta`` of
         ``'auto'``, training refines the starts within their basins, as k-means'
@@ -105,10 +106,13 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
         softer ``beta`` (the paper's 1.0) lets prototypes travel between
         clusters.
 
-    n_init : int, default=3
+    n_init : int, default=1
         Number of restarts from different initial prototypes, trained together;
         the one of lowest masked loss (on masks fixed at fit time) is kept, the
-        first of those within 3% of it. See ``prune``.
+        first of those within 3% of it. See ``prune``. With ``init='k-means'``
+        the restarts start from the best k-means minima (one: the best), and
+        the masked loss is no guide among them (:ref:`clam_starts`); the paper
+        trains 10 random starts.
 
     max_iter : int, default=200
         Maximum number of training epochs. ``0`` keeps the initial prototypes.
@@ -265,7 +269,7 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
 
     def __init__(self, n_clusters=8, *, beta="auto", n_steps=10, step_size=None,
                  metric="euclidean", weighted=False, mask_prob=0.15, mask_value="mean",
-                 init="k-means", n_init=3, max_iter=200, batch_size=16,
+                 init="k-means", n_init=1, max_iter=200, batch_size=16,
                  learning_rate="auto", gradient_clip=1.5, tol=1e-2, n_iter_no_change="auto",
                  reseed=True, prune=True, device="auto", n_jobs=None, random_state=None,
                  verbose=False):
