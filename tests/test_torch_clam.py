@@ -526,7 +526,7 @@ def test_fitted_state_is_numpy_and_pickles(blobs):
 
 
 @pytest.mark.parametrize("params, X, message", [
-    (dict(n_clusters=5), np.zeros((3, 2)), "n_samples=3 should be >= n_clusters=5"),
+    (dict(n_clusters=5), np.zeros((3, 2)), "n_clusters=5 must be <= n_samples=3"),
     (dict(n_clusters=2, init=np.zeros((3, 2))), np.zeros((4, 2)), "init must have shape"),
     (dict(n_clusters=1, init=[[np.nan, 0.0]]), np.zeros((4, 2)), "NaN"),
     (dict(beta=0.0), np.zeros((4, 2)), "beta"),

@@ -1,6 +1,7 @@
 """Validation helpers shared by the estimators and the functional API."""
 
 import numbers
+import warnings
 
 import numpy as np
 from sklearn.utils._param_validation import Interval
@@ -62,9 +63,27 @@ def check_n_clusters(n_clusters, n_samples):
         raise ValueError(f"n_clusters must be >= 1, got {n_clusters}.")
     if n_clusters > n_samples:
         raise ValueError(
-            f"n_clusters={n_clusters} must be <= n_samples={n_samples}: a forest "
-            "cannot have more trees than nodes."
+            f"n_clusters={n_clusters} must be <= n_samples={n_samples}: every cluster "
+            "needs at least one sample."
         )
+
+
+def warn_empty_clusters(name, n_found, n_clusters, *, cause, remedy, relabelled=True,
+                        stacklevel=1):
+    """The warning of a fit that left clusters empty (``n_clusters_ < n_clusters``).
+
+    ``cause`` says why the method's clusters stay empty, ``remedy`` which
+    parameters may help; ``relabelled`` whether the labels were renumbered
+    0 .. n_clusters_ - 1 (or keep the model's numbers). ``stacklevel`` counts from
+    the caller, as ``warnings.warn``'s does.
+    """
+    numbering = ("Labels are numbered 0 .. n_clusters_ - 1" if relabelled
+                 else "Labels keep the numbers of the model's clusters")
+    warnings.warn(
+        f"{name} found {n_found} non-empty clusters of the n_clusters={n_clusters} "
+        f"asked: {cause}. {numbering}. {remedy} may help.",
+        UserWarning, stacklevel=stacklevel + 1,
+    )
 
 
 # Squares of differences of values beyond this overflow float64 (sqrt of its max is

@@ -22,6 +22,7 @@ from skdiffclust._utils._state import keeps_state_on_failure
 from skdiffclust._utils._validation import (
     ANY_INTEGER,
     NumberInterval,
+    check_hidden_layer_sizes,
     check_magnitude,
     check_similarity_matrix,
     check_spread,
@@ -387,7 +388,8 @@ class SpanningForestClustering(ClusterMixin, _SetOutputMixin, BaseEstimator):
                   else check_partial_labels(y, X.shape[0]))
         init_seed, train_seed, split_seed = derive_seeds(self.random_state, 3)
         module = embedding_module.make_embedding(
-            self.embedding, X.shape[1], self.n_components, self.hidden_layer_sizes,
+            self.embedding, X.shape[1], self.n_components,
+            check_hidden_layer_sizes(self.hidden_layer_sizes),
             torch_utils.make_generator(init_seed),
         )
         validation_data = None

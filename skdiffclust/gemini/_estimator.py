@@ -1,6 +1,5 @@
 """SparseGEMINI: discriminative clustering with feature selection (Ohl et al., 2024)."""
 
-import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -19,7 +18,14 @@ from skdiffclust._training._progress import EpochProgress
 from skdiffclust._training._stream import forget_stream, keep_stream
 from skdiffclust._utils._random import derive_seeds
 from skdiffclust._utils._state import keeps_state_on_failure
-from skdiffclust._utils._validation import ANY_INTEGER, NumberInterval, check_magnitude
+from skdiffclust._utils._validation import (
+    ANY_INTEGER,
+    NumberInterval,
+    check_hidden_layer_sizes,
+    check_magnitude,
+    check_n_clusters,
+    warn_empty_clusters,
+)
 from skdiffclust.gemini._data import (
     Geometry,
     Standardisation,
@@ -467,15 +473,9 @@ default='mmd_ovo'
         X = validate_data(self, X, accept_sparse="csr", dtype=[np.float64, np.float32])
         check_magnitude(X)
         n_samples, n_features = X.shape
-        if n_samples < self.n_clusters:
-            raise ValueError(
-                f"n_samples={n_samples} should be >= n_clusters={self.n_clusters}."
-            )
+        check_n_clusters(self.n_clusters, n_samples)
         check_groups(self.groups, n_features)  # before any work
-        hidden = tuple(int(h) for h in np.atleast_1d(self.hidden_layer_sizes))
-        if any(h < 1 for h in hidden):
-            raise ValueError(
-                f"hidden_layer_sizes must be positive, got {self.hidden_layer_sizes}.")
+        hidden = check_hidden_layer_sizes(self.hidden_layer_sizes)
         standardisation = Standardisation(X)
         init_seed, batch_seed, landmark_seed = derive_seeds(self.random_state, 3)
         geometry = Geometry(standardisation, self.gemini, self.kernel, self.kernel_params,
@@ -531,13 +531,11 @@ default='mmd_ovo'
 
     def _warn_empty_clusters(self):
         if self.n_clusters_ < self.n_clusters:
-            warnings.warn(
-                f"SparseGEMINI found {self.n_clusters_} non-empty clusters of the "
-                f"n_clusters={self.n_clusters} asked: the model assigns no training "
-                "sample to the others. Labels are numbered 0 .. n_clusters_ - 1. More "
-                "restarts (n_init) or fewer clusters may help.",
-                UserWarning, stacklevel=5,  # fit, keeps_state_on_failure, _fit_context
-            )
+            warn_empty_clusters(
+                "SparseGEMINI", self.n_clusters_, self.n_clusters,
+                cause="the model assigns no training sample to the others",
+                remedy="More restarts (n_init) or fewer clusters",
+                stacklevel=5)  # fit, keeps_state_on_failure, _fit_context
 
     def _inputs(self, X, reset=False):
         check_is_fitted(self)
