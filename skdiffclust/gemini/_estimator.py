@@ -11,10 +11,8 @@ from sklearn.neighbors import VALID_METRICS
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 from threadpoolctl import threadpool_limits
-from tqdm.auto import tqdm
 
-from skdiffclust._training import warn_not_converged
-from skdiffclust._training._progress import EpochProgress
+from skdiffclust._training import TrainingSession
 from skdiffclust._training._stream import forget_stream, keep_stream
 from skdiffclust._utils._random import derive_seeds
 from skdiffclust._utils._state import keeps_state_on_failure
@@ -42,18 +40,17 @@ from skdiffclust.gemini._models import (
 )
 from skdiffclust.gemini._objectives import OBJECTIVES
 from skdiffclust.gemini._fit import (
-    GeminiSettings,
     GeminiStream,
     Problem,
-    exit_lambdas,
     feature_mask,
     full_gemini,
-    path_from_records,
     run_path,
     selected_groups,
     selected_model,
     train_at_penalty,
 )
+from skdiffclust.gemini._path import exit_lambdas, path_from_records
+from skdiffclust.gemini._settings import GeminiSettings
 
 class SparseGEMINI(ClusterMixin, SelectorMixin, BaseEstimator):
     """Sparse GEMINI: clustering by generalised mutual information, selecting features.
@@ -187,8 +184,8 @@ default='mmd_ovo'
         Seeds the initial weights, the k-means++ seedings and the batches.
 
     verbose : bool, default=False
-        Show a progress bar (tqdm): over the epochs in :meth:`fit`, over the
-        penalty steps in :meth:`path`.
+        Show a progress bar (tqdm) over the training epochs (in :meth:`path`, with
+        the step, its penalty and the features left).
 
     Attributes
     ----------
@@ -352,14 +349,10 @@ default='mmd_ovo'
         settings = self._settings()
         forget_stream(self)
         n_phases = 1 if settings.alpha == 0 else 3 if settings.relax else 2
-        with self._threads(), EpochProgress(self.verbose, "SparseGEMINI",
-                                            settings.max_iter * n_phases) as bar:
-            params, curve, unconverged_tol = train_at_penalty(params, problem, settings,
-                                                              rng, bar)
+        with self._threads(), TrainingSession("SparseGEMINI", verbose=self.verbose,
+                                              total=settings.max_iter * n_phases) as session:
+            params, curve = train_at_penalty(params, problem, settings, rng, session)
             labels = self._set_fitted(params, problem, curve)
-        if unconverged_tol is not None:
-            warn_not_converged("SparseGEMINI", settings.max_iter, unconverged_tol,
-                               settings.n_iter_no_change)
         self._warn_empty_clusters()
         self.labels_ = labels
         return self
@@ -436,20 +429,13 @@ default='mmd_ovo'
         X, problem, params, rng = self._setup(X)
         settings = self._settings()
         forget_stream(self)
-        bar = tqdm(desc="SparseGEMINI path", unit="step") if self.verbose else None
-        try:
-            with self._threads():
-                records, models = run_path(params, problem, settings, rng, bar)
-                selected, params, curve, unconverged_tol = selected_model(
-                    records, models, problem, settings, rng)
-                labels = self._set_fitted(params, problem, curve)
-        finally:
-            if bar is not None:
-                bar.close()
+        with self._threads(), TrainingSession("SparseGEMINI.path",
+                                              verbose=self.verbose) as session:
+            records, models = run_path(params, problem, settings, rng, session)
+            selected, params, curve = selected_model(records, models, problem, settings,
+                                                     rng, session)
+            labels = self._set_fitted(params, problem, curve)
         path = path_from_records(records, models, selected, problem.standardisation)
-        if unconverged_tol is not None:
-            warn_not_converged("SparseGEMINI.path", settings.max_iter, unconverged_tol,
-                               settings.n_iter_no_change)
         self._warn_empty_clusters()
         self.labels_ = labels
         self.path_ = path
