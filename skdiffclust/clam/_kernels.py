@@ -27,11 +27,11 @@ floors), reorganised for a CPU:
   between calls, raises ``KeyboardInterrupt`` cleanly.
 * **Two kernels to compile**, one for training (float32 by default) and one for
   inference (float64, ``_inference_kernel._infer``): completion losses and
-  converged points share the latter, which ``_inference`` uses only on large data (NumPy computes the same bits on
-  small data, without compiling). Their ``cosine`` argument is True, or None for
-  the Euclidean variant: ``is None`` on an argument is decided when a kernel
-  compiles, so that a Euclidean fit never compiles the spherical code, nor the
-  reverse.
+  converged points share the latter, which ``_inference`` uses only on large data
+  (NumPy computes the same bits on small data, without compiling). Their
+  ``cosine`` argument is True, or None for the Euclidean variant: ``is None`` on
+  an argument is decided when a kernel compiles, so that a Euclidean fit never
+  compiles the spherical code, nor the reverse.
 * **Compilation time** (seconds the first time, in a fresh environment;
   ``benchmarks/bench_first_fit.py``). numba compiles every kernel on its own, then
   links and optimises it again into each caller, and inlining at numba's level
