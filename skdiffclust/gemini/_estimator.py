@@ -206,7 +206,8 @@ default='mmd_ovo'
 
     feature_exit_lambdas_ : ndarray of shape (n_features,)
         After :meth:`path`: the penalty at which each feature left the model
-        (``inf`` for features still selected when the path stopped).
+        (``inf`` for features still selected when the path stopped, 0 for those
+        the dense fit already leaves out, such as a constant feature).
 
     path_ : GeminiPath
         After :meth:`path`: the recorded steps (see :meth:`path`).

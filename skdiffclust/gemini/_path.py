@@ -60,8 +60,10 @@ def path_from_records(records, models, selected, standardisation):
 
 
 def exit_lambdas(path):
-    """Penalty at which each feature left the model (inf if it never did)."""
+    """Penalty at which each feature left the model: inf if it never did, the dense
+    fit's 0 for a feature that model already leaves out (a constant feature)."""
     exits = np.full(path.masks.shape[1], np.inf)
+    exits[~path.masks[0]] = path.lambdas[0]
     for lam, before, after in zip(path.lambdas[1:], path.masks[:-1], path.masks[1:]):
         exits[before & ~after] = lam
     return exits
