@@ -114,6 +114,23 @@ def test_constant_data_warns(entry):
 
 
 @TORCH
+@pytest.mark.parametrize("entry", ESTIMATORS)
+def test_torch_tensors_numpy_cannot_read_are_refused_clearly(entry):
+    # torch's own RuntimeError ("Can't call numpy() on Tensor that requires grad")
+    # or TypeError before (issue 45)
+    import torch
+
+    good = torch.tensor(X)
+    for tensor, match in ((good.clone().requires_grad_(), "requires grad.*X.detach()"),
+                          (good.to("meta"), "X is a torch tensor on meta.*X.cpu()")):
+        with pytest.raises(ValueError, match=match):
+            _quiet(lambda: _make(entry).fit(tensor))
+    estimator = _quiet(lambda: _make(entry).fit(good))  # a CPU tensor is data
+    with pytest.raises(ValueError, match="requires grad"):
+        estimator.predict(good.clone().requires_grad_())
+
+
+@TORCH
 @pytest.mark.parametrize("entry", each(lambda entry: "device" in entry.params, trained=True))
 def test_cuda_without_cuda_is_a_clear_error(entry, no_cuda):
     y = np.r_[0, 1, 2, [-1] * 57] if entry.training_needs_labels else None

@@ -4,7 +4,9 @@ import numbers
 import warnings
 
 import numpy as np
+from sklearn.utils import check_array as sklearn_check_array
 from sklearn.utils._param_validation import Interval
+from sklearn.utils.validation import validate_data as sklearn_validate_data
 
 from skdiffclust._utils._symmetry import max_asymmetry
 
@@ -22,6 +24,35 @@ class NumberInterval(Interval):
 
 # n_jobs: any integer (negative counts back from the number of CPUs), no bool
 ANY_INTEGER = NumberInterval(numbers.Integral, None, None, closed="neither")
+
+
+def check_host_array(X, name="X"):
+    """Refuse, clearly, a torch tensor that NumPy cannot read: one that requires grad
+    or lives elsewhere than on the CPU (NumPy's conversion would raise torch's own
+    error). Duck-typed: imports no torch. A CPU tensor is data like any array."""
+    if type(X).__module__.split(".")[0] != "torch":
+        return
+    if getattr(X, "requires_grad", False):
+        raise ValueError(
+            f"{name} is a torch tensor that requires grad: the estimator fits on its "
+            f"values and does not backpropagate into it. Pass {name}.detach().")
+    device = getattr(X, "device", None)
+    if getattr(device, "type", "cpu") != "cpu":
+        raise ValueError(
+            f"{name} is a torch tensor on {device}: the estimator reads host (NumPy) "
+            f"arrays, its device parameter says where it trains. Pass {name}.cpu().")
+
+
+def validate_data(estimator, X, **params):
+    """scikit-learn's ``validate_data``, after :func:`check_host_array`."""
+    check_host_array(X)
+    return sklearn_validate_data(estimator, X, **params)
+
+
+def check_array(array, **params):
+    """scikit-learn's ``check_array``, after :func:`check_host_array`."""
+    check_host_array(array, params.get("input_name") or "X")
+    return sklearn_check_array(array, **params)
 
 
 def symmetry_tolerance(S):

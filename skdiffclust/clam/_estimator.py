@@ -12,7 +12,7 @@ from sklearn.base import (
     _fit_context,
 )
 from sklearn.utils._param_validation import StrOptions
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 from threadpoolctl import threadpool_limits
 
 from skdiffclust._training._stream import forget_stream, keep_stream
@@ -20,7 +20,7 @@ from skdiffclust._utils._random import derive_seeds
 from skdiffclust._utils._state import keeps_state_on_failure
 from skdiffclust._utils._validation import (ANY_INTEGER, NumberInterval, check_magnitude,
                                             check_n_clusters, check_spread,
-                                            warn_empty_clusters)
+                                            validate_data, warn_empty_clusters)
 from skdiffclust.clam._data import ScaledData
 from skdiffclust.clam._device import resolve_training_device
 from skdiffclust.clam._settings import (

@@ -10,11 +10,7 @@ from sklearn.utils import TransformerTags
 from sklearn.utils._available_if import available_if
 from sklearn.utils._param_validation import HasMethods, StrOptions
 from sklearn.utils._set_output import _SetOutputMixin
-from sklearn.utils.validation import (
-    _generate_get_feature_names_out,
-    check_is_fitted,
-    validate_data,
-)
+from sklearn.utils.validation import _generate_get_feature_names_out, check_is_fitted
 
 from skdiffclust._utils._optional import import_optional
 from skdiffclust._utils._random import derive_seeds
@@ -24,8 +20,10 @@ from skdiffclust._utils._validation import (
     NumberInterval,
     check_hidden_layer_sizes,
     check_magnitude,
+    check_host_array,
     check_similarity_matrix,
     check_spread,
+    validate_data,
 )
 from skdiffclust.forest._api import warn_if_distances
 from skdiffclust.forest._constraints import UNLABELLED, Constraints, check_partial_labels
@@ -354,6 +352,7 @@ class SpanningForestClustering(ClusterMixin, _SetOutputMixin, BaseEstimator):
     def _flatten_samples(self, X, reset=True):
         """X as rows, and the shape of a sample when X came in another shape (a
         module embedding's images); None for rows."""
+        check_host_array(X)
         ndim = getattr(X, "ndim", 2)
         if ndim <= 2:
             return X, None

@@ -9,7 +9,7 @@ from sklearn.feature_selection import SelectorMixin
 from sklearn.metrics.pairwise import PAIRWISE_KERNEL_FUNCTIONS
 from sklearn.neighbors import VALID_METRICS
 from sklearn.utils._param_validation import StrOptions
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 from threadpoolctl import threadpool_limits
 
 from skdiffclust._training import TrainingSession
@@ -22,6 +22,7 @@ from skdiffclust._utils._validation import (
     check_hidden_layer_sizes,
     check_magnitude,
     check_n_clusters,
+    validate_data,
     warn_empty_clusters,
 )
 from skdiffclust.gemini._data import (

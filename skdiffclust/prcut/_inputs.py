@@ -10,10 +10,8 @@ the affinity matrix itself; X is then only the network's input.
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.utils import check_array
-from sklearn.utils.validation import validate_data
 
-from skdiffclust._utils._validation import check_magnitude
+from skdiffclust._utils._validation import check_array, check_magnitude, validate_data
 from skdiffclust.prcut._graph import check_precomputed_affinity
 from skdiffclust.prcut._scaling import AffinityRows, FeatureScaling
 
