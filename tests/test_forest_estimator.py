@@ -258,9 +258,13 @@ def test_a_distance_matrix_given_as_similarities_warns():
         SpanningForestClustering(n_clusters=3, metric="precomputed").fit(D)
     with pytest.warns(UserWarning, match="distance matrix.*-D"):
         spanning_forest(D, 3)
+    with pytest.warns(UserWarning, match="distance matrix.*-D"):  # squared distances
+        SpanningForestClustering(n_clusters=3, metric="precomputed").fit(D**2)
+    kernel = np.exp(-(D**2))
+    np.fill_diagonal(kernel, 0.0)  # a kernel without self-similarity is no distance
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        for S in (-D, -(D**2), np.exp(-(D**2))):
+        for S in (-D, -(D**2), np.exp(-(D**2)), kernel):
             SpanningForestClustering(n_clusters=3, metric="precomputed").fit(S)
 
 

@@ -3,6 +3,7 @@
 import pickle
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -15,7 +16,9 @@ from sklearn.metrics import (
     adjusted_rand_score,
     confusion_matrix,
     normalized_mutual_info_score,
+    pairwise_distances,
 )
+from sklearn.metrics.pairwise import rbf_kernel
 
 from skdiffclust._utils._torch import make_generator
 from skdiffclust._utils._validation import center_and_scale
@@ -277,6 +280,39 @@ def test_precomputed_affinity_dense_or_sparse_and_predict_from_affinity_rows(blo
         PRCut(affinity="precomputed", **FAST).fit(-W.toarray())
     with pytest.raises(ValueError, match="symmetric"):
         PRCut(affinity="precomputed", **FAST).fit(sp.triu(W).tocsr())
+
+
+def _user_warnings(fit):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fit()
+    return [str(w.message) for w in caught if issubclass(w.category, UserWarning)]
+
+
+def test_a_distance_matrix_as_precomputed_affinity_warns_as_the_forest_does(blobs):
+    # ARI 0.01 and no word before (issue 45)
+    X, _ = blobs
+    D = pairwise_distances(X)
+    with pytest.warns(UserWarning, match="X looks like a distance matrix .* PRCut would "
+                      "keep the most distant samples together"):
+        PRCut(n_clusters=3, affinity="precomputed", random_state=0, **FAST).fit(D)
+    # an RBF kernel with the paper's zero diagonal (W_ii = 0) is an affinity: no warning
+    W = rbf_kernel(X, gamma=0.5)
+    np.fill_diagonal(W, 0.0)
+    messages = _user_warnings(lambda: PRCut(n_clusters=3, affinity="precomputed",
+                                            random_state=0, **FAST).fit(W))
+    assert not any("distance matrix" in message for message in messages)
+
+
+def test_a_sample_without_an_edge_is_named(blobs):
+    # it became a cluster of its own without a word (issue 45)
+    X, _ = blobs
+    W = rbf_kernel(X, gamma=0.5)
+    W[7], W[:, 7] = 0.0, 0.0
+    with pytest.warns(UserWarning, match="1 sample has no edge .* index 7"):
+        PRCut(n_clusters=3, affinity="precomputed", random_state=0, **FAST).fit(W)
+    messages = _user_warnings(lambda: PRCut(n_clusters=3, random_state=0, **FAST).fit(X))
+    assert not any("no edge" in message for message in messages)
 
 
 def test_fitted_state_is_numpy_and_pickles(blobs):

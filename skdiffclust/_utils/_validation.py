@@ -86,6 +86,49 @@ def check_similarity_matrix(S, name="X"):
         )
 
 
+# triplets of samples whose square-rooted entries must satisfy the triangle
+# inequality for a matrix to pass for distances
+N_TRIPLETS = 1000
+
+
+def looks_like_distances(S):
+    """Whether a dense square matrix looks like distances rather than similarities.
+
+    Zero diagonal, positive elsewhere, and square roots that satisfy the triangle
+    inequality on sampled triplets (those of a metric's distances and of squared
+    Euclidean distances do; a kernel with its diagonal set to zero, as some papers
+    ask of an affinity, does not: two close samples and a far one break it).
+    """
+    n = S.shape[0]
+    # cheap tests first: most similarity matrices fail them on their first row
+    if n < 2 or np.any(np.diagonal(S) != 0) or S[0].min() < 0 or S.min() < 0:
+        return False
+    if np.count_nonzero(S) != n * (n - 1):
+        return False
+    i, j, k = np.random.default_rng(0).integers(0, n, size=(3, N_TRIPLETS))
+    distinct = (i != j) & (j != k) & (i != k)
+    i, j, k = i[distinct], j[distinct], k[distinct]
+    root = np.sqrt(S[j, k], dtype=np.float64)
+    excess = root - np.sqrt(S[i, j], dtype=np.float64) - np.sqrt(S[i, k], dtype=np.float64)
+    tolerance = 1e-6 * float(root.max()) if root.size else 0.0
+    return not np.any(excess > tolerance)
+
+
+def warn_if_looks_like_distances(S, name, *, kind, consequence, fix, stacklevel):
+    """Warn when ``S``, where ``kind`` of matrix is expected (larger means more
+    similar), looks like distances (:func:`looks_like_distances`): say what the
+    method would do with it (``consequence``) and what to pass instead (``fix``).
+    Dense matrices only. ``stacklevel`` counts from the caller."""
+    if isinstance(S, np.ndarray) and looks_like_distances(S):
+        warnings.warn(
+            f"{name} looks like a distance matrix (zero diagonal, positive elsewhere), "
+            f"but {kind} matrix is expected (larger means more similar): {consequence}. "
+            f"Pass {fix} instead of D; silence this warning if {name} really is "
+            f"{kind} matrix.",
+            UserWarning, stacklevel=stacklevel + 1,
+        )
+
+
 def check_n_clusters(n_clusters, n_samples):
     """Raise unless ``n_clusters`` is an integer between 1 and ``n_samples``."""
     if not isinstance(n_clusters, numbers.Integral) or isinstance(n_clusters, bool):
