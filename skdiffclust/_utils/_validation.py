@@ -1,5 +1,6 @@
 """Validation helpers shared by the estimators and the functional API."""
 
+import math
 import numbers
 import warnings
 
@@ -189,18 +190,40 @@ def check_magnitude(X, name="X"):
 MIN_SPREAD = 1e-140
 
 
-def check_spread(X, name="X"):
+def _spread(X):
+    """The largest range of a feature of X (0 for a single sample or no feature)."""
+    if X.shape[0] < 2 or X.shape[1] == 0:
+        return 0.0
+    return float(np.asarray(X.max(axis=0).toarray() - X.min(axis=0).toarray()
+                            if hasattr(X, "toarray") else np.ptp(X, axis=0)).max())
+
+
+def check_spread(X, name="X", spread=None):
     """Raise a ValueError when X's values differ by so little (though not all
     equal) that their squared distances underflow float64."""
-    if X.shape[0] < 2 or X.shape[1] == 0:
-        return
-    spread = np.asarray(X.max(axis=0).toarray() - X.min(axis=0).toarray()
-                        if hasattr(X, "toarray") else np.ptp(X, axis=0)).max()
+    spread = _spread(X) if spread is None else spread
     if 0 < spread < MIN_SPREAD:
         raise ValueError(
             f"{name}'s values differ by at most {spread:.3g}: their squared distances "
             "underflow float64. Rescale the data first (for example with "
             "sklearn.preprocessing.StandardScaler or MaxAbsScaler).")
+
+
+def spread_unit(X, name="X"):
+    """1.0, or the power of two that brings X's spread to about 1 where its squared
+    differences would underflow float64 (:func:`check_spread`'s case).
+
+    Multiplying by a power of two is exact: a method whose partition a global
+    rescale does not change works on X times it and finds the partition exact
+    arithmetic would. Values differing by less than float64's smallest normal
+    number have lost their digits: a ValueError, as :func:`check_spread`'s.
+    """
+    spread = _spread(X)
+    if spread == 0.0 or spread >= MIN_SPREAD:
+        return 1.0
+    if spread < np.finfo(np.float64).tiny:
+        check_spread(X, name, spread)
+    return 2.0 ** -math.floor(math.log2(spread))
 
 
 def center_and_scale(X):
