@@ -108,6 +108,23 @@ def test_values_whose_squares_underflow_say_to_rescale():
 
 
 @pytest.mark.parametrize("entry", ESTIMATORS)
+def test_more_clusters_than_samples_get_one_wording_everywhere(entry):
+    # each estimator worded its own before (issue 45)
+    with pytest.raises(ValueError, match="^n_clusters=5 must be <= n_samples=4: every "
+                       "cluster needs at least one sample.$"):
+        _quiet(lambda: entry.make(n_clusters=5).fit(X[:4]))
+
+
+@pytest.mark.parametrize("entry", each(
+    lambda entry: "hidden_layer_sizes" in entry.estimator().get_params(), trained=True))
+def test_bad_hidden_layer_sizes_get_one_wording_everywhere(entry):
+    for sizes in ((4, 0), (2.5,)):
+        with pytest.raises(ValueError, match=re.escape(
+                f"hidden_layer_sizes must be a sequence of positive integers, got {sizes}")):
+            _quiet(lambda: entry.make_trained(n_clusters=3, hidden_layer_sizes=sizes).fit(X))
+
+
+@pytest.mark.parametrize("entry", ESTIMATORS)
 def test_constant_data_warns(entry):
     with pytest.warns(UserWarning, match="identical|non-empty clusters"):
         _quiet(lambda: _make(entry).fit(np.ones((30, 2))))
