@@ -7,6 +7,15 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from tests._estimators import check_instances, expected_failed_checks
 
+# expected: the checks train a few epochs (max_iter=3 to 20: ConvergenceWarning),
+# and pass y to fit, which the forest reads as partial labels (with fewer clusters
+# than classes, the cannot-links cannot all hold: InfeasibleConstraintsWarning)
+pytestmark = [
+    pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning"),
+    pytest.mark.filterwarnings(
+        "ignore::skdiffclust.exceptions.InfeasibleConstraintsWarning"),
+]
+
 
 # the checks feed distance matrices to metric='precomputed', which warns that they
 # look like distances rather than similarities (what a user should hear)

@@ -19,6 +19,9 @@ OPTIONAL = {"dask_ml": 'needs dask-ml (pip install "skdiffclust[dask]")'}
 # ../shared/data/mnist beside the repository (a few seconds on the digits without it).
 SLOW = {"plot_sparse_gemini_mnist.py"}
 
+# warnings an example expects: a quick grid (max_iter=30) has points that stop first
+EXPECTED_WARNINGS = {"plot_clam_grid_search.py": "ignore::sklearn.exceptions.ConvergenceWarning"}
+
 
 def _needs_torch(path):
     source = path.read_text()
@@ -27,6 +30,8 @@ def _needs_torch(path):
 
 def _marks(path):
     marks = [pytest.mark.torch] if _needs_torch(path) else []
+    if path.name in EXPECTED_WARNINGS:
+        marks.append(pytest.mark.filterwarnings(EXPECTED_WARNINGS[path.name]))
     return marks + ([pytest.mark.slow] if path.name in SLOW else [])
 
 

@@ -32,6 +32,8 @@ def _search(name, scoring=silhouette_scorer, n_jobs=None):
     return GridSearchCV(pipe, grid, scoring=scoring, cv=2, n_jobs=n_jobs)
 
 
+# expected: SparseGEMINI searched with max_iter=20, a quick grid
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 @pytest.mark.parametrize("name", sorted(SEARCHES))
 @pytest.mark.parametrize("scoring", [silhouette_scorer, calinski_harabasz_scorer])
 def test_grid_search_in_a_pipeline(name, scoring):

@@ -99,6 +99,8 @@ def test_fit_starts_afresh_after_partial_fit(entry, blobs):
     assert estimator.n_iter_ == 1 and estimator.n_samples_seen_ == 1000
 
 
+# expected: the second chunk lies far from the first one's prototypes
+@pytest.mark.filterwarnings("ignore:ClAM found .* non-empty clusters:UserWarning")
 def test_clam_keeps_the_first_chunks_coordinates():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(600, 4))

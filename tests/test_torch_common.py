@@ -6,7 +6,14 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from tests._estimators import check_instances, expected_failed_checks
 
-pytestmark = pytest.mark.torch
+# expected: the checks train a few epochs (ConvergenceWarning), and pass y to fit,
+# which the forest reads as partial labels (InfeasibleConstraintsWarning)
+pytestmark = [
+    pytest.mark.torch,
+    pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning"),
+    pytest.mark.filterwarnings(
+        "ignore::skdiffclust.exceptions.InfeasibleConstraintsWarning"),
+]
 
 
 @parametrize_with_checks(check_instances(torch=True),

@@ -5,6 +5,11 @@ numba, NumPy or torch) and returns the training objective aggregated over the
 epoch; this loop decides when to stop, records ``loss_curve``, shows the
 progress bar and warns when ``max_iter`` ran out first. It never sees a tensor:
 torch epochs hand it the objective read back once per epoch.
+
+The loop is fixed; a method extends it with :class:`EpochHook` objects (a
+learning-rate schedule, a model kept along the way, early stopping, a cool-down),
+as skorch's fit loop is extended by callbacks, and runs the several trainings of
+one fit in a :class:`TrainingSession` (one bar, at most one warning).
 """
 
 import contextlib
