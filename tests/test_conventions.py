@@ -84,9 +84,11 @@ def test_float32_in_float32_out(entry):
     assert estimator.transform(X).dtype == np.float64
 
 
-# expected: the search tries n_clusters=3 on half the samples, where a penalised
-# SparseGEMINI may leave a cluster empty
+# expected: the search tries n_clusters=2 and 3 on half the samples, where a
+# penalised SparseGEMINI may leave a cluster empty and PRCut's graph have more
+# components than clusters
 @pytest.mark.filterwarnings("ignore:.*non-empty clusters:UserWarning")
+@pytest.mark.filterwarnings("ignore:The affinity graph has:UserWarning")
 @pytest.mark.parametrize("entry", ALL)
 def test_score_is_a_finite_float_and_grid_search_needs_no_scorer(entry):
     estimator = _quiet_fit(_make(entry), X)

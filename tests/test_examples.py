@@ -19,8 +19,12 @@ OPTIONAL = {"dask_ml": 'needs dask-ml (pip install "skdiffclust[dask]")'}
 # ../shared/data/mnist beside the repository (a few seconds on the digits without it).
 SLOW = {"plot_sparse_gemini_mnist.py"}
 
-# warnings an example expects: a quick grid (max_iter=30) has points that stop first
-EXPECTED_WARNINGS = {"plot_clam_grid_search.py": "ignore::sklearn.exceptions.ConvergenceWarning"}
+# warnings an example expects: a quick grid (max_iter=30) has points that stop
+# first; a warm-up fit of five epochs before the timings
+EXPECTED_WARNINGS = {
+    "plot_clam_grid_search.py": "ignore::sklearn.exceptions.ConvergenceWarning",
+    "plot_prcut_scaling.py": "ignore::sklearn.exceptions.ConvergenceWarning",
+}
 
 
 def _needs_torch(path):

@@ -12,6 +12,9 @@ from sklearn.preprocessing import StandardScaler
 from skdiffclust import SparseGEMINI, SpanningForestClustering
 from skdiffclust.metrics import calinski_harabasz_scorer, silhouette_scorer
 
+# expected: SparseGEMINI searched with max_iter=20, a quick grid
+pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+
 SEARCHES = {
     "spanning_forest": (SpanningForestClustering(), {"n_clusters": [2, 3, 4]}),
     "sparse_gemini": (SparseGEMINI(max_iter=20, random_state=0),
@@ -32,8 +35,6 @@ def _search(name, scoring=silhouette_scorer, n_jobs=None):
     return GridSearchCV(pipe, grid, scoring=scoring, cv=2, n_jobs=n_jobs)
 
 
-# expected: SparseGEMINI searched with max_iter=20, a quick grid
-@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 @pytest.mark.parametrize("name", sorted(SEARCHES))
 @pytest.mark.parametrize("scoring", [silhouette_scorer, calinski_harabasz_scorer])
 def test_grid_search_in_a_pipeline(name, scoring):

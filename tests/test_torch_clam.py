@@ -24,7 +24,12 @@ from skdiffclust.clam._dynamics import (
 )
 from tests._data import load_benchmark
 
-pytestmark = pytest.mark.torch
+# expected: fits of a few epochs, to test other things quickly (the training
+# contract's tests hold the warning itself)
+pytestmark = [
+    pytest.mark.torch,
+    pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning"),
+]
 
 FAST = dict(max_iter=5, n_init=1, device="cpu", random_state=0)
 

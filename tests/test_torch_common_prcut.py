@@ -9,7 +9,12 @@ from tests._estimators import expected_failed_checks as shared_failures
 
 torch = pytest.importorskip("torch", reason="PRCut trains with torch")
 
-pytestmark = pytest.mark.torch
+# expected, as in test_torch_common.py: short trainings on small data
+pytestmark = [
+    pytest.mark.torch,
+    pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning"),
+    pytest.mark.filterwarnings("ignore::UserWarning"),
+]
 
 PRCUT = BY_NAME["PRCut"]
 

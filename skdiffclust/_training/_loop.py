@@ -175,8 +175,8 @@ class TrainingSession:
     One progress bar over the epochs of all of them (``total`` epochs, if known),
     and at most one ``ConvergenceWarning``: when the session closes without an
     error, for the first of its trainings that ran out of ``max_iter`` (with its
-    ``tol``), among those the fitted model rests on (all but the
-    :meth:`discard` ed). ``run_epochs(session=...)`` records each training in it;
+    ``tol``), among those the fitted model rests on (all but those given to
+    :meth:`discard`). ``run_epochs(session=...)`` records each training in it;
     without one, a training is a session of its own. ``warn=False`` reports no
     convergence (an auxiliary training, such as an initialisation, whose budget is
     internal).
