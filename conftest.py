@@ -1,4 +1,5 @@
-"""Collection rules shared by the test suite and the doctests of the package.
+"""Collection rules shared by the test suite and the doctests of the package, and the
+summary of the skipped tests (one line per reason).
 
 Without torch, a module that imports it at the top cannot even be imported. Such
 modules are found by reading their source, so that a new one cannot break the
@@ -7,6 +8,7 @@ modules (whose only tests are doctests) are not collected. The environment with
 torch runs all of them.
 """
 
+import collections
 import importlib.util
 import re
 from pathlib import Path
@@ -79,3 +81,21 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "torch" in item.keywords:
             item.add_marker(skip)
+
+
+def _skip_reason(report):
+    """The reason a report was skipped, without pytest's prefix."""
+    reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+    return reason.removeprefix("Skipped: ")
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Skips summarised, one line per reason (``-rs`` lists each test instead)."""
+    reasons = collections.Counter(
+        _skip_reason(report) for report in terminalreporter.stats.get("skipped", ()))
+    if not reasons:
+        return
+    terminalreporter.section("skipped, by reason")
+    for reason, count in reasons.most_common():
+        terminalreporter.write_line(f"{count:5d}  {reason}")
+    terminalreporter.write_line("(pytest -rs lists each skipped test)")

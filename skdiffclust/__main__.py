@@ -20,7 +20,7 @@ from sklearn.datasets import load_digits, make_moons
 from sklearn.metrics import adjusted_rand_score, normalized_mutual_info_score
 from threadpoolctl import threadpool_limits
 
-from skdiffclust import ClAM, PRCut, SparseGEMINI, SpanningForestClustering
+from skdiffclust._registry import BY_NAME
 from skdiffclust.datasets import make_celeux_one
 
 INTRO = """\
@@ -87,42 +87,29 @@ class Method:
     one_thread: bool = False
     # fit on the features selected by the previous method's fit (SparseGEMINI's)
     on_selected_features: bool = False
+    registered: str = None  # the registry's name of the estimator, if one of ours
+
+    @classmethod
+    def of(cls, registered, name=None, blurb=None, **options):
+        """A registered estimator (``skdiffclust._registry``): its class, its summary
+        (unless ``blurb``) and whether it needs torch; defaults but ``n_clusters``
+        and ``random_state``."""
+        entry = BY_NAME[registered]
+        return cls(name or entry.name, blurb or entry.summary,
+                   lambda k, seed: entry.estimator(n_clusters=k, random_state=seed),
+                   needs_torch=entry.fit_needs_torch, registered=registered, **options)
 
 
-FOREST = Method(
-    "SpanningForestClustering",
-    "single linkage as a maximum spanning forest; follows clusters of any shape",
-    lambda k, seed: SpanningForestClustering(n_clusters=k),
-)
-FOREST_LABELS = Method(
-    "SpanningForestClustering + labels",
-    "the forest constrained by known labels: same label, same tree",
-    lambda k, seed: SpanningForestClustering(n_clusters=k),
-    uses_labels=True,
-)
-CLAM = Method(
-    "ClAM",
-    "prototypes trained through associative-memory dynamics: a differentiable k-means",
-    lambda k, seed: ClAM(n_clusters=k, random_state=seed),
-)
-PRCUT = Method(
-    "PRCut",
-    "a model trained by SGD on the ratio cut of a neighbour graph (torch)",
-    lambda k, seed: PRCut(n_clusters=k, random_state=seed),
-    needs_torch=True,
-)
-GEMINI = Method(
-    "SparseGEMINI",
-    "discriminative clustering whose penalty path selects the features",
-    lambda k, seed: SparseGEMINI(n_clusters=k, random_state=seed),
-    fit_with_path=True,
-)
-GEMINI_SELECTED = Method(
-    "SparseGEMINI on its features",
-    "the dense GEMINI fitted again on the features the path kept",
-    lambda k, seed: SparseGEMINI(n_clusters=k, random_state=seed),
-    on_selected_features=True,
-)
+FOREST = Method.of("SpanningForestClustering")
+FOREST_LABELS = Method.of(
+    "SpanningForestClustering", "SpanningForestClustering + labels",
+    "the forest constrained by known labels: same label, same tree", uses_labels=True)
+CLAM = Method.of("ClAM")
+PRCUT = Method.of("PRCut")
+GEMINI = Method.of("SparseGEMINI", fit_with_path=True)
+GEMINI_SELECTED = Method.of(
+    "SparseGEMINI", "SparseGEMINI on its features",
+    "the dense GEMINI fitted again on the features the path kept", on_selected_features=True)
 KMEANS = Method(
     "KMeans (reference)",
     "scikit-learn's k-means, round clusters around centroids",

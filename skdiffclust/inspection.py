@@ -9,7 +9,7 @@ attributes. matplotlib is imported only when drawing.
 import numpy as np
 from sklearn.utils.validation import check_array, check_is_fitted
 
-from skdiffclust.gemini._fit import GeminiPath
+from skdiffclust.gemini._path import GeminiPath
 
 __all__ = ["FeatureMaskDisplay", "GeminiPathDisplay", "SpanningForestDisplay"]
 

@@ -18,22 +18,19 @@ import scipy.sparse as sp
 from sklearn.datasets import make_blobs
 from sklearn.exceptions import ConvergenceWarning
 
-from skdiffclust import ClAM, PRCut, SparseGEMINI, SpanningForestClustering
+from skdiffclust import ClAM
 from skdiffclust._utils._validation import NumberInterval
+from tests._estimators import each
 from tests._torchless import run_without_torch
 
 TORCH = pytest.mark.torch
 X, _ = make_blobs(60, centers=3, random_state=0)
 
-ESTIMATORS = [
-    pytest.param(lambda: SpanningForestClustering(n_clusters=3), id="SpanningForest"),
-    pytest.param(lambda: ClAM(n_clusters=3, max_iter=5, device="cpu", random_state=0),
-                 id="ClAM"),
-    pytest.param(lambda: PRCut(n_clusters=3, max_iter=5, device="cpu", random_state=0),
-                 id="PRCut", marks=TORCH),
-    pytest.param(lambda: SparseGEMINI(n_clusters=3, max_iter=5, random_state=0),
-                 id="SparseGEMINI"),
-]
+ESTIMATORS = each()
+
+
+def _make(entry):
+    return entry.make(n_clusters=3, max_iter=5)
 
 
 def _quiet(call):
@@ -51,15 +48,15 @@ def _with(X, row, value):
 # -- estimators ---------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("make", ESTIMATORS)
-def test_bools_are_refused_for_every_numeric_parameter(make):
-    estimator = make()
+@pytest.mark.parametrize("entry", ESTIMATORS)
+def test_bools_are_refused_for_every_numeric_parameter(entry):
+    estimator = _make(entry)
     numeric = [name for name, constraints in estimator._parameter_constraints.items()
                if any(isinstance(c, NumberInterval) for c in constraints)]
     assert "n_clusters" in numeric and "n_jobs" in numeric
     for name in numeric:
         with pytest.raises(ValueError, match=f"'{name}' parameter .* Got True instead"):
-            make().set_params(**{name: True}).fit(X)
+            _make(entry).set_params(**{name: True}).fit(X)
 
 
 FIT_CASES = {
@@ -76,11 +73,11 @@ FIT_CASES = {
 
 
 @pytest.mark.parametrize("case", list(FIT_CASES))
-@pytest.mark.parametrize("make", ESTIMATORS)
-def test_fit_refuses_bad_data_clearly(make, case):
+@pytest.mark.parametrize("entry", ESTIMATORS)
+def test_fit_refuses_bad_data_clearly(entry, case):
     data, match = FIT_CASES[case]
     with pytest.raises(ValueError, match=match):
-        _quiet(lambda: make().fit(data))
+        _quiet(lambda: _make(entry).fit(data))
 
 
 PREDICT_CASES = {
@@ -92,9 +89,9 @@ PREDICT_CASES = {
 
 
 @pytest.mark.parametrize("case", list(PREDICT_CASES))
-@pytest.mark.parametrize("make", ESTIMATORS)
-def test_predict_refuses_bad_data_clearly(make, case):
-    estimator = _quiet(lambda: make().fit(X))
+@pytest.mark.parametrize("entry", ESTIMATORS)
+def test_predict_refuses_bad_data_clearly(entry, case):
+    estimator = _quiet(lambda: _make(entry).fit(X))
     data, match = PREDICT_CASES[case]
     methods = [m for m in ("predict", "predict_proba") if hasattr(estimator, m)]
     for method in methods:
@@ -110,22 +107,52 @@ def test_values_whose_squares_underflow_say_to_rescale():
         ClAM(n_clusters=3).fit(X * 1e-300)
 
 
-@pytest.mark.parametrize("make", ESTIMATORS)
-def test_constant_data_warns(make):
+@pytest.mark.parametrize("entry", ESTIMATORS)
+def test_more_clusters_than_samples_get_one_wording_everywhere(entry):
+    # each estimator worded its own before (issue 45)
+    with pytest.raises(ValueError, match="^n_clusters=5 must be <= n_samples=4: every "
+                       "cluster needs at least one sample.$"):
+        _quiet(lambda: entry.make(n_clusters=5).fit(X[:4]))
+
+
+@pytest.mark.parametrize("entry", each(
+    lambda entry: "hidden_layer_sizes" in entry.estimator().get_params(), trained=True))
+def test_bad_hidden_layer_sizes_get_one_wording_everywhere(entry):
+    for sizes in ((4, 0), (2.5,)):
+        with pytest.raises(ValueError, match=re.escape(
+                f"hidden_layer_sizes must be a sequence of positive integers, got {sizes}")):
+            _quiet(lambda: entry.make_trained(n_clusters=3, hidden_layer_sizes=sizes).fit(X))
+
+
+@pytest.mark.parametrize("entry", ESTIMATORS)
+def test_constant_data_warns(entry):
     with pytest.warns(UserWarning, match="identical|non-empty clusters"):
-        _quiet(lambda: make().fit(np.ones((30, 2))))
+        _quiet(lambda: _make(entry).fit(np.ones((30, 2))))
 
 
 @TORCH
-@pytest.mark.parametrize("make", [
-    lambda: ClAM(n_clusters=3, device="cuda"),
-    lambda: PRCut(n_clusters=3, device="cuda"),
-    lambda: SpanningForestClustering(n_clusters=3, embedding="linear", device="cuda"),
-], ids=["ClAM", "PRCut", "SpanningForest-embedding"])
-def test_cuda_without_cuda_is_a_clear_error(make, no_cuda):
-    y = np.r_[0, 1, 2, [-1] * 57]
+@pytest.mark.parametrize("entry", ESTIMATORS)
+def test_torch_tensors_numpy_cannot_read_are_refused_clearly(entry):
+    # torch's own RuntimeError ("Can't call numpy() on Tensor that requires grad")
+    # or TypeError before (issue 45)
+    import torch
+
+    good = torch.tensor(X)
+    for tensor, match in ((good.clone().requires_grad_(), "requires grad.*X.detach()"),
+                          (good.to("meta"), "X is a torch tensor on meta.*X.cpu()")):
+        with pytest.raises(ValueError, match=match):
+            _quiet(lambda: _make(entry).fit(tensor))
+    estimator = _quiet(lambda: _make(entry).fit(good))  # a CPU tensor is data
+    with pytest.raises(ValueError, match="requires grad"):
+        estimator.predict(good.clone().requires_grad_())
+
+
+@TORCH
+@pytest.mark.parametrize("entry", each(lambda entry: "device" in entry.params, trained=True))
+def test_cuda_without_cuda_is_a_clear_error(entry, no_cuda):
+    y = np.r_[0, 1, 2, [-1] * 57] if entry.training_needs_labels else None
     with pytest.raises(ValueError, match=re.escape(no_cuda.message)):
-        make().set_params(device=no_cuda.device).fit(X, y)
+        entry.make_trained(n_clusters=3, device=no_cuda.device).fit(X, y)
 
 
 # -- torch blocks -------------------------------------------------------------------
@@ -253,15 +280,10 @@ def test_cuda_without_cuda_is_the_estimators_error_in_every_block(blocks, make, 
         make(blocks, no_cuda.device)
 
 
-@pytest.mark.parametrize("make", [
-    pytest.param(lambda: ClAM(n_clusters=True), id="ClAM"),
-    pytest.param(lambda: PRCut(n_clusters=True), id="PRCut", marks=TORCH),
-    pytest.param(lambda: SparseGEMINI(n_clusters=True), id="SparseGEMINI"),
-    pytest.param(lambda: SpanningForestClustering(n_clusters=True), id="SpanningForest"),
-])
-def test_n_clusters_true_is_refused_by_the_parameter_constraints(make):
+@pytest.mark.parametrize("entry", ESTIMATORS)
+def test_n_clusters_true_is_refused_by_the_parameter_constraints(entry):
     with pytest.raises(ValueError, match="'n_clusters' parameter .* Got True"):
-        make().fit(X)
+        entry.make(n_clusters=True).fit(X)
 
 
 # -- the fuzz classes over every block ------------------------------------------------
@@ -302,6 +324,11 @@ BLOCKS = {
 }
 
 
+# layers map an empty batch to an empty output, as torch.nn.Linear does; losses (a
+# mean over the batch) and the forest operators (a forest needs nodes) refuse it
+TAKE_EMPTY_BATCHES = {"ClAMLayer", "ClAMLayer.predict", "ClAMLayer.predict_proba"}
+
+
 def _good(b, name):
     return b["P"][:4] if name == "P4" else b[name]
 
@@ -332,6 +359,9 @@ def test_every_block_refuses_each_fuzz_class_clearly(blocks, block, fuzz):
     call, good = BLOCKS[block]
     spoil, error, match = FUZZ[fuzz]
     x = spoil(_good(blocks, good), _square(block))
+    if fuzz == "empty" and block in TAKE_EMPTY_BATCHES:  # as torch's layers do
+        assert call(blocks, x).shape[0] == 0
+        return
     if error is None:  # one sample: a real result
         result = call(blocks, x)
         assert blocks["torch"].isfinite(result).all()

@@ -7,7 +7,8 @@ import pytest
 from sklearn.datasets import make_blobs
 from sklearn.metrics import adjusted_rand_score
 
-from skdiffclust import ClAM, PRCut, SparseGEMINI
+from skdiffclust import ClAM
+from tests._estimators import each
 
 REASON = 'needs dask-ml and dask.distributed (pip install "skdiffclust[dask]")'
 da = pytest.importorskip("dask.array", reason=REASON)
@@ -16,18 +17,14 @@ wrappers = pytest.importorskip("dask_ml.wrappers", reason=REASON)
 
 N_CLUSTERS = 4
 BLOCK_ROWS = 1_000
-ESTIMATORS = {
-    "ClAM": lambda: ClAM(N_CLUSTERS, random_state=0),
-    "SparseGEMINI": lambda: SparseGEMINI(N_CLUSTERS, random_state=0),
-    "PRCut": lambda: PRCut(N_CLUSTERS, random_state=0, device="cpu"),
-}
-NAMES = ["ClAM", "SparseGEMINI", pytest.param("PRCut", marks=pytest.mark.torch)]
+# every registered estimator with partial_fit
+STREAMING = each(lambda entry: entry.has_partial_fit)
 
 
-def _estimator(name):
-    if name == "PRCut":
-        pytest.importorskip("torch", reason="PRCut needs PyTorch")
-    return ESTIMATORS[name]()
+def _estimator(entry):
+    if entry.needs_torch():
+        pytest.importorskip("torch", reason=f"{entry.name} needs PyTorch")
+    return entry.make(n_clusters=N_CLUSTERS)
 
 
 @pytest.fixture(scope="module")
@@ -60,10 +57,10 @@ def blobs():
     return X, y, da.from_array(X, chunks=(BLOCK_ROWS, X.shape[1]))
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_incremental_streams_every_block_through_partial_fit(name, blobs, client):
+@pytest.mark.parametrize("entry", STREAMING)
+def test_incremental_streams_every_block_through_partial_fit(entry, blobs, client):
     X, y, blocks = blobs
-    model = wrappers.Incremental(_estimator(name), random_state=0).fit(blocks)
+    model = wrappers.Incremental(_estimator(entry), random_state=0).fit(blocks)
     fitted = model.estimator_
     assert fitted.n_samples_seen_ == X.shape[0]
     assert fitted.n_iter_ == blocks.numblocks[0]  # one pass per block
@@ -74,10 +71,10 @@ def test_incremental_streams_every_block_through_partial_fit(name, blobs, client
     np.testing.assert_array_equal(labels, fitted.predict(X))
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_incremental_partial_fit_continues_the_stream(name, blobs, client):
+@pytest.mark.parametrize("entry", STREAMING)
+def test_incremental_partial_fit_continues_the_stream(entry, blobs, client):
     X, _, blocks = blobs
-    model = wrappers.Incremental(_estimator(name), random_state=0)
+    model = wrappers.Incremental(_estimator(entry), random_state=0)
     model.partial_fit(blocks[:3 * BLOCK_ROWS])
     first = model.estimator_
     model.partial_fit(blocks[3 * BLOCK_ROWS:])
@@ -87,11 +84,11 @@ def test_incremental_partial_fit_continues_the_stream(name, blobs, client):
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-@pytest.mark.parametrize("name", NAMES)
-def test_parallel_post_fit_predicts_as_in_memory(name, dtype, blobs, client):
+@pytest.mark.parametrize("entry", STREAMING)
+def test_parallel_post_fit_predicts_as_in_memory(entry, dtype, blobs, client):
     X, _, _ = blobs
     X = X.astype(dtype)
-    estimator = _estimator(name).fit(X[:1_500])
+    estimator = _estimator(entry).fit(X[:1_500])
     labels = wrappers.ParallelPostFit(estimator).predict(
         da.from_array(X, chunks=(BLOCK_ROWS, X.shape[1])))
     assert isinstance(labels, da.Array)

@@ -19,6 +19,15 @@ OPTIONAL = {"dask_ml": 'needs dask-ml (pip install "skdiffclust[dask]")'}
 # ../shared/data/mnist beside the repository (a few seconds on the digits without it).
 SLOW = {"plot_sparse_gemini_mnist.py"}
 
+# warnings an example expects: a quick grid (max_iter=30) has points that stop
+# first; a warm-up fit of five epochs before the timings; scikit-learn's spectral
+# clustering, a peer, on a kNN graph in pieces
+EXPECTED_WARNINGS = {
+    "plot_clam_grid_search.py": "ignore::sklearn.exceptions.ConvergenceWarning",
+    "plot_prcut_scaling.py": "ignore::sklearn.exceptions.ConvergenceWarning",
+    "plot_compare_clusterers.py": "ignore:Graph is not fully connected:UserWarning",
+}
+
 
 def _needs_torch(path):
     source = path.read_text()
@@ -27,6 +36,8 @@ def _needs_torch(path):
 
 def _marks(path):
     marks = [pytest.mark.torch] if _needs_torch(path) else []
+    if path.name in EXPECTED_WARNINGS:
+        marks.append(pytest.mark.filterwarnings(EXPECTED_WARNINGS[path.name]))
     return marks + ([pytest.mark.slow] if path.name in SLOW else [])
 
 

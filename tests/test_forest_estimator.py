@@ -258,10 +258,32 @@ def test_a_distance_matrix_given_as_similarities_warns():
         SpanningForestClustering(n_clusters=3, metric="precomputed").fit(D)
     with pytest.warns(UserWarning, match="distance matrix.*-D"):
         spanning_forest(D, 3)
+    with pytest.warns(UserWarning, match="distance matrix.*-D"):  # squared distances
+        SpanningForestClustering(n_clusters=3, metric="precomputed").fit(D**2)
+    kernel = np.exp(-(D**2))
+    np.fill_diagonal(kernel, 0.0)  # a kernel without self-similarity is no distance
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        for S in (-D, -(D**2), np.exp(-(D**2))):
+        for S in (-D, -(D**2), np.exp(-(D**2)), kernel):
             SpanningForestClustering(n_clusters=3, metric="precomputed").fit(S)
+
+
+@pytest.mark.parametrize("metric", ["euclidean", "manhattan", "chebyshev", "cosine"])
+def test_values_whose_squared_differences_underflow_give_the_partition(metric):
+    # the forest refused them ("Rescale the data") where PRCut and SparseGEMINI
+    # cluster them (issue 45): it works on them times a power of two, exactly
+    X = _blobs()
+    tiny = SpanningForestClustering(n_clusters=3, metric=metric).fit(X * 1e-300)
+    plain = SpanningForestClustering(n_clusters=3, metric=metric).fit(X)
+    np.testing.assert_array_equal(tiny.labels_, plain.labels_)
+    np.testing.assert_array_equal(tiny.forest_edges_, plain.forest_edges_)
+    # the weights in the input's units (cosine: none)
+    degree = 0 if metric == "cosine" else 1
+    expected = plain.forest_weights_ * 1e-300**degree
+    np.testing.assert_allclose(tiny.forest_weights_, expected, rtol=1e-12,
+                               atol=1e-12 * np.abs(expected).max())
+    np.testing.assert_array_equal(tiny.predict(X[:9] * 1e-300), plain.predict(X[:9]))
+    assert tiny.score(X * 1e-300) == pytest.approx(plain.score(X), rel=1e-12)
 
 
 @pytest.mark.parametrize("algorithm", ["auto", "prim"])

@@ -46,6 +46,19 @@ def test_path_records_and_exit_lambdas_are_consistent():
         assert int((np.linalg.norm(entry["params"]["skip"], axis=1) > 0).sum()) == count
 
 
+def test_a_constant_feature_exits_the_path_first():
+    # it was never selected, yet its exit lambda was inf ("still selected when the
+    # path stopped"), ranking it above every informative feature (issue 45)
+    X, _ = make_blobs(200, n_features=4, centers=3, random_state=0)
+    X = np.c_[X, np.full(200, 5.0)]
+    model = SparseGEMINI(n_clusters=3, lambda_multiplier=1.3, random_state=0)
+    path = model.path(X)
+    exits = model.feature_exit_lambdas_
+    assert not path.masks[:, 4].any()
+    assert exits[4] == 0.0 and np.all(exits[:4] > 0)
+    assert np.argsort(-exits, kind="stable")[-1] == 4  # ranked last
+
+
 def test_path_keeps_the_models_met_within_a_step():
     # as in the paper (section 4.1), a model is kept each time the number of
     # features changes during training, not only where a step ends; a coarse

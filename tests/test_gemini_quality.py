@@ -19,6 +19,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import adjusted_rand_score
 
 from skdiffclust import SparseGEMINI
+from skdiffclust._training import TrainingSession
 from skdiffclust.gemini import gemini_value_and_grad
 from skdiffclust.gemini._data import Standardisation
 from skdiffclust.gemini._models import SKIP, forward, init_kmeans_plusplus, softmax
@@ -111,7 +112,8 @@ def test_restarts_keep_the_best_one_another_restart_reproduces():
     X, _ = make_blobs(300, centers=6, random_state=2)
     model = SparseGEMINI(6, n_init=4, max_iter=50, random_state=0)
     _, problem, params, rng = model._setup(X)
-    kept, curve, _ = train_restarts(params, problem, model._settings(), rng)
+    with TrainingSession("SparseGEMINI", warn=False) as session:
+        kept, curve, _ = train_restarts(params, problem, model._settings(), rng, session)
     scores = full_gemini(params, problem)  # every restart, trained in place
     labels = softmax(forward(params, problem.inputs.rows(None))[0]).argmax(axis=2)
     reproduced = [r for r in range(4) if any(
@@ -209,11 +211,13 @@ def test_sparse_input_stays_sparse_through_transform():
     np.testing.assert_array_equal(out.toarray(), dense.transform(X))
 
 
-def test_path_shows_one_bar_over_its_penalty_steps(capsys):
+def test_path_shows_one_bar_over_the_epochs_of_its_steps(capsys):
     X, _ = make_blobs(100, n_features=4, centers=2, random_state=0)
     path = SparseGEMINI(2, n_features_stop=2, verbose=True, random_state=0).path(X)
     err = capsys.readouterr().err
-    steps = [int(n) for n in re.findall(r"path: (\d+)step", err)]
+    epochs = [int(n) for n in re.findall(r"SparseGEMINI.path: (\d+)epoch", err)]
+    steps = [int(n) for n in re.findall(r"step=(\d+)", err)]
+    assert epochs and epochs[-1] == path.n_epochs.sum()  # every training's, one bar
     assert steps and steps[-1] == len(path.lambdas) - 1
 
 

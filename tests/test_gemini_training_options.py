@@ -115,14 +115,15 @@ def test_a_cascade_within_a_step_leaves_its_models(monkeypatch):
     exits = 10.0 + np.arange(30) / 100
     original = _fit.train_epochs
 
-    def fake(params, problem, settings, *, penalty, on_epoch_end=None, **kwargs):
+    def fake(params, problem, settings, *, penalty, hooks=(), **kwargs):
         if penalty == 0:
             return original(params, problem, settings, penalty=penalty, **kwargs)
         leaving = [j for j in np.flatnonzero(exits <= penalty) if params[SKIP][0, j].any()]
         for j in leaving:
             params[SKIP][:, j] = 0.0
             params["W0"][:, j] = 0.0
-            on_epoch_end(0.0)  # as run_epochs does: the epoch's objective
+            for hook in hooks:  # as run_epochs does, with the epoch's objective
+                hook.on_epoch_end(0.0)
         n_iter = max(len(leaving), 1)
         return TrainingResult(n_iter=n_iter, loss_curve=np.zeros((n_iter, 1)),
                               converged=True)

@@ -12,6 +12,9 @@ from sklearn.preprocessing import StandardScaler
 from skdiffclust import SparseGEMINI, SpanningForestClustering
 from skdiffclust.metrics import calinski_harabasz_scorer, silhouette_scorer
 
+# expected: SparseGEMINI searched with max_iter=20, a quick grid
+pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+
 SEARCHES = {
     "spanning_forest": (SpanningForestClustering(), {"n_clusters": [2, 3, 4]}),
     "sparse_gemini": (SparseGEMINI(max_iter=20, random_state=0),

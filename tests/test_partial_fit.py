@@ -7,14 +7,15 @@ import pytest
 from sklearn.datasets import make_blobs
 from sklearn.metrics import adjusted_rand_score
 
-from skdiffclust import ClAM, PRCut, SparseGEMINI
+from skdiffclust import ClAM
+from tests._estimators import each
 
-ESTIMATORS = {
-    "ClAM": lambda: ClAM(5, random_state=0),
-    "SparseGEMINI": lambda: SparseGEMINI(5, random_state=0),
-    "PRCut": lambda: PRCut(5, random_state=0, device="cpu"),
-}
-NAMES = ["ClAM", "SparseGEMINI", pytest.param("PRCut", marks=pytest.mark.torch)]
+# every registered estimator with partial_fit
+STREAMING = each(lambda entry: entry.has_partial_fit)
+
+
+def _make(entry):
+    return entry.make(n_clusters=5)
 
 
 @pytest.fixture(scope="module")
@@ -28,22 +29,22 @@ def _stream(estimator, X, n_chunks=10):
     return estimator
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_ten_chunks_reach_the_fit_on_all_the_data(name, blobs):
+@pytest.mark.parametrize("entry", STREAMING)
+def test_ten_chunks_reach_the_fit_on_all_the_data(entry, blobs):
     X, y = blobs
-    streamed = _stream(ESTIMATORS[name](), X)
-    fitted = ESTIMATORS[name]().fit(X)
+    streamed = _stream(_make(entry), X)
+    fitted = _make(entry).fit(X)
     streamed_ari = adjusted_rand_score(y, streamed.predict(X))
     fit_ari = adjusted_rand_score(y, fitted.labels_)
     assert streamed_ari >= 0.95
     assert streamed_ari >= fit_ari - 0.02
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_each_call_counts_its_work_and_leaves_a_usable_estimator(name, blobs):
+@pytest.mark.parametrize("entry", STREAMING)
+def test_each_call_counts_its_work_and_leaves_a_usable_estimator(entry, blobs):
     X, _ = blobs
     X = X[:3000]
-    estimator = ESTIMATORS[name]()
+    estimator = _make(entry)
     chunks = np.array_split(np.arange(len(X)), 3)
     for calls, chunk in enumerate(chunks, start=1):
         estimator.partial_fit(X[chunk])
@@ -55,11 +56,11 @@ def test_each_call_counts_its_work_and_leaves_a_usable_estimator(name, blobs):
     assert estimator.predict(X).shape == (len(X),)
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_the_stream_is_reproducible_and_survives_pickling(name, blobs):
+@pytest.mark.parametrize("entry", STREAMING)
+def test_the_stream_is_reproducible_and_survives_pickling(entry, blobs):
     X, _ = blobs
     X = X[:2000]
-    first, second = ESTIMATORS[name](), ESTIMATORS[name]()
+    first, second = _make(entry), _make(entry)
     first.partial_fit(X[:1000])
     second.partial_fit(X[:1000])
     second = pickle.loads(pickle.dumps(second))
@@ -69,16 +70,16 @@ def test_the_stream_is_reproducible_and_survives_pickling(name, blobs):
     np.testing.assert_array_equal(first.predict(X), second.predict(X))
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_a_first_chunk_smaller_than_n_clusters_is_refused(name):
+@pytest.mark.parametrize("entry", STREAMING)
+def test_a_first_chunk_smaller_than_n_clusters_is_refused(entry):
     with pytest.raises(ValueError, match="n_clusters=5"):
-        ESTIMATORS[name]().partial_fit(np.random.default_rng(0).normal(size=(3, 2)))
+        _make(entry).partial_fit(np.random.default_rng(0).normal(size=(3, 2)))
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_a_chunk_with_other_features_is_refused_and_the_state_kept(name, blobs):
+@pytest.mark.parametrize("entry", STREAMING)
+def test_a_chunk_with_other_features_is_refused_and_the_state_kept(entry, blobs):
     X, _ = blobs
-    estimator = ESTIMATORS[name]().partial_fit(X[:500])
+    estimator = _make(entry).partial_fit(X[:500])
     before = estimator.predict(X[:100])
     with pytest.raises(ValueError, match="features"):
         estimator.partial_fit(X[:500, :3])
@@ -86,18 +87,20 @@ def test_a_chunk_with_other_features_is_refused_and_the_state_kept(name, blobs):
     np.testing.assert_array_equal(estimator.predict(X[:100]), before)
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_fit_starts_afresh_after_partial_fit(name, blobs):
+@pytest.mark.parametrize("entry", STREAMING)
+def test_fit_starts_afresh_after_partial_fit(entry, blobs):
     X, _ = blobs
     X = X[:2000]
-    estimator = ESTIMATORS[name]().partial_fit(X[:1000])
+    estimator = _make(entry).partial_fit(X[:1000])
     estimator.fit(X)
     assert not hasattr(estimator, "n_samples_seen_")
-    np.testing.assert_array_equal(estimator.labels_, ESTIMATORS[name]().fit(X).labels_)
+    np.testing.assert_array_equal(estimator.labels_, _make(entry).fit(X).labels_)
     estimator.partial_fit(X[:1000])  # a new stream
     assert estimator.n_iter_ == 1 and estimator.n_samples_seen_ == 1000
 
 
+# expected: the second chunk lies far from the first one's prototypes
+@pytest.mark.filterwarnings("ignore:ClAM found .* non-empty clusters:UserWarning")
 def test_clam_keeps_the_first_chunks_coordinates():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(600, 4))

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import skdiffclust.__main__ as quickstart
+from skdiffclust._registry import ESTIMATORS
 
 README = Path(__file__).resolve().parents[1] / "README.rst"
 
@@ -118,6 +119,13 @@ def test_quickstart_runs_prcut_on_the_digits_graph_when_torch_is_installed():
     rows, text = _run("digits")
     assert f"  PRCut: {quickstart.PRCUT.blurb}" in text
     assert _ari(rows)["PRCut"] > 0.5
+
+
+def test_quickstart_tours_every_registered_estimator():
+    # a new method's registry entry is not enough: the tour must show it too
+    toured = {method.registered for section in quickstart.TOUR.values()
+              for method in section.methods}
+    assert toured == {entry.name for entry in ESTIMATORS}
 
 
 def test_quickstart_is_deterministic_and_seeded(tour):

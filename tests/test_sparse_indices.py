@@ -10,8 +10,10 @@ import scipy.sparse as sp
 from sklearn.datasets import make_blobs
 from sklearn.neighbors import kneighbors_graph
 
-from skdiffclust import ClAM, PRCut, SparseGEMINI, SpanningForestClustering
+from skdiffclust import PRCut
+from skdiffclust._registry import ESTIMATORS as REGISTERED
 from skdiffclust._utils._validation import consistent_sparse_indices
+from tests._estimators import each
 
 
 def _with_int64(X, which=("indices", "indptr")):
@@ -38,11 +40,25 @@ def _prcut(**params):
     return PRCut(n_clusters=3, max_iter=5, device="cpu", random_state=0, **params)
 
 
+def _takes_sparse(entry):
+    return entry.estimator().__sklearn_tags__().input_tags.sparse
+
+
+# every registered estimator that takes sparse input (PRCut with its default kNN
+# graph), and PRCut's other graph
+OWN = {"SparseGEMINI": dict(max_iter=20)}
+
+
+def _make(entry):
+    if entry.needs_torch():
+        pytest.importorskip("torch")
+    return entry.make(n_clusters=3, **{"max_iter": 5, **OWN.get(entry.name, {})})
+
+
 ESTIMATORS = {
-    "PRCut-nearest_neighbors": lambda: _prcut(),
+    **{entry.name: (lambda entry=entry: _make(entry))
+       for entry in REGISTERED if _takes_sparse(entry)},
     "PRCut-rbf": lambda: _prcut(affinity="rbf"),
-    "ClAM": lambda: ClAM(n_clusters=3, max_iter=5, device="cpu", random_state=0),
-    "SparseGEMINI": lambda: SparseGEMINI(n_clusters=3, max_iter=20, random_state=0),
 }
 
 
@@ -82,11 +98,11 @@ def test_a_precomputed_affinity_with_int64_indices_gives_the_int32_partition(
     np.testing.assert_array_equal(model.labels_, reference.labels_)
 
 
-def test_the_estimators_without_sparse_input_say_so():
-    # the spanning forest takes dense features only: nothing else to check there
-    assert not SpanningForestClustering().__sklearn_tags__().input_tags.sparse
+@pytest.mark.parametrize("entry", each(lambda entry: not _takes_sparse(entry)))
+def test_the_estimators_without_sparse_input_say_so(entry):
+    # dense features only: nothing else to check there
     with pytest.raises(TypeError, match="dense data is required"):
-        SpanningForestClustering(n_clusters=2).fit(_with_int64(sp.eye(5)))
+        entry.make(n_clusters=2).fit(_with_int64(sp.eye(5)))
 
 
 def test_consistent_indices_share_the_data_and_pick_int32_where_they_fit():

@@ -21,7 +21,7 @@ import pytest
 from sklearn.metrics import adjusted_rand_score
 from sklearn.preprocessing import StandardScaler
 
-from skdiffclust import ClAM, PRCut, SparseGEMINI
+from skdiffclust._registry import BY_NAME, ESTIMATORS
 from tests._data import load_benchmark
 
 STANDARDISED = {"uci"}  # as in the benchmarks: uci features standardised
@@ -44,11 +44,9 @@ def _pairwise_aris(make, shared_data, battery, name):
     return [adjusted_rand_score(a, b) for a, b in itertools.combinations(labels, 2)]
 
 
-MAKE = {
-    "ClAM": lambda k: ClAM(k, random_state=0),
-    "PRCut": lambda k: PRCut(k, random_state=0, device="cpu"),
-    "SparseGEMINI": lambda k: SparseGEMINI(k, random_state=0),
-}
+# every registered estimator whose fit draws random numbers has cases here, on
+# development datasets of its own; single linkage draws none
+DETERMINISTIC = {"SpanningForestClustering"}
 CASES = [
     ("ClAM", "uci", "yeast"), ("ClAM", "fcps", "atom"), ("ClAM", "uci", "glass"),
     ("ClAM", "wut", "graph"), ("ClAM", "wut", "trapped_lovers"),
@@ -63,11 +61,17 @@ CASES = [
 @pytest.mark.shared_data
 @pytest.mark.parametrize("estimator, battery, name", CASES)
 def test_fits_on_jittered_copies_agree(shared_data, estimator, battery, name):
-    aris = _pairwise_aris(MAKE[estimator], shared_data, battery, name)
+    aris = _pairwise_aris(lambda k: BY_NAME[estimator].make(n_clusters=k), shared_data,
+                          battery, name)
     # the target of bench_stability.py: a mean pairwise ARI of at least 0.95 on
     # every development dataset (these reach 0.98 or more)
     assert np.mean(aris) >= 0.95, aris
     assert min(aris) >= 0.9, aris
+
+
+def test_every_randomised_estimator_has_cases():
+    covered = {case.values[0] if hasattr(case, "values") else case[0] for case in CASES}
+    assert covered == {entry.name for entry in ESTIMATORS} - DETERMINISTIC
 
 
 @pytest.mark.shared_data

@@ -288,3 +288,17 @@ def test_the_layer_on_cuda_computes_what_it_computes_on_the_cpu(metric):
                                                     moved.predict(inputs))])
     for got, expected in zip(results[1], results[0]):
         torch.testing.assert_close(got, expected, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("metric", ["euclidean", "cosine"])
+def test_an_empty_batch_gives_empty_outputs_as_torchs_layers_do(metric):
+    # torch.nn.Linear maps (0, d) to (0, k); ClAMLayer refused it (issue 45)
+    layer = _layer(metric)
+    x = torch.zeros(0, 6, dtype=torch.float64)
+    assert layer(x).shape == (0, 6)
+    assert layer(x, mask=torch.zeros(0, 6, dtype=torch.bool)).shape == (0, 6)
+    assert layer.predict(x).shape == (0,) and layer.predict(x).dtype == torch.int64
+    assert layer.predict_proba(x).shape == (0, 4)
+    # a loss averages over the batch: an empty one has none
+    with pytest.raises(ValueError, match="x is empty"):
+        clam_loss(layer, x)

@@ -1,35 +1,31 @@
-"""scikit-learn's estimator checks over PRCut."""
+"""scikit-learn's estimator checks over PRCut with a user's torch module (its other
+instances are the registry's, in ``test_torch_common.py``)."""
 
 import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from skdiffclust.prcut import PRCut
+from skdiffclust._registry import BY_NAME
+from tests._estimators import expected_failed_checks as shared_failures
 
 torch = pytest.importorskip("torch", reason="PRCut trains with torch")
 
-pytestmark = pytest.mark.torch
-
-FAST = dict(max_iter=60, batch_size=32, learning_rate=0.05, n_iter_no_change=20,
-            random_state=0, device="cpu")
-
-ESTIMATORS = [
-    PRCut(**FAST),
-    PRCut(hidden_layer_sizes=(8,), **FAST),
-    PRCut(affinity="rbf", **FAST),
-    # a user's module: lazy, so that it reads any number of features; three
-    # logits, the number of clusters the checks ask for
-    PRCut(n_clusters=3, module=torch.nn.Sequential(
-        torch.nn.LazyLinear(8), torch.nn.GELU(), torch.nn.LazyLinear(3)), **FAST),
+# expected, as in test_torch_common.py: short trainings on small data
+pytestmark = [
+    pytest.mark.torch,
+    pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning"),
+    pytest.mark.filterwarnings("ignore::UserWarning"),
 ]
 
+PRCUT = BY_NAME["PRCut"]
 
-# scikit-learn's sparse checks read classifier tags of any estimator with
-# predict_proba (AttributeError for a clusterer); fit, predict and predict_proba on
-# every sparse format are tested in test_conventions.py and test_torch_prcut.py
-SPARSE_FAILURES = {
-    check: "the check assumes that predict_proba belongs to a classifier"
-    for check in ("check_estimator_sparse_array", "check_estimator_sparse_matrix")
-}
+ESTIMATORS = [
+    # a user's module: lazy, so that it reads any number of features; three
+    # logits, the number of clusters the checks ask for; the registry's first
+    # settings for the checks
+    PRCUT.make(n_clusters=3, module=torch.nn.Sequential(
+        torch.nn.LazyLinear(8), torch.nn.GELU(), torch.nn.LazyLinear(3)),
+        **PRCUT.checks[0]),
+]
 
 
 # these checks set n_clusters to 1 or 2, which a module with 3 outputs cannot give:
@@ -45,9 +41,7 @@ N_CLUSTERS_FAILURES = {
 
 
 def expected_failed_checks(estimator):
-    if estimator.module is not None:
-        return {**SPARSE_FAILURES, **N_CLUSTERS_FAILURES}
-    return SPARSE_FAILURES
+    return {**shared_failures(estimator), **N_CLUSTERS_FAILURES}
 
 
 @parametrize_with_checks(ESTIMATORS, expected_failed_checks=expected_failed_checks)

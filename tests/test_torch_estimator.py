@@ -14,7 +14,12 @@ from skdiffclust.datasets import make_denoising
 
 from tests._torchless import run_without_torch
 
-pytestmark = pytest.mark.torch
+# expected: fits of a few epochs, to test other things quickly (the training
+# contract's tests hold the warning itself)
+pytestmark = [
+    pytest.mark.torch,
+    pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning"),
+]
 
 
 @pytest.fixture(scope="module")

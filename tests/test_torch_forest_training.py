@@ -11,7 +11,14 @@ from torch import nn
 from skdiffclust import SpanningForestClustering
 from skdiffclust.metrics import batch_clustering_error
 
-pytestmark = pytest.mark.torch
+# expected: fits of a few epochs, to test other things quickly (the training
+# contract's tests hold the warning itself), and fits without two labels (their
+# tests say what then happens)
+pytestmark = [
+    pytest.mark.torch,
+    pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning"),
+    pytest.mark.filterwarnings("ignore:Fewer than two labelled samples:UserWarning"),
+]
 
 
 @pytest.fixture(scope="module")

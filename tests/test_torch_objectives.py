@@ -119,6 +119,12 @@ def test_gemini_loss_gradient_flows_into_a_learned_kernel():
     ((torch.ones(0, 2), torch.eye(0), "mi"), ValueError, "at least one sample"),
     ((np.ones((4, 2)) / 2, torch.eye(4), "mmd_ovo"), TypeError, "proba must be a torch"),
     ((torch.ones(4, 2, dtype=torch.int64), torch.eye(4), "mi"), TypeError, "floating"),
+    # half precision: the message said float32 or float64, yet the loss took it and
+    # then refused kernels of more than a few hundred samples (issue 45)
+    ((torch.ones(4, 2, dtype=torch.float16) / 2, torch.eye(4, dtype=torch.float16),
+      "mmd_ovo"), TypeError, "float32 or float64, got torch.float16"),
+    ((torch.ones(4, 2, dtype=torch.bfloat16) / 2, None, "mi"), TypeError,
+     "float32 or float64, got torch.bfloat16"),
     ((torch.ones(4, 2) / 2, None, "mmd_ova"), TypeError, "kernel matrix"),
     ((torch.ones(4, 2) / 2, None, "wasserstein_ovo"), TypeError, "distance matrix"),
     ((torch.tensor([[0.5, 0.5], [float("nan"), 0.5]]), None, "mi"), ValueError,

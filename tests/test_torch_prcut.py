@@ -1,8 +1,10 @@
 """PRCut: the eq. 8 gradient, training, and the estimator's behaviour."""
 
 import pickle
+import re
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -15,7 +17,9 @@ from sklearn.metrics import (
     adjusted_rand_score,
     confusion_matrix,
     normalized_mutual_info_score,
+    pairwise_distances,
 )
+from sklearn.metrics.pairwise import rbf_kernel
 
 from skdiffclust._utils._torch import make_generator
 from skdiffclust._utils._validation import center_and_scale
@@ -31,7 +35,12 @@ from skdiffclust.prcut._loss import (
 )
 from skdiffclust.prcut._fit import AssignmentNetwork, cooldown_schedule, hardness_schedule
 
-pytestmark = pytest.mark.torch
+# expected: fits of a few epochs, to test other things quickly (the training
+# contract's tests hold the warning itself)
+pytestmark = [
+    pytest.mark.torch,
+    pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning"),
+]
 
 FAST = dict(max_iter=150, batch_size=64, learning_rate=0.05, n_iter_no_change=30,
             device="cpu")
@@ -279,6 +288,40 @@ def test_precomputed_affinity_dense_or_sparse_and_predict_from_affinity_rows(blo
         PRCut(affinity="precomputed", **FAST).fit(sp.triu(W).tocsr())
 
 
+def _user_warnings(fit):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fit()
+    return [str(w.message) for w in caught if issubclass(w.category, UserWarning)]
+
+
+def test_a_distance_matrix_as_precomputed_affinity_warns_as_the_forest_does(blobs):
+    # ARI 0.01 and no word before (issue 45)
+    X, _ = blobs
+    D = pairwise_distances(X)
+    with pytest.warns(UserWarning) as caught:  # and, on distances, an empty cluster
+        PRCut(n_clusters=3, affinity="precomputed", random_state=0, **FAST).fit(D)
+    assert any(re.search("X looks like a distance matrix .* PRCut would keep the most "
+                         "distant samples together", str(w.message)) for w in caught)
+    # an RBF kernel with the paper's zero diagonal (W_ii = 0) is an affinity: no warning
+    W = rbf_kernel(X, gamma=0.5)
+    np.fill_diagonal(W, 0.0)
+    messages = _user_warnings(lambda: PRCut(n_clusters=3, affinity="precomputed",
+                                            random_state=0, **FAST).fit(W))
+    assert not any("distance matrix" in message for message in messages)
+
+
+def test_a_sample_without_an_edge_is_named(blobs):
+    # it became a cluster of its own without a word (issue 45)
+    X, _ = blobs
+    W = rbf_kernel(X, gamma=0.5)
+    W[7], W[:, 7] = 0.0, 0.0
+    with pytest.warns(UserWarning, match="1 sample has no edge .* index 7"):
+        PRCut(n_clusters=3, affinity="precomputed", random_state=0, **FAST).fit(W)
+    messages = _user_warnings(lambda: PRCut(n_clusters=3, random_state=0, **FAST).fit(X))
+    assert not any("no edge" in message for message in messages)
+
+
 def test_fitted_state_is_numpy_and_pickles(blobs):
     X, _ = blobs
     model = PRCut(n_clusters=3, hidden_layer_sizes=(8,), random_state=0, **FAST).fit(X)
@@ -305,6 +348,7 @@ def test_a_disconnected_graph_warns_and_trains_to_finite_weights():
     assert adjusted_rand_score(np.repeat([0, 1], 10), model.labels_) == 1.0
 
 
+@pytest.mark.filterwarnings("ignore:PRCut found 1 non-empty clusters:UserWarning")
 def test_identical_samples_warn_and_share_one_cluster():
     with pytest.warns(UserWarning, match="identical"):
         model = PRCut(n_clusters=3, n_neighbors=4, random_state=0,

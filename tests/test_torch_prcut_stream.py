@@ -60,7 +60,7 @@ def test_steps_are_batch_pairs_of_each_chunk(blobs):
 
 
 # the chunk on another scale lands in one cluster, with a warning
-@pytest.mark.filterwarnings("ignore:Only 1 of the n_clusters=3:UserWarning")
+@pytest.mark.filterwarnings("ignore:PRCut found 1 non-empty clusters:UserWarning")
 def test_later_chunks_are_seen_in_the_first_chunks_units(blobs):
     X, _ = blobs
     model = PRCut(3, random_state=0, device="cpu").partial_fit(X[:1500])

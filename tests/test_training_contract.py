@@ -14,60 +14,53 @@ import pytest
 from sklearn.datasets import make_blobs
 from sklearn.exceptions import ConvergenceWarning
 
-from skdiffclust import ClAM, PRCut, SparseGEMINI, SpanningForestClustering
+from tests._estimators import each
 
 X, Y = make_blobs(n_samples=150, centers=3, random_state=1)
 PARTIAL = np.where(np.arange(150) % 5 == 0, Y, -1)
 
-# (id, estimator factory, y given to fit, needs torch); every factory converges on
-# these blobs with its default tol and patience
-TRAINED = [
-    ("ClAM", lambda **kw: ClAM(n_clusters=3, device="cpu", **kw), None, False),
-    ("SparseGEMINI", lambda **kw: SparseGEMINI(n_clusters=3, **kw), None, False),
-    ("PRCut", lambda **kw: PRCut(n_clusters=3, device="cpu", **kw), None, True),
-    ("SpanningForestClustering", lambda **kw: SpanningForestClustering(
-        n_clusters=3, embedding="linear", device="cpu", **kw), PARTIAL, True),
-]
-PARAMS = [pytest.param(make, y, id=name, marks=[pytest.mark.torch] if torch else [])
-          for name, make, y, torch in TRAINED]
+# every registered estimator, trained by epochs; each converges on these blobs with
+# its default tol and patience
+PARAMS = each(trained=True)
 
 
-def _fit(make, y, **params):
+def _fit(entry, **params):
+    y = PARTIAL if entry.training_needs_labels else None
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        estimator = make(random_state=0, **params).fit(X, y)
+        estimator = entry.make_trained(n_clusters=3, random_state=0, **params).fit(X, y)
     convergence = [w for w in caught if issubclass(w.category, ConvergenceWarning)]
     return estimator, convergence
 
 
-@pytest.mark.parametrize("make, y", PARAMS)
-def test_a_converged_fit_does_not_warn(make, y):
-    estimator, convergence = _fit(make, y, max_iter=500)
+@pytest.mark.parametrize("entry", PARAMS)
+def test_a_converged_fit_does_not_warn(entry):
+    estimator, convergence = _fit(entry, max_iter=500)
     assert convergence == []
     assert 1 <= estimator.n_iter_ < 500
     assert estimator.loss_curve_.shape == (estimator.n_iter_,)
     assert np.isfinite(estimator.loss_curve_).all()
 
 
-@pytest.mark.parametrize("make, y", PARAMS)
-def test_too_few_epochs_warn_and_are_all_run(make, y):
-    estimator, convergence = _fit(make, y, max_iter=2)
+@pytest.mark.parametrize("entry", PARAMS)
+def test_too_few_epochs_warn_and_are_all_run(entry):
+    estimator, convergence = _fit(entry, max_iter=2)
     assert len(convergence) == 1
     assert "max_iter=2" in str(convergence[0].message)
     assert estimator.n_iter_ == 2 and estimator.loss_curve_.shape == (2,)
 
 
-@pytest.mark.parametrize("make, y", PARAMS)
-def test_same_random_state_same_labels(make, y):
-    first, _ = _fit(make, y, max_iter=5)
-    second, _ = _fit(make, y, max_iter=5)
+@pytest.mark.parametrize("entry", PARAMS)
+def test_same_random_state_same_labels(entry):
+    first, _ = _fit(entry, max_iter=5)
+    second, _ = _fit(entry, max_iter=5)
     np.testing.assert_array_equal(first.labels_, second.labels_)
     np.testing.assert_array_equal(first.loss_curve_, second.loss_curve_)
 
 
-@pytest.mark.parametrize("make, y", PARAMS)
-def test_verbose_shows_one_bar_ending_at_n_iter(make, y, capsys):
-    estimator, _ = _fit(make, y, max_iter=500, verbose=True)
+@pytest.mark.parametrize("entry", PARAMS)
+def test_verbose_shows_one_bar_ending_at_n_iter(entry, capsys):
+    estimator, _ = _fit(entry, max_iter=500, verbose=True)
     err = capsys.readouterr().err
     # tqdm redraws one line with carriage returns; its last state is "n/total"
     states = re.findall(r"(\d+)/(\d+) \[", err)

@@ -7,7 +7,15 @@ import numpy as np
 import pytest
 from sklearn.exceptions import ConvergenceWarning
 
-from skdiffclust._training import StoppingRule, run_epochs
+from skdiffclust._training import (
+    Cooldown,
+    EarlyStopping,
+    EpochHook,
+    EveryEpoch,
+    StoppingRule,
+    TrainingSession,
+    run_epochs,
+)
 from skdiffclust._training._optim import (
     Adam,
     ReduceOnPlateau,
@@ -84,7 +92,7 @@ def test_restarts_keep_their_own_curves_and_stop_on_their_sum():
     values = iter([[3.0, 5.0], [2.0, 5.0], [2.0, 5.0], [2.0, 5.0]])
     seen = []
     result = run_epochs(lambda: next(values), max_iter=4, tol=1e-3, n_iter_no_change=2,
-                        name="Est", on_epoch_end=seen.append)
+                        name="Est", hooks=[EveryEpoch(seen.append)])
     assert result.converged and result.n_iter == 4
     assert result.loss_curve.shape == (4, 2)
     assert seen == [8.0, 7.0, 7.0, 7.0]
@@ -97,12 +105,14 @@ def test_a_monitored_validation_error_decides_when_to_stop():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         result = run_epochs(lambda: next(objectives), max_iter=50, tol=1e-3,
-                            n_iter_no_change=4, name="X", monitor=lambda: next(errors))
+                            n_iter_no_change=4, name="X",
+                            hooks=[EarlyStopping(lambda: next(errors))])
     assert result.converged and result.n_iter == 7
     np.testing.assert_allclose(result.validation_curve, [0.5, 0.3, 0.2, 0.25, 0.25, 0.25, 0.25])
     assert result.loss_curve.shape == (7,)
-    assert run_epochs(lambda: 1.0, max_iter=1, tol=0, n_iter_no_change=1, name="X",
-                      warn=False).validation_curve is None
+    with TrainingSession("X", warn=False) as quiet:
+        assert run_epochs(lambda: 1.0, max_iter=1, tol=0, n_iter_no_change=1, name="X",
+                          session=quiet).validation_curve is None
 
 
 def test_zero_epochs_train_nothing_and_do_not_warn():
@@ -111,6 +121,73 @@ def test_zero_epochs_train_nothing_and_do_not_warn():
         result = run_epochs(lambda: pytest.fail("no epoch expected"), max_iter=0, tol=0.1,
                             n_iter_no_change=1, name="Est")
     assert result.n_iter == 0 and result.loss_curve.shape == (0,)
+
+
+class _Recorder(EpochHook):
+    """A hook that records what the loop tells it, and settles after ``settle_at``."""
+
+    def __init__(self, settle_at=0, cooldown_epochs=0):
+        self.events, self.settle_at, self.cooldown_epochs = [], settle_at, cooldown_epochs
+
+    def on_epoch_end(self, objective):
+        self.events.append(("epoch", objective))
+
+    def settled(self):
+        self.events.append("asked")
+        return len([e for e in self.events if e != "asked"]) >= self.settle_at
+
+    def on_cooldown_epoch(self, i):
+        self.events.append(("cooldown", i))
+
+
+def test_hooks_are_called_in_the_loops_order():
+    hook = _Recorder(settle_at=4, cooldown_epochs=2)
+    result = run_epochs(lambda: 1.0, max_iter=10, tol=1e-3, n_iter_no_change=2, name="Est",
+                        hooks=[hook, EpochHook()])
+    # converged at epoch 3 by the rule, held until the hook settles at 4, then 2
+    # cool-down epochs, not reported to on_epoch_end
+    assert hook.events == [("epoch", 1.0), ("epoch", 1.0), ("epoch", 1.0), "asked",
+                           ("epoch", 1.0), "asked", ("cooldown", 0), ("cooldown", 1)]
+    assert result.converged and result.n_iter == 6
+
+
+def test_a_cooldown_scales_the_step_within_max_iter():
+    scales = []
+    result = run_epochs(lambda: 1.0, max_iter=4, tol=1e-3, n_iter_no_change=2, name="Est",
+                        hooks=[Cooldown(5, 0.5, scales.append)])
+    # converged at epoch 3: one cool-down epoch is left within max_iter
+    assert result.n_iter == 4 and scales == [0.5]
+
+
+def test_a_session_shows_one_bar_and_warns_once_for_the_trainings_kept(capsys):
+    with pytest.warns(ConvergenceWarning) as caught:
+        with TrainingSession("Est", verbose=True, total=6) as session:
+            first = run_epochs(iter([3.0, 2.0, 1.0]).__next__, max_iter=3, tol=1e-3,
+                               n_iter_no_change=2, name="Est", session=session)
+            session.note(step=2)
+            run_epochs(iter([3.0, 2.0, 1.0]).__next__, max_iter=3, tol=0.5,
+                       n_iter_no_change=2, name="Est", session=session)
+    assert not first.converged
+    assert len(caught) == 1 and "tol=0.001" in str(caught[0].message)
+    bar = capsys.readouterr().err
+    assert "6/6" in bar and "step=2" in bar  # both trainings' epochs on the one bar
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with TrainingSession("Est") as session:
+            result = run_epochs(lambda: 1.0, max_iter=1, tol=0.0, n_iter_no_change=5,
+                                name="Est", session=session)
+            session.discard([result])  # the fitted model does not rest on it
+
+
+def test_a_session_that_fails_does_not_warn():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(FloatingPointError):
+            with TrainingSession("Est") as session:
+                run_epochs(lambda: 1.0, max_iter=1, tol=0.0, n_iter_no_change=5,
+                           name="Est", session=session)
+                run_epochs(lambda: math.nan, max_iter=1, tol=0.0, n_iter_no_change=5,
+                           name="Est", session=session)
 
 
 def test_a_non_finite_objective_raises_naming_the_estimator():

@@ -5,8 +5,14 @@ numba, NumPy or torch) and returns the training objective aggregated over the
 epoch; this loop decides when to stop, records ``loss_curve``, shows the
 progress bar and warns when ``max_iter`` ran out first. It never sees a tensor:
 torch epochs hand it the objective read back once per epoch.
+
+The loop is fixed; a method extends it with :class:`EpochHook` objects (a
+learning-rate schedule, a model kept along the way, early stopping, a cool-down),
+as skorch's fit loop is extended by callbacks, and runs the several trainings of
+one fit in a :class:`TrainingSession` (one bar, at most one warning).
 """
 
+import contextlib
 import math
 import warnings
 from dataclasses import dataclass
@@ -31,8 +37,8 @@ class TrainingResult:
     converged : bool
         Whether the stopping rule ended training (False: ``max_iter`` ran out).
     validation_curve : ndarray of shape (n_iter,) or None
-        The monitored validation error of each epoch (``run_epochs(monitor=...)``),
-        None without one.
+        The monitored validation error of each epoch (an :class:`EarlyStopping`
+        hook), None without one.
     """
 
     n_iter: int
@@ -92,9 +98,125 @@ def aggregate(objective):
     return float(values.sum()), values
 
 
+class EpochHook:
+    """What a method adds to the epoch loop, as skorch's callbacks do to its fit loop.
+
+    The loop is fixed; a learning-rate schedule, a model kept along the way, early
+    stopping on held-out data or a cool-down is an object whose methods it calls
+    (``run_epochs(hooks=[...])``). Subclass and override what you need; the
+    defaults do nothing. For each epoch the loop runs the epoch function, then:
+
+    1. ``on_epoch_end(objective)`` of every hook, with the epoch's objective
+       (summed over restarts);
+    2. ``monitor()`` of the hook that ``monitors``, if any: the value the stopping
+       rule watches instead of the objective (an error on held-out data, lower is
+       better), recorded in ``validation_curve``;
+    3. once the stopping rule holds, training converges when every hook is
+       ``settled()`` (a method whose result is a hard partition may ask that it
+       stop changing, so that where a noisy objective trips the rule does not
+       decide the result).
+
+    Once converged, ``cooldown_epochs`` more epochs run (the largest over the
+    hooks, within ``max_iter``), each after ``on_cooldown_epoch(i)`` (``i`` from
+    0) of every hook; they are recorded but not watched.
+    """
+
+    monitors = False
+    cooldown_epochs = 0
+
+    def on_epoch_end(self, objective):
+        """After each epoch (not the cool-down's), with its objective."""
+
+    def monitor(self):
+        """The value the stopping rule watches (hooks whose ``monitors`` is True)."""
+        raise NotImplementedError
+
+    def settled(self):
+        """Asked once the stopping rule holds; training converges only on True."""
+        return True
+
+    def on_cooldown_epoch(self, i):
+        """Before the ``i``-th epoch of the cool-down."""
+
+
+class EveryEpoch(EpochHook):
+    """``function(objective)`` after each epoch (a schedule's step, a keeper)."""
+
+    def __init__(self, function):
+        self.function = function
+
+    def on_epoch_end(self, objective):
+        self.function(objective)
+
+
+class EarlyStopping(EpochHook):
+    """The stopping rule watches ``error()``, computed after each epoch on held-out
+    data (lower is better), instead of the training objective."""
+
+    monitors = True
+
+    def __init__(self, error):
+        self.error = error
+
+    def monitor(self):
+        return float(self.error())
+
+
+class SettledWhen(EpochHook):
+    """Training converges only once ``settled()`` also says so."""
+
+    def __init__(self, settled):
+        self.settled = settled
+
+
+class TrainingSession:
+    """Several trainings that make one fit, reported as one.
+
+    One progress bar over the epochs of all of them (``total`` epochs, if known),
+    and at most one ``ConvergenceWarning``: when the session closes without an
+    error, for the first of its trainings that ran out of ``max_iter`` (with its
+    ``tol``), among those the fitted model rests on (all but those given to
+    :meth:`discard`). ``run_epochs(session=...)`` records each training in it;
+    without one, a training is a session of its own. ``warn=False`` reports no
+    convergence (an auxiliary training, such as an initialisation, whose budget is
+    internal).
+    """
+
+    def __init__(self, name, *, verbose=False, total=None, warn=True):
+        self.name = name
+        self.warn = warn
+        self.progress = EpochProgress(verbose, name, total)
+        self.runs = []  # (TrainingResult, max_iter, tol, n_iter_no_change)
+
+    def record(self, result, max_iter, tol, n_iter_no_change):
+        """A training of the session (``run_epochs`` calls it)."""
+        self.runs.append((result, max_iter, tol, n_iter_no_change))
+
+    def discard(self, results):
+        """Trainings (their TrainingResult) the fitted model does not rest on, such
+        as the steps of a path beyond the model it selects: their convergence is not
+        reported."""
+        discarded = {id(result) for result in results}
+        self.runs = [run for run in self.runs if id(run[0]) not in discarded]
+
+    def note(self, **fields):
+        """Fields shown next to the progress bar (a path's step, its feature count)."""
+        self.progress.note(**fields)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, *exc_info):
+        self.progress.close()
+        if exc_type is None and self.warn:
+            unconverged = next((run for run in self.runs if not run[0].converged), None)
+            if unconverged is not None:
+                warn_not_converged(self.name, *unconverged[1:])
+        return False
+
+
 def run_epochs(epoch, *, max_iter, tol, n_iter_no_change, name, verbose=False,
-               min_epochs=0, on_epoch_end=None, check_finite=True, warn=True,
-               progress=None, target=None, cooldown=None, settled=None, monitor=None):
+               min_epochs=0, target=None, hooks=(), session=None):
     """Call ``epoch()`` until the stopping rule holds or ``max_iter`` epochs ran.
 
     Parameters
@@ -108,37 +230,17 @@ def run_epochs(epoch, *, max_iter, tol, n_iter_no_change, name, verbose=False,
     tol, n_iter_no_change, min_epochs, target :
         The :class:`StoppingRule`.
     name : str
-        The estimator's name, for the progress bar and the warning.
+        The estimator's name, for the progress bar, the warning and the error of
+        an objective that is not finite (``FloatingPointError``).
     verbose : bool
-        Show one tqdm progress bar over the epochs.
-    on_epoch_end : callable, default=None
-        ``on_epoch_end(aggregated_objective)`` after each epoch (learning-rate
-        schedules).
-    check_finite : bool, default=True
-        Raise a ``FloatingPointError`` naming the estimator when an epoch's
-        objective is not finite.
-    warn : bool, default=True
-        Issue the ``ConvergenceWarning`` (callers that run several trainings may
-        collect ``converged`` and warn once themselves).
-    cooldown : Cooldown, default=None
-        Epochs run once the stopping rule holds, each after
-        ``cooldown.start_epoch(i)`` (``i`` from 0), within ``max_iter``: a step
-        size annealed towards zero brings stochastic training to rest near the
-        minimum of its full objective, instead of where the last mini-batches put
-        it (see :class:`Cooldown`).
-    settled : callable, default=None
-        ``settled() -> bool``, asked after an epoch at which the stopping rule
-        holds: training converges only once it also answers True (a method whose
-        result is a hard partition may ask that the partition stop changing, so
-        that where the noisy objective happens to trip the rule does not decide
-        the result).
-    progress : EpochProgress, default=None
-        A bar shared by several trainings (then ``verbose`` is ignored and the bar
-        is left open); by default each run shows its own.
-    monitor : callable, default=None
-        ``monitor() -> float``, called after each epoch: an error on held-out data
-        (lower is better) that the stopping rule watches instead of the training
-        objective (early stopping); recorded in ``validation_curve``.
+        Show one tqdm progress bar over the epochs (without a ``session``).
+    hooks : sequence of EpochHook, default=()
+        What the method adds to the loop (:class:`EpochHook`): schedules,
+        keepers, early stopping, a cool-down.
+    session : TrainingSession, default=None
+        The fit this training is part of: its bar, and its warning when it closes.
+        By default the training is a session of its own (``verbose``'s bar, the
+        warning when it returns).
 
     Returns
     -------
@@ -147,17 +249,28 @@ def run_epochs(epoch, *, max_iter, tol, n_iter_no_change, name, verbose=False,
     Warns
     -----
     ConvergenceWarning
-        When ``max_iter`` epochs ran without the stopping rule being met.
+        When ``max_iter`` epochs ran without the stopping rule being met (once the
+        session closes, with a ``session``).
     """
-    rule = StoppingRule(tol, n_iter_no_change, min_epochs, target)
+    own_session = session is None
+    if own_session:
+        session = TrainingSession(name, verbose=verbose, total=max_iter)
+    with session if own_session else contextlib.nullcontext():
+        result = _run(epoch, max_iter, StoppingRule(tol, n_iter_no_change, min_epochs, target),
+                      name, hooks, session.progress)
+        session.record(result, max_iter, tol, n_iter_no_change)
+    return result
+
+
+def _run(epoch, max_iter, rule, name, hooks, bar):
+    """The loop of :func:`run_epochs`: its TrainingResult."""
     curve, monitored = [], []
     converged = False
-    own_bar = progress is None
-    bar = EpochProgress(verbose, name, max_iter) if own_bar else progress
+    monitor = next((hook for hook in hooks if hook.monitors), None)
 
     def run_one():
         total, values = aggregate(epoch())
-        if check_finite and not math.isfinite(total):
+        if not math.isfinite(total):
             raise FloatingPointError(
                 f"{name}'s training diverged: the objective of epoch {len(curve) + 1} "
                 "is not finite. Lower learning_rate, or check the input for "
@@ -167,26 +280,22 @@ def run_epochs(epoch, *, max_iter, tol, n_iter_no_change, name, verbose=False,
         bar.update(total)
         return total
 
-    try:
-        for _ in range(max_iter):
-            total = run_one()
-            if on_epoch_end is not None:
-                on_epoch_end(total)
-            if monitor is not None:
-                total = float(monitor())
-                monitored.append(total)
-            if rule.update(total) and (settled is None or settled()):
-                converged = True
-                break
-        if converged and cooldown is not None:
-            for i in range(min(cooldown.n_epochs, max_iter - len(curve))):
-                cooldown.start_epoch(i)
-                run_one()
-    finally:
-        if own_bar:
-            bar.close()
-    if warn and max_iter > 0 and not converged:
-        warn_not_converged(name, max_iter, tol, n_iter_no_change)
+    for _ in range(max_iter):
+        total = run_one()
+        for hook in hooks:
+            hook.on_epoch_end(total)
+        if monitor is not None:
+            total = monitor.monitor()
+            monitored.append(total)
+        if rule.update(total) and all(hook.settled() for hook in hooks):
+            converged = True
+            break
+    if converged:
+        n_cooldown = max((hook.cooldown_epochs for hook in hooks), default=0)
+        for i in range(min(n_cooldown, max_iter - len(curve))):
+            for hook in hooks:
+                hook.on_cooldown_epoch(i)
+            run_one()
     loss_curve = np.asarray(curve, dtype=np.float64) if curve else np.empty(0)
     return TrainingResult(n_iter=len(curve), loss_curve=loss_curve,
                           converged=converged or max_iter == 0,
@@ -194,7 +303,7 @@ def run_epochs(epoch, *, max_iter, tol, n_iter_no_change, name, verbose=False,
                                             else np.asarray(monitored, dtype=np.float64)))
 
 
-class Cooldown:
+class Cooldown(EpochHook):
     """The cool-down of a stochastic training: epochs at a geometrically shrinking step.
 
     Mini-batch training that has stopped improving still moves its parameters
@@ -221,7 +330,11 @@ class Cooldown:
     def __init__(self, n_epochs, factor, set_scale):
         self.n_epochs, self.factor, self.set_scale = int(n_epochs), float(factor), set_scale
 
-    def start_epoch(self, i):
+    @property
+    def cooldown_epochs(self):
+        return self.n_epochs
+
+    def on_cooldown_epoch(self, i):
         self.set_scale(self.factor ** (i + 1))
 
 

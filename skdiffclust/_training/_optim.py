@@ -6,7 +6,8 @@
 * :class:`SGDMomentum`: SGD with heavy-ball momentum, the optimiser of Sparse
   GEMINI's proximal path (Ohl et al., 2024);
 * :class:`ReduceOnPlateau`: torch's ``ReduceLROnPlateau(mode='min',
-  threshold_mode='rel')`` for these optimisers.
+  threshold_mode='rel')`` for these optimisers, an :class:`~._loop.EpochHook` of the
+  epoch loop.
 
 Every update is torch.optim.Adam's: ``m <- b1 m + (1 - b1) g``,
 ``v <- b2 v + (1 - b2) g^2``, ``p <- p - (lr / c1) m / (sqrt(v / c2) + eps)`` with
@@ -17,6 +18,7 @@ import math
 
 import numpy as np
 
+from skdiffclust._training._loop import EpochHook
 from skdiffclust._utils._numba import jit
 
 ADAM_BETA1 = 0.9
@@ -99,7 +101,7 @@ class SGDMomentum:
             params[name] += sign * self.learning_rate * self.velocity[name]
 
 
-class ReduceOnPlateau:
+class ReduceOnPlateau(EpochHook):
     """Multiply a learning rate by ``factor`` after a plateau of the epoch objective.
 
     An epoch improves when its objective is below ``best * (1 - threshold)``
@@ -124,3 +126,6 @@ class ReduceOnPlateau:
             self.holder.learning_rate = max(self.holder.learning_rate * self.factor,
                                             self.min_lr)
             self.n_bad = 0
+
+    def on_epoch_end(self, objective):  # as the engine's hook: a step per epoch
+        self.step(objective)

@@ -1,4 +1,4 @@
-"""One progress bar per training run, the same for every estimator."""
+"""One progress bar per fit, the same for every estimator (the engine's sessions open it)."""
 
 from tqdm.auto import tqdm
 
@@ -6,20 +6,27 @@ from tqdm.auto import tqdm
 class EpochProgress:
     """A tqdm bar over the epochs of a training run (total ``max_iter``, an ETA).
 
-    It advances once per epoch with the epoch's objective as postfix, and is closed
-    where training stopped, so that it ends at ``n_iter_``. With ``verbose=False``
-    every method is a no-op.
+    It advances once per epoch with the epoch's objective as postfix (after the
+    fields of :meth:`note`), and is closed where training stopped, so that it ends
+    at ``n_iter_``. ``max_iter`` None: a count without a total (a path, whose
+    number of trainings is not known in advance). With ``verbose=False`` every
+    method is a no-op.
     """
 
     def __init__(self, verbose, name, max_iter):
         self._bar = None
+        self._fields = {}
         if verbose:
             self._bar = tqdm(total=max_iter, desc=name, unit="epoch", leave=True)
 
     def update(self, objective):
         if self._bar is not None:
-            self._bar.set_postfix(loss=f"{objective:.4g}", refresh=False)
+            self._bar.set_postfix(self._fields, loss=f"{objective:.4g}", refresh=False)
             self._bar.update(1)
+
+    def note(self, **fields):
+        """Fields shown before the loss from now on (a path's step and feature count)."""
+        self._fields.update(fields)
 
     def close(self):
         if self._bar is not None:

@@ -32,7 +32,14 @@ from typing import Protocol
 
 import torch
 
-from skdiffclust._training._loop import Cooldown, run_epochs
+from skdiffclust._training._loop import (
+    Cooldown,
+    EarlyStopping,
+    EveryEpoch,
+    SettledWhen,
+    TrainingSession,
+    run_epochs,
+)
 from skdiffclust._utils._torch import make_generator, resolve_device  # noqa: F401
 
 
@@ -262,7 +269,7 @@ def train(task, sampler, *, learning_rate, max_iter, tol, n_iter_no_change, name
     validation : callable, default=None
         ``validation() -> float``, an error on held-out data (lower is better),
         computed after each epoch: the stopping rule watches it instead of the
-        training objective (early stopping; ``run_epochs(monitor=...)``).
+        training objective (early stopping: an ``EarlyStopping`` hook of the loop).
 
     Returns
     -------
@@ -302,16 +309,18 @@ def train(task, sampler, *, learning_rate, max_iter, tol, n_iter_no_change, name
         # the only host-device synchronisation of the epoch
         return (total / batches.shape[0]).to("cpu", torch.float64).numpy()
 
+    hooks = [hook for hook in (
+        None if lr_schedule is None else EveryEpoch(lr_schedule.step),
+        None if cooldown is None else optimizer_cooldown(optimizer, *cooldown),
+        None if getattr(task, "settled", None) is None else SettledWhen(task.settled),
+        None if validation is None else EarlyStopping(validation),
+    ) if hook is not None]
     context = contextlib.nullcontext() if on_cuda else torch_threads(n_threads)
-    with context, contextlib.nullcontext() if on_cuda else flushed_denormals():
+    with context, contextlib.nullcontext() if on_cuda else flushed_denormals(), \
+            TrainingSession(name, verbose=verbose, total=max_iter, warn=warn) as session:
         return run_epochs(
             epoch, max_iter=max_iter, tol=tol, n_iter_no_change=n_iter_no_change,
-            name=name, verbose=verbose, min_epochs=min_epochs,
-            on_epoch_end=None if lr_schedule is None else lr_schedule.step, warn=warn,
-            target=target,
-            cooldown=None if cooldown is None else optimizer_cooldown(optimizer, *cooldown),
-            settled=getattr(task, "settled", None), monitor=validation,
-        )
+            name=name, min_epochs=min_epochs, target=target, hooks=hooks, session=session)
 
 
 def adam(parameters, learning_rate, *, capturable, on_cuda, weight_decay=0.0):

@@ -113,18 +113,29 @@ def check_tensor(value, name, floating=True):
         raise TypeError(f"{name} must be a torch.Tensor, got {type(value).__name__}.")
     if floating and not torch.is_floating_point(value):
         raise TypeError(
-            f"{name} must be a floating point tensor (float32 or float64), got dtype "
+            f"{name} must be a floating point tensor (such as float32), got dtype "
             f"{value.dtype}.")
 
 
-def check_matrix(value, name, n_rows=None, n_cols=None, labels=("n_samples", "n_features")):
-    """A non-empty 2-d tensor with ``n_rows`` rows and ``n_cols`` columns (None: any)."""
+def check_full_precision(value, name, why):
+    """A float32 or float64 tensor, or a TypeError saying ``why`` half precision is
+    refused (for blocks whose sums over a batch overflow or lose their digits in it)."""
+    if value.dtype not in (torch.float32, torch.float64):
+        raise TypeError(
+            f"{name} must be float32 or float64, got {value.dtype}: {why}. Cast it "
+            "with .float() (under torch.autocast, compute the loss on .float() tensors).")
+
+
+def check_matrix(value, name, n_rows=None, n_cols=None, labels=("n_samples", "n_features"),
+                 allow_no_rows=False):
+    """A non-empty 2-d tensor with ``n_rows`` rows and ``n_cols`` columns (None: any);
+    ``allow_no_rows``: a batch of no rows passes (a layer's input, as torch's layers)."""
     rows = labels[0] if n_rows is None else f"{labels[0]}={n_rows}"
     cols = labels[1] if n_cols is None else f"{labels[1]}={n_cols}"
     shape = tuple(value.shape)
     if value.ndim != 2 or n_rows not in (None, shape[0]) or n_cols not in (None, shape[1]):
         raise ValueError(f"{name} must have shape ({rows}, {cols}), got {shape}.")
-    if value.numel() == 0:
+    if value.numel() == 0 and not (allow_no_rows and shape[0] == 0 and shape[1] > 0):
         missing = "one sample (row)" if shape[0] == 0 else f"one column ({labels[1]})"
         raise ValueError(f"{name} is empty (shape {shape}): it needs at least {missing}.")
 

@@ -1,9 +1,13 @@
 """Validation helpers shared by the estimators and the functional API."""
 
+import math
 import numbers
+import warnings
 
 import numpy as np
+from sklearn.utils import check_array as sklearn_check_array
 from sklearn.utils._param_validation import Interval
+from sklearn.utils.validation import validate_data as sklearn_validate_data
 
 from skdiffclust._utils._symmetry import max_asymmetry
 
@@ -21,6 +25,35 @@ class NumberInterval(Interval):
 
 # n_jobs: any integer (negative counts back from the number of CPUs), no bool
 ANY_INTEGER = NumberInterval(numbers.Integral, None, None, closed="neither")
+
+
+def check_host_array(X, name="X"):
+    """Refuse, clearly, a torch tensor that NumPy cannot read: one that requires grad
+    or lives elsewhere than on the CPU (NumPy's conversion would raise torch's own
+    error). Duck-typed: imports no torch. A CPU tensor is data like any array."""
+    if type(X).__module__.split(".")[0] != "torch":
+        return
+    if getattr(X, "requires_grad", False):
+        raise ValueError(
+            f"{name} is a torch tensor that requires grad: the estimator fits on its "
+            f"values and does not backpropagate into it. Pass {name}.detach().")
+    device = getattr(X, "device", None)
+    if getattr(device, "type", "cpu") != "cpu":
+        raise ValueError(
+            f"{name} is a torch tensor on {device}: the estimator reads host (NumPy) "
+            f"arrays, its device parameter says where it trains. Pass {name}.cpu().")
+
+
+def validate_data(estimator, X, **params):
+    """scikit-learn's ``validate_data``, after :func:`check_host_array`."""
+    check_host_array(X)
+    return sklearn_validate_data(estimator, X, **params)
+
+
+def check_array(array, **params):
+    """scikit-learn's ``check_array``, after :func:`check_host_array`."""
+    check_host_array(array, params.get("input_name") or "X")
+    return sklearn_check_array(array, **params)
 
 
 def symmetry_tolerance(S):
@@ -54,6 +87,49 @@ def check_similarity_matrix(S, name="X"):
         )
 
 
+# triplets of samples whose square-rooted entries must satisfy the triangle
+# inequality for a matrix to pass for distances
+N_TRIPLETS = 1000
+
+
+def looks_like_distances(S):
+    """Whether a dense square matrix looks like distances rather than similarities.
+
+    Zero diagonal, positive elsewhere, and square roots that satisfy the triangle
+    inequality on sampled triplets (those of a metric's distances and of squared
+    Euclidean distances do; a kernel with its diagonal set to zero, as some papers
+    ask of an affinity, does not: two close samples and a far one break it).
+    """
+    n = S.shape[0]
+    # cheap tests first: most similarity matrices fail them on their first row
+    if n < 2 or np.any(np.diagonal(S) != 0) or S[0].min() < 0 or S.min() < 0:
+        return False
+    if np.count_nonzero(S) != n * (n - 1):
+        return False
+    i, j, k = np.random.default_rng(0).integers(0, n, size=(3, N_TRIPLETS))
+    distinct = (i != j) & (j != k) & (i != k)
+    i, j, k = i[distinct], j[distinct], k[distinct]
+    root = np.sqrt(S[j, k], dtype=np.float64)
+    excess = root - np.sqrt(S[i, j], dtype=np.float64) - np.sqrt(S[i, k], dtype=np.float64)
+    tolerance = 1e-6 * float(root.max()) if root.size else 0.0
+    return not np.any(excess > tolerance)
+
+
+def warn_if_looks_like_distances(S, name, *, kind, consequence, fix, stacklevel):
+    """Warn when ``S``, where ``kind`` of matrix is expected (larger means more
+    similar), looks like distances (:func:`looks_like_distances`): say what the
+    method would do with it (``consequence``) and what to pass instead (``fix``).
+    Dense matrices only. ``stacklevel`` counts from the caller."""
+    if isinstance(S, np.ndarray) and looks_like_distances(S):
+        warnings.warn(
+            f"{name} looks like a distance matrix (zero diagonal, positive elsewhere), "
+            f"but {kind} matrix is expected (larger means more similar): {consequence}. "
+            f"Pass {fix} instead of D; silence this warning if {name} really is "
+            f"{kind} matrix.",
+            UserWarning, stacklevel=stacklevel + 1,
+        )
+
+
 def check_n_clusters(n_clusters, n_samples):
     """Raise unless ``n_clusters`` is an integer between 1 and ``n_samples``."""
     if not isinstance(n_clusters, numbers.Integral) or isinstance(n_clusters, bool):
@@ -62,9 +138,27 @@ def check_n_clusters(n_clusters, n_samples):
         raise ValueError(f"n_clusters must be >= 1, got {n_clusters}.")
     if n_clusters > n_samples:
         raise ValueError(
-            f"n_clusters={n_clusters} must be <= n_samples={n_samples}: a forest "
-            "cannot have more trees than nodes."
+            f"n_clusters={n_clusters} must be <= n_samples={n_samples}: every cluster "
+            "needs at least one sample."
         )
+
+
+def warn_empty_clusters(name, n_found, n_clusters, *, cause, remedy, relabelled=True,
+                        stacklevel=1):
+    """The warning of a fit that left clusters empty (``n_clusters_ < n_clusters``).
+
+    ``cause`` says why the method's clusters stay empty, ``remedy`` which
+    parameters may help; ``relabelled`` whether the labels were renumbered
+    0 .. n_clusters_ - 1 (or keep the model's numbers). ``stacklevel`` counts from
+    the caller, as ``warnings.warn``'s does.
+    """
+    numbering = ("Labels are numbered 0 .. n_clusters_ - 1" if relabelled
+                 else "Labels keep the numbers of the model's clusters")
+    warnings.warn(
+        f"{name} found {n_found} non-empty clusters of the n_clusters={n_clusters} "
+        f"asked: {cause}. {numbering}. {remedy} may help.",
+        UserWarning, stacklevel=stacklevel + 1,
+    )
 
 
 # Squares of differences of values beyond this overflow float64 (sqrt of its max is
@@ -96,18 +190,40 @@ def check_magnitude(X, name="X"):
 MIN_SPREAD = 1e-140
 
 
-def check_spread(X, name="X"):
+def _spread(X):
+    """The largest range of a feature of X (0 for a single sample or no feature)."""
+    if X.shape[0] < 2 or X.shape[1] == 0:
+        return 0.0
+    return float(np.asarray(X.max(axis=0).toarray() - X.min(axis=0).toarray()
+                            if hasattr(X, "toarray") else np.ptp(X, axis=0)).max())
+
+
+def check_spread(X, name="X", spread=None):
     """Raise a ValueError when X's values differ by so little (though not all
     equal) that their squared distances underflow float64."""
-    if X.shape[0] < 2 or X.shape[1] == 0:
-        return
-    spread = np.asarray(X.max(axis=0).toarray() - X.min(axis=0).toarray()
-                        if hasattr(X, "toarray") else np.ptp(X, axis=0)).max()
+    spread = _spread(X) if spread is None else spread
     if 0 < spread < MIN_SPREAD:
         raise ValueError(
             f"{name}'s values differ by at most {spread:.3g}: their squared distances "
             "underflow float64. Rescale the data first (for example with "
             "sklearn.preprocessing.StandardScaler or MaxAbsScaler).")
+
+
+def spread_unit(X, name="X"):
+    """1.0, or the power of two that brings X's spread to about 1 where its squared
+    differences would underflow float64 (:func:`check_spread`'s case).
+
+    Multiplying by a power of two is exact: a method whose partition a global
+    rescale does not change works on X times it and finds the partition exact
+    arithmetic would. Values differing by less than float64's smallest normal
+    number have lost their digits: a ValueError, as :func:`check_spread`'s.
+    """
+    spread = _spread(X)
+    if spread == 0.0 or spread >= MIN_SPREAD:
+        return 1.0
+    if spread < np.finfo(np.float64).tiny:
+        check_spread(X, name, spread)
+    return 2.0 ** -math.floor(math.log2(spread))
 
 
 def center_and_scale(X):

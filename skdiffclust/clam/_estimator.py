@@ -1,6 +1,5 @@
 """ClAM: clustering with associative memories (Saha, Krotov, Zaki, Ram, ICML 2023)."""
 
-import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -13,14 +12,15 @@ from sklearn.base import (
     _fit_context,
 )
 from sklearn.utils._param_validation import StrOptions
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 from threadpoolctl import threadpool_limits
 
 from skdiffclust._training._stream import forget_stream, keep_stream
 from skdiffclust._utils._random import derive_seeds
 from skdiffclust._utils._state import keeps_state_on_failure
 from skdiffclust._utils._validation import (ANY_INTEGER, NumberInterval, check_magnitude,
-                                            check_spread)
+                                            check_n_clusters, check_spread,
+                                            validate_data, warn_empty_clusters)
 from skdiffclust.clam._data import ScaledData
 from skdiffclust.clam._device import resolve_training_device
 from skdiffclust.clam._settings import (
@@ -322,10 +322,7 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
 
     def _validate_first(self, X):
         X = validate_data(self, X, accept_sparse="csr", dtype=[np.float64, np.float32])
-        if X.shape[0] < self.n_clusters:
-            raise ValueError(
-                f"n_samples={X.shape[0]} should be >= n_clusters={self.n_clusters}."
-            )
+        check_n_clusters(self.n_clusters, X.shape[0])
         check_magnitude(X)
         check_spread(X)
         return X
@@ -442,15 +439,11 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
         # called by fit and partial_fit: its caller's caller's caller is the user's
         # (through keeps_state_on_failure and _fit_context)
         if self.n_clusters_ < self.n_clusters:
-            numbering = ("Labels are numbered 0 .. n_clusters_ - 1" if relabelled
-                         else "Labels keep the prototypes' numbers")
-            warnings.warn(
-                f"ClAM found {self.n_clusters_} non-empty clusters of the "
-                f"n_clusters={self.n_clusters} asked: the dynamics take no training "
-                f"point to the other prototypes. {numbering}. A larger beta, more "
-                "restarts (n_init) or fewer clusters may help.",
-                UserWarning, stacklevel=5,
-            )
+            warn_empty_clusters(
+                "ClAM", self.n_clusters_, self.n_clusters,
+                cause="the dynamics take no training point to the other prototypes",
+                remedy="A larger beta, more restarts (n_init) or fewer clusters",
+                relabelled=relabelled, stacklevel=5)
 
     def _dynamics_and_rate(self, data, initial):
         """The dynamics and Adam's initial rate, in the units of the scaled data."""

@@ -7,7 +7,7 @@ the rest of this module computes them.
 
 Two implementations of the forward pass give the same bits:
 
-* the numba kernel ``_kernels._infer`` (lanes, the training kernels' code in
+* the numba kernel ``_inference_kernel._infer`` (lanes, the training kernels' code in
   float64), fast on large data;
 * NumPy (:class:`_Slice`), which compiles nothing. Training runs in float32, so
   the kernel is a second compilation of the whole forward pass: about 4 s of CPU
@@ -39,6 +39,7 @@ from skdiffclust._utils._random import numpy_generator
 from skdiffclust.clam import _kernels as kernels
 from skdiffclust.clam._data import squared_distances
 from skdiffclust.clam._fastexp import exp_weights_numpy
+from skdiffclust.clam._inference_kernel import _infer
 from skdiffclust.clam._kernels import (
     COSINE,
     LOGIT_FLOOR,
@@ -230,7 +231,7 @@ def _numpy_slice(P, W, beta, cosine, n_steps, alpha):
 
 
 def _kernel_slice(P, W, beta, cosine, n_steps, alpha, chunk, per_point):
-    """A slice's losses (and final states) by the kernel ``_kernels._infer``, ``chunk``
+    """A slice's losses (and final states) by the kernel :func:`_infer`, ``chunk``
     points at a time: ``run(rows, hidden, fill, start_from_fill, final)``."""
     n_restarts, k, d = P.shape
     constants = kernels.working_constants(P.dtype, beta, alpha, cosine)
@@ -241,7 +242,7 @@ def _kernel_slice(P, W, beta, cosine, n_steps, alpha, chunk, per_point):
         ws = kernels.new_workspace(n_restarts * chunk, k, d, hidden.shape[2], n_steps,
                                    P.dtype)
         totals = np.zeros(n_restarts)
-        kernels._infer(rows, np.arange(rows.shape[0]), 0, rows.shape[0], chunk, hidden,
+        _infer(rows, np.arange(rows.shape[0]), 0, rows.shape[0], chunk, hidden,
                        per_point, P, W, fill, start_from_fill, beta,
                        kernels._spherical(cosine), n_steps, constants, ws,
                        kernels.new_prepared(P), totals, final)

@@ -1,5 +1,5 @@
-"""Numba kernels of ClAM on the CPU: training epochs of algorithm 1, and inference
-(completion losses, converged points).
+"""Numba kernels of ClAM on the CPU: training epochs of algorithm 1, and the lanes'
+forward pass that inference shares (its kernel is in ``_inference_kernel``).
 
 The maths are those of :mod:`skdiffclust.clam._backprop` (same notation, same
 floors), reorganised for a CPU:
@@ -26,12 +26,12 @@ floors), reorganised for a CPU:
   into arrays they allocate: the kernels return no arrays, so that Ctrl-C, seen
   between calls, raises ``KeyboardInterrupt`` cleanly.
 * **Two kernels to compile**, one for training (float32 by default) and one for
-  inference (float64): completion losses and converged points share the latter,
-  which ``_inference`` uses only on large data (NumPy computes the same bits on
-  small data, without compiling). Their ``cosine`` argument is True, or None for
-  the Euclidean variant: ``is None`` on an argument is decided when a kernel
-  compiles, so that a Euclidean fit never compiles the spherical code, nor the
-  reverse.
+  inference (float64, ``_inference_kernel._infer``): completion losses and
+  converged points share the latter, which ``_inference`` uses only on large data
+  (NumPy computes the same bits on small data, without compiling). Their
+  ``cosine`` argument is True, or None for the Euclidean variant: ``is None`` on
+  an argument is decided when a kernel compiles, so that a Euclidean fit never
+  compiles the spherical code, nor the reverse.
 * **Compilation time** (seconds the first time, in a fresh environment;
   ``benchmarks/bench_first_fit.py``). numba compiles every kernel on its own, then
   links and optimises it again into each caller, and inlining at numba's level
@@ -753,38 +753,6 @@ def train_epoch(X, order, hidden, fill, start_from_fill, restarts, P, W, moments
     sum_P, sum_W = work[9]
     return (adam_steps, work[5], counts, position_loss, sum_P / n_steps_taken,
             sum_W / n_steps_taken)
-
-
-# -- inference --------------------------------------------------------------------------
-
-
-@jit(error_model="numpy", nogil=True)
-def _infer(X, order, start, stop, chunk, hidden, per_point, P, W, fill, start_from_fill,
-           beta, cosine, n_steps, constants, ws, prepared, totals, final):
-    """The forward dynamics of the points ``X[order[start:stop]]``, ``chunk`` at a time
-    (``R * chunk`` lanes): adds each restart's summed loss to ``totals`` and, if
-    ``final`` has rows, writes each point's final state there (one restart)."""
-    n_restarts, k, d = P.shape
-    restarts = np.arange(n_restarts)
-    P_used, norms, offset = prepared
-    _prepare_prototypes(P, W, restarts, beta, cosine, P_used, norms, offset)
-    loss, states = ws[LANE_SCALARS][LOSS], ws[STATES]
-    for first in range(start, stop, chunk):
-        n_rows = min(chunk, stop - first)
-        n_lanes = n_restarts * n_rows
-        _gather_lanes(X, order, first, n_rows, hidden, per_point, restarts, P_used, offset,
-                      fill, start_from_fill, ws)
-        _forward(ws, n_lanes, n_steps, constants[0], constants[1], constants[3],
-                 constants[4], cosine)
-        _loss_and_seed_gradient(ws[TARGET], states, ws[GRAD_Z], loss, n_lanes, n_steps,
-                                n_rows)
-        for slot in range(n_restarts):
-            for b in range(n_rows):
-                totals[slot] += loss[slot * n_rows + b]
-        if final.shape[0] > 0:
-            for b in range(n_rows):
-                for c in range(d):
-                    final[order[first + b], c] = states[n_steps, c, b]
 
 
 def _map_in_threads(function, items, n_threads):

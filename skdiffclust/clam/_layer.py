@@ -176,11 +176,11 @@ class ClAMLayer(nn.Module):
         Raises
         ------
         ValueError
-            For an empty or mis-shaped ``x``, or one holding NaN or infinity (on
+            For a mis-shaped ``x``, or one holding NaN or infinity (on
             CUDA after the first call, a device-side assertion instead: see
             :func:`set_input_checks`).
         """
-        x = self._prepared(x, "x")
+        x = self._prepared(x, "x", allow_empty=True)
         if mask is None:
             return recursion(self.memories(), x, self.n_steps, self.alpha)
         mask = _checked_mask(mask, x)
@@ -283,16 +283,20 @@ class ClAMLayer(nn.Module):
                 getattr(layer, name).copy_(torch.as_tensor(value, dtype=torch.float64))
         return layer
 
-    def _prepared(self, x, name):
-        """``x`` checked against the layer; unit rows for the cosine metric."""
+    def _prepared(self, x, name, allow_empty=False):
+        """``x`` checked against the layer; unit rows for the cosine metric.
+        ``allow_empty``: a batch of no points passes (the layer's calls, as torch's
+        layers; not a loss, a mean over the points)."""
         check_tensor(x, name, floating=False)
-        check_matrix(x, name, n_cols=self.n_features, labels=("batch_size", "n_features"))
+        check_matrix(x, name, n_cols=self.n_features, labels=("batch_size", "n_features"),
+                     allow_no_rows=allow_empty)
         parameters = self.prototypes
         if x.dtype != parameters.dtype or x.device != parameters.device:
             raise TypeError(
                 f"{name} is {x.dtype} on {x.device} but the layer's parameters are "
                 f"{parameters.dtype} on {parameters.device}: move one with .to().")
-        self._value_checks(x.device, lambda: finite(x, name))
+        if x.shape[0]:
+            self._value_checks(x.device, lambda: finite(x, name))
         return unit_rows(x) if self.metric == COSINE else x
 
     def extra_repr(self):

@@ -1,11 +1,12 @@
 """The functional form of the clustering operator, in the paper's notation."""
 
-import warnings
-
 import numpy as np
 from sklearn.utils import check_array
 
-from skdiffclust._utils._validation import check_similarity_matrix
+from skdiffclust._utils._validation import (
+    check_similarity_matrix,
+    warn_if_looks_like_distances,
+)
 from skdiffclust.forest._constraints import Constraints
 from skdiffclust.forest._solver import forest_from_similarity
 
@@ -84,18 +85,10 @@ def spanning_forest(S, n_clusters, constraints=None):
 
 
 def warn_if_distances(S, name, stacklevel):
-    """Warn when a similarity matrix looks like a distance matrix (zero diagonal,
-    positive elsewhere): the forest would then join the most distant samples."""
-    n = S.shape[0]
-    # cheap tests first: most similarity matrices fail them on their first row
-    if n < 2 or np.any(np.diagonal(S) != 0) or S[0].min() < 0 or S.min() < 0:
-        return
-    if np.count_nonzero(S) == n * (n - 1):
-        warnings.warn(
-            f"{name} looks like a distance matrix (zero diagonal, positive elsewhere), "
-            "but a similarity matrix is expected (larger means more similar): the "
-            "forest would join the most distant samples. Pass -D (or another "
-            "similarity, such as np.exp(-D**2 / D.var())) instead of D; silence this "
-            f"warning if {name} really is a similarity matrix.",
-            UserWarning, stacklevel=stacklevel + 1,
-        )
+    """Warn when a similarity matrix looks like a distance matrix: the forest would
+    then join the most distant samples (``stacklevel`` counts from the caller)."""
+    warn_if_looks_like_distances(
+        S, name, kind="a similarity",
+        consequence="the forest would join the most distant samples",
+        fix="-D (or another similarity, such as np.exp(-D**2 / D.var()))",
+        stacklevel=stacklevel + 1)

@@ -363,3 +363,12 @@ def check_pairs(pairs, n_samples, name):
             f"{name} pairs sample {i} with itself; a pair needs two different samples."
         )
     return arr
+
+
+def build_constraints(y, n_samples, must_link, cannot_link):
+    """The Constraints of a fit's partial labels ``y`` and pairs (None: none given)."""
+    if y is None and must_link is None and cannot_link is None:
+        return None
+    if y is None:
+        return Constraints.from_pairs(n_samples, must_link, cannot_link)
+    return Constraints.from_labels(y, n_samples, must_link, cannot_link)

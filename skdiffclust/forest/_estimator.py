@@ -10,11 +10,7 @@ from sklearn.utils import TransformerTags
 from sklearn.utils._available_if import available_if
 from sklearn.utils._param_validation import HasMethods, StrOptions
 from sklearn.utils._set_output import _SetOutputMixin
-from sklearn.utils.validation import (
-    _generate_get_feature_names_out,
-    check_is_fitted,
-    validate_data,
-)
+from sklearn.utils.validation import _generate_get_feature_names_out, check_is_fitted
 
 from skdiffclust._utils._optional import import_optional
 from skdiffclust._utils._random import derive_seeds
@@ -22,16 +18,20 @@ from skdiffclust._utils._state import keeps_state_on_failure
 from skdiffclust._utils._validation import (
     ANY_INTEGER,
     NumberInterval,
+    check_hidden_layer_sizes,
     check_magnitude,
+    check_host_array,
     check_similarity_matrix,
-    check_spread,
+    spread_unit,
+    validate_data,
 )
 from skdiffclust.forest._api import warn_if_distances
-from skdiffclust.forest._constraints import UNLABELLED, Constraints, check_partial_labels
+from skdiffclust.forest._constraints import UNLABELLED, build_constraints, check_partial_labels
 from skdiffclust.forest._inference import (
     NeighbourIndex,
     SimilarityIndex,
     gap_score,
+    input_units,
     numpy_embedding,
 )
 from skdiffclust.forest._settings import EmbeddingSettings, hold_out, solver_threads
@@ -319,9 +319,11 @@ class SpanningForestClustering(ClusterMixin, _SetOutputMixin, BaseEstimator):
             warn_if_distances(X, "X", stacklevel=4)
         else:
             check_magnitude(X)
-            check_spread(X)
-        constraints = _build_constraints(y, n_samples, must_link, cannot_link)
-        fitted = {"n_iter_": 1, "_embedding_template": None, "_sample_shape": sample_shape}
+            raw, unit = X, spread_unit(X)
+            X = X if unit == 1.0 else X * unit  # exact (a power of two): spread_unit
+        constraints = build_constraints(y, n_samples, must_link, cannot_link)
+        fitted = {"n_iter_": 1, "_embedding_template": None, "_sample_shape": sample_shape,
+                  "_unit": 1.0 if precomputed else unit}
         with thread_limit(self.n_jobs):
             if self.embedding is not None:
                 fitted.update(self._train_embedding(X, y, sample_shape))
@@ -336,6 +338,10 @@ class SpanningForestClustering(ClusterMixin, _SetOutputMixin, BaseEstimator):
                     metric_params=self._clustering_metric_params(),
                     algorithm=self.algorithm, constraints=constraints,
                 )
+        # distances in the input's units (after a rescale of tiny data, spread_unit)
+        units = 1.0 if precomputed or self.embedding is not None else input_units(
+            X, forest.edges, forest.weights, unit, self._clustering_metric(),
+            self._clustering_metric_params(), raw)
         if constraints is None:
             _warn_if_duplicates_split(X, forest, precomputed)
         for name, value in fitted.items():
@@ -343,16 +349,17 @@ class SpanningForestClustering(ClusterMixin, _SetOutputMixin, BaseEstimator):
         self._fit_X = None if precomputed else X
         self._index = SimilarityIndex() if precomputed else NeighbourIndex(
             X, self._clustering_metric(), self._clustering_metric_params(), self.n_jobs)
-        self._separation = forest.separation
+        self._separation, self._units = forest.separation / units, units
         self.labels_ = forest.labels
         self.n_clusters_ = forest.n_clusters
         self.forest_edges_ = forest.edges
-        self.forest_weights_ = forest.weights
+        self.forest_weights_ = forest.weights / units
         return self
 
     def _flatten_samples(self, X, reset=True):
         """X as rows, and the shape of a sample when X came in another shape (a
         module embedding's images); None for rows."""
+        check_host_array(X)
         ndim = getattr(X, "ndim", 2)
         if ndim <= 2:
             return X, None
@@ -387,7 +394,8 @@ class SpanningForestClustering(ClusterMixin, _SetOutputMixin, BaseEstimator):
                   else check_partial_labels(y, X.shape[0]))
         init_seed, train_seed, split_seed = derive_seeds(self.random_state, 3)
         module = embedding_module.make_embedding(
-            self.embedding, X.shape[1], self.n_components, self.hidden_layer_sizes,
+            self.embedding, X.shape[1], self.n_components,
+            check_hidden_layer_sizes(self.hidden_layer_sizes),
             torch_utils.make_generator(init_seed),
         )
         validation_data = None
@@ -427,6 +435,7 @@ class SpanningForestClustering(ClusterMixin, _SetOutputMixin, BaseEstimator):
         if self.metric == "precomputed":
             return X
         check_magnitude(X)
+        X = X if self._unit == 1.0 else X * self._unit  # the training's rescale
         if self.embedding is not None:
             X = _embed(X, self.embedding_state_, self._embedding_template,
                        getattr(self, "_sample_shape", None))
@@ -532,7 +541,8 @@ class SpanningForestClustering(ClusterMixin, _SetOutputMixin, BaseEstimator):
             return 0.0
         nearest, own = self._index.nearest(X, return_distance=True)
         other = self._index.other_cluster_distance(X, self.labels_, self.labels_[nearest])
-        return gap_score(self._separation, -self.forest_weights_, own, other)
+        return gap_score(self._separation, -self.forest_weights_, own / self._units,
+                         other / self._units)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -566,14 +576,6 @@ def _import_torch_training():
     from skdiffclust.forest import _embedding
 
     return _embedding, _torch
-
-
-def _build_constraints(y, n_samples, must_link, cannot_link):
-    if y is None and must_link is None and cannot_link is None:
-        return None
-    if y is None:
-        return Constraints.from_pairs(n_samples, must_link, cannot_link)
-    return Constraints.from_labels(y, n_samples, must_link, cannot_link)
 
 
 def _warn_if_duplicates_split(X, forest, precomputed):

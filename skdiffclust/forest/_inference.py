@@ -7,7 +7,10 @@ fitted model loads and predicts without PyTorch.
 """
 
 import numpy as np
+from sklearn.metrics import pairwise_distances
 from sklearn.neighbors import NearestNeighbors
+
+from skdiffclust._utils._validation import check_spread
 
 # rows embedded at a time by the NumPy forward pass (bounds its temporaries)
 EMBED_BATCH = 1 << 16
@@ -80,6 +83,24 @@ def numpy_embedding(state, X):
                 np.maximum(h, 0, out=h)
         out[start : start + EMBED_BATCH] = h
     return out
+
+
+def input_units(X, edges, weights, unit, metric, metric_params, raw):
+    """What divides distances computed on ``X`` (the training features ``raw``
+    times ``unit``, a power of two: ``_utils._validation.spread_unit``) to give
+    them in the units of ``raw``: ``unit`` to the metric's degree of homogeneity,
+    measured on the forest's longest edge (1 for Euclidean or Manhattan distances,
+    0 for cosine ones). A metric of no such degree (a callable) cannot work on
+    rescaled data: ``check_spread``'s ValueError, saying to rescale."""
+    if unit == 1.0 or edges.shape[0] == 0:
+        return 1.0
+    a, b = X[edges[np.argmin(weights)]]  # weights: minus the distances
+    d = np.diagonal(pairwise_distances(np.stack([a, 2.0 * a]), np.stack([b, 2.0 * b]),
+                                       metric=metric, **(metric_params or {})))
+    degree = np.log2(d[1] / d[0]) if d[0] > 0 else 1.0
+    if not any(np.isclose(degree, (0.0, 1.0, 2.0), rtol=0, atol=1e-9)):
+        check_spread(raw)
+    return unit ** round(float(degree))
 
 
 class SimilarityIndex:

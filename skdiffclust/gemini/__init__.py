@@ -2,6 +2,6 @@
 
 from skdiffclust.gemini._estimator import SparseGEMINI
 from skdiffclust.gemini._objectives import OBJECTIVES, gemini_value_and_grad
-from skdiffclust.gemini._fit import GeminiPath
+from skdiffclust.gemini._path import GeminiPath
 
 __all__ = ["OBJECTIVES", "GeminiPath", "SparseGEMINI", "gemini_value_and_grad"]

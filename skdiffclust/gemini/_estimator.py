@@ -1,6 +1,5 @@
 """SparseGEMINI: discriminative clustering with feature selection (Ohl et al., 2024)."""
 
-import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -10,16 +9,22 @@ from sklearn.feature_selection import SelectorMixin
 from sklearn.metrics.pairwise import PAIRWISE_KERNEL_FUNCTIONS
 from sklearn.neighbors import VALID_METRICS
 from sklearn.utils._param_validation import StrOptions
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 from threadpoolctl import threadpool_limits
-from tqdm.auto import tqdm
 
-from skdiffclust._training import warn_not_converged
-from skdiffclust._training._progress import EpochProgress
+from skdiffclust._training import TrainingSession
 from skdiffclust._training._stream import forget_stream, keep_stream
 from skdiffclust._utils._random import derive_seeds
 from skdiffclust._utils._state import keeps_state_on_failure
-from skdiffclust._utils._validation import ANY_INTEGER, NumberInterval, check_magnitude
+from skdiffclust._utils._validation import (
+    ANY_INTEGER,
+    NumberInterval,
+    check_hidden_layer_sizes,
+    check_magnitude,
+    check_n_clusters,
+    validate_data,
+    warn_empty_clusters,
+)
 from skdiffclust.gemini._data import (
     Geometry,
     Standardisation,
@@ -36,18 +41,17 @@ from skdiffclust.gemini._models import (
 )
 from skdiffclust.gemini._objectives import OBJECTIVES
 from skdiffclust.gemini._fit import (
-    GeminiSettings,
     GeminiStream,
     Problem,
-    exit_lambdas,
     feature_mask,
     full_gemini,
-    path_from_records,
     run_path,
     selected_groups,
     selected_model,
     train_at_penalty,
 )
+from skdiffclust.gemini._path import exit_lambdas, path_from_records
+from skdiffclust.gemini._settings import GeminiSettings
 
 class SparseGEMINI(ClusterMixin, SelectorMixin, BaseEstimator):
     """Sparse GEMINI: clustering by generalised mutual information, selecting features.
@@ -181,8 +185,8 @@ default='mmd_ovo'
         Seeds the initial weights, the k-means++ seedings and the batches.
 
     verbose : bool, default=False
-        Show a progress bar (tqdm): over the epochs in :meth:`fit`, over the
-        penalty steps in :meth:`path`.
+        Show a progress bar (tqdm) over the training epochs (in :meth:`path`, with
+        the step, its penalty and the features left).
 
     Attributes
     ----------
@@ -203,7 +207,8 @@ default='mmd_ovo'
 
     feature_exit_lambdas_ : ndarray of shape (n_features,)
         After :meth:`path`: the penalty at which each feature left the model
-        (``inf`` for features still selected when the path stopped).
+        (``inf`` for features still selected when the path stopped, 0 for those
+        the dense fit already leaves out, such as a constant feature).
 
     path_ : GeminiPath
         After :meth:`path`: the recorded steps (see :meth:`path`).
@@ -346,14 +351,10 @@ default='mmd_ovo'
         settings = self._settings()
         forget_stream(self)
         n_phases = 1 if settings.alpha == 0 else 3 if settings.relax else 2
-        with self._threads(), EpochProgress(self.verbose, "SparseGEMINI",
-                                            settings.max_iter * n_phases) as bar:
-            params, curve, unconverged_tol = train_at_penalty(params, problem, settings,
-                                                              rng, bar)
+        with self._threads(), TrainingSession("SparseGEMINI", verbose=self.verbose,
+                                              total=settings.max_iter * n_phases) as session:
+            params, curve = train_at_penalty(params, problem, settings, rng, session)
             labels = self._set_fitted(params, problem, curve)
-        if unconverged_tol is not None:
-            warn_not_converged("SparseGEMINI", settings.max_iter, unconverged_tol,
-                               settings.n_iter_no_change)
         self._warn_empty_clusters()
         self.labels_ = labels
         return self
@@ -430,20 +431,13 @@ default='mmd_ovo'
         X, problem, params, rng = self._setup(X)
         settings = self._settings()
         forget_stream(self)
-        bar = tqdm(desc="SparseGEMINI path", unit="step") if self.verbose else None
-        try:
-            with self._threads():
-                records, models = run_path(params, problem, settings, rng, bar)
-                selected, params, curve, unconverged_tol = selected_model(
-                    records, models, problem, settings, rng)
-                labels = self._set_fitted(params, problem, curve)
-        finally:
-            if bar is not None:
-                bar.close()
+        with self._threads(), TrainingSession("SparseGEMINI.path",
+                                              verbose=self.verbose) as session:
+            records, models = run_path(params, problem, settings, rng, session)
+            selected, params, curve = selected_model(records, models, problem, settings,
+                                                     rng, session)
+            labels = self._set_fitted(params, problem, curve)
         path = path_from_records(records, models, selected, problem.standardisation)
-        if unconverged_tol is not None:
-            warn_not_converged("SparseGEMINI.path", settings.max_iter, unconverged_tol,
-                               settings.n_iter_no_change)
         self._warn_empty_clusters()
         self.labels_ = labels
         self.path_ = path
@@ -467,15 +461,9 @@ default='mmd_ovo'
         X = validate_data(self, X, accept_sparse="csr", dtype=[np.float64, np.float32])
         check_magnitude(X)
         n_samples, n_features = X.shape
-        if n_samples < self.n_clusters:
-            raise ValueError(
-                f"n_samples={n_samples} should be >= n_clusters={self.n_clusters}."
-            )
+        check_n_clusters(self.n_clusters, n_samples)
         check_groups(self.groups, n_features)  # before any work
-        hidden = tuple(int(h) for h in np.atleast_1d(self.hidden_layer_sizes))
-        if any(h < 1 for h in hidden):
-            raise ValueError(
-                f"hidden_layer_sizes must be positive, got {self.hidden_layer_sizes}.")
+        hidden = check_hidden_layer_sizes(self.hidden_layer_sizes)
         standardisation = Standardisation(X)
         init_seed, batch_seed, landmark_seed = derive_seeds(self.random_state, 3)
         geometry = Geometry(standardisation, self.gemini, self.kernel, self.kernel_params,
@@ -531,13 +519,11 @@ default='mmd_ovo'
 
     def _warn_empty_clusters(self):
         if self.n_clusters_ < self.n_clusters:
-            warnings.warn(
-                f"SparseGEMINI found {self.n_clusters_} non-empty clusters of the "
-                f"n_clusters={self.n_clusters} asked: the model assigns no training "
-                "sample to the others. Labels are numbered 0 .. n_clusters_ - 1. More "
-                "restarts (n_init) or fewer clusters may help.",
-                UserWarning, stacklevel=5,  # fit, keeps_state_on_failure, _fit_context
-            )
+            warn_empty_clusters(
+                "SparseGEMINI", self.n_clusters_, self.n_clusters,
+                cause="the model assigns no training sample to the others",
+                remedy="More restarts (n_init) or fewer clusters",
+                stacklevel=5)  # fit, keeps_state_on_failure, _fit_context
 
     def _inputs(self, X, reset=False):
         check_is_fitted(self)

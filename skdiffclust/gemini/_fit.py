@@ -8,8 +8,10 @@ when minus the penalised GEMINI has not improved by ``tol`` (relative) for
 ``n_init`` restarts as one batched model (one product with the data and one
 kernel per batch for all of them) and keeps the one with the highest GEMINI.
 
-The estimator builds one :class:`GeminiSettings` per call from its parameters and
-passes it down whole: every function here reads its knobs from it.
+The estimator builds one ``_settings.GeminiSettings`` per call from its parameters
+and passes it down whole: every function here reads its knobs from it, and runs
+its trainings in the estimator's ``TrainingSession`` (one progress bar, one
+warning).
 """
 
 import itertools
@@ -18,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from sklearn.metrics import adjusted_rand_score
 
-from skdiffclust._training import run_epochs
+from skdiffclust._training import EveryEpoch, run_epochs
 from skdiffclust._training._optim import Adam, SGDMomentum
 from skdiffclust._training._stream import StreamState
 from skdiffclust.gemini._data import CHUNK
@@ -26,7 +28,6 @@ from skdiffclust.gemini._models import (
     SKIP,
     backward,
     copy_params,
-    fold_standardisation,
     forward,
     restart,
     softmax,
@@ -44,31 +45,6 @@ from skdiffclust.gemini._reseed import EmptyClusterReseeder, cluster_counts
 # ``score``) use their own fixed batch order, so that they neither depend on nor
 # consume the training's random stream.
 EVALUATION_SEED = 0
-
-
-@dataclass(frozen=True)
-class GeminiSettings:
-    """How a SparseGEMINI fit trains: the estimator's validated parameters, built once
-    per call (``SparseGEMINI._settings``) and passed down whole."""
-
-    learning_rate: float  # Adam's (dense fit) and SGD's (penalised steps) step size
-    max_iter: int  # epochs of each training
-    tol: float  # stopping rule of the dense fit
-    path_tol: float  # stopping rule of the penalised trainings
-    n_iter_no_change: int  # patience of both rules, in epochs
-    dropout: float  # of the MLP's hidden units, in training steps only
-    reseed: bool  # re-seed the clusters an epoch of the dense fit leaves empty
-    alpha: float  # the fixed penalty of fit and partial_fit
-    lambda_start: float  # the path's first penalty
-    lambda_multiplier: float  # its growth between steps
-    n_features_stop: int  # the path stops at this many features
-    selection_threshold: float  # the path keeps the fewest features within this of the best
-    relax: bool  # train the penalised model on without its penalty (relaxed lasso)
-
-    @property
-    def optimizer(self):
-        """Of fit's penalised phase and of partial_fit: SGD with a penalty, Adam without."""
-        return "sgd" if self.alpha > 0 else "adam"
 
 
 @dataclass
@@ -148,18 +124,19 @@ def proximal_step(params, problem, threshold):
                                                    problem.n_groups, threshold)
 
 
-def train_epochs(params, problem, settings, *, penalty, optimizer, tol, rng, warn=True,
-                 progress=None, reseeder=None, on_epoch_end=None, support=None):
+def train_epochs(params, problem, settings, *, penalty, optimizer, tol, rng, session,
+                 reseeder=None, hooks=(), support=None):
     """Train every restart in place at a fixed penalty (ascending the penalised GEMINI).
 
     ``optimizer`` is ``'adam'`` or ``'sgd'``, ``tol`` the stopping rule's (the
-    settings' ``tol`` or ``path_tol``, by phase). ``reseeder`` (an
-    ``EmptyClusterReseeder``), if given, re-seeds the clusters that an epoch left
-    empty. ``on_epoch_end(objective)``, if given, is called after each epoch (as by
-    ``run_epochs``). ``support``, a boolean mask of the features, if given, keeps the
-    others out: their weights get no gradient. Returns the engine's TrainingResult:
-    its ``loss_curve`` (n_iter, R)
-    holds minus the penalised GEMINI of each restart at each epoch; restarts stop
+    settings' ``tol`` or ``path_tol``, by phase); the training is one of
+    ``session`` (the fit's ``TrainingSession``: its progress bar and warning).
+    ``reseeder`` (an ``EmptyClusterReseeder``), if given, re-seeds the clusters
+    that an epoch left empty. ``hooks``, the engine's ``EpochHook`` objects, extend
+    the epoch loop (the path's keeper). ``support``, a boolean mask of the
+    features, if given, keeps the others out: their weights get no gradient.
+    Returns the engine's TrainingResult: its ``loss_curve`` (n_iter, R) holds
+    minus the penalised GEMINI of each restart at each epoch; restarts stop
     together.
     """
     optimizer = make_optimizer(optimizer, params, settings.learning_rate)
@@ -170,7 +147,7 @@ def train_epochs(params, problem, settings, *, penalty, optimizer, tol, rng, war
 
     return run_epochs(epoch, max_iter=settings.max_iter, tol=tol,
                       n_iter_no_change=settings.n_iter_no_change, name="SparseGEMINI",
-                      warn=warn, progress=progress, on_epoch_end=on_epoch_end)
+                      hooks=hooks, session=session)
 
 
 @dataclass
@@ -265,7 +242,7 @@ def leave_out_features(grads, dropped):
         grads["W0"][:, dropped] = 0
 
 
-def relax(params, problem, settings, rng, progress=None):
+def relax(params, problem, settings, rng, session):
     """The relaxed lasso (Meinshausen, 2007; glmnet's ``relax``): train a penalised
     model on, in place, without its penalty and on the features it kept (Adam,
     stopped by ``settings.path_tol``, as the trainings it continues). The penalty
@@ -273,13 +250,12 @@ def relax(params, problem, settings, rng, progress=None):
     shrinkage. Returns the TrainingResult."""
     support = feature_mask(selected_groups(params, problem), problem)
     return train_epochs(params, problem, settings, penalty=0.0, optimizer="adam",
-                        tol=settings.path_tol, rng=rng, warn=False, progress=progress,
-                        support=support)
+                        tol=settings.path_tol, rng=rng, session=session, support=support)
 
 
-def train_restarts(params, problem, settings, rng, progress=None):
+def train_restarts(params, problem, settings, rng, session):
     """Dense Adam fit of every restart (stopped by ``settings.tol``); returns the kept
-    one's parameters, its curve and whether the fit converged.
+    one's parameters, its curve and the training's TrainingResult.
 
     The kept restart is the one of highest GEMINI whose partition another restart
     reproduces (:func:`representative_restart`). With ``settings.reseed``, clusters
@@ -290,37 +266,30 @@ def train_restarts(params, problem, settings, rng, progress=None):
         R, K = params[SKIP].shape[0], params[SKIP].shape[2]
         reseeder = EmptyClusterReseeder(problem, R, K, rng)
     result = train_epochs(params, problem, settings, penalty=0.0, optimizer="adam",
-                          tol=settings.tol, rng=rng, warn=False, progress=progress,
-                          reseeder=reseeder)
+                          tol=settings.tol, rng=rng, session=session, reseeder=reseeder)
     best = representative_restart(params, problem, full_gemini(params, problem))
     curve = result.loss_curve[:, best] if result.n_iter else np.empty(0)
-    return restart(params, best), curve, result.converged
+    return restart(params, best), curve, result
 
 
-def train_at_penalty(params, problem, settings, rng, progress=None):
+def train_at_penalty(params, problem, settings, rng, session):
     """:meth:`SparseGEMINI.fit`'s training: the dense fit of every restart
     (:func:`train_restarts`), then, if ``settings.alpha > 0``, proximal SGD at that
     penalty on the restart kept (stopped by ``settings.path_tol``) and, with
-    ``settings.relax``, its :func:`relax` training.
+    ``settings.relax``, its :func:`relax` training; each one of ``session``.
 
-    Returns the kept restart's parameters, its loss curve over both phases and the
-    ``tol`` of the first phase that did not converge (``None`` if both did).
+    Returns the kept restart's parameters and its loss curve over the phases.
     """
-    params, curve, converged = train_restarts(params, problem, settings, rng, progress)
-    curves, unconverged_tols = [curve], [] if converged else [settings.tol]
+    params, curve, _ = train_restarts(params, problem, settings, rng, session)
+    curves = [curve]
     if settings.alpha > 0:
         result = train_epochs(params, problem, settings, penalty=settings.alpha,
-                              optimizer="sgd", tol=settings.path_tol, rng=rng, warn=False,
-                              progress=progress)
+                              optimizer="sgd", tol=settings.path_tol, rng=rng,
+                              session=session)
         curves.append(result.loss_curve[:, 0])
-        if not result.converged:
-            unconverged_tols.append(settings.path_tol)
         if settings.relax:
-            result = relax(params, problem, settings, rng, progress)
-            curves.append(result.loss_curve[:, 0])
-            if not result.converged:
-                unconverged_tols.append(settings.path_tol)
-    return params, np.concatenate(curves), (unconverged_tols[0] if unconverged_tols else None)
+            curves.append(relax(params, problem, settings, rng, session).loss_curve[:, 0])
+    return params, np.concatenate(curves)
 
 
 # restarts whose GEMINI is within this fraction of the highest tie: the first wins
@@ -382,49 +351,14 @@ def feature_mask(group_mask, problem):
     return group_mask[problem.group]
 
 
-@dataclass
-class GeminiPath:
-    """The regularisation path of :meth:`SparseGEMINI.path`.
-
-    Attributes
-    ----------
-    lambdas : ndarray of shape (n_steps,)
-        Penalty of each step (0 for the dense fit).
-    n_features : ndarray of shape (n_steps,)
-        Number of selected features after each step.
-    masks : ndarray of shape (n_steps, n_features_in)
-        Selected features after each step.
-    gemini : ndarray of shape (n_steps,)
-        GEMINI of the model after each step (computed with all features).
-    n_epochs : ndarray of shape (n_steps,)
-        Epochs run at each step.
-    converged : ndarray of shape (n_steps,)
-        Whether each step's training converged before ``max_iter`` epochs.
-    models : dict of int to dict
-        For each number of features reached, after any epoch of any step, the
-        first model with that many features: its ``params`` (NumPy, on the raw
-        features), ``gemini``, ``lambda``, ``step`` (index into the arrays above)
-        and ``epoch`` (epochs of that step it had trained).
-    selected : int
-        Number of features of the model the estimator ends fitted on.
-    """
-
-    lambdas: np.ndarray
-    n_features: np.ndarray
-    masks: np.ndarray
-    gemini: np.ndarray
-    n_epochs: np.ndarray
-    converged: np.ndarray
-    models: dict
-    selected: int
-
-
-def run_path(params, problem, settings, rng, progress=None):
+def run_path(params, problem, settings, rng, session):
     """Dense Adam fit (restarts, stopped by ``settings.tol``), then proximal SGD along
-    lambda on the best restart (each step stopped by ``settings.path_tol``).
+    lambda on the best restart (each step stopped by ``settings.path_tol``); each
+    training one of ``session``, whose bar shows the step's penalty and features.
 
     Returns the path records (one entry per step: lambdas, n_features, masks,
-    gemini, n_epochs, converged, loss_curve) and the first model reaching each
+    gemini, n_epochs, converged, loss_curve and the TrainingResult, result) and
+    the first model reaching each
     number of features, with the index of its step and its epochs in that step.
     As in the paper (section 4.1), a model is kept each time the number of
     features changes *during* a step (checked after every epoch), not only at
@@ -432,17 +366,18 @@ def run_path(params, problem, settings, rng, progress=None):
     sees the models in between.
     """
     records = {name: [] for name in ("lambdas", "n_features", "masks", "gemini",
-                                     "n_epochs", "converged", "loss_curve")}
+                                     "n_epochs", "converged", "loss_curve", "result")}
     models = {}
 
     def current_mask():
         return feature_mask(selected_groups(params, problem), problem)
 
     def keeper(lam):
-        """``on_epoch_end`` of a step at ``lam``: keeps the model after each epoch
-        if its number of features is new."""
+        """The hook of a step at ``lam``: keeps the model after each epoch if its
+        number of features is new."""
         epochs = itertools.count(1)
-        return lambda objective: keep(int(current_mask().sum()), lam, next(epochs))
+        return EveryEpoch(lambda objective: keep(int(current_mask().sum()), lam,
+                                                 next(epochs)))
 
     def keep(count, lam, epoch, gemini=None):
         if count not in models:
@@ -451,28 +386,27 @@ def run_path(params, problem, settings, rng, progress=None):
             models[count] = {"params": copy_params(params), "gemini": gemini, "lambda": lam,
                              "step": len(records["lambdas"]), "epoch": epoch}
 
-    def record(lam, curve, converged):
+    def record(lam, curve, result):
         mask = current_mask()
         gemini = float(full_gemini(params, problem)[0])
         count = int(mask.sum())
         keep(count, lam, len(curve), gemini)
         for name, value in (("lambdas", lam), ("n_features", count), ("masks", mask),
                             ("gemini", gemini), ("n_epochs", len(curve)),
-                            ("converged", converged), ("loss_curve", curve)):
+                            ("converged", result.converged), ("loss_curve", curve),
+                            ("result", result)):
             records[name].append(value)
         return count
 
-    params, curve, converged = train_restarts(params, problem, settings, rng)
-    count = record(0.0, curve, converged)
+    params, curve, result = train_restarts(params, problem, settings, rng, session)
+    count = record(0.0, curve, result)
     lam = settings.lambda_start
     while count > settings.n_features_stop and count > 0:
+        session.note(step=len(records["lambdas"]), lam=f"{lam:.3g}", n_features=count)
         result = train_epochs(params, problem, settings, penalty=lam, optimizer="sgd",
-                              tol=settings.path_tol, rng=rng, warn=False,
-                              on_epoch_end=keeper(lam))
-        count = record(lam, result.loss_curve[:, 0], result.converged)
-        if progress is not None:
-            progress.set_postfix(n_features=count, lam=f"{lam:.3g}")
-            progress.update(1)
+                              tol=settings.path_tol, rng=rng, session=session,
+                              hooks=[keeper(lam)])
+        count = record(lam, result.loss_curve[:, 0], result)
         lam *= settings.lambda_multiplier
     return records, models
 
@@ -485,48 +419,22 @@ def select_model(models, selection_threshold):
     return min(good) if good else max(models)
 
 
-def selected_model(records, models, problem, settings, rng):
+def selected_model(records, models, problem, settings, rng, session):
     """The model the path selects (:func:`select_model`), trained on by :func:`relax`
     with ``settings.relax`` (a copy: ``models`` keeps it as the path found it).
 
-    Returns its feature count, its parameters, its loss curve (the dense fit's
+    Returns its feature count, its parameters and its loss curve (the dense fit's
     epochs, every step's before its own, its own up to the epoch at which it was
-    kept, then the relaxed training's) and the ``tol`` of the first of these
-    trainings that did not converge (``None`` if all did).
+    kept, then the relaxed training's). The steps after its own are discarded from
+    ``session``: whether they converged does not matter to the fitted model.
     """
     selected = select_model(models, settings.selection_threshold)
     entry = models[selected]
     curves = records["loss_curve"][: entry["step"] + 1]
     curves[-1] = curves[-1][: entry["epoch"]]
-    unconverged = [settings.path_tol if step else settings.tol
-                   for step, converged in enumerate(records["converged"][: entry["step"] + 1])
-                   if not converged]
+    session.discard(records["result"][entry["step"] + 1:])
     params = entry["params"]
     if settings.relax:
         params = copy_params(params)
-        result = relax(params, problem, settings, rng)
-        curves.append(result.loss_curve[:, 0])
-        if not result.converged:
-            unconverged.append(settings.path_tol)
-    return selected, params, np.concatenate(curves), (unconverged[0] if unconverged else None)
-
-
-def path_from_records(records, models, selected, standardisation):
-    """The :class:`GeminiPath` of :func:`run_path`'s records and models, their
-    parameters folded onto the raw features."""
-    raw_models = {
-        count: {**entry, "params": fold_standardisation(
-            entry["params"], standardisation.mean, standardisation.scale)}
-        for count, entry in models.items()
-    }
-    return GeminiPath(**{name: np.asarray(records[name]) for name in (
-        "lambdas", "n_features", "masks", "gemini", "n_epochs", "converged")},
-        models=raw_models, selected=selected)
-
-
-def exit_lambdas(path):
-    """Penalty at which each feature left the model (inf if it never did)."""
-    exits = np.full(path.masks.shape[1], np.inf)
-    for lam, before, after in zip(path.lambdas[1:], path.masks[:-1], path.masks[1:]):
-        exits[before & ~after] = lam
-    return exits
+        curves.append(relax(params, problem, settings, rng, session).loss_curve[:, 0])
+    return selected, params, np.concatenate(curves)

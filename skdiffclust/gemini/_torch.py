@@ -21,6 +21,7 @@ import torch
 
 from skdiffclust._utils._torch_checks import (
     ValueChecks,
+    check_full_precision,
     check_matrix,
     check_tensor,
     finite,
@@ -78,7 +79,7 @@ def gemini_loss(proba, similarity, gemini="mmd_ovo"):
         ``proba`` whose rows are not probabilities (negative, or not summing to
         1: logits), negative distances.
     TypeError
-        For inputs that are not floating point tensors.
+        For inputs that are not float32 or float64 tensors.
 
     Notes
     -----
@@ -111,6 +112,8 @@ def gemini_loss(proba, similarity, gemini="mmd_ovo"):
     if not isinstance(gemini, str) or gemini not in OBJECTIVES:
         raise ValueError(f"gemini must be one of {OBJECTIVES}, got {gemini!r}.")
     check_tensor(proba, "proba")
+    check_full_precision(proba, "proba", "the GEMINI's sums over the batch overflow "
+                         "half precision from a few hundred samples")
     check_matrix(proba, "proba", labels=("n_samples", "n_clusters"))
     if gemini == "mi":
         _CHECKS(proba.device, lambda: probabilities(proba, "proba"))

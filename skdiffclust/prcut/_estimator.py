@@ -1,6 +1,5 @@
 """PRCut: deep clustering by probabilistic ratio-cut optimisation."""
 
-import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -19,7 +18,8 @@ from skdiffclust._training._stream import forget_stream, keep_stream
 from skdiffclust._utils._optional import import_optional
 from skdiffclust._utils._state import keeps_state_on_failure
 from skdiffclust._utils._validation import (ANY_INTEGER, NumberInterval,
-                                            check_hidden_layer_sizes, check_magnitude)
+                                            check_hidden_layer_sizes, check_magnitude,
+                                            check_n_clusters, warn_empty_clusters)
 from skdiffclust.prcut._graph import (
     bipartite_objective,
     partition_objective,
@@ -344,10 +344,7 @@ class PRCut(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Bas
         forget_stream(self)
         n_samples = X.shape[0]
         check_hidden_layer_sizes(self.hidden_layer_sizes)  # before any work
-        if self.n_clusters > n_samples:
-            raise ValueError(
-                f"n_clusters={self.n_clusters} must be <= n_samples={n_samples}."
-            )
+        check_n_clusters(self.n_clusters, n_samples)
         self._graph_input_used = graph_input is not None
         if not x_is_affinity(self):
             check_magnitude(X)
@@ -403,10 +400,8 @@ class PRCut(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Bas
                 "does not keep. Use fit.")
         stream = getattr(self, "_stream", None)
         X = check_samples(self, X, reset=stream is None, ensure_min_samples=2)
-        if stream is None and X.shape[0] < self.n_clusters:
-            raise ValueError(
-                f"The first chunk of partial_fit needs at least n_clusters="
-                f"{self.n_clusters} samples, got {X.shape[0]}.")
+        if stream is None:
+            check_n_clusters(self.n_clusters, X.shape[0])
         check_magnitude(X)
         check_hidden_layer_sizes(self.hidden_layer_sizes)
         self._graph_input_used = False
@@ -456,12 +451,11 @@ class PRCut(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Bas
         clusters no sample chose are left out, with a warning."""
         used = np.unique(labels)
         if used.size < self.n_clusters:
-            warnings.warn(
-                f"Only {used.size} of the n_clusters={self.n_clusters} clusters are "
-                "the most likely cluster of some training sample; the others are "
-                "removed (n_clusters_ < n_clusters). A larger gamma favours "
-                "balanced clusters.", UserWarning, stacklevel=5,
-            )
+            warn_empty_clusters(
+                "PRCut", used.size, self.n_clusters,
+                cause="no training sample has the others as its most likely cluster, "
+                "and they are removed", remedy="A larger gamma (balanced clusters)",
+                stacklevel=5)
         for name in NETWORK_ATTRIBUTES:  # an earlier fit's, of the other kind of network
             vars(self).pop(name, None)
         for name, value in fitted_attributes(network, labels, used, graph, curve,

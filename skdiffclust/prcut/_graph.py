@@ -581,3 +581,12 @@ def warn_on_degenerate_graph(components, identical, n_clusters, keep_components,
             "All samples are identical: they all get the same cluster.",
             UserWarning, stacklevel=stacklevel,
         )
+    isolated = np.flatnonzero(np.bincount(components)[components] == 1)
+    if 0 < isolated.size < components.size:
+        count = "1 sample has" if isolated.size == 1 else f"{isolated.size} samples have"
+        warnings.warn(
+            f"{count} no edge in the affinity graph (all its affinities are zero), "
+            f"the first at index {isolated[0]}: each is a connected component of its "
+            "own, which PRCut may make a cluster of its own. Give such samples positive "
+            "affinities to others, or leave them out.", UserWarning, stacklevel=stacklevel,
+        )

@@ -10,10 +10,13 @@ the affinity matrix itself; X is then only the network's input.
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.utils import check_array
-from sklearn.utils.validation import validate_data
 
-from skdiffclust._utils._validation import check_magnitude
+from skdiffclust._utils._validation import (
+    check_array,
+    check_magnitude,
+    validate_data,
+    warn_if_looks_like_distances,
+)
 from skdiffclust.prcut._graph import check_precomputed_affinity
 from skdiffclust.prcut._scaling import AffinityRows, FeatureScaling
 
@@ -105,6 +108,12 @@ def graph_source_and_input(X, graph_input, *, precomputed, builtin):
     says how the network reads X: standardised features (built-in network),
     rows as they are (a module, or the rows of a precomputed affinity).
     """
+    if precomputed:  # from PRCut.fit, through training_start
+        warn_if_looks_like_distances(
+            X if graph_input is None else graph_input,
+            "X" if graph_input is None else "graph_input", kind="an affinity",
+            consequence="PRCut would keep the most distant samples together",
+            fix="an affinity, such as np.exp(-D**2 / D.var()),", stacklevel=6)
     if graph_input is None:
         if precomputed:
             return check_precomputed_affinity(X), AffinityRows(X)

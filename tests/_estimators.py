@@ -1,0 +1,45 @@
+"""The registry's estimators (:mod:`skdiffclust._registry`) as pytest parameters.
+
+Tests that run over every estimator take them from here, so that a new method's
+entry in the registry is all they need: one parameter per estimator, its id the
+class name, its value the registry entry, marked ``torch`` where the fit needs it.
+"""
+
+import pytest
+
+from skdiffclust._registry import ESTIMATORS
+
+TORCH = pytest.mark.torch
+
+
+def each(select=None, *, trained=False):
+    """A ``pytest.param`` of each registered estimator that ``select(entry)`` keeps;
+    ``trained``: under its :attr:`~skdiffclust._registry.Entry.training` parameters."""
+    return [pytest.param(entry, id=entry.name, marks=_marks(entry, trained))
+            for entry in ESTIMATORS if select is None or select(entry)]
+
+
+def _marks(entry, trained):
+    return [TORCH] if entry.needs_torch(**(entry.training if trained else {})) else []
+
+
+def check_instances(*, torch):
+    """The instances scikit-learn's checks run on: those needing torch, or not."""
+    return [entry.make(**params) for entry in ESTIMATORS for params in entry.checks
+            if entry.needs_torch(**params) == torch]
+
+
+def expected_failed_checks(estimator):
+    """The scikit-learn checks that cannot pass on ``estimator``, with why."""
+    if getattr(estimator, "metric", None) == "precomputed":
+        return {"check_clustering": (
+            "the check feeds 2-D feature vectors, not the (n, n) similarity matrix that "
+            "metric='precomputed' requires")}
+    # scikit-learn's sparse checks read classifier tags of any estimator with
+    # predict_proba (AttributeError for a clusterer); test_conventions.py and the
+    # estimator's own tests fit and predict on every sparse format instead
+    if hasattr(estimator, "predict_proba"):
+        return {check: "the check assumes that predict_proba belongs to a classifier"
+                for check in ("check_estimator_sparse_array",
+                              "check_estimator_sparse_matrix")}
+    return {}
