@@ -200,10 +200,10 @@ def exact_is_affordable(n_samples, n_features, n_neighbors):
     candidate of its probed cells)."""
     if n_samples <= AUTO_EXACT_MAX_SAMPLES:
         return True
-    from skdiffclust import _ivf
+    from skdiffclust._ivf import cell_count, probed_cells
 
-    n_cells = _ivf.cell_count(n_samples)
-    candidates = n_samples / n_cells * _ivf.probed_cells(n_samples, n_cells, n_neighbors)
+    n_cells = cell_count(n_samples)
+    candidates = n_samples / n_cells * probed_cells(n_samples, n_cells, n_neighbors)
     exact = n_samples * (EXACT_NS_PER_FEATURE * n_features + EXACT_NS_PER_PAIR)
     index = candidates * (INDEX_NS_PER_FEATURE * n_features + INDEX_NS_PER_PAIR)
     return exact <= EXACT_COST_FACTOR * index
@@ -242,10 +242,10 @@ def approximate_kneighbors(X, n_neighbors, *, n_threads=1, seed=0, n_probe=None)
     ``skdiffclust._ivf.probed_cells``). A row whose cells hold too few others
     (tiny data) is searched exactly instead.
     """
-    from skdiffclust import _ivf  # numba kernels: compiled on first use
+    from skdiffclust._ivf import ivf_kneighbors  # numba kernels: compiled on first use
 
     X, points = _centred_float32(X)
-    indices = _ivf.ivf_kneighbors(points, n_neighbors, seed=seed, n_threads=n_threads,
+    indices = ivf_kneighbors(points, n_neighbors, seed=seed, n_threads=n_threads,
                                   n_probe=n_probe)
     incomplete = np.flatnonzero((indices < 0).any(1))
     if incomplete.size:
