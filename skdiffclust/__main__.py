@@ -140,8 +140,8 @@ def clam_prefers_the_cut(datasets, fits, seed):
     found, classes, kept = [], [], []
     for data, fit in zip(datasets, fits[CLAM.name]):
         means = np.stack([data.X[data.y == c].mean(axis=0) for c in np.unique(data.y)])
-        from_classes = ClAM(n_clusters=data.n_clusters, init=means,
-                            random_state=seed).fit(data.X)
+        from_classes = BY_NAME[CLAM.registered].estimator(
+            n_clusters=data.n_clusters, init=means, random_state=seed).fit(data.X)
         found.append(fit.loss_)
         classes.append(from_classes.loss_)
         kept.append(adjusted_rand_score(data.y, from_classes.labels_))

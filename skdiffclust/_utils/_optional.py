@@ -12,7 +12,6 @@ import importlib
 # module -> (what pip installs, the extra of skdiffclust that brings it, or None)
 OPTIONAL = {
     "torch": ("PyTorch", "torch"),
-    "faiss": ("FAISS", "ann"),
     "dask": ("dask", "dask"),
     "dask_ml": ("dask-ml", "dask"),
     "matplotlib": ("matplotlib", None),
