@@ -296,6 +296,13 @@ def prcut_mlp_pca_graph(data):
 FOREST_STEPS_PER_EPOCH = 1000
 FOREST_SETTINGS = dict(batch_size=64, learning_rate=3e-4, weight_decay=1e-4,
                        steps_per_epoch=FOREST_STEPS_PER_EPOCH)
+# the LeNet-5 recipe of the case `forest` (issue 43): the paper's settings but the
+# noise of the authors' code for this experiment, scaled to the standardised
+# similarities (epsilon 3, not 0.1: at 0.1 the perturbed forests barely differ
+# from the exact one and Fashion-MNIST stalls at 0.94), and Adam at 1e-3 decayed
+# along a half cosine over the 30 epochs of 1,000 steps; the same on MNIST
+FOREST_RECIPE = dict(FOREST_SETTINGS, epsilon=3.0, learning_rate=1e-3,
+                     learning_rate_schedule="cosine")
 # the semi-supervised table (section 4.2): n_labelled x k_withheld, SEMI_SEEDS seeds,
 # each model trained SEMI_STEPS steps (the paper's 30k with early stopping would
 # take 16 x 6 minutes here; the cross-entropy baseline gets the same steps)
@@ -331,16 +338,24 @@ def batchwise_precision(truth, embedded):
     return 1.0 - batch_clustering_error(truth, embedded, n_clusters=10, batch_size=64)
 
 
-@case("forest", "SpanningForestClustering(embedding=LeNet-5): 30k steps of 64 (Adam 3e-4, "
-      "weight decay 1e-4), early stopping on 10% of the labels; test precision, "
-      "ACC of the 10,000 test embeddings clustered into 10")
+# the authors' code scores the first 5,000 test images in full batches of 64 (78
+# batches, 4,992 images; the other 5,000 are its validation set)
+REFERENCE_TEST_IMAGES = 5000 // 64 * 64
+
+
+@case("forest", "SpanningForestClustering(embedding=LeNet-5): 30k steps of 64 (Adam 1e-3 "
+      "decayed along a cosine, weight decay 1e-4, epsilon 3), early stopping on 10% of "
+      "the labels; test precision (all 10,000, and the authors' first 4,992), ACC of the "
+      "10,000 test embeddings clustered into 10")
 def forest_lenet(data):
     from skdiffclust import SpanningForestClustering
 
     model = SpanningForestClustering(
         10, embedding=lenet5(0), max_iter=30, n_iter_no_change=10, early_stopping=True,
-        validation_fraction=0.1, device=data.device, random_state=0, **FOREST_SETTINGS)
+        validation_fraction=0.1, device=data.device, random_state=0, **FOREST_RECIPE)
+    cpu = time.process_time()  # the machine is shared: CPU seconds beside the wall's
     model.fit(data.train_images[:, None], data.train_labels)
+    cpu = time.process_time() - cpu
     from sklearn.cluster import KMeans
 
     embedded = model.transform(data.test_images[:, None])
@@ -351,9 +366,14 @@ def forest_lenet(data):
     return Fit(clusters, data.test_labels, model.predict(data.test_images[:, None]),
                data.test_labels,
                extra={"precision": batchwise_precision(data.test_labels, embedded),
+                      "precision 4992": batchwise_precision(
+                          data.test_labels[:REFERENCE_TEST_IMAGES],
+                          embedded[:REFERENCE_TEST_IMAGES]),
                       "steps": model.n_iter_ * FOREST_STEPS_PER_EPOCH,
                       "val precision": model.best_validation_score_,
-                      "k-means ACC": clustering_accuracy(data.test_labels, kmeans)})
+                      "k-means ACC": clustering_accuracy(data.test_labels, kmeans),
+                      "fit CPU s": cpu, "load 1/5 min": "{:.1f}/{:.1f}".format(
+                          *os.getloadavg()[:2])})
 
 
 def semi_supervised_labels(labels, n_labelled, k_withheld, seed):
@@ -838,8 +858,8 @@ def main():
         sys.exit(f"unknown case(s) {', '.join(unknown)}; the cases are {', '.join(CASES)}")
     data = load_mnist(args.data_dir)
     data.device = args.device
-    print(f"{Path(args.data_dir).name}: {data.train_images.shape[0]} training and "
-          f"{data.test_images.shape[0]} "
+    print(f"{Path(args.data_dir).resolve().name} ({Path(args.data_dir).resolve()}): "
+          f"{data.train_images.shape[0]} training and {data.test_images.shape[0]} "
           f"test images; {os.cpu_count()} CPUs; torch training on {args.device}")
     rows = []
     for name in names:

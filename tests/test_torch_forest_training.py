@@ -100,6 +100,31 @@ def test_weight_decay_shrinks_the_weights(digits):
     assert norms[1] < 0.8 * norms[0]
 
 
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_cosine_schedule_lowers_the_step_after_each_epoch(digits, monkeypatch):
+    from skdiffclust._training import _torch as engine
+    from skdiffclust.forest import _embedding
+
+    optimizers, rates = [], []
+    make_adam, loss = engine.adam, _embedding.PartialFenchelYoungTask.loss
+    monkeypatch.setattr(engine, "adam", lambda *args, **kwargs: optimizers.append(
+        make_adam(*args, **kwargs)) or optimizers[-1])
+    monkeypatch.setattr(_embedding.PartialFenchelYoungTask, "loss", lambda self, batch: (
+        rates.append(float(optimizers[-1].param_groups[0]["lr"])) or loss(self, batch)))
+    X, y, _, _ = digits
+    seen = {}
+    for schedule in ("constant", "cosine"):
+        rates.clear()
+        _fit(_images(X), y, max_iter=4, steps_per_epoch=3, learning_rate=0.01,
+             learning_rate_schedule=schedule)
+        assert len(rates) == 12
+        seen[schedule] = rates[::3]
+        assert rates == [rate for rate in seen[schedule] for _ in range(3)]
+    assert seen["constant"] == [0.01] * 4  # the paper's
+    np.testing.assert_allclose(
+        seen["cosine"], [0.005 * (1 + np.cos(np.pi * e / 4)) for e in range(4)])
+
+
 def test_early_stopping_keeps_the_best_validation_epoch(digits, monkeypatch):
     X, y, _, _ = digits
     model = _fit(_images(X), y, early_stopping=True, max_iter=40, n_iter_no_change=3,

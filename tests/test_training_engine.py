@@ -359,3 +359,40 @@ def test_torch_engine_on_cuda_captures_the_step_and_trains():
         point, result, mean = _train_quadratic("cuda")
     assert result.converged
     np.testing.assert_allclose(point, mean, atol=0.05)
+
+
+@pytest.mark.torch
+def test_cosine_decay_lowers_the_step_along_a_half_cosine_to_zero():
+    import torch
+
+    from skdiffclust._training._torch import CosineDecay
+
+    for rate in (0.2, torch.tensor(0.2)):  # capturable Adam holds a tensor
+        optimizer = torch.optim.Adam([torch.zeros(1, requires_grad=True)], lr=rate)
+        decay = CosineDecay(optimizer, 4)
+        rates = []
+        for _ in range(6):
+            decay.step(1.0)
+            rates.append(float(optimizer.param_groups[0]["lr"]))
+        expected = [0.1 * (1 + math.cos(math.pi * e / 4)) for e in (1, 2, 3, 4, 4, 4)]
+        np.testing.assert_allclose(rates, expected, rtol=1e-6, atol=1e-9)
+
+
+@pytest.mark.torch
+def test_cosine_decay_brings_stochastic_training_to_rest_at_the_minimum():
+    # small batches at a large constant step end a step's noise away from the data
+    # mean; decayed to zero, the same training ends at it
+    import torch
+
+    from skdiffclust._training._torch import CosineDecay, UniformBatches, train
+
+    data = torch.as_tensor(np.random.default_rng(0).normal(3.0, 1.0, (256, 2)),
+                           dtype=torch.float32)
+    distances = {}
+    for schedule, scheduler in (("constant", None), ("cosine", CosineDecay.over(20))):
+        task = _Quadratic(data, "cpu")
+        train(task, UniformBatches(256, 4, torch.Generator().manual_seed(0), "cpu"),
+              learning_rate=0.3, max_iter=20, tol=0.0, n_iter_no_change=100,
+              name="Quadratic", device="cpu", scheduler=scheduler, warn=False)
+        distances[schedule] = float(torch.linalg.norm(task.point.detach() - data.mean(0)))
+    assert distances["cosine"] < 0.2 * distances["constant"]

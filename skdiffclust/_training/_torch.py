@@ -337,6 +337,39 @@ def adam(parameters, learning_rate, *, capturable, on_cuda, weight_decay=0.0):
                             weight_decay=weight_decay)
 
 
+class CosineDecay:
+    """Adam's step size along a half cosine, from its value down to 0 over ``n_epochs``.
+
+    A scheduler for :func:`train`'s ``scheduler`` (``CosineDecay.over(n_epochs)``):
+    stepped after each epoch, it sets every parameter group's step size for the next
+    epoch to ``lr * (1 + cos(pi * e / n_epochs)) / 2``, ``e`` the epochs done (SGDR's
+    schedule without restarts, Loshchilov and Hutter, 2017). A constant step leaves
+    stochastic training where the last mini-batches put it, about a step size from
+    the minimum; shrinking it brings the parameters to rest, while the early epochs
+    still take the large steps.
+    """
+
+    def __init__(self, optimizer, n_epochs):
+        self.optimizer, self.n_epochs, self.epochs = optimizer, max(int(n_epochs), 1), 0
+        self.rates = [float(group["lr"]) for group in optimizer.param_groups]
+
+    @classmethod
+    def over(cls, n_epochs):
+        """The ``scheduler`` argument of :func:`train`: ``optimizer -> CosineDecay``."""
+        return lambda optimizer: cls(optimizer, n_epochs)
+
+    def multiplier(self):
+        return 0.5 * (1.0 + math.cos(math.pi * min(self.epochs, self.n_epochs) / self.n_epochs))
+
+    def step(self, objective=None):
+        self.epochs += 1
+        for group, rate in zip(self.optimizer.param_groups, self.rates):
+            if isinstance(group["lr"], torch.Tensor):  # capturable Adam reads it in place
+                group["lr"].fill_(rate * self.multiplier())
+            else:
+                group["lr"] = rate * self.multiplier()
+
+
 def optimizer_cooldown(optimizer, n_epochs, factor):
     """A :class:`Cooldown` scaling the step size of every parameter group, from the
     rates they have when it starts (in place: a captured step reads them)."""

@@ -21,7 +21,7 @@ import math
 import numpy as np
 import torch
 
-from skdiffclust._training._torch import PooledBatches, train
+from skdiffclust._training._torch import CosineDecay, PooledBatches, train
 from skdiffclust._utils._random import derive_seeds
 from skdiffclust._utils._torch import (
     apply_in_batches,
@@ -256,7 +256,9 @@ def train_embedding(module, X, y, settings, *, validation_data=None, sample_shap
                        n_iter_no_change=settings.n_iter_no_change,
                        name="SpanningForestClustering", device=device,
                        verbose=settings.verbose, n_threads=settings.n_threads,
-                       weight_decay=settings.weight_decay, validation=validation)
+                       weight_decay=settings.weight_decay, validation=validation,
+                       scheduler=(CosineDecay.over(settings.max_iter)
+                                  if settings.learning_rate_schedule == "cosine" else None))
     if validation is not None:
         validation.restore_best()
     module.eval()

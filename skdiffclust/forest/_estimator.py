@@ -112,14 +112,16 @@ class SpanningForestClustering(ClusterMixin, _SetOutputMixin, BaseEstimator):
     learning_rate : float, default=1e-2
         Adam's learning rate (the paper's is 3e-4, over many more steps).
 
+    learning_rate_schedule : {'constant', 'cosine'}, default='constant'
+        ``'constant'`` (the paper's), or ``'cosine'``: lowered after each epoch
+        along a half cosine, from ``learning_rate`` to 0 at ``max_iter`` epochs.
+
     weight_decay : float, default=0.0
-        L2 penalty on the embedding's weights, added to the gradient (Adam's
-        ``weight_decay``).
+        L2 penalty on the weights, added to the gradient (Adam's ``weight_decay``).
 
     tol : float, default=1e-3
-        Training stops when the epoch's mean loss (the validation error with
-        ``early_stopping``) has not decreased by more than ``tol`` (relative) for
-        ``n_iter_no_change`` epochs.
+        Training stops when the epoch's mean loss (with ``early_stopping``, the
+        validation error) has not decreased by a relative ``tol`` for ``n_iter_no_change`` epochs.
 
     n_iter_no_change : int, default=10
         Patience of the stopping rule, in epochs.
@@ -239,6 +241,7 @@ class SpanningForestClustering(ClusterMixin, _SetOutputMixin, BaseEstimator):
         "max_iter": [NumberInterval(Integral, 0, None, closed="left")],
         "steps_per_epoch": [NumberInterval(Integral, 1, None, closed="left"), None],
         "learning_rate": [NumberInterval(Real, 0, None, closed="neither")],
+        "learning_rate_schedule": [StrOptions({"constant", "cosine"})],
         "weight_decay": [NumberInterval(Real, 0, None, closed="left")],
         "tol": [NumberInterval(Real, 0, None, closed="left")],
         "n_iter_no_change": [NumberInterval(Integral, 1, None, closed="left")],
@@ -254,9 +257,9 @@ class SpanningForestClustering(ClusterMixin, _SetOutputMixin, BaseEstimator):
                  algorithm="auto", embedding=None, n_components=2,
                  hidden_layer_sizes=(128,), epsilon=0.1, n_perturbations=100,
                  batch_size=64, max_iter=100, steps_per_epoch=None, learning_rate=1e-2,
-                 weight_decay=0.0, tol=1e-3, n_iter_no_change=10, early_stopping=False,
-                 validation_fraction=0.1, device="auto", n_jobs=None,
-                 random_state=None, verbose=False):
+                 learning_rate_schedule="constant", weight_decay=0.0, tol=1e-3,
+                 n_iter_no_change=10, early_stopping=False, validation_fraction=0.1,
+                 device="auto", n_jobs=None, random_state=None, verbose=False):
         self.n_clusters = n_clusters
         self.metric = metric
         self.metric_params = metric_params
@@ -270,6 +273,7 @@ class SpanningForestClustering(ClusterMixin, _SetOutputMixin, BaseEstimator):
         self.max_iter = max_iter
         self.steps_per_epoch = steps_per_epoch
         self.learning_rate = learning_rate
+        self.learning_rate_schedule = learning_rate_schedule
         self.weight_decay = weight_decay
         self.tol = tol
         self.n_iter_no_change = n_iter_no_change
@@ -423,6 +427,7 @@ class SpanningForestClustering(ClusterMixin, _SetOutputMixin, BaseEstimator):
             max_iter=self.max_iter, learning_rate=self.learning_rate, tol=self.tol,
             n_iter_no_change=self.n_iter_no_change, device=device, seed=seed,
             verbose=self.verbose, weight_decay=self.weight_decay,
+            learning_rate_schedule=self.learning_rate_schedule,
             steps_per_epoch=self.steps_per_epoch,
             solver_threads=solver_threads(self.n_jobs))
 

@@ -41,6 +41,7 @@ class EmbeddingSettings:
     seed: int
     verbose: bool = False
     weight_decay: float = 0.0
+    learning_rate_schedule: str = "constant"
     steps_per_epoch: int | None = None
     solver_threads: int = 1
     n_threads: int = 1
