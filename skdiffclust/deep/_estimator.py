@@ -122,7 +122,7 @@ class DeepImageClustering(TransformerMixin, ClusterMixin, BaseEstimator):
     module_ : torch.nn.Module
         The trained network (on the CPU, in evaluation mode), mapping float32
         images of shape (batch, C, H, W), scaled by ``pixel_mean_`` and
-        ``pixel_scale_``, to the kept head's logits; ``module_.body`` maps them to
+        ``pixel_scale_``, to the kept head's logits; ``module_.embed`` maps them to
         the embedding.
 
     start_labels_ : ndarray of shape (n_samples,)

@@ -4,9 +4,9 @@
    histograms (``_features``), and the partition spectral clustering reads off it
    (PRCut's wide start: ``n_eigenvectors`` eigenvectors, rows of unit length,
    k-means).
-2. **Warm-up** (one epoch, :class:`PartitionTask`): every head learns the start
-   by cross-entropy on weak views of the images, so that the network begins
-   where spectral clustering ends.
+2. **Warm-up** (:class:`PartitionTask`, at least ``WARMUP_STEPS`` steps, whole
+   epochs): every head learns the start by cross-entropy on weak views of the
+   images, so that the network begins where spectral clustering ends.
 3. **Clustering** (:class:`PairTask`, up to ``max_iter`` epochs, the engine's
    stopping rule): each step pairs a batch of images with one partner each,
    drawn from the image's neighbours in the graph or, with probability
@@ -44,8 +44,12 @@ from skdiffclust.prcut._loss import EdgeBlock, PRCutLoss
 SELF_PAIR_FRACTION = 0.5
 # the rate of PRCut's moving average of the cluster proportions (its default)
 MOMENTUM = 0.8
-# Adam's step in the warm-up
-WARMUP_EPOCHS = 1
+# the warm-up's steps, at least (in whole epochs: one of 60,000 images). A
+# network that has not learnt the start begins the clustering phase from a
+# partition of its own: on 500 digits, 7 warm-up steps left it at ACC 0.41 to
+# 0.51 (the start's 0.89) and the clustering phase ended at 0.76; 105 steps
+# reproduced the start (0.89) and it ended at 0.92
+WARMUP_STEPS = 200
 
 
 class PartitionTask:
@@ -116,11 +120,20 @@ class PairTask:
 
 
 class SelfLabelTask:
-    """Self-labelling: the confident weak views' clusters, taught from strong views."""
+    """Self-labelling: the confident weak views' clusters, taught from strong views.
+
+    The network runs in evaluation mode throughout: its batch normalisation keeps
+    the statistics of the clustering phase's weak views. Left to follow the strong
+    views (rotated twice as far, a square erased), the statistics moved away from
+    those of the images themselves, and the partition of the unmoved images
+    degraded: on MNIST's 60,000 images, ACC 0.981 before two epochs, 0.967
+    after, one cluster gathering the others' strays.
+    """
 
     def __init__(self, network, images, settings, generator):
         self.network, self.images = network, images
         self.settings, self.generator = settings, generator
+        network.eval()
 
     def parameters(self):
         return self.network.parameters()
@@ -129,9 +142,7 @@ class SelfLabelTask:
         images = self.images[batch]
         ranges = self.settings.augmentation
         with torch.no_grad():
-            self.network.eval()
             proba = torch.softmax(self.network(weak_view(images, ranges, self.generator)), 1)
-            self.network.train()
         confidence, target = proba.max(1)
         confident = (confidence > self.settings.confidence).to(proba.dtype)
         counts = torch.zeros(proba.shape[1], device=proba.device).index_add_(
@@ -182,8 +193,9 @@ def fit_network(images, settings, seeds, name):
     def batches(generator):
         return UniformBatches(n, settings.batch_size, generator, device)
 
+    steps_per_epoch = batches(generators[0]).n_batches
     train(PartitionTask(network, data, start, settings.augmentation, generators[0]),
-          batches(generators[0]), max_iter=WARMUP_EPOCHS, warn=False,
+          batches(generators[0]), max_iter=-(-WARMUP_STEPS // steps_per_epoch), warn=False,
           **dict(common, verbose=False))
     pairs = PairTask(network, data, torch.as_tensor(neighbours, device=device), settings,
                      generators[1])
