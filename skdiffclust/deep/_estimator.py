@@ -67,7 +67,9 @@ class DeepImageClustering(TransformerMixin, ClusterMixin, BaseEstimator):
         balance prior of :class:`~skdiffclust.prcut.PRCut`).
 
     self_labelling : int, default=1
-        Epochs of self-labelling after the clustering phase (0: none).
+        Epochs of self-labelling after the clustering phase (0: none); its network
+        is kept only when its partition's objective on the graph (PRCut's, at
+        hard assignments) is no higher than before (``self_labelled_``).
 
     confidence : float in (0, 1), default=0.99
         Probability above which self-labelling trusts an image's cluster.
@@ -133,6 +135,10 @@ class DeepImageClustering(TransformerMixin, ClusterMixin, BaseEstimator):
 
     head_ : int
         The kept head.
+
+    self_labelled_ : bool
+        Whether the self-labelled network was kept (its partition's objective on
+        the graph no higher than the clustering phase's).
 
     loss_curve_ : ndarray of shape (`n_iter_`,)
         The kept head's mean objective in each epoch of the clustering phase.
@@ -246,7 +252,7 @@ class DeepImageClustering(TransformerMixin, ClusterMixin, BaseEstimator):
         fit, torch_utils = _import_training()
         scale = PixelScale(images)
         seeds = derive_seeds(self.random_state, N_SEEDS)
-        network, graph, start, result, kept = fit.fit_network(
+        network, graph, start, result, kept, self_labelled = fit.fit_network(
             scale(images), settings, seeds, type(self).__name__)
         self.module_ = network
         self.pixel_mean_, self.pixel_scale_ = scale.mean, scale.scale
@@ -255,6 +261,7 @@ class DeepImageClustering(TransformerMixin, ClusterMixin, BaseEstimator):
         self.start_labels_ = np.asarray(start, dtype=np.int64)
         self.affinity_matrix_ = graph
         self.head_ = kept
+        self.self_labelled_ = bool(self_labelled)
         curve = np.atleast_2d(result.loss_curve.T).T if result.loss_curve.size else \
             np.empty((0, settings.n_heads))
         self.loss_curve_ = np.asarray(curve[:, kept], dtype=np.float64)
@@ -312,8 +319,9 @@ class DeepImageClustering(TransformerMixin, ClusterMixin, BaseEstimator):
         proba : ndarray of shape (n_queries, n_clusters)
             Each row sums to 1. In float64.
         """
+        images = self._scaled(X)
         fit, _ = _import_training()
-        proba, _ = fit.probabilities(self.module_, self._scaled(X), n_threads(self.n_jobs))
+        proba, _ = fit.probabilities(self.module_, images, n_threads(self.n_jobs))
         return proba
 
     def predict(self, X):
@@ -343,8 +351,9 @@ class DeepImageClustering(TransformerMixin, ClusterMixin, BaseEstimator):
         embedding : ndarray of shape (n_queries, 128)
             In float64.
         """
+        images = self._scaled(X)
         fit, _ = _import_training()
-        _, embedding = fit.probabilities(self.module_, self._scaled(X), n_threads(self.n_jobs))
+        _, embedding = fit.probabilities(self.module_, images, n_threads(self.n_jobs))
         return embedding
 
     def __sklearn_tags__(self):

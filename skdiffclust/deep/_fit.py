@@ -22,8 +22,14 @@
    SCAN's last step with FixMatch's views): images whose weak view the network
    assigns with probability above ``confidence`` are taught that cluster from a
    strong view, their cross-entropy weighted by one over their cluster's count
-   among the confident ones (so that large clusters do not grow by it).
+   among the confident ones (so that large clusters do not grow by it). Its
+   network is kept only if its partition of the images has an objective on
+   the graph (PRCut's, at hard assignments: ratio cut plus ``gamma`` times the
+   KL term) no higher than the clustering phase's: on 600 digits one epoch of
+   it emptied a cluster (ACC 0.84 to 0.73), which the objective sees.
 """
+
+import copy
 
 import numpy as np
 import torch
@@ -36,7 +42,7 @@ from skdiffclust.deep._augment import strong_view, weak_view
 from skdiffclust.deep._features import graph_features
 from skdiffclust.deep._network import build_network, evaluate
 from skdiffclust.prcut._fit import initial_partition
-from skdiffclust.prcut._graph import affinity_from_neighbors
+from skdiffclust.prcut._graph import affinity_from_neighbors, partition_objective
 from skdiffclust.prcut._loss import EdgeBlock, PRCutLoss
 
 # the probability that an image's partner is another view of itself rather than
@@ -203,12 +209,26 @@ def fit_network(images, settings, seeds, name):
                    verbose=settings.verbose, **common)
     kept = int(np.argmin(np.atleast_2d(result.loss_curve)[-1]))
     network.keep_head(kept)
+    self_labelled = False
     if settings.self_labelling:
+        before = copy.deepcopy(network.state_dict())
+        objective = _objective_of(network, data, graph, settings)
         train(SelfLabelTask(network, data, settings, generators[2]),
               batches(generators[2]), max_iter=settings.self_labelling, warn=False,
               **dict(common, verbose=False, tol=0.0))
+        self_labelled = _objective_of(network, data, graph, settings) <= objective
+        if not self_labelled:
+            network.load_state_dict(before)
     network = network.to("cpu").eval()
-    return network, graph, start, result, kept
+    return network, graph, start, result, kept, self_labelled
+
+
+def _objective_of(network, data, graph, settings):
+    """PRCut's objective on the graph of the partition the network gives the images."""
+    with torch_threads(settings.n_threads):
+        _, proba = evaluate(network, data)
+    labels = proba[network.head].argmax(1).cpu().numpy()
+    return partition_objective(graph, labels, settings.n_clusters, settings.gamma)
 
 
 def probabilities(network, images, n_threads, batch_size=2048):
