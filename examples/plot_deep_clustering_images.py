@@ -8,8 +8,8 @@ network to sort images into clusters from the images alone: it starts from
 spectral clustering of a nearest-neighbour graph of the images' gradient
 histograms, then learns a partition that keeps each image with its graph
 neighbours and with randomly moved views of itself (PRCut's bound of the ratio
-cut on these pairs), and finally teaches the confident images' clusters from
-strongly distorted views (self-labelling). Nothing is tuned to the image set:
+cut on these pairs), on several heads of which it keeps the one of lowest
+objective. Nothing is tuned to the image set:
 the same defaults cluster MNIST, Fashion-MNIST and the 8 x 8 digits below
 (:ref:`deep_clustering`).
 

@@ -71,7 +71,7 @@ sys.stdout.write(",".join(map(str, model.labels_)) + "|" + repr(float(model.loss
 def test_same_labels_in_another_process():
     """A fresh interpreter (its own torch threads' default, its own global seeds)
     gives the same labels and the same last objective, to the bit."""
-    here = fit_fast(self_labelling=1)
+    here = fit_fast(self_labelling=0)
     torch.manual_seed(1234)  # global seeding here must not matter
     out = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True,
                          check=True).stdout
