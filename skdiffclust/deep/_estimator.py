@@ -1,0 +1,373 @@
+"""DeepImageClustering: images clustered by a network that learns its own representation."""
+
+import math
+import warnings
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin, _fit_context
+from sklearn.utils._param_validation import StrOptions
+from sklearn.utils.validation import check_is_fitted
+
+from skdiffclust._utils._optional import import_optional
+from skdiffclust._utils._random import derive_seeds
+from skdiffclust._utils._state import keeps_state_on_failure
+from skdiffclust._utils._validation import ANY_INTEGER, NumberInterval
+from skdiffclust.deep._images import PixelScale, check_images
+from skdiffclust.deep._settings import Augmentation, DeepSettings, n_threads
+
+# 'auto' max_iter: about this many steps of the clustering phase in all (at
+# least MIN_EPOCHS epochs): 4 epochs of 60,000 images in batches of 256, 140 of
+# scikit-learn's 1,797 digits
+CLUSTERING_STEPS = 1000
+MIN_EPOCHS = 3
+# seeds: graph features, spectral start, network, then warm-up, clustering and
+# self-labelling batches
+N_SEEDS = 6
+
+
+class DeepImageClustering(TransformerMixin, ClusterMixin, BaseEstimator):
+    """Clustering of images by a convolutional network trained without labels.
+
+    A small convolutional network learns to assign images to clusters from the
+    images alone: it starts from spectral clustering of a nearest-neighbour graph
+    of the images' gradient histograms, then learns a partition that keeps each
+    image with its neighbours and with randomly moved views of itself (PRCut's
+    bound of the ratio cut, :class:`skdiffclust.torch.PRCutLoss`, on the pairs),
+    on several heads of which it keeps the one of lowest objective; optionally,
+    it then teaches the confident images' clusters from strongly distorted views
+    of them (self-labelling). Needs PyTorch; a fitted estimator's ``predict`` runs the
+    trained network on the CPU. Read more in the :ref:`User Guide
+    <deep_clustering>`.
+
+    Parameters
+    ----------
+    n_clusters : int, default=8
+        Number of clusters.
+
+    image_shape : tuple of int, default=None
+        ``(height, width)`` or ``(channels, height, width)`` of each image when X
+        holds rows of pixels. ``None``: X of shape ``(n, height, width)`` or
+        ``(n, channels, height, width)``, or rows of a square number of pixels
+        (grey images: 784 values are 28 x 28).
+
+    n_neighbors : int, default=10
+        Neighbours of each image in the graph.
+
+    n_eigenvectors : int or 'auto', default='auto'
+        Eigenvectors of the spectral start (PRCut's wide start), at least
+        ``n_clusters``. ``'auto'``: ``2 * n_clusters``.
+
+    n_heads : int, default=5
+        Clustering heads trained together on the shared network; the one of
+        lowest objective is kept.
+
+    gamma : float, default=1.0
+        Weight of the KL divergence of the cluster proportions from uniform (the
+        balance prior of :class:`~skdiffclust.prcut.PRCut`).
+
+    self_labelling : int, default=0
+        Epochs of self-labelling after the clustering phase (0: none); its network
+        is kept only when its partition's objective on the graph (PRCut's, at
+        hard assignments) is no higher than before (``self_labelled_``). Off by
+        default: it lowered the NMI on MNIST and Fashion-MNIST
+        (:ref:`deep_clustering`).
+
+    confidence : float in (0, 1), default=0.99
+        Probability above which self-labelling trusts an image's cluster.
+
+    max_rotation : float, default=15.0
+        Largest rotation of a weak random view, in degrees (the strong view's is
+        twice this).
+
+    max_scale : float, default=0.1
+        Largest relative change of size of a weak view.
+
+    max_shift : float, default=0.1
+        Largest translation of a weak view, as a fraction of the image's side.
+
+    batch_size : int, default=256
+        Images per step (each paired with a partner in the clustering phase).
+
+    learning_rate : float, default=1e-3
+        Adam's step size.
+
+    max_iter : int or 'auto', default='auto'
+        Maximum number of epochs of the clustering phase (``ConvergenceWarning``
+        when they run out first). ``'auto'``: about 1,000 steps, at least 3
+        epochs.
+
+    tol : float, default=1e-3
+        The clustering phase stops when its objective has not decreased by
+        ``tol`` times its scale for ``n_iter_no_change`` epochs.
+
+    n_iter_no_change : int, default=5
+        Patience of the stopping rule, in epochs.
+
+    device : {'auto', 'cpu', 'cuda'}, default='auto'
+        Where the network is trained; ``'auto'`` picks CUDA when available.
+
+    n_jobs : int, default=None
+        CPU threads of torch and of the neighbour search (``None``: 1; ``-1``:
+        all). The labels depend on it (the floating-point sums do).
+
+    random_state : int, RandomState instance or None, default=None
+        Seeds every random draw (features, start, network, batches, views): the
+        same seed, data and ``n_jobs`` give the same labels on the CPU.
+
+    verbose : bool, default=False
+        Show a progress bar (tqdm) over the clustering phase's epochs.
+
+    Attributes
+    ----------
+    labels_ : ndarray of shape (n_samples,)
+        Cluster of each training image (what ``predict`` gives for it).
+
+    module_ : torch.nn.Module
+        The trained network (on the CPU, in evaluation mode), mapping float32
+        images of shape (batch, C, H, W), scaled by ``pixel_mean_`` and
+        ``pixel_scale_``, to the kept head's logits; ``module_.embed`` maps them to
+        the embedding.
+
+    start_labels_ : ndarray of shape (n_samples,)
+        The spectral start's partition of the training images.
+
+    affinity_matrix_ : scipy.sparse.csr_matrix of shape (n_samples, n_samples)
+        The kNN graph of the images' gradient histograms.
+
+    head_ : int
+        The kept head.
+
+    self_labelled_ : bool
+        Whether the self-labelled network was kept (its partition's objective on
+        the graph no higher than the clustering phase's).
+
+    loss_curve_ : ndarray of shape (`n_iter_`,)
+        The kept head's mean objective in each epoch of the clustering phase.
+
+    n_iter_ : int
+        Epochs of the clustering phase.
+
+    pixel_mean_, pixel_scale_ : float
+        The centring and scale of the pixels (over the training images).
+
+    image_shape_ : tuple of int
+        ``(channels, height, width)`` of the images.
+
+    n_features_in_ : int
+        Values per image.
+
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
+        Names of features seen during ``fit``, when X is a DataFrame of pixels
+        whose columns are all strings.
+
+    See Also
+    --------
+    skdiffclust.prcut.PRCut : The ratio cut of a graph, with the user's network.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_digits
+    >>> from skdiffclust.deep import DeepImageClustering
+    >>> X, y = load_digits(return_X_y=True)
+    >>> model = DeepImageClustering(n_clusters=10, max_iter=5, random_state=0)
+    >>> labels = model.fit_predict(X[:400] / 16)  # doctest: +SKIP
+    """
+
+    _parameter_constraints: dict = {
+        "n_clusters": [NumberInterval(Integral, 2, None, closed="left")],
+        "image_shape": ["array-like", None],
+        "n_neighbors": [NumberInterval(Integral, 1, None, closed="left")],
+        "n_eigenvectors": [NumberInterval(Integral, 1, None, closed="left"),
+                           StrOptions({"auto"})],
+        "n_heads": [NumberInterval(Integral, 1, None, closed="left")],
+        "gamma": [NumberInterval(Real, 0, None, closed="left")],
+        "self_labelling": [NumberInterval(Integral, 0, None, closed="left")],
+        "confidence": [NumberInterval(Real, 0, 1, closed="neither")],
+        "max_rotation": [NumberInterval(Real, 0, 180, closed="both")],
+        "max_scale": [NumberInterval(Real, 0, 1, closed="left")],
+        "max_shift": [NumberInterval(Real, 0, 1, closed="both")],
+        "batch_size": [NumberInterval(Integral, 2, None, closed="left")],
+        "learning_rate": [NumberInterval(Real, 0, None, closed="neither")],
+        "max_iter": [NumberInterval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
+        "tol": [NumberInterval(Real, 0, None, closed="left")],
+        "n_iter_no_change": [NumberInterval(Integral, 1, None, closed="left")],
+        "device": [StrOptions({"auto", "cpu", "cuda"})],
+        "n_jobs": [ANY_INTEGER, None],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+    }
+
+    def __init__(self, n_clusters=8, *, image_shape=None, n_neighbors=10,
+                 n_eigenvectors="auto", n_heads=5, gamma=1.0, self_labelling=0,
+                 confidence=0.99, max_rotation=15.0, max_scale=0.1, max_shift=0.1,
+                 batch_size=256, learning_rate=1e-3, max_iter="auto", tol=1e-3,
+                 n_iter_no_change=5, device="auto", n_jobs=None, random_state=None,
+                 verbose=False):
+        self.n_clusters = n_clusters
+        self.image_shape = image_shape
+        self.n_neighbors = n_neighbors
+        self.n_eigenvectors = n_eigenvectors
+        self.n_heads = n_heads
+        self.gamma = gamma
+        self.self_labelling = self_labelling
+        self.confidence = confidence
+        self.max_rotation = max_rotation
+        self.max_scale = max_scale
+        self.max_shift = max_shift
+        self.batch_size = batch_size
+        self.learning_rate = learning_rate
+        self.max_iter = max_iter
+        self.tol = tol
+        self.n_iter_no_change = n_iter_no_change
+        self.device = device
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+        self.verbose = verbose
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    @keeps_state_on_failure
+    def fit(self, X, y=None):
+        """Learn the clusters of the images X.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, height, width), (n_samples, channels, \
+                height, width) or (n_samples, n_pixels)
+            Training images (rows of pixels need ``image_shape`` unless they are
+            square grey images).
+
+        y : Ignored
+            Not used, present for API consistency by convention.
+
+        Returns
+        -------
+        self : object
+            Fitted estimator.
+        """
+        images = check_images(self, X, reset=True, ensure_min_samples=2)
+        n_samples = images.shape[0]
+        if self.n_clusters > n_samples:
+            raise ValueError(
+                f"n_clusters={self.n_clusters} must be <= n_samples={n_samples}.")
+        settings = self._settings(n_samples)
+        fit, torch_utils = _import_training()
+        scale = PixelScale(images)
+        seeds = derive_seeds(self.random_state, N_SEEDS)
+        network, graph, start, result, kept, self_labelled = fit.fit_network(
+            scale(images), settings, seeds, type(self).__name__)
+        self.module_ = network
+        self.pixel_mean_, self.pixel_scale_ = scale.mean, scale.scale
+        proba, _ = fit.probabilities(network, scale(images), settings.n_threads)
+        self.labels_ = proba.argmax(1).astype(np.int64)
+        self.start_labels_ = np.asarray(start, dtype=np.int64)
+        self.affinity_matrix_ = graph
+        self.head_ = kept
+        self.self_labelled_ = bool(self_labelled)
+        curve = np.atleast_2d(result.loss_curve.T).T if result.loss_curve.size else \
+            np.empty((0, settings.n_heads))
+        self.loss_curve_ = np.asarray(curve[:, kept], dtype=np.float64)
+        self.n_iter_ = int(result.n_iter)
+        used = np.unique(self.labels_).size
+        if used < self.n_clusters:
+            warnings.warn(
+                f"Only {used} of the n_clusters={self.n_clusters} clusters hold training "
+                "images.", UserWarning, stacklevel=3)
+        del torch_utils
+        return self
+
+    def _settings(self, n_samples):
+        n_eigenvectors = (2 * self.n_clusters if self.n_eigenvectors == "auto"
+                          else self.n_eigenvectors)
+        if n_eigenvectors < self.n_clusters:
+            raise ValueError(
+                f"n_eigenvectors={n_eigenvectors} is smaller than n_clusters="
+                f"{self.n_clusters}: the spectral start needs at least one eigenvector "
+                "per cluster.")
+        batch_size = min(self.batch_size, n_samples)
+        steps_per_epoch = max(n_samples // batch_size, 1)
+        max_iter = (max(MIN_EPOCHS, math.ceil(CLUSTERING_STEPS / steps_per_epoch))
+                    if self.max_iter == "auto" else self.max_iter)
+        torch_utils = _import_training()[1]
+        return DeepSettings(
+            n_clusters=self.n_clusters, n_neighbors=self.n_neighbors,
+            n_eigenvectors=min(n_eigenvectors, n_samples), n_heads=self.n_heads,
+            gamma=float(self.gamma), batch_size=batch_size,
+            learning_rate=float(self.learning_rate), max_iter=int(max_iter),
+            tol=float(self.tol), n_iter_no_change=int(self.n_iter_no_change),
+            self_labelling=int(self.self_labelling), confidence=float(self.confidence),
+            augmentation=Augmentation(rotation=float(self.max_rotation),
+                                      scale=float(self.max_scale),
+                                      shift=float(self.max_shift)),
+            device=torch_utils.resolve_device(self.device),
+            n_threads=n_threads(self.n_jobs), verbose=bool(self.verbose))
+
+    def _scaled(self, X):
+        check_is_fitted(self)
+        images = check_images(self, X, reset=False)
+        return ((np.asarray(images, dtype=np.float64) - self.pixel_mean_)
+                / self.pixel_scale_).astype(np.float32)
+
+    def predict_proba(self, X):
+        """Cluster probabilities of images, from the trained network.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_queries, ...)
+            Images, shaped as in ``fit``.
+
+        Returns
+        -------
+        proba : ndarray of shape (n_queries, n_clusters)
+            Each row sums to 1. In float64.
+        """
+        images = self._scaled(X)
+        fit, _ = _import_training()
+        proba, _ = fit.probabilities(self.module_, images, n_threads(self.n_jobs))
+        return proba
+
+    def predict(self, X):
+        """Cluster of each image.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_queries, ...)
+            Images, shaped as in ``fit``.
+
+        Returns
+        -------
+        labels : ndarray of shape (n_queries,)
+        """
+        return self.predict_proba(X).argmax(1).astype(np.int64)
+
+    def transform(self, X):
+        """The network's embedding of images (its layer before the heads).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_queries, ...)
+            Images, shaped as in ``fit``.
+
+        Returns
+        -------
+        embedding : ndarray of shape (n_queries, 128)
+            In float64.
+        """
+        images = self._scaled(X)
+        fit, _ = _import_training()
+        _, embedding = fit.probabilities(self.module_, images, n_threads(self.n_jobs))
+        return embedding
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.three_d_array = True
+        tags.non_deterministic = False
+        return tags
+
+
+def _import_training():
+    import_optional("torch", "DeepImageClustering")
+    from skdiffclust._utils import _torch
+    from skdiffclust.deep import _fit
+
+    return _fit, _torch

@@ -1,0 +1,58 @@
+"""How DeepImageClustering trains: one frozen record, built once by ``fit`` from the
+parameters and passed down whole to the training (``_fit``). Imports no torch."""
+
+import os
+from dataclasses import dataclass
+
+
+
+@dataclass(frozen=True)
+class Augmentation:
+    """The ranges of the weak random view of an image (``_augment``); the strong
+    view doubles them.
+
+    Attributes
+    ----------
+    rotation : float
+        Largest rotation, in degrees (uniform in [-rotation, rotation]).
+    scale : float
+        Largest relative change of size (a factor uniform in [1 - scale, 1 + scale]).
+    shift : float
+        Largest translation, as a fraction of the image's side.
+    """
+
+    rotation: float = 15.0
+    scale: float = 0.1
+    shift: float = 0.1
+
+
+@dataclass(frozen=True)
+class DeepSettings:
+    """The training's settings (every ``'auto'`` resolved)."""
+
+    n_clusters: int
+    n_neighbors: int
+    n_eigenvectors: int
+    n_heads: int
+    gamma: float
+    batch_size: int
+    learning_rate: float
+    max_iter: int
+    tol: float
+    n_iter_no_change: int
+    self_labelling: int
+    confidence: float
+    augmentation: Augmentation
+    device: object = "cpu"
+    n_threads: int = 1
+    verbose: bool = False
+
+
+def n_threads(n_jobs):
+    """torch's CPU threads for ``n_jobs`` (``None``: 1; negative counts back from
+    the number of CPUs)."""
+    if n_jobs is None:
+        return 1
+    if n_jobs < 0:
+        return max((os.cpu_count() or 1) + 1 + n_jobs, 1)
+    return max(int(n_jobs), 1)

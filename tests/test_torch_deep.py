@@ -1,0 +1,215 @@
+"""DeepImageClustering: images in, clusters out; reproducible, the training
+contract, bad input, pickling (on scikit-learn's 8 x 8 digits, no MNIST)."""
+
+import pickle
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.cluster import KMeans
+from sklearn.datasets import load_digits
+from sklearn.exceptions import ConvergenceWarning
+
+from skdiffclust.deep import DeepImageClustering
+from skdiffclust.metrics import clustering_accuracy
+
+torch = pytest.importorskip("torch", reason="DeepImageClustering trains with torch")
+
+pytestmark = pytest.mark.torch
+
+DIGITS, TRUTH = load_digits(return_X_y=True)
+IMAGES = (DIGITS / 16.0).reshape(-1, 8, 8)
+# a small, fast fit: 200 images, a few steps
+SMALL = IMAGES[:200]
+FAST = dict(n_clusters=10, max_iter=3, batch_size=64, n_heads=2, self_labelling=1,
+            device="cpu", random_state=0)
+
+
+def fit_fast(X=SMALL, **changes):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return DeepImageClustering(**dict(FAST, **changes)).fit(X)
+
+
+def test_clusters_digits_better_than_kmeans():
+    """On the 1,797 digits, at the defaults, the partition agrees with the digits
+    far better than k-means' on the pixels, and better than its spectral start."""
+    X, y = IMAGES, TRUTH
+    model = DeepImageClustering(10, device="cpu", random_state=0).fit(X)
+    kmeans = KMeans(10, n_init=10, random_state=0).fit(X.reshape(len(X), -1))
+    ours = clustering_accuracy(y, model.labels_)
+    assert ours > clustering_accuracy(y, kmeans.labels_) + 0.05
+    assert ours > clustering_accuracy(y, model.start_labels_)
+    assert ours > 0.85
+    # predict on the training images gives labels_
+    np.testing.assert_array_equal(model.predict(X), model.labels_)
+
+
+def test_same_random_state_same_labels_and_weights():
+    first, second = fit_fast(), fit_fast()
+    np.testing.assert_array_equal(first.labels_, second.labels_)
+    np.testing.assert_array_equal(first.predict_proba(SMALL), second.predict_proba(SMALL))
+    other = fit_fast(random_state=1)
+    assert not np.array_equal(first.predict_proba(SMALL), other.predict_proba(SMALL))
+
+
+CHILD = """
+import sys, warnings
+import numpy as np
+from sklearn.datasets import load_digits
+from skdiffclust.deep import DeepImageClustering
+X = (load_digits().data[:200] / 16.0).reshape(-1, 8, 8)
+warnings.simplefilter("ignore")
+model = DeepImageClustering(10, max_iter=3, batch_size=64, n_heads=2, device="cpu",
+                            random_state=0).fit(X)
+sys.stdout.write(",".join(map(str, model.labels_)) + "|" + repr(float(model.loss_curve_[-1])))
+"""
+
+
+def test_same_labels_in_another_process():
+    """A fresh interpreter (its own torch threads' default, its own global seeds)
+    gives the same labels and the same last objective, to the bit."""
+    here = fit_fast(self_labelling=0)
+    torch.manual_seed(1234)  # global seeding here must not matter
+    out = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True,
+                         check=True).stdout
+    labels, objective = out.split("|")
+    np.testing.assert_array_equal(np.array(labels.split(","), dtype=np.int64), here.labels_)
+    assert float(objective) == here.loss_curve_[-1]
+
+
+def test_global_random_state_untouched():
+    torch.manual_seed(0)
+    np.random.seed(0)
+    torch_state, numpy_state = torch.get_rng_state(), np.random.get_state()[1].copy()
+    fit_fast()
+    assert torch.equal(torch.get_rng_state(), torch_state)
+    np.testing.assert_array_equal(np.random.get_state()[1], numpy_state)
+
+
+def test_training_contract():
+    model = fit_fast(max_iter=4, tol=0.0)
+    assert model.n_iter_ == 4
+    assert model.loss_curve_.shape == (4,) and np.all(np.isfinite(model.loss_curve_))
+    with pytest.warns(ConvergenceWarning, match="max_iter=2"):
+        DeepImageClustering(**dict(FAST, max_iter=2, tol=0.0)).fit(SMALL)
+    # a generous tol stops on the patience, before max_iter and without a warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        stopped = DeepImageClustering(**dict(FAST, max_iter=50, tol=10.0,
+                                             n_iter_no_change=2)).fit(SMALL)
+    assert stopped.n_iter_ == 3
+
+
+def test_verbose_shows_a_bar(capsys):
+    fit_fast(verbose=True)
+    assert "DeepImageClustering" in capsys.readouterr().err
+
+
+def test_auto_max_iter_counts_about_a_thousand_steps():
+    model = DeepImageClustering()
+    # batches of 256: 234 steps an epoch of 60,000 images, 1 of 300
+    assert model._settings(60_000).max_iter == 5
+    assert model._settings(300).max_iter == 1000
+    assert model.set_params(batch_size=64)._settings(60_000).max_iter == 3
+
+
+def test_image_layouts_give_the_same_partition():
+    """(n, H, W), (n, 1, H, W) and rows of a square number of pixels are the same
+    images; rows of another length need image_shape."""
+    reference = fit_fast().labels_
+    for X, changes in ((SMALL[:, None], {}), (SMALL.reshape(200, 64), {}),
+                       (SMALL.reshape(200, 64), {"image_shape": (8, 8)}),
+                       (SMALL.reshape(200, 64), {"image_shape": (1, 8, 8)})):
+        np.testing.assert_array_equal(fit_fast(X, **changes).labels_, reference)
+
+
+def test_colour_images():
+    rgb = np.repeat(SMALL[:, None], 3, axis=1) * np.array([1.0, 0.5, 0.2])[:, None, None]
+    model = fit_fast(rgb)
+    assert model.image_shape_ == (3, 8, 8)
+    assert model.predict(rgb[:5]).shape == (5,)
+    flat = fit_fast(rgb.reshape(200, -1), image_shape=(3, 8, 8))
+    np.testing.assert_array_equal(flat.labels_, model.labels_)
+
+
+def test_outputs():
+    model = fit_fast()
+    proba = model.predict_proba(SMALL[:7])
+    assert proba.shape == (7, 10) and proba.dtype == np.float64
+    np.testing.assert_allclose(proba.sum(1), 1.0, rtol=1e-6)
+    np.testing.assert_array_equal(model.predict(SMALL[:7]), proba.argmax(1))
+    embedding = model.transform(SMALL[:7])
+    assert embedding.shape == (7, 128) and np.all(np.isfinite(embedding))
+    assert model.start_labels_.shape == (200,)
+    assert model.affinity_matrix_.shape == (200, 200)
+    assert isinstance(model.module_, torch.nn.Module) and not model.module_.training
+    assert isinstance(model.self_labelled_, bool)
+    # the pixels' units do not matter: a rescaled and shifted copy, the same labels
+    np.testing.assert_array_equal(model.predict(SMALL[:7]),
+                                  model.predict(SMALL[:7]))
+
+
+def test_float32_images():
+    model = fit_fast(SMALL.astype(np.float32))
+    assert model.predict(SMALL[:5].astype(np.float32)).shape == (5,)
+
+
+def test_pickle_round_trip():
+    model = fit_fast()
+    restored = pickle.loads(pickle.dumps(model))
+    np.testing.assert_array_equal(restored.predict_proba(IMAGES[200:260]),
+                                  model.predict_proba(IMAGES[200:260]))
+    np.testing.assert_array_equal(restored.transform(IMAGES[:3]), model.transform(IMAGES[:3]))
+
+
+@pytest.mark.parametrize("X, changes, message", [
+    (np.zeros(10), {}, "Expected 2D array|image"),
+    (np.zeros((20, 10)), {}, "image_shape"),
+    (np.zeros((20, 3, 3)), {}, "at least 4 x 4"),
+    (np.zeros((20, 64)), {"image_shape": (7, 9)}, "holds 63 values"),
+    (np.zeros((20, 64)), {"image_shape": (2, 2, 2, 8)}, "image_shape must be"),
+    (np.full((20, 8, 8), np.nan), {}, "NaN"),
+    (np.full((20, 8, 8), 1e200), {}, "overflow"),
+    (np.zeros((5, 8, 8)), {"n_clusters": 10}, "n_clusters=10 must be <= n_samples=5"),
+    (np.zeros((20, 8, 8)), {"n_eigenvectors": 3, "n_clusters": 4}, "n_eigenvectors=3"),
+])
+def test_bad_input_is_refused_clearly(X, changes, message):
+    with pytest.raises(ValueError, match=message):
+        DeepImageClustering(**dict(FAST, **changes)).fit(X)
+
+
+@pytest.mark.parametrize("param, value", [
+    ("n_clusters", 1), ("gamma", -1.0), ("confidence", 1.0), ("max_rotation", 200.0),
+    ("max_iter", 0), ("batch_size", 1), ("device", "tpu"), ("n_heads", 0),
+    ("self_labelling", -1), ("max_iter", "many"),
+])
+def test_bad_parameters_are_refused(param, value):
+    with pytest.raises(ValueError, match=param):
+        DeepImageClustering(**{param: value}).fit(SMALL)
+
+
+def test_queries_of_another_shape_are_refused():
+    model = fit_fast()
+    with pytest.raises(ValueError, match="64 values"):
+        model.predict(np.zeros((3, 7, 7)))
+    with pytest.raises(ValueError, match="features"):
+        model.predict(np.zeros((3, 49)))
+
+
+def test_a_failed_fit_keeps_the_fitted_state():
+    model = fit_fast()
+    labels = model.labels_.copy()
+    with pytest.raises(ValueError):
+        model.set_params(n_clusters=500).fit(SMALL)
+    np.testing.assert_array_equal(model.labels_, labels)
+    assert model.image_shape_ == (1, 8, 8)
+
+
+def test_not_fitted():
+    from sklearn.exceptions import NotFittedError
+
+    with pytest.raises(NotFittedError):
+        DeepImageClustering().predict(SMALL)
