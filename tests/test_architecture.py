@@ -22,7 +22,7 @@ FLOORS = {
     "_utils": 2,
     "_training": 3, "_neighbors": 3, "_ivf": 3,
     "forest": 4, "clam": 4, "prcut": 4, "gemini": 4,
-    "__init__": 5, "torch": 5, "metrics": 5, "inspection": 5, "_registry": 5,
+    "__init__": 5, "torch": 5, "metrics": 5, "inspection": 5, "_registry": 5, "deep": 5,
     "__main__": 6,
 }
 METHODS = {"forest", "clam", "prcut", "gemini"}  # one folder per paper

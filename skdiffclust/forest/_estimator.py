@@ -39,6 +39,7 @@ from skdiffclust.forest._solver import (
     forest_from_features,
     forest_from_similarity,
     thread_limit,
+    warn_if_duplicates_split,
 )
 
 
@@ -347,7 +348,7 @@ class SpanningForestClustering(ClusterMixin, _SetOutputMixin, BaseEstimator):
             X, forest.edges, forest.weights, unit, self._clustering_metric(),
             self._clustering_metric_params(), raw)
         if constraints is None:
-            _warn_if_duplicates_split(X, forest, precomputed)
+            warn_if_duplicates_split(X, forest, precomputed)
         for name, value in fitted.items():
             setattr(self, name, value)
         self._fit_X = None if precomputed else X
@@ -581,22 +582,3 @@ def _import_torch_training():
     from skdiffclust.forest import _embedding
 
     return _embedding, _torch
-
-
-def _warn_if_duplicates_split(X, forest, precomputed):
-    """Warn when the forest splits samples at distance 0 (which of them go to which
-    tree is then arbitrary): fewer distinct samples than trees."""
-    if forest.n_clusters < 2:
-        return
-    if precomputed:
-        tied = np.ptp(X) == 0
-        message = ("All similarities in X are equal: the split into "
-                   f"{forest.n_clusters} clusters is arbitrary.")
-    else:
-        tied = forest.separation == 0
-        message = ("All samples are identical" if np.ptp(X) == 0 else
-                   "Samples at distance 0 from each other are in different clusters")
-        message += (f": X has fewer distinct samples than n_clusters="
-                    f"{forest.n_clusters}, and which copies are split off is arbitrary.")
-    if tied:
-        warnings.warn(message, UserWarning, stacklevel=5)

@@ -421,3 +421,22 @@ def forest_from_similarity(S, n_clusters, *, constraints=None):
             S, n_clusters, *tree, *kernel_constraints(constraints)
         )
     return _assemble(n, src, dst, dist, n_reached, n_clusters, tree)
+
+
+def warn_if_duplicates_split(X, forest, precomputed):
+    """Warn when the forest splits samples at distance 0 (which of them go to which
+    tree is then arbitrary): fewer distinct samples than trees."""
+    if forest.n_clusters < 2:
+        return
+    if precomputed:
+        tied = np.ptp(X) == 0
+        message = ("All similarities in X are equal: the split into "
+                   f"{forest.n_clusters} clusters is arbitrary.")
+    else:
+        tied = forest.separation == 0
+        message = ("All samples are identical" if np.ptp(X) == 0 else
+                   "Samples at distance 0 from each other are in different clusters")
+        message += (f": X has fewer distinct samples than n_clusters="
+                    f"{forest.n_clusters}, and which copies are split off is arbitrary.")
+    if tied:
+        warnings.warn(message, UserWarning, stacklevel=5)
