@@ -212,6 +212,24 @@ def prcut_pixels(data):
                                             epochs=model.n_iter_))
 
 
+@case("prcut-defaults", "PRCut(10) at its defaults on the 60,000 training images' raw "
+      "pixels (what a user gets from PRCut(10).fit(X)); test ACC by predict")
+def prcut_defaults(data):
+    from skdiffclust.prcut import PRCut
+
+    model = PRCut(10, device=data.device, random_state=0)
+    with PhaseTimer() as phases:
+        model.fit(data.X_train)
+    start = phases.results["start"]
+    extra = {"start ACC": clustering_accuracy(data.train_labels, start),
+             "start NMI": normalized_mutual_info_score(data.train_labels, start),
+             "test NMI": normalized_mutual_info_score(data.test_labels,
+                                                      model.predict(data.X_test))}
+    return Fit(model.labels_, data.train_labels, model.predict(data.X_test),
+               data.test_labels, extra=dict(phases.columns(), **extra,
+                                            epochs=model.n_iter_))
+
+
 @case("prcut-10k", "PRCut(10, init='spectral_snn') and SpectralClustering on the same "
                    "10-NN graph of the first 10,000 training images' PCA-50")
 def prcut_10k_pca(data):
