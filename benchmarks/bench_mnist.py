@@ -1057,7 +1057,13 @@ def main():
     parser.add_argument("--list", action="store_true", help="list the cases and exit")
     parser.add_argument("--device", default="cpu", choices=("cpu", "cuda", "auto"),
                         help="device of the cases that train with torch (default: cpu)")
+    parser.add_argument("--seeds", default=None,
+                        help="comma-separated random_state of the cases run over seeds "
+                             "(deep and its peers; default: 0,1,2)")
     args = parser.parse_args()
+    if args.seeds is not None:
+        global DEEP_SEEDS
+        DEEP_SEEDS = tuple(int(seed) for seed in args.seeds.split(","))
     if args.list:
         for name, (description, _) in CASES.items():
             print(f"{name:<20} {description}")
