@@ -160,8 +160,9 @@ class PRCut(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Bas
         scaled to unit length, are clustered by k-means (10 restarts), which
         separates clusters that span more than one direction of the embedding
         (:ref:`the wide start <prcut_wide_start>`). ``'auto'``: both, with 1,
-        1.5, 2, 2.5 and 3 times ``n_clusters`` eigenvectors, and the partition
-        of lowest objective on the start's graph is kept. Ignored with
+        1.5, 2, 2.5 and 3 times ``n_clusters`` eigenvectors; a wide partition is
+        kept when its objective on the start's graph is at most half the
+        narrow one's (:ref:`the defaults <prcut_defaults>`). Ignored with
         ``init='random'``.
 
     device : {'auto', 'cpu', 'cuda'}, default='auto'
