@@ -86,7 +86,7 @@ from scipy.sparse.csgraph import connected_components
 from scipy.stats import rankdata
 from sklearn.cluster import HDBSCAN, AgglomerativeClustering, KMeans, SpectralClustering
 from sklearn.datasets import make_blobs
-from sklearn.metrics import adjusted_rand_score
+from sklearn.metrics import adjusted_rand_score, normalized_mutual_info_score
 from sklearn.mixture import GaussianMixture
 from sklearn.neighbors import kneighbors_graph
 from sklearn.preprocessing import StandardScaler
@@ -150,6 +150,7 @@ class Fit:
     dataset: str
     estimator: str
     ari: float = float("nan")
+    nmi: float = float("nan")
     n_found: int = 0
     seconds: float = float("nan")
     cpu_seconds: float = float("nan")
@@ -227,6 +228,7 @@ def fit_one(name, ds, threads, spectral_labels, seed=SEED):
     if fit.ok:
         keep = ds.y > 0  # the suite's noise points are clustered but not scored
         fit.ari = adjusted_rand_score(ds.y[keep], labels[keep])
+        fit.nmi = normalized_mutual_info_score(ds.y[keep], labels[keep])
         fit.n_found = np.unique(labels[labels >= 0]).size
     return fit
 
@@ -302,6 +304,10 @@ def mean_ari(fits, keys, name):
     return np.mean([fits[key, name].ari for key in keys])
 
 
+def mean_nmi(fits, keys, name):
+    return np.mean([fits[key, name].nmi for key in keys])
+
+
 def mean_ranks(fits, keys, names):
     ranks = np.array([rankdata([-fits[key, n].ari for n in names]) for key in keys])
     return dict(zip(names, ranks.mean(axis=0))) if keys else {}
@@ -346,13 +352,14 @@ def summary_rows(datasets, fits, names):
         rows.append([
             n, f"{ran}/{len(keys)}",
             f"{mean_ari(fits, common, n):.2f}" if common else "n/a",
+            f"{mean_nmi(fits, common, n):.3f}" if common else "n/a",
             f"{ranks[n]:.1f}" if common else "n/a",
             f"{mean_ari(fits, disconnected, n):.2f}" if disconnected else "n/a",
             "n/a" if n in TAKES_NO_K else f"{len(lost)} ({silent} silent)",
             seconds_cell(total_time(fits, n, "seconds")),
             seconds_cell(total_time(fits, n, "cpu_seconds")),
         ])
-    header = ["estimator", "ran", "mean ARI", "mean rank",
+    header = ["estimator", "ran", "mean ARI", "mean NMI", "mean rank",
               f"mean ARI, disconn. ({len(disconnected)})", "fewer clusters",
               "fit s (wall)", "fit s (CPU)"]
     return header, rows, common, disconnected
