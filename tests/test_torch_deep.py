@@ -89,6 +89,7 @@ def test_global_random_state_untouched():
     np.testing.assert_array_equal(np.random.get_state()[1], numpy_state)
 
 
+@pytest.mark.filterwarnings("ignore:Only .* clusters hold training images:UserWarning")
 def test_training_contract():
     model = fit_fast(max_iter=4, tol=0.0)
     assert model.n_iter_ == 4
@@ -114,6 +115,21 @@ def test_auto_max_iter_counts_about_a_thousand_steps():
     assert model._settings(60_000).max_iter == 5
     assert model._settings(300).max_iter == 1000
     assert model.set_params(batch_size=64)._settings(60_000).max_iter == 3
+
+
+def test_auto_max_iter_is_a_schedule_run_to_its_end_without_a_warning(monkeypatch):
+    # 'auto' fixes the length of the training (as IIC's and SCAN's epochs); the
+    # same number of epochs given as an int is a cap, warned about when reached
+    from skdiffclust.deep import _estimator
+
+    monkeypatch.setattr(_estimator, "CLUSTERING_STEPS", 8)  # 4 epochs of 2 steps
+    settings = dict(FAST, tol=0.0, batch_size=100, n_iter_no_change=50)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        scheduled = DeepImageClustering(**dict(settings, max_iter="auto")).fit(SMALL)
+    assert scheduled.n_iter_ == scheduled._settings(len(SMALL)).max_iter
+    with pytest.warns(ConvergenceWarning):
+        DeepImageClustering(**dict(settings, max_iter=scheduled.n_iter_)).fit(SMALL)
 
 
 def test_image_layouts_give_the_same_partition():

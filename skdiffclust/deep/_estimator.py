@@ -94,8 +94,10 @@ class DeepImageClustering(TransformerMixin, ClusterMixin, BaseEstimator):
 
     max_iter : int or 'auto', default='auto'
         Maximum number of epochs of the clustering phase (``ConvergenceWarning``
-        when they run out first). ``'auto'``: about 1,000 steps, at least 3
-        epochs.
+        when they run out before ``tol`` and ``n_iter_no_change`` stop it).
+        ``'auto'``: a schedule of about 1,000 steps, at least 3 epochs, which
+        the stopping rule may shorten; running it to its end is not warned
+        about.
 
     tol : float, default=1e-3
         The clustering phase stops when its objective has not decreased by
@@ -294,7 +296,7 @@ class DeepImageClustering(TransformerMixin, ClusterMixin, BaseEstimator):
             n_eigenvectors=min(n_eigenvectors, n_samples), n_heads=self.n_heads,
             gamma=float(self.gamma), batch_size=batch_size,
             learning_rate=float(self.learning_rate), max_iter=int(max_iter),
-            tol=float(self.tol), n_iter_no_change=int(self.n_iter_no_change),
+            scheduled=self.max_iter == "auto", tol=float(self.tol), n_iter_no_change=int(self.n_iter_no_change),
             self_labelling=int(self.self_labelling), confidence=float(self.confidence),
             augmentation=Augmentation(rotation=float(self.max_rotation),
                                       scale=float(self.max_scale),

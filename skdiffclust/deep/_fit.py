@@ -206,7 +206,7 @@ def fit_network(images, settings, seeds, name):
     pairs = PairTask(network, data, torch.as_tensor(neighbours, device=device), settings,
                      generators[1])
     result = train(pairs, batches(generators[1]), max_iter=settings.max_iter,
-                   verbose=settings.verbose, **common)
+                   verbose=settings.verbose, warn=not settings.scheduled, **common)
     kept = int(np.argmin(np.atleast_2d(result.loss_curve)[-1]))
     network.keep_head(kept)
     self_labelled = False

@@ -38,6 +38,9 @@ class DeepSettings:
     batch_size: int
     learning_rate: float
     max_iter: int
+    # max_iter='auto' is a schedule (a fixed number of steps, as IIC's and SCAN's
+    # epochs), not a cap on a training expected to converge: no ConvergenceWarning
+    scheduled: bool
     tol: float
     n_iter_no_change: int
     self_labelling: int
