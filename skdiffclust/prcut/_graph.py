@@ -104,7 +104,7 @@ def scaled_knn_graph(scaling, *, n_neighbors, affinity, rbf_gamma, algorithm, de
 
 def build_graph(scaling, start, device=None, *, warn=True, stacklevel=5):
     """The kNN graph of the scaled features with ``start``'s settings
-    (:func:`~skdiffclust.prcut._graph.scaled_knn_graph`; ``stacklevel``, as
+    (:func:`scaled_knn_graph`; ``stacklevel``, as
     ``warnings.warn``'s, counted from this function)."""
     return scaled_knn_graph(
         scaling, n_neighbors=start.n_neighbors, affinity=start.affinity,

@@ -77,9 +77,9 @@ def fitted_attributes(network, labels, graph, curve, *, n_clusters, gamma, modul
     """PRCut's fitted attributes (by name) for a network and its ``labels`` of the
     samples of ``graph``, keeping the clusters some sample chose (the others are
     left out, with a warning; ``stacklevel`` counts from the caller, as
-    ``warnings.warn``'s does): the built-in
-    network's other output columns are dropped; a ``module``'s trained copy is
-    kept whole, its outputs mapped to the clusters (``module_outputs_``)."""
+    ``warnings.warn``'s does): the built-in network's other output columns are
+    dropped; a ``module``'s trained copy is kept whole, its outputs mapped to the
+    clusters (``module_outputs_``)."""
     from skdiffclust.prcut._graph import partition_objective
 
     used = np.unique(labels)
