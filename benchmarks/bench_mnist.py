@@ -173,12 +173,12 @@ class PhaseTimer:
         return timed
 
     def __enter__(self):
-        from skdiffclust.prcut import _estimator, _fit, _start
+        from skdiffclust.prcut import _fit, _start
 
-        self._restore = [(_estimator.PRCut, "_build_graph", _estimator.PRCut._build_graph),
+        self._restore = [(_start, "build_graph", _start.build_graph),
                          (_start, "shared_neighbor_graph", _start.shared_neighbor_graph),
                          (_fit, "initial_partition", _fit.initial_partition)]
-        _estimator.PRCut._build_graph = self._timed("graph", _estimator.PRCut._build_graph)
+        _start.build_graph = self._timed("graph", _start.build_graph)
         _start.shared_neighbor_graph = self._timed("start", _start.shared_neighbor_graph)
         _fit.initial_partition = self._timed("start", _fit.initial_partition)
         self.begin = time.perf_counter()

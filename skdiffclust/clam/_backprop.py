@@ -3,7 +3,7 @@
 Autograd records about thirty small operations per recursion step; on the CPU and
 with the small batches ClAM trains on, their bookkeeping costs more than the
 arithmetic. Writing the T-step backward pass out (a few matrix products per step)
-makes a training step 2-5x faster. ``tests/test_torch_clam.py`` checks these
+makes a training step 2-5x faster. ``tests/clam/test_torch_clam.py`` checks these
 gradients against autograd on :func:`skdiffclust.clam._dynamics.completion_loss`.
 This is the training path on CUDA; on the CPU, the numba kernels of
 ``_kernels`` compute the same loss and gradients (checked against these).

@@ -289,7 +289,7 @@ class CPUTrainer:
             )
 
         # a group of restarts per thread: the lanes of a restart compute the same
-        # bits whatever the group (tests/test_clam_robustness.py checks it)
+        # bits whatever the group (tests/clam/test_clam_robustness.py checks it)
         groups = [group for group in np.array_split(np.flatnonzero(active), self.n_threads)
                   if group.size]
         totals = np.full(n_restarts, np.nan)

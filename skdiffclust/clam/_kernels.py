@@ -46,7 +46,7 @@ floors), reorganised for a CPU:
   (``_nrt=False``, about 1 s of a cold first fit), and zero arrays by loops (a
   slice assignment compiles numba's broadcasting).
 
-``tests/test_torch_clam.py`` checks the loss and gradients of a batch against
+``tests/clam/test_torch_clam.py`` checks the loss and gradients of a batch against
 the torch implementation, and whole epochs against the torch training loop.
 """
 

@@ -13,7 +13,7 @@ points, and sparse rows (made dense a block at a time) give the bits of dense on
 the result depends neither on ``n_jobs`` nor on the input's format.
 
 As ClAM's inference (``_inference``), small data run in NumPy, which computes the
-numba kernel's bits without compiling it (``tests/test_clam_starts.py`` checks it).
+numba kernel's bits without compiling it (``tests/clam/test_clam_starts.py`` checks it).
 On larger data, after the first pass, the kernels skip the distances of the rows
 that Hamerly's bounds (an upper bound on the distance to their centroid, a lower
 bound on the others) show cannot change cluster: most rows, once the centroids

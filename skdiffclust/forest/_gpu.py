@@ -29,7 +29,7 @@ Why numba.cuda, one thread block per sample running Prim
   buffers.
 * **Testability.** The same kernels run on numba's CUDA simulator
   (``NUMBA_ENABLE_CUDASIM=1``) on CPU tensors, which is how CI checks them against the
-  CPU solver without a GPU (``tests/test_forest_gpu.py``, in a subprocess).
+  CPU solver without a GPU (``tests/forest/test_forest_gpu.py``, in a subprocess).
 
 The constrained (partial-label) variant follows ``constrained_forest``: the same
 Prim tree; ``tree_connectors`` with every vertex tested in parallel (the edge above v

@@ -15,16 +15,11 @@ from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from skdiffclust._training._stream import forget_stream, keep_stream
-from skdiffclust._utils._optional import import_optional
 from skdiffclust._utils._state import keeps_state_on_failure
 from skdiffclust._utils._validation import (ANY_INTEGER, NumberInterval,
                                             check_hidden_layer_sizes, check_magnitude,
-                                            check_n_clusters, warn_empty_clusters)
-from skdiffclust.prcut._graph import (
-    bipartite_objective,
-    partition_objective,
-    scaled_knn_graph,
-)
+                                            check_n_clusters, validate_data)
+from skdiffclust.prcut._graph import build_graph, query_objective
 from skdiffclust.prcut._inference import (
     NETWORK_ATTRIBUTES,
     exported_network,
@@ -33,15 +28,17 @@ from skdiffclust.prcut._inference import (
     predict_logits,
 )
 from skdiffclust.prcut._inputs import (
-    check_graph_input,
-    check_samples,
+    DTYPES,
+    check_fit_inputs,
+    check_nd_samples,
+    check_stream_affinity,
     flat,
+    reads_rows,
     score_graph_source,
     x_is_affinity,
 )
-from skdiffclust.prcut._scaling import AffinityRows, FeatureScaling
-from skdiffclust.prcut._settings import PRCutSettings, n_threads
-from skdiffclust.prcut._start import training_start
+from skdiffclust.prcut._settings import PRCutSettings, StartSettings, n_threads
+from skdiffclust.prcut._start import import_training, network_input, training_start
 from skdiffclust.prcut._stream import PRCutStream
 
 
@@ -345,28 +342,23 @@ class PRCut(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Bas
         self : object
             Fitted estimator.
         """
-        X = check_samples(self, X, reset=True, ensure_min_samples=2)
+        X = self._check_samples(X, reset=True, ensure_min_samples=2)
         forget_stream(self)
-        n_samples = X.shape[0]
         check_hidden_layer_sizes(self.hidden_layer_sizes)  # before any work
-        check_n_clusters(self.n_clusters, n_samples)
+        check_n_clusters(self.n_clusters, X.shape[0])
         self._graph_input_used = graph_input is not None
-        if not x_is_affinity(self):
-            check_magnitude(X)
-        if graph_input is not None:
-            graph_input = check_graph_input(graph_input, n_samples,
-                                            self.affinity == "precomputed")
-        training, torch_utils = _import_training()
-        device = torch_utils.resolve_device(self.device)
-        seeds, scaling, graph, initial_labels, whole = training_start(self, 
-            X, device, training, 2 * self.n_init + 1, graph_input)
-        settings = self._training_settings(scaling, device, verbose=self.verbose)
+        graph_input = check_fit_inputs(X, graph_input, affinity=self.affinity)
+        training, torch_utils = import_training()
+        settings = self._training_settings(torch_utils.resolve_device(self.device),
+                                           verbose=self.verbose)
+        seeds, scaling, graph, initial_labels, whole = training_start(
+            X, settings, self._start_settings(), training=training,
+            n_seeds=2 * self.n_init + 1, graph_input=graph_input)
+        inputs, settings = network_input(X, scaling, settings)
         weights, curve = training.train_and_keep_best(
-            self._network_input(X, scaling), graph, settings, n_init=self.n_init,
-            seeds=seeds, initial_labels=initial_labels, whole=whole)
-        if self.module is None:
-            weights = scaling.on_raw_features(*weights)
-        network, labels = exported_network(weights, X, self.module, torch_utils)
+            inputs, graph, settings, n_init=self.n_init, seeds=seeds,
+            initial_labels=initial_labels, whole=whole)
+        network, labels = exported_network(weights, X, scaling, self.module, torch_utils)
         if whole:  # the components exactly, whatever a boundary sample's network says
             labels = initial_labels
         self._set_fitted(network, labels, graph, curve)
@@ -398,44 +390,41 @@ class PRCut(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Bas
         self : object
             Fitted estimator.
         """
-        if self.affinity == "precomputed":
-            raise ValueError(
-                "partial_fit needs features: with affinity='precomputed' the network's "
-                "input is a row of affinities to the training samples, which a stream "
-                "does not keep. Use fit.")
+        check_stream_affinity(self.affinity)
         stream = getattr(self, "_stream", None)
-        X = check_samples(self, X, reset=stream is None, ensure_min_samples=2)
+        X = self._check_samples(X, reset=stream is None, ensure_min_samples=2)
         if stream is None:
             check_n_clusters(self.n_clusters, X.shape[0])
         check_magnitude(X)
         check_hidden_layer_sizes(self.hidden_layer_sizes)
         self._graph_input_used = False
-        training, torch_utils = _import_training()
-        cpu = torch_utils.resolve_device("cpu")
+        training, torch_utils = import_training()
+        settings = self._training_settings(torch_utils.resolve_device("cpu"))
+        start = self._start_settings()
         if stream is None:
-            seeds, scaling, graph, initial_labels, whole = training_start(self, 
-                X, cpu, training, 2 * self.n_init + 2, stream=True)
+            seeds, scaling, graph, initial_labels, whole = training_start(
+                X, settings, start, training=training, n_seeds=2 * self.n_init + 2,
+                stream=True)
+            inputs, settings = network_input(X, scaling, settings)
             stream, weights = PRCutStream.start(
-                self._network_input(X, scaling), graph, initial_labels, scaling=scaling,
-                settings=self._training_settings(scaling, cpu), stream_seed=seeds[-1],
+                inputs, graph, initial_labels, scaling=scaling, settings=settings,
+                stream_seed=seeds[-1],
                 seeds=[seeds[2 * i:2 * i + 2] for i in range(self.n_init)],
                 fit_target=0.0 if whole else training.INIT_ERROR_TARGET)
         else:
             scaling = stream.scaling.applied_to(flat(X))
-            graph = self._build_graph(scaling, cpu)
+            graph = build_graph(scaling, start, settings.device)
             stream = stream.copy()  # a failed call leaves the estimator as it was
-            weights = stream.pass_over(self._network_input(X, scaling), graph,
-                                       settings=self._training_settings(scaling, cpu))
-        if self.module is None:
-            weights = scaling.on_raw_features(*weights)
-        network, labels = exported_network(weights, X, self.module, torch_utils)
+            inputs, settings = network_input(X, scaling, settings)
+            weights = stream.pass_over(inputs, graph, settings=settings)
+        network, labels = exported_network(weights, X, scaling, self.module, torch_utils)
         self._set_fitted(network, labels, graph, stream.curve())
         keep_stream(self, stream)
         return self
 
-    def _training_settings(self, scaling, device, verbose=False):
-        """The training's settings (``fit``'s and ``partial_fit``'s), with the
-        centring of sparse features for the built-in network."""
+    def _training_settings(self, device, verbose=False):
+        """The training's settings (``fit``'s and ``partial_fit``'s), before the
+        network's input is known (``_start.network_input`` completes them)."""
         return PRCutSettings(
             n_clusters=self.n_clusters,
             hidden_layer_sizes=check_hidden_layer_sizes(self.hidden_layer_sizes),
@@ -443,38 +432,43 @@ class PRCut(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Bas
             momentum=self.momentum, gamma=self.gamma, annealing=self.annealing,
             max_iter=self.max_iter, tol=self.tol, n_iter_no_change=self.n_iter_no_change,
             device=device, verbose=verbose, n_threads=n_threads(self.n_jobs),
-            module=self.module, share_inputs=isinstance(scaling, AffinityRows),
-            input_offset=scaling.offset if self.module is None else None)
+            module=self.module)
 
-    def _network_input(self, X, scaling):
-        """The network's input: the scaled features (built-in network; their
-        centring, when sparse, is ``input_offset``) or the rows of X (``module``)."""
-        return scaling.network_input() if self.module is None else X
+    def _start_settings(self):
+        """How the graph is built and the training started (``_start``)."""
+        return StartSettings(
+            n_neighbors=self.n_neighbors, affinity=self.affinity, rbf_gamma=self.rbf_gamma,
+            algorithm=self.neighbors_algorithm, n_jobs=self.n_jobs,
+            random_state=self.random_state, init=self.init,
+            n_eigenvectors=self.n_eigenvectors, keep_components=self.keep_components,
+            n_init=self.n_init)
+
+    def _check_samples(self, X, *, reset, ensure_min_samples=1):
+        """X validated as the network's input (:func:`~._inputs.reads_rows`), its
+        shape recorded in ``fit`` and ``partial_fit``'s first call (``reset``)."""
+        shape = None if reset else getattr(self, "_sample_shape", None)
+        if reads_rows(X, with_module=self.module is not None if reset
+                      else hasattr(self, "module_"), sample_shape=shape):
+            X = validate_data(self, X, accept_sparse="csr", dtype=DTYPES,
+                              ensure_min_samples=ensure_min_samples, reset=reset)
+        else:
+            X = check_nd_samples(X, sample_shape=shape, ensure_min_samples=ensure_min_samples)
+            if reset:
+                self.n_features_in_ = int(np.prod(X.shape[1:]))
+                vars(self).pop("feature_names_in_", None)
+        if reset:
+            self._sample_shape = X.shape[1:]
+        return X
 
     def _set_fitted(self, network, labels, graph, curve):
-        """The fitted attributes, for ``labels`` of the samples of ``graph``;
-        clusters no sample chose are left out, with a warning."""
-        used = np.unique(labels)
-        if used.size < self.n_clusters:
-            warn_empty_clusters(
-                "PRCut", used.size, self.n_clusters,
-                cause="no training sample has the others as its most likely cluster, "
-                "and they are removed", remedy="A larger gamma (balanced clusters)",
-                stacklevel=5)
+        """The fitted attributes, for ``labels`` of the samples of ``graph``
+        (:func:`~._inference.fitted_attributes`)."""
         for name in NETWORK_ATTRIBUTES:  # an earlier fit's, of the other kind of network
             vars(self).pop(name, None)
-        for name, value in fitted_attributes(network, labels, used, graph, curve,
+        for name, value in fitted_attributes(network, labels, graph, curve,
                                              n_clusters=self.n_clusters, gamma=self.gamma,
-                                             module=self.module).items():
+                                             module=self.module, stacklevel=5).items():
             setattr(self, name, value)
-
-    def _build_graph(self, scaling, device=None, warn=True, stacklevel=5):
-        """The kNN graph of the scaled features (:func:`scaled_knn_graph`)."""
-        return scaled_knn_graph(
-            scaling, n_neighbors=self.n_neighbors, affinity=self.affinity,
-            rbf_gamma=self.rbf_gamma, algorithm=self.neighbors_algorithm, device=device,
-            n_jobs=self.n_jobs, random_state=self.random_state, warn=warn,
-            stacklevel=stacklevel + 1)
 
     def predict_proba(self, X):
         """Cluster-assignment probabilities of new samples, from the network.
@@ -517,8 +511,8 @@ class PRCut(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Bas
 
     def _validate_queries(self, X):
         check_is_fitted(self)
-        X = check_samples(self, X, reset=False)
-        if not x_is_affinity(self):
+        X = self._check_samples(X, reset=False)
+        if not x_is_affinity(self.affinity, getattr(self, "_graph_input_used", False)):
             check_magnitude(X)
         return X
 
@@ -582,17 +576,16 @@ class PRCut(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Bas
             of equal sizes.
         """
         labels = self.predict(X)
-        X = check_samples(self, X, reset=False)
+        X = self._check_samples(X, reset=False)
         if X.shape[0] < 2:
             raise ValueError(f"score needs at least 2 samples, got {X.shape[0]}.")
-        source = score_graph_source(self, X, graph_input)
-        k = self.n_clusters
-        if self.affinity == "precomputed":
-            objective = bipartite_objective(source, labels, self.labels_, k, self.gamma)
-        else:
-            graph = self._build_graph(FeatureScaling(source), warn=False)
-            objective = partition_objective(graph, labels, k, self.gamma)
-        return 0.0 - float(objective)
+        source = score_graph_source(
+            X, graph_input, precomputed=self.affinity == "precomputed",
+            graph_input_used=getattr(self, "_graph_input_used", False),
+            n_train=self.labels_.shape[0])
+        return 0.0 - float(query_objective(
+            source, labels, self._start_settings(), train_labels=self.labels_,
+            n_clusters=self.n_clusters, gamma=self.gamma))
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -603,10 +596,3 @@ class PRCut(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Bas
         tags.transformer_tags.preserves_dtype = ["float64", "float32"]
         return tags
 
-
-def _import_training():
-    import_optional("torch", "PRCut")
-    from skdiffclust._utils import _torch
-    from skdiffclust.prcut import _fit
-
-    return _fit, _torch

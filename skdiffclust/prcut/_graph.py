@@ -18,6 +18,7 @@ from scipy.sparse.csgraph import connected_components
 from skdiffclust._neighbors import kneighbors
 from skdiffclust._utils._numba import jit
 from skdiffclust._utils._symmetry import max_asymmetry
+from skdiffclust.prcut._scaling import FeatureScaling
 
 AFFINITIES = ("nearest_neighbors", "rbf", "precomputed")
 
@@ -99,6 +100,17 @@ def scaled_knn_graph(scaling, *, n_neighbors, affinity, rbf_gamma, algorithm, de
     return knn_affinity(Z, n_neighbors, kernel=kernel, rbf_gamma=rbf_gamma,
                         algorithm=algorithm, device=device, n_jobs=n_jobs,
                         random_state=random_state)
+
+
+def build_graph(scaling, start, device=None, *, warn=True, stacklevel=5):
+    """The kNN graph of the scaled features with ``start``'s settings
+    (:func:`scaled_knn_graph`; ``stacklevel``, as
+    ``warnings.warn``'s, counted from this function)."""
+    return scaled_knn_graph(
+        scaling, n_neighbors=start.n_neighbors, affinity=start.affinity,
+        rbf_gamma=start.rbf_gamma, algorithm=start.algorithm, device=device,
+        n_jobs=start.n_jobs, random_state=start.random_state, warn=warn,
+        stacklevel=stacklevel + 1)
 
 
 def affinity_from_neighbors(distances, neighbors, *, kernel="connectivity", rbf_gamma=None):
@@ -550,6 +562,18 @@ def bipartite_objective(B, labels_left, labels_right, n_clusters, gamma):
     kl = float(np.sum(shares * np.log(np.maximum(shares, pbar_floor(n_clusters))
                                       * n_clusters)))
     return bound + gamma * kl
+
+
+def query_objective(source, labels, start, *, train_labels, n_clusters, gamma):
+    """PRCut's objective of the queries' ``labels`` (``score``): with
+    ``affinity='precomputed'``, :func:`bipartite_objective` of their affinities
+    ``source`` to the training samples (labelled ``train_labels``); otherwise
+    :func:`partition_objective` on the kNN graph of their features ``source``
+    (:func:`build_graph` with ``start``'s settings)."""
+    if start.affinity == "precomputed":
+        return bipartite_objective(source, labels, train_labels, n_clusters, gamma)
+    graph = build_graph(FeatureScaling(source), start, warn=False)
+    return partition_objective(graph, labels, n_clusters, gamma)
 
 
 def warn_on_degenerate_graph(components, identical, n_clusters, keep_components,

@@ -8,6 +8,7 @@ from numba import prange
 from scipy.special import softmax
 
 from skdiffclust._utils._numba import jit
+from skdiffclust._utils._validation import warn_empty_clusters
 
 
 def gelu(x):
@@ -60,22 +61,34 @@ def module_logits(module, X):
 NETWORK_ATTRIBUTES = ("coefs_", "intercepts_", "module_", "module_outputs_")
 
 
-def exported_network(weights, X, module, torch_utils):
-    """The fitted network from exported weights (the built-in network's, on raw
-    features, or ``module``'s state) and its labels of X, as ``predict`` gives them."""
+def exported_network(weights, X, scaling, module, torch_utils):
+    """The fitted network from exported weights (the built-in network's, moved
+    onto raw features by ``scaling``, or ``module``'s state) and its labels of X,
+    as ``predict`` gives them."""
     if module is None:
+        weights = scaling.on_raw_features(*weights)
         return weights, predict_logits(X, *weights).argmax(1)
     network = torch_utils.module_from_state(module, weights)
     return network, module_logits(network, X).argmax(1)
 
 
-def fitted_attributes(network, labels, used, graph, curve, *, n_clusters, gamma, module):
+def fitted_attributes(network, labels, graph, curve, *, n_clusters, gamma, module,
+                      stacklevel=1):
     """PRCut's fitted attributes (by name) for a network and its ``labels`` of the
-    samples of ``graph``, keeping the clusters ``used``: the built-in network's
-    other output columns are dropped; a ``module``'s trained copy is kept whole,
-    its outputs mapped to the clusters (``module_outputs_``)."""
+    samples of ``graph``, keeping the clusters some sample chose (the others are
+    left out, with a warning; ``stacklevel`` counts from the caller, as
+    ``warnings.warn``'s does): the built-in network's other output columns are
+    dropped; a ``module``'s trained copy is kept whole, its outputs mapped to the
+    clusters (``module_outputs_``)."""
     from skdiffclust.prcut._graph import partition_objective
 
+    used = np.unique(labels)
+    if used.size < n_clusters:
+        warn_empty_clusters(
+            "PRCut", used.size, n_clusters,
+            cause="no training sample has the others as its most likely cluster, "
+            "and they are removed", remedy="A larger gamma (balanced clusters)",
+            stacklevel=stacklevel + 1)
     if module is None:
         coefs, intercepts = network
         attributes = {"coefs_": [*coefs[:-1], coefs[-1][:, used]],

@@ -14,7 +14,6 @@ import scipy.sparse as sp
 from skdiffclust._utils._validation import (
     check_array,
     check_magnitude,
-    validate_data,
     warn_if_looks_like_distances,
 )
 from skdiffclust.prcut._graph import check_precomputed_affinity
@@ -23,16 +22,15 @@ from skdiffclust.prcut._scaling import AffinityRows, FeatureScaling
 DTYPES = [np.float64, np.float32]
 
 
-def check_samples(estimator, X, *, reset, ensure_min_samples=1):
-    """X validated as the network's input (``reset``: in ``fit``, recording its shape).
+def reads_rows(X, *, with_module, sample_shape=None):
+    """Whether X is checked as rows of features, by scikit-learn's ``validate_data``
+    (dense or CSR, feature names), or else as samples of any shape
+    (:func:`check_nd_samples`).
 
-    Two dimensions: scikit-learn's ``validate_data`` (dense or CSR, feature names).
-    More, with a module: ``check_array(allow_nd=True)``; ``n_features_in_`` is then
-    the number of values per sample, and later calls must give samples of the
-    same shape. More without a module: a ValueError saying what to do.
+    Rows: two dimensions, unless the fitted samples (``sample_shape``, ``None``
+    in ``fit``) had more. More dimensions need a network that reads them
+    (``with_module``): a ValueError saying what to do otherwise.
     """
-    with_module = estimator.module is not None if reset else hasattr(estimator, "module_")
-    shape = getattr(estimator, "_sample_shape", None)
     n_dims = _n_dims(X)
     if n_dims > 2 and not with_module:
         raise ValueError(
@@ -40,21 +38,18 @@ def check_samples(estimator, X, *, reset, ensure_min_samples=1):
             "network reads rows of features, of shape (n_samples, n_features): "
             "flatten each sample (X.reshape(len(X), -1)), or pass a torch module "
             "that reads arrays of this shape (PRCut(module=...)).")
-    if n_dims <= 2 and (reset or shape is None or len(shape) == 1):
-        X = validate_data(estimator, X, accept_sparse="csr", dtype=DTYPES,
-                          ensure_min_samples=ensure_min_samples, reset=reset)
-        if reset:
-            estimator._sample_shape = X.shape[1:]
-        return X
+    return n_dims <= 2 and (sample_shape is None or len(sample_shape) == 1)
+
+
+def check_nd_samples(X, *, sample_shape=None, ensure_min_samples=1):
+    """X as samples of any shape, for a module (``check_array(allow_nd=True)``);
+    after ``fit``, samples of the fitted ``sample_shape``. Its number of features
+    (``n_features_in_``) is then the number of values per sample."""
     X = check_array(X, allow_nd=True, dtype=DTYPES, ensure_min_samples=ensure_min_samples)
-    if reset:
-        estimator.n_features_in_ = int(np.prod(X.shape[1:]))
-        estimator._sample_shape = X.shape[1:]
-        vars(estimator).pop("feature_names_in_", None)
-    elif X.shape[1:] != shape:
+    if sample_shape is not None and X.shape[1:] != sample_shape:
         raise ValueError(
             f"X has samples of shape {X.shape[1:]}, but PRCut was fitted on samples "
-            f"of shape {shape}.")
+            f"of shape {sample_shape}.")
     return X
 
 
@@ -73,16 +68,35 @@ def _n_dims(X):
         return 2
 
 
-def x_is_affinity(estimator):
-    """Whether the fitted estimator's X holds affinities (``affinity='precomputed'``
-    without a ``graph_input``), not features."""
-    return estimator.affinity == "precomputed" and not getattr(
-        estimator, "_graph_input_used", False)
+def x_is_affinity(affinity, graph_input_used):
+    """Whether X holds affinities (``affinity='precomputed'`` without a
+    ``graph_input`` in ``fit``), not features."""
+    return affinity == "precomputed" and not graph_input_used
 
 
 def flat(X):
     """The samples of X as rows (a view of a contiguous array)."""
     return X if sp.issparse(X) or X.ndim == 2 else X.reshape(X.shape[0], -1)
+
+
+def check_stream_affinity(affinity):
+    """``partial_fit`` reads features: a ValueError for ``affinity='precomputed'``."""
+    if affinity == "precomputed":
+        raise ValueError(
+            "partial_fit needs features: with affinity='precomputed' the network's "
+            "input is a row of affinities to the training samples, which a stream "
+            "does not keep. Use fit.")
+
+
+def check_fit_inputs(X, graph_input, *, affinity):
+    """``fit``'s X (values whose squared distances stay finite, unless X holds
+    affinities) and its ``graph_input`` (:func:`check_graph_input`, ``None``
+    when not given)."""
+    if not x_is_affinity(affinity, graph_input is not None):
+        check_magnitude(X)
+    if graph_input is None:
+        return None
+    return check_graph_input(graph_input, X.shape[0], affinity == "precomputed")
 
 
 def check_graph_input(graph_input, n_samples, precomputed):
@@ -123,12 +137,13 @@ def graph_source_and_input(X, graph_input, *, precomputed, builtin):
     return graph_source, FeatureScaling(X) if builtin else AffinityRows(X)
 
 
-def score_graph_source(estimator, X, graph_input):
+def score_graph_source(X, graph_input, *, precomputed, graph_input_used, n_train):
     """What ``score`` builds its graph from: ``graph_input`` when ``fit`` had one
-    (required then), X otherwise (flattened; with ``affinity='precomputed'``, the
-    queries' affinities to the training samples)."""
+    (``graph_input_used``: required then), X otherwise (flattened; with
+    ``affinity='precomputed'``, the queries' affinities to the ``n_train``
+    training samples)."""
     if graph_input is None:
-        if getattr(estimator, "_graph_input_used", False):
+        if graph_input_used:
             raise ValueError(
                 "PRCut was fitted with a graph_input: pass the queries' own to score "
                 "(score(X, graph_input=...)).")
@@ -139,12 +154,11 @@ def score_graph_source(estimator, X, graph_input):
         raise ValueError(
             f"graph_input must describe the samples of X: it has "
             f"{graph_input.shape[0]} rows, X has {X.shape[0]} samples.")
-    if estimator.affinity == "precomputed" \
-            and graph_input.shape[1] != estimator.labels_.shape[0]:
+    if precomputed and graph_input.shape[1] != n_train:
         raise ValueError(
             f"With affinity='precomputed', graph_input holds the affinities of the "
-            f"queries to the {estimator.labels_.shape[0]} training samples; got "
+            f"queries to the {n_train} training samples; got "
             f"shape {graph_input.shape}.")
-    if estimator.affinity != "precomputed":
+    if not precomputed:
         check_magnitude(graph_input, name="graph_input")
     return graph_input

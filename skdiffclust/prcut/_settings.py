@@ -1,6 +1,7 @@
-"""How PRCut's networks train: one frozen record, built once by ``PRCut.fit`` (or
-``partial_fit``'s first call) from the parameters, and passed down whole to the
-training (``_fit``) and to the stream (``_stream``). Imports no torch."""
+"""How PRCut's networks train, and how its graph is built and training started:
+two frozen records, built once by ``PRCut.fit`` (or each ``partial_fit`` call)
+from the parameters, and passed down whole to the start (``_start``), the
+training (``_fit``) and the stream (``_stream``). Imports no torch."""
 
 import os
 from dataclasses import dataclass, replace
@@ -43,6 +44,26 @@ class PRCutSettings:
     def but(self, **changes):
         """A copy with ``changes`` (e.g. ``max_iter=0`` to only fit the start)."""
         return replace(self, **changes)
+
+
+@dataclass(frozen=True)
+class StartSettings:
+    """How the graph is built (``n_neighbors`` to ``random_state``: the kNN graph
+    of ``_graph.scaled_knn_graph``, also ``score``'s and the later chunks' of
+    ``partial_fit``) and the training started on it (``init``,
+    ``n_eigenvectors``, ``keep_components``; ``n_init`` trainings, whose seeds
+    come first)."""
+
+    n_neighbors: int
+    affinity: str
+    rbf_gamma: object
+    algorithm: str
+    n_jobs: object
+    random_state: object
+    init: str
+    n_eigenvectors: object
+    keep_components: bool
+    n_init: int
 
 
 def n_threads(n_jobs):

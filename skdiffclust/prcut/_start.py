@@ -1,56 +1,108 @@
 """Where PRCut's training starts, for ``fit`` and ``partial_fit``'s first call:
-the seeds, how the network reads X, the graph and the initial partition."""
+the seeds, how the network reads X, the graph and the initial partition.
+
+Plain values in, plain values out: the data, the ``PRCutSettings`` of the
+training and the ``StartSettings`` of the graph and the start; the estimator
+sets its fitted attributes from what these functions return.
+"""
 
 from skdiffclust._utils._random import derive_seeds
 from skdiffclust.prcut._graph import (
+    build_graph,
     connected_component_labels,
     group_components,
     shared_neighbor_graph,
     warn_on_degenerate_graph,
 )
 from skdiffclust.prcut._inputs import graph_source_and_input
-from skdiffclust.prcut._scaling import FeatureScaling
-from skdiffclust.prcut._settings import n_threads
+from skdiffclust.prcut._scaling import AffinityRows, FeatureScaling
 
 
-def training_start(estimator, X, device, training, n_seeds, graph_input=None, stream=False):
-    """What ``fit`` and ``partial_fit``'s first call start from: ``n_seeds``
-    seeds (the spectral start's is ``seeds[2 * n_init]``), how the network reads
-    X (``scaling``; for a ``stream``, the scaling of X's features, which the
-    later chunks' graphs use, with a module too), the graph (of X, or of
-    ``graph_input``), the initial partition (``None`` for ``init='random'``) and
-    whether it is the graph's whole components (``keep_components``); warns
-    about a degenerate graph."""
-    if (estimator.n_eigenvectors not in (None, "auto")
-            and estimator.n_eigenvectors < estimator.n_clusters):
+def training_start(X, settings, start, *, training, n_seeds, graph_input=None,
+                   stream=False):
+    """What ``fit`` and ``partial_fit``'s first call start from.
+
+    Parameters
+    ----------
+    X : ndarray or sparse matrix
+        The validated samples (or a precomputed affinity).
+    settings : PRCutSettings
+        The training's (``n_clusters``, ``gamma``, ``module``, ``device``,
+        ``n_threads``).
+    start : StartSettings
+        The graph's and the start's.
+    training : module
+        ``prcut._fit`` (imported by the caller with torch).
+    n_seeds : int
+        Seeds to derive from ``start.random_state`` (the spectral start's is
+        ``seeds[2 * start.n_init]``).
+    graph_input : ndarray or sparse matrix, default=None
+        What the graph is built from in place of X (validated).
+    stream : bool, default=False
+        For ``partial_fit``: ``scaling`` is then the scaling of X's features,
+        which the later chunks' graphs use, with a module too.
+
+    Returns
+    -------
+    seeds, scaling, graph, initial_labels, whole
+        The seeds, how the network reads X (``scaling``), the graph (of X, or of
+        ``graph_input``), the initial partition (``None`` for ``init='random'``)
+        and whether it is the graph's whole components. Warns about a
+        degenerate graph.
+    """
+    n_clusters = settings.n_clusters
+    if start.n_eigenvectors not in (None, "auto") and start.n_eigenvectors < n_clusters:
         raise ValueError(
-            f"n_eigenvectors={estimator.n_eigenvectors} is smaller than n_clusters="
-            f"{estimator.n_clusters}: the spectral start needs at least one eigenvector "
+            f"n_eigenvectors={start.n_eigenvectors} is smaller than n_clusters="
+            f"{n_clusters}: the spectral start needs at least one eigenvector "
             "per cluster (None uses n_clusters).")
-    if estimator.module is not None:  # before any work: the graph may take long
+    if settings.module is not None:  # before any work: the graph may take long
         from skdiffclust.prcut._module import check_is_module
 
-        check_is_module(estimator.module)
-    seeds = derive_seeds(estimator.random_state, n_seeds)
+        check_is_module(settings.module)
+    seeds = derive_seeds(start.random_state, n_seeds)
     source, scaling = graph_source_and_input(
-        X, graph_input, precomputed=estimator.affinity == "precomputed",
-        builtin=estimator.module is None or stream)
+        X, graph_input, precomputed=start.affinity == "precomputed",
+        builtin=settings.module is None or stream)
     graph = source
     if isinstance(source, FeatureScaling):
-        graph = estimator._build_graph(source, device, stacklevel=6)
+        graph = build_graph(source, start, settings.device, stacklevel=6)
     components = connected_component_labels(graph)
-    whole = bool(estimator.keep_components and components.max() + 1 >= estimator.n_clusters)
+    whole = bool(start.keep_components and components.max() + 1 >= n_clusters)
     warn_on_degenerate_graph(components, getattr(source, "identical", False),
-                             estimator.n_clusters, estimator.keep_components, stacklevel=6)
+                             n_clusters, start.keep_components, stacklevel=6)
     initial_labels = None
     if whole:  # zero cuts: whole components, which training could only cut
-        initial_labels = group_components(components, estimator.n_clusters)
-    elif estimator.init != "random":
+        initial_labels = group_components(components, n_clusters)
+    elif start.init != "random":
         initial_labels = training.initial_partition(
-            graph if estimator.init == "spectral"
-            else shared_neighbor_graph(graph, n_threads(estimator.n_jobs)),
-            estimator.n_clusters, components, device=device,
-            seed=seeds[2 * estimator.n_init], n_threads=n_threads(estimator.n_jobs),
-            n_eigenvectors=estimator.n_eigenvectors, gamma=estimator.gamma)
+            graph if start.init == "spectral"
+            else shared_neighbor_graph(graph, settings.n_threads),
+            n_clusters, components, device=settings.device,
+            seed=seeds[2 * start.n_init], n_threads=settings.n_threads,
+            n_eigenvectors=start.n_eigenvectors, gamma=settings.gamma)
     return seeds, scaling, graph, initial_labels, whole
 
+
+def network_input(X, scaling, settings):
+    """What the network reads, and ``settings`` for it: the scaled features
+    (built-in network; their centring, when sparse, is ``input_offset``) or the
+    rows of X (``module``); the rows of a precomputed affinity are read in place
+    (``share_inputs``). Call it after the graph is built: it standardises the
+    scaled features in place."""
+    builtin = settings.module is None
+    settings = settings.but(share_inputs=isinstance(scaling, AffinityRows),
+                            input_offset=scaling.offset if builtin else None)
+    return (scaling.network_input() if builtin else X), settings
+
+
+def import_training():
+    """PRCut's torch trainer and torch utilities (needs torch: imported by
+    ``fit`` and ``partial_fit``, never by ``import skdiffclust``)."""
+    from skdiffclust._utils._optional import import_optional
+
+    import_optional("torch", "PRCut")
+    from skdiffclust._utils import _torch
+    from skdiffclust.prcut import _fit
+
+    return _fit, _torch

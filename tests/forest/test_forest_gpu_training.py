@@ -135,7 +135,7 @@ def test_cuda_training_step_never_waits_for_the_device():
 
 
 if __name__ == "__main__":
-    # see tests/test_forest_gpu.py: the simulator's threads meet at every syncthreads
+    # see tests/forest/test_forest_gpu.py: the simulator's threads meet at every syncthreads
     sys.setswitchinterval(5e-5)
     warnings.filterwarnings("ignore", message="overflow encountered", category=RuntimeWarning)
     from skdiffclust.forest import _gpu

@@ -13,7 +13,7 @@ from sklearn.preprocessing import StandardScaler
 from skdiffclust import ClAM
 from skdiffclust.clam._kernels import hidden_count
 from skdiffclust.torch import ClAMLayer, clam_loss
-from tests.test_torch_clam import _hidden_and_masks, _paper_step
+from tests.clam.test_torch_clam import _hidden_and_masks, _paper_step
 
 CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 

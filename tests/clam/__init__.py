@@ -1,0 +1,1 @@
+"""Tests of skdiffclust/clam/: ClAM, ClAMLayer and clam_loss."""

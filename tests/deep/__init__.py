@@ -1,0 +1,1 @@
+"""Tests of skdiffclust/deep/: DeepImageClustering."""

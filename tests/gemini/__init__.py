@@ -1,0 +1,1 @@
+"""Tests of skdiffclust/gemini/: SparseGEMINI, its objectives and proximal operators."""

@@ -1,0 +1,2 @@
+"""Tests of skdiffclust/prcut/: PRCut, its graph and spectral start, PRCutLoss and
+PRCutBatchPairs."""
