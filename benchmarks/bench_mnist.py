@@ -176,10 +176,10 @@ class PhaseTimer:
         from skdiffclust.prcut import _fit, _start
 
         self._restore = [(_start, "build_graph", _start.build_graph),
-                         (_start, "shared_neighbor_graph", _start.shared_neighbor_graph),
+                         (_start, "start_graph", _start.start_graph),
                          (_fit, "initial_partition", _fit.initial_partition)]
         _start.build_graph = self._timed("graph", _start.build_graph)
-        _start.shared_neighbor_graph = self._timed("start", _start.shared_neighbor_graph)
+        _start.start_graph = self._timed("start", _start.start_graph)
         _fit.initial_partition = self._timed("start", _fit.initial_partition)
         self.begin = time.perf_counter()
         return self

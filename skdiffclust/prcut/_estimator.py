@@ -50,11 +50,12 @@ class PRCut(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Bas
     similarity graph, plus a KL term that keeps clusters from collapsing (Ghriss
     & Monteleoni, 2025). New samples are assigned by the trained network.
 
-    By default (``init='spectral_snn'``, not in the paper) the network is first
-    fitted to spectral clustering's partition of the graph reweighted by shared
-    neighbours; ``init='random'`` is the paper's algorithm. The network is a built-in MLP or your own
-    ``torch.nn.Module`` (``module``). Needs PyTorch to fit; with the built-in
-    network, ``predict``, ``predict_proba`` and ``transform`` run in NumPy. Read
+    By default (``init='auto'``, not in the paper) the network is first fitted
+    to spectral clustering's partition of the graph (reweighted by shared
+    neighbours where it has hubs); ``init='random'`` is the paper's algorithm.
+    The network is a built-in MLP or your own ``torch.nn.Module`` (``module``).
+    Needs PyTorch to fit; with the built-in network, ``predict``,
+    ``predict_proba`` and ``transform`` run in NumPy. Read
     more in the :ref:`User Guide <prcut>`, which lists the defaults that differ
     from the paper.
 
@@ -136,31 +137,31 @@ class PRCut(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Bas
 
     n_iter_no_change : int or 'auto', default='auto'
         Patience of the stopping rule, in epochs; training also waits until an
-        epoch changes the cluster of at most 0.1% of the samples, or the changes
-        have stopped falling for 5 epochs. ``'auto'``: the epochs of about 32
-        batch pairs, between 10 and 32.
+        epoch moves at most 0.1% of the samples, or its moves stop falling for 5
+        epochs. ``'auto'``: the epochs of about 32 batch pairs, 10 to 32.
 
     n_init : int, default=1
         Number of trainings from different seeds; of the networks they produce
         (and the one fitted to the initial partition), the one whose partition
         uses the most clusters, then has the lowest objective, is kept.
 
-    init : {'spectral_snn', 'spectral', 'random'}, default='spectral_snn'
-        ``'spectral_snn'``: first fit the network to spectral clustering's
-        partition of the graph's edges reweighted by the neighbours their ends
-        share (:ref:`the start <prcut_spectral_snn>`); ``'spectral'``: of the
-        graph itself; ``'random'``: the paper's random network.
+    init : {'auto', 'spectral_snn', 'spectral', 'random'}, default='auto'
+        ``'spectral'``: first fit the network to spectral clustering's partition
+        of the graph; ``'spectral_snn'``: of its edges reweighted by shared
+        neighbours (:ref:`the start <prcut_spectral_snn>`); ``'auto'``: the
+        latter where the graph has hubs (skewed degrees, as in high dimension),
+        :ref:`the defaults <prcut_defaults>`; ``'random'``: the paper's.
 
     n_eigenvectors : int or 'auto', default='auto'
         Eigenvectors of the spectral start. ``n_clusters`` (or ``None``):
         discretised by column-pivoted QR (deterministic); more: their rows,
         scaled to unit length, are clustered by k-means (10 restarts), which
         separates clusters that span more than one direction of the embedding
-        (:ref:`the wide start <prcut_wide_start>`). ``'auto'``: both, with 1,
-        1.5, 2, 2.5 and 3 times ``n_clusters`` eigenvectors; a wide partition is
-        kept when its objective on the start's graph is at most half the
-        narrow one's (:ref:`the defaults <prcut_defaults>`). Ignored with
-        ``init='random'``.
+        (:ref:`the wide start <prcut_wide_start>`). ``'auto'``: on the
+        shared-neighbour start, 1 to 3 times ``n_clusters``, a wide partition
+        kept when its objective is at most half the narrow one's; on the graph
+        itself, ``n_clusters`` (:ref:`the defaults <prcut_defaults>`). Ignored
+        with ``init='random'``.
 
     device : {'auto', 'cpu', 'cuda'}, default='auto'
         Where the network is trained (and, on CUDA, the kNN graph built).
@@ -276,7 +277,7 @@ class PRCut(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Bas
         "n_iter_no_change": [NumberInterval(Integral, 1, None, closed="left"),
                              StrOptions({"auto"})],
         "n_init": [NumberInterval(Integral, 1, None, closed="left")],
-        "init": [StrOptions({"spectral", "spectral_snn", "random"})],
+        "init": [StrOptions({"auto", "spectral", "spectral_snn", "random"})],
         "n_eigenvectors": [NumberInterval(Integral, 1, None, closed="left"), None,
                            StrOptions({"auto"})],
         "device": [StrOptions({"auto", "cpu", "cuda"})],
@@ -289,7 +290,7 @@ class PRCut(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Bas
                  neighbors_algorithm="auto", rbf_gamma=None, hidden_layer_sizes=(64, 64),
                  module=None, gamma=0.3, keep_components=True, momentum=0.8, annealing=0.0,
                  batch_size=1024, max_iter=500, learning_rate="auto", tol=1e-3,
-                 n_iter_no_change="auto", n_init=1, init="spectral_snn", n_eigenvectors="auto",
+                 n_iter_no_change="auto", n_init=1, init="auto", n_eigenvectors="auto",
                  device="auto", n_jobs=None, random_state=None, verbose=False):
         self.n_clusters = n_clusters
         self.affinity = affinity

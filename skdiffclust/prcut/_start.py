@@ -11,7 +11,8 @@ from skdiffclust.prcut._graph import (
     build_graph,
     connected_component_labels,
     group_components,
-    shared_neighbor_graph,
+    start_graph,
+    start_width,
     warn_on_degenerate_graph,
 )
 from skdiffclust.prcut._inputs import graph_source_and_input
@@ -75,12 +76,12 @@ def training_start(X, settings, start, *, training, n_seeds, graph_input=None,
     if whole:  # zero cuts: whole components, which training could only cut
         initial_labels = group_components(components, n_clusters)
     elif start.init != "random":
+        reweighted = start_graph(graph, start.init, settings.n_threads)
         initial_labels = training.initial_partition(
-            graph if start.init == "spectral"
-            else shared_neighbor_graph(graph, settings.n_threads),
-            n_clusters, components, device=settings.device,
+            reweighted, n_clusters, components, device=settings.device,
             seed=seeds[2 * start.n_init], n_threads=settings.n_threads,
-            n_eigenvectors=start.n_eigenvectors, gamma=settings.gamma)
+            n_eigenvectors=start_width(start.n_eigenvectors, reweighted is not graph),
+            gamma=settings.gamma)
     return seeds, scaling, graph, initial_labels, whole
 
 

@@ -13,13 +13,16 @@ from skdiffclust.prcut import ratio_cut
 from skdiffclust.prcut._graph import (
     BatchPairExtractor,
     bipartite_objective,
+    HUB_SKEWNESS,
     check_precomputed_affinity,
     connected_component_labels,
+    degree_skewness,
     knn_affinity,
     n_connected_components,
     partition_objective,
     prcut_objective,
     shared_neighbor_graph,
+    start_graph,
 )
 from skdiffclust.prcut._inference import predict_probabilities
 
@@ -223,3 +226,30 @@ def test_shared_neighbor_weights_are_the_cubed_jaccard_of_closed_neighbourhoods(
     # the same edges, so the same components; symmetric, like W
     assert (G != G.T).nnz == 0
     assert n_connected_components(G) == n_connected_components(W)
+
+
+def test_degree_skewness_is_the_skewness_of_the_k_occurrences_of_a_knn_graph():
+    # in the symmetrised kNN graph a sample's degree is (k + its k-occurrence) / 2:
+    # the degrees' skewness is the hubness of Radovanovic et al. (2010)
+    from scipy.stats import skew
+    from sklearn.datasets import load_digits, make_blobs
+
+    for X in (make_blobs(500, centers=3, random_state=0)[0], load_digits().data):
+        W = knn_affinity(X, 10)
+        occurrences = np.bincount(kneighbors_graph(X, 10).indices, minlength=len(X))
+        assert degree_skewness(W) == pytest.approx(skew(occurrences))
+    assert degree_skewness(knn_affinity(make_blobs(500, random_state=0)[0], 10)) < HUB_SKEWNESS
+    assert degree_skewness(knn_affinity(load_digits().data, 10)) > HUB_SKEWNESS
+    ring = sp.diags([np.ones(9), np.ones(9)], [-1, 1], shape=(10, 10)).tolil()
+    ring[0, 9] = ring[9, 0] = 1
+    assert degree_skewness(ring.tocsr()) == 0.0  # equal degrees
+
+
+def test_start_graph_auto_reweights_only_a_graph_with_hubs():
+    from sklearn.datasets import load_digits, make_blobs
+
+    flat = knn_affinity(make_blobs(500, centers=3, random_state=0)[0], 10)
+    assert start_graph(flat, "auto") is flat
+    hubs = knn_affinity(load_digits().data, 10)
+    np.testing.assert_array_equal(start_graph(hubs, "auto").toarray(),
+                                  shared_neighbor_graph(hubs).toarray())
