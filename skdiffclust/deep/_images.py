@@ -14,7 +14,7 @@ import numpy as np
 from sklearn.utils import check_array
 from sklearn.utils.validation import validate_data
 
-from skdiffclust._utils._validation import check_magnitude
+from skdiffclust._utils._validation import array_ndim, check_magnitude
 
 # the smallest side the built-in network reads (two poolings of a 3 x 3 image
 # still leave a pixel)
@@ -65,7 +65,7 @@ def check_images(estimator, X, *, reset, ensure_min_samples=1):
     image shape; later calls must give images of the same shape (or rows of as
     many values).
     """
-    if _n_dims(X) == 2:
+    if array_ndim(X) == 2:
         X = validate_data(estimator, X, dtype=[np.float32, np.float64],
                           ensure_min_samples=ensure_min_samples, reset=reset)
     else:
@@ -84,16 +84,6 @@ def check_images(estimator, X, *, reset, ensure_min_samples=1):
         estimator.n_features_in_ = int(math.prod(shape))
         estimator.image_shape_ = shape
     return X.reshape(X.shape[0], *estimator.image_shape_)
-
-
-def _n_dims(X):
-    n_dims = getattr(X, "ndim", None)
-    if isinstance(n_dims, int):
-        return n_dims
-    try:
-        return np.asarray(X).ndim
-    except (TypeError, ValueError):
-        return 2
 
 
 class PixelScale:

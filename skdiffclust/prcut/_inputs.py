@@ -12,6 +12,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from skdiffclust._utils._validation import (
+    array_ndim,
     check_array,
     check_magnitude,
     warn_if_looks_like_distances,
@@ -31,7 +32,7 @@ def reads_rows(X, *, with_module, sample_shape=None):
     in ``fit``) had more. More dimensions need a network that reads them
     (``with_module``): a ValueError saying what to do otherwise.
     """
-    n_dims = _n_dims(X)
+    n_dims = array_ndim(X)
     if n_dims > 2 and not with_module:
         raise ValueError(
             f"X has {n_dims} dimensions (shape {np.shape(X)}), but PRCut's built-in "
@@ -51,21 +52,6 @@ def check_nd_samples(X, *, sample_shape=None, ensure_min_samples=1):
             f"X has samples of shape {X.shape[1:]}, but PRCut was fitted on samples "
             f"of shape {sample_shape}.")
     return X
-
-
-def _n_dims(X):
-    """Dimensions of X without NumPy's array functions (scikit-learn's checks pass
-    objects that refuse them); 2 for what NumPy cannot read (left to
-    ``validate_data``'s error)."""
-    if sp.issparse(X):
-        return 2
-    n_dims = getattr(X, "ndim", None)
-    if isinstance(n_dims, int):
-        return n_dims
-    try:
-        return np.asarray(X).ndim
-    except (TypeError, ValueError):
-        return 2
 
 
 def x_is_affinity(affinity, graph_input_used):
