@@ -149,7 +149,7 @@ class PRCut(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Bas
         ``'spectral'``: first fit the network to spectral clustering's partition
         of the graph; ``'spectral_snn'``: of its edges reweighted by shared
         neighbours (:ref:`the start <prcut_spectral_snn>`); ``'auto'``: the
-        latter where the graph has hubs (skewed degrees, as in high dimension),
+        latter where the graph has hubs and no clear eigengap (high dimension),
         :ref:`the defaults <prcut_defaults>`; ``'random'``: the paper's.
 
     n_eigenvectors : int or 'auto', default='auto'

@@ -43,7 +43,12 @@ from skdiffclust.prcut._device import HostGraph, device_graph, shared_tensor
 from skdiffclust.prcut._loss import PRCutLoss, WholeGraphBlock
 from skdiffclust.prcut._module import copy_module
 from skdiffclust.prcut._selection import keep_best
-from skdiffclust.prcut._spectral import spectral_partition
+from skdiffclust.prcut._spectral import (
+    NormalisedAdjacency,
+    clear_eigengap,
+    spectral_partition,
+    top_eigenvectors,
+)
 
 # hardness at the first annealing step: small enough that the uniform assignment
 # is stable, so that the partition grows out of the graph's smoothest directions
@@ -715,6 +720,17 @@ def _threads(device, n_threads):
     if device.type == "cuda":
         return contextlib.nullcontext()
     return torch_threads(n_threads)
+
+
+def has_clear_eigengap(graph, n_clusters, *, device, seed, n_threads=1):
+    """Whether the graph's Laplacian has a clear gap after ``n_clusters``
+    (:func:`~skdiffclust.prcut._spectral.clear_eigengap`), on ``device``."""
+    device = torch.device(device)
+    dtype = torch.float32 if device.type == "cuda" else torch.float64
+    with _threads(device, n_threads):
+        operator = NormalisedAdjacency(graph, device, dtype)
+        _, values = top_eigenvectors(operator, n_clusters, seed, with_values=True)
+        return clear_eigengap(values, n_clusters)
 
 
 def initial_partition(graph, n_clusters, components=None, *, device, seed, n_threads=1,

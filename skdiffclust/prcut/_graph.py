@@ -164,11 +164,15 @@ def degree_skewness(W):
     return float(np.mean(((degrees - degrees.mean()) / spread) ** 3))
 
 
-def start_graph(W, init, n_threads=1):
+def start_graph(W, init, n_threads=1, clear_eigengap=None):
     """The graph the spectral start reads (``init`` 'spectral', 'spectral_snn' or
-    'auto': the shared-neighbour graph where W's degrees are skewed by hubs)."""
+    'auto': the shared-neighbour graph where W's degrees are skewed by hubs and
+    its spectrum has no clear gap after ``n_clusters``, as ``clear_eigengap()``,
+    asked only then, says; ``None``: not asked)."""
     if init == "auto":
-        init = "spectral_snn" if degree_skewness(W) > HUB_SKEWNESS else "spectral"
+        hubs = degree_skewness(W) > HUB_SKEWNESS
+        init = ("spectral_snn" if hubs and not (clear_eigengap and clear_eigengap())
+                else "spectral")
     return W if init == "spectral" else shared_neighbor_graph(W, n_threads)
 
 

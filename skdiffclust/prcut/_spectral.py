@@ -185,9 +185,9 @@ def spectral_partition(W, n_clusters, components=None, *, device, dtype, seed,
         return group_components(components, n_clusters)
     operator = NormalisedAdjacency(W, device, dtype)
     if n_eigenvectors == "auto":
-        vectors = top_eigenvectors(operator, min(n_clusters + 1, operator.n), seed)
-        if clear_eigengap(operator, vectors, n_clusters):
-            widths, vectors = [n_clusters], vectors[:, :n_clusters]
+        vectors, values = top_eigenvectors(operator, n_clusters, seed, with_values=True)
+        if clear_eigengap(values, n_clusters):
+            widths = [n_clusters]
         else:
             widths = auto_widths(n_clusters, operator.n)
             vectors = top_eigenvectors(operator, max(widths), seed)
@@ -201,16 +201,18 @@ def spectral_partition(W, n_clusters, components=None, *, device, dtype, seed,
     return lowest_objective(candidates, W, n_clusters, gamma)
 
 
-def clear_eigengap(operator, vectors, n_clusters):
+def clear_eigengap(values, n_clusters):
     """Whether the Laplacian's eigenvalue ``n_clusters + 1`` is at least
     ``EIGENGAP_RATIO`` times eigenvalue ``n_clusters`` (von Luxburg's eigengap):
-    then the top ``n_clusters`` eigenvectors span the clusters, and no wider
-    embedding is tried. ``vectors``: the top ``n_clusters + 1``."""
-    if vectors.shape[1] <= n_clusters:
+    then the top ``n_clusters`` eigenvectors span the clusters. ``values``: the
+    normalised adjacency's, decreasing (``top_eigenvectors(with_values=True)``;
+    the Laplacian's are one minus them). Eigenvalue ``n_clusters + 1`` is the
+    block's Ritz value: converging it too would take long exactly where the gap
+    is clear, inside the bulk of the spectrum."""
+    if values.shape[0] <= n_clusters:
         return True
-    ritz = torch.sum(vectors * operator(vectors), dim=0)
-    lowest = 1.0 - ritz[n_clusters - 1]  # the Laplacian's eigenvalues: 1 - ritz
-    return bool(1.0 - ritz[n_clusters] >= EIGENGAP_RATIO * torch.clamp(lowest, min=1e-12))
+    lowest = torch.clamp(1.0 - values[n_clusters - 1], min=1e-12)
+    return bool(1.0 - values[n_clusters] >= EIGENGAP_RATIO * lowest)
 
 
 def auto_widths(n_clusters, n_samples):
@@ -248,18 +250,21 @@ def lowest_objective(candidates, W, n_clusters, gamma):
     return best[1]
 
 
-def top_eigenvectors(operator, k, seed):
+def top_eigenvectors(operator, k, seed, with_values=False):
     """Orthonormal eigenvectors of the ``k`` largest eigenvalues of ``operator``.
 
     Its spectrum must lie in [-1, 1] (a normalised adjacency). Dense
     eigendecomposition for small graphs, else Chebyshev-filtered subspace
-    iteration on a block of ``k + buffer`` vectors.
+    iteration on a block of ``k + buffer`` vectors. ``with_values``: also the
+    eigenvalues, decreasing, and at least one beyond the ``k`` (the block's
+    Ritz values: the first ``k`` converged, the next estimated from below).
     """
     n = operator.n
     if n <= max(DENSE_EIGH_MAX_N, 3 * (k + MIN_BUFFER)):
         dense = operator.to_dense()
-        _, vectors = torch.linalg.eigh((dense + dense.T) / 2)
-        return vectors[:, -k:].flip(1)
+        values, vectors = torch.linalg.eigh((dense + dense.T) / 2)
+        vectors = vectors[:, -k:].flip(1)
+        return (vectors, values.flip(0)) if with_values else vectors
     block = min(n, k + max(MIN_BUFFER, k // 2))
     generator = torch.Generator(device="cpu").manual_seed(int(seed))
     start = torch.randn(n, block, generator=generator, dtype=torch.float64)
@@ -276,7 +281,7 @@ def top_eigenvectors(operator, k, seed):
         residuals = torch.linalg.vector_norm(image[:, :k] - basis[:, :k] * values[:k], dim=0)
         if float(residuals.max()) < RESIDUAL_TOL:
             break
-    return basis[:, :k]
+    return (basis[:, :k], values) if with_values else basis[:, :k]
 
 
 def _rayleigh_ritz(basis, image):

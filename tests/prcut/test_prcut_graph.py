@@ -245,7 +245,7 @@ def test_degree_skewness_is_the_skewness_of_the_k_occurrences_of_a_knn_graph():
     assert degree_skewness(ring.tocsr()) == 0.0  # equal degrees
 
 
-def test_start_graph_auto_reweights_only_a_graph_with_hubs():
+def test_start_graph_auto_reweights_only_a_graph_with_hubs_and_no_clear_eigengap():
     from sklearn.datasets import load_digits, make_blobs
 
     flat = knn_affinity(make_blobs(500, centers=3, random_state=0)[0], 10)
@@ -253,3 +253,8 @@ def test_start_graph_auto_reweights_only_a_graph_with_hubs():
     hubs = knn_affinity(load_digits().data, 10)
     np.testing.assert_array_equal(start_graph(hubs, "auto").toarray(),
                                   shared_neighbor_graph(hubs).toarray())
+    # ... unless its own spectrum has a clear gap after n_clusters (asked only then)
+    asked = []
+    assert start_graph(hubs, "auto", clear_eigengap=lambda: asked.append(1) or True) is hubs
+    assert start_graph(flat, "auto", clear_eigengap=lambda: asked.append(1) or True) is flat
+    assert asked == [1]
