@@ -722,19 +722,21 @@ def _threads(device, n_threads):
     return torch_threads(n_threads)
 
 
-def has_clear_eigengap(graph, n_clusters, *, device, seed, n_threads=1):
+def narrow_eigengap(graph, n_clusters, *, device, seed, n_threads=1):
     """Whether the graph's Laplacian has a clear gap after ``n_clusters``
-    (:func:`~skdiffclust.prcut._spectral.clear_eigengap`), on ``device``."""
+    (:func:`~skdiffclust.prcut._spectral.clear_eigengap`), and the top
+    ``n_clusters`` eigenvectors it was read from (``initial_partition``'s
+    ``eigenvectors``, with the same seed), on ``device``."""
     device = torch.device(device)
     dtype = torch.float32 if device.type == "cuda" else torch.float64
     with _threads(device, n_threads):
         operator = NormalisedAdjacency(graph, device, dtype)
-        _, values = top_eigenvectors(operator, n_clusters, seed, with_values=True)
-        return clear_eigengap(values, n_clusters)
+        vectors, values = top_eigenvectors(operator, n_clusters, seed, with_values=True)
+        return clear_eigengap(values, n_clusters), vectors
 
 
 def initial_partition(graph, n_clusters, components=None, *, device, seed, n_threads=1,
-                      n_eigenvectors=None, gamma=0.0):
+                      n_eigenvectors=None, gamma=0.0, eigenvectors=None):
     """Spectral clustering's partition of the graph (``_spectral``), on ``device``.
 
     In float64 on the CPU, float32 on CUDA; with ``n_threads`` torch threads on
@@ -747,4 +749,5 @@ def initial_partition(graph, n_clusters, components=None, *, device, seed, n_thr
     dtype = torch.float32 if device.type == "cuda" else torch.float64
     with _threads(device, n_threads), threadpool_limits(n_threads, user_api="openmp"):
         return spectral_partition(graph, n_clusters, components, device=device, dtype=dtype,
-                                  seed=seed, n_eigenvectors=n_eigenvectors, gamma=gamma)
+                                  seed=seed, n_eigenvectors=n_eigenvectors, gamma=gamma,
+                                  eigenvectors=eigenvectors)

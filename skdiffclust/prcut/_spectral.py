@@ -146,7 +146,7 @@ def _normalised_csr(W, inverse_sqrt, isolated, device):
 
 
 def spectral_partition(W, n_clusters, components=None, *, device, dtype, seed,
-                       n_eigenvectors=None, gamma=0.0):
+                       n_eigenvectors=None, gamma=0.0, eigenvectors=None):
     """Spectral clustering's partition of the graph W into ``n_clusters`` groups.
 
     Parameters
@@ -173,6 +173,9 @@ def spectral_partition(W, n_clusters, components=None, *, device, dtype, seed,
     gamma : float, default=0.0
         Weight of the balance term of the objective that picks the width
         (``'auto'`` only).
+    eigenvectors : torch.Tensor, default=None
+        W's top eigenvectors, already computed with this ``seed``: used when
+        the width is theirs.
 
     Returns
     -------
@@ -193,7 +196,9 @@ def spectral_partition(W, n_clusters, components=None, *, device, dtype, seed,
             vectors = top_eigenvectors(operator, max(widths), seed)
     else:
         widths = [min(max(n_clusters, n_eigenvectors or n_clusters), operator.n)]
-        vectors = top_eigenvectors(operator, max(widths), seed)
+        vectors = (eigenvectors if eigenvectors is not None
+                   and eigenvectors.shape[1] == widths[0]
+                   else top_eigenvectors(operator, max(widths), seed))
     maps = operator.inverse_sqrt * vectors + operator.isolated * vectors
     candidates = (partition_of_width(maps[:, :width], n_clusters, seed) for width in widths)
     if len(widths) == 1:

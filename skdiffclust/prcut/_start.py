@@ -76,18 +76,22 @@ def training_start(X, settings, start, *, training, n_seeds, graph_input=None,
     if whole:  # zero cuts: whole components, which training could only cut
         initial_labels = group_components(components, n_clusters)
     elif start.init != "random":
-        seed = seeds[2 * start.n_init]
+        seed, solved = seeds[2 * start.n_init], []
 
-        def clear_eigengap():
-            return training.has_clear_eigengap(graph, n_clusters, device=settings.device,
-                                               seed=seed, n_threads=settings.n_threads)
+        def clear_eigengap():  # the graph's narrow eigenvectors, kept for its start
+            clear, vectors = training.narrow_eigengap(
+                graph, n_clusters, device=settings.device, seed=seed,
+                n_threads=settings.n_threads)
+            solved.append(vectors)
+            return clear
 
         reweighted = start_graph(graph, start.init, settings.n_threads, clear_eigengap)
         initial_labels = training.initial_partition(
             reweighted, n_clusters, components, device=settings.device,
             seed=seed, n_threads=settings.n_threads,
             n_eigenvectors=start_width(start.n_eigenvectors, reweighted is not graph),
-            gamma=settings.gamma)
+            gamma=settings.gamma,
+            eigenvectors=solved[0] if solved and reweighted is graph else None)
     return seeds, scaling, graph, initial_labels, whole
 
 

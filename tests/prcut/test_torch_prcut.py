@@ -403,3 +403,19 @@ def test_importing_prcut_does_not_import_torch():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
     assert out.split() == ["False"]
+
+
+def test_auto_start_of_blobs_with_hubs_and_a_clear_eigengap_is_the_graphs_own():
+    # 32-D blobs: the 10-NN graph has hubs (high dimension) but also a clear
+    # eigengap after 5, so init='auto' is the plain spectral start (its eigenvectors
+    # computed once, for the gap and the start), not the shared-neighbour one
+    from sklearn.datasets import make_blobs
+
+    from skdiffclust.prcut._graph import HUB_SKEWNESS, degree_skewness
+
+    X, y = make_blobs(3000, 32, centers=5, cluster_std=6, random_state=0)
+    auto = PRCut(n_clusters=5, random_state=0, device="cpu").fit(X)
+    assert degree_skewness(auto.affinity_matrix_) > HUB_SKEWNESS
+    plain = PRCut(n_clusters=5, init="spectral", random_state=0, device="cpu").fit(X)
+    np.testing.assert_array_equal(auto.labels_, plain.labels_)
+    assert adjusted_rand_score(y, auto.labels_) > 0.99
