@@ -8,7 +8,7 @@ import pytest
 EXAMPLES = sorted((Path(__file__).resolve().parents[1] / "examples").glob("plot_*.py"))
 
 
-TORCH_MARKERS = ("import torch", "embedding=", "PRCut(")
+TORCH_MARKERS = ("import torch", "embedding=", "PRCut(", "DeepImageClustering(")
 # examples importing another optional package: skipped, with the reason, without it
 OPTIONAL = {"dask_ml": 'needs dask-ml (pip install "skdiffclust[dask]")'}
 
