@@ -403,7 +403,8 @@ def test_prcut_loss_on_cuda_equals_the_cpu(layout):
     P, Q, W = _pair(11, n_left=64, n_right=48)
     results = []
     for device in ("cpu", "cuda"):
-        p, q = P.to(device).requires_grad_(True), Q.to(device).requires_grad_(True)
+        # leaves on each device (P.to('cuda') of a tensor that requires grad is not one)
+        p, q = (T.detach().to(device).requires_grad_(True) for T in (P, Q))
         criterion = PRCutLoss(3, dtype=torch.float64).to(device)
         loss = criterion(p, q, _layouts(W.to(device))[layout])
         loss.backward()

@@ -27,6 +27,8 @@ import torch
 
 MODES = ("auto", "eager", "off")
 _MODE = {"value": "auto"}
+# torch._assert_async refuses messages of 255 characters or more (torch 2.11, on CUDA)
+ASYNC_MESSAGE_LIMIT = 254
 _CUDA_UNAVAILABLE = "device='cuda' was requested but CUDA is not available."
 
 
@@ -59,6 +61,21 @@ def set_input_checks(mode):
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}.")
     previous, _MODE["value"] = _MODE["value"], mode
     return previous
+
+
+def same_device(a, b):
+    """Whether devices ``a`` and ``b`` are one: ``'cuda'`` without a number (a
+    ``torch.Generator('cuda')``'s device) is the current CUDA device, which a
+    tensor's device always names (``'cuda:0'``)."""
+    a, b = torch.device(a), torch.device(b)
+    if a.type != b.type:
+        return False
+    if a.index is None or b.index is None:
+        current = torch.cuda.current_device() if a.type == "cuda" and \
+            torch.cuda.is_available() else 0
+        return (current if a.index is None else a.index) == \
+            (current if b.index is None else b.index)
+    return a.index == b.index
 
 
 def checked_device(device, name="device"):
@@ -285,12 +302,16 @@ class ValueChecks:
         stacked = torch.stack([scalar if scalar.dtype == dtype else scalar.to(dtype)
                                for scalar in scalars])
         signs, bounds = self._signs_and_bounds(built, stacked)
-        torch._assert_async(
-            (stacked * signs >= bounds).all(),
-            f"skdiffclust.torch.{self.block}: invalid {self.arguments} (NaN, "
-            "infinity, negative values, or probabilities whose rows do not sum to 1). "
-            "Call skdiffclust.torch.set_input_checks('eager'), or the same call on "
-            "CPU tensors, for the full message.")
+        torch._assert_async((stacked * signs >= bounds).all(), self._async_message())
+
+    def _async_message(self):
+        """The device assertion's message: torch (2.11 and later) refuses one of 255
+        characters or more, so the block's name and arguments come first and the
+        advice is cut to fit."""
+        message = (f"skdiffclust.torch.{self.block}: invalid {self.arguments} (NaN, inf, "
+                   "negative, or rows not summing to 1); set_input_checks('eager') or "
+                   "CPU tensors give the full message")
+        return message[:ASYNC_MESSAGE_LIMIT]
 
     def _signs_and_bounds(self, built, like):
         """The conditions' signs and bounds as tensors like ``like``: copied to

@@ -27,8 +27,9 @@ from skdiffclust._utils._torch_checks import (
     check_positive_int,
     check_tensor,
     checked_device,
-    is_real,
     finite,
+    is_real,
+    same_device,
 )
 from skdiffclust.clam._dynamics import (
     Memories,
@@ -354,7 +355,7 @@ def clam_loss(layer, x, mask_prob=0.15, *, generator=None):
         raise ValueError(f"mask_prob must be in [0, 1), got {mask_prob!r}.")
     check_generator(generator)
     x = layer._prepared(x, "x")
-    if generator is not None and generator.device != x.device:
+    if generator is not None and not same_device(generator.device, x.device):
         raise ValueError(
             f"generator is on {generator.device} but x on {x.device}: the masks are "
             "drawn on x's device.")

@@ -136,7 +136,9 @@ class SpanningForestClustering(ClusterMixin, _SetOutputMixin, BaseEstimator):
         Fraction of the labelled samples held out by ``early_stopping``.
 
     device : {'auto', 'cpu', 'cuda'}, default='auto'
-        Where the embedding is trained; ``'auto'`` picks CUDA when available.
+        Where the embedding is trained; ``'auto'`` picks CUDA when available,
+        except for the built-in embeddings at ``batch_size`` under 256, which
+        train faster on the CPU.
         Fitted weights are NumPy arrays: ``predict`` never needs a GPU.
 
     n_jobs : int, default=None
@@ -416,7 +418,8 @@ class SpanningForestClustering(ClusterMixin, _SetOutputMixin, BaseEstimator):
         # fitted model loads without torch); a user module is kept as a CPU template
         return embedding_module.fit_embedding(
             module, X, labels,
-            self._embedding_settings(torch_utils.resolve_device(self.device), train_seed),
+            self._embedding_settings(embedding_module.training_device(
+                self.device, self.embedding, self.batch_size), train_seed),
             validation_data=validation_data, sample_shape=sample_shape,
             keep_template=not isinstance(self.embedding, str))
 

@@ -167,9 +167,9 @@ class PRCut(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Bas
         Where the network is trained (and, on CUDA, the kNN graph built).
 
     n_jobs : int, default=None
-        CPU threads of the neighbour search and of the training (``None``: 1 for
-        the training, all cores for the search). The graph does not depend on
-        it; the training's floating-point sums do, so the labels of
+        CPU threads of the neighbour search, the start's shared-neighbour counts
+        and the training (``None``: 1 for the training, all cores for the rest).
+        Only the training's floating-point sums depend on it: the labels of
         ``n_jobs=None`` (or 1) may differ slightly from those of more threads.
 
     random_state : int, RandomState instance or None, default=None

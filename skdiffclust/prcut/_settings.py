@@ -73,3 +73,10 @@ def n_threads(n_jobs):
     if n_jobs < 0:
         return max((os.cpu_count() or 1) + 1 + n_jobs, 1)
     return max(int(n_jobs), 1)
+
+
+def graph_threads(n_jobs):
+    """Threads of the graph's exact integer work (the shared-neighbour counts), as
+    the neighbour search's: all cores for ``None``. The counts do not depend on
+    them; at one thread MNIST's k=150 graph took 15 s of a 24 s fit on CUDA."""
+    return n_threads(-1 if n_jobs is None else n_jobs)

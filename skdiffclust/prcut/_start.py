@@ -17,6 +17,7 @@ from skdiffclust.prcut._graph import (
 )
 from skdiffclust.prcut._inputs import graph_source_and_input
 from skdiffclust.prcut._scaling import AffinityRows, FeatureScaling
+from skdiffclust.prcut._settings import graph_threads
 
 
 def training_start(X, settings, start, *, training, n_seeds, graph_input=None,
@@ -85,7 +86,8 @@ def training_start(X, settings, start, *, training, n_seeds, graph_input=None,
             solved.append(vectors)
             return clear
 
-        reweighted = start_graph(graph, start.init, settings.n_threads, clear_eigengap)
+        reweighted = start_graph(graph, start.init, graph_threads(start.n_jobs),
+                                 clear_eigengap)
         initial_labels = training.initial_partition(
             reweighted, n_clusters, components, device=settings.device,
             seed=seed, n_threads=settings.n_threads,

@@ -280,7 +280,7 @@ def test_the_layer_on_cuda_computes_what_it_computes_on_the_cpu(metric):
     for device in ("cpu", "cuda"):
         moved = _layer(metric, weighted=True).to(device)
         moved.load_state_dict(layer.state_dict())
-        inputs = x.to(device).requires_grad_(True)
+        inputs = x.detach().to(device).requires_grad_(True)  # a leaf on each device
         mask = (torch.arange(6) % 3 == 0).expand(64, 6).to(device)
         out = moved(inputs, mask=mask)
         out.square().sum().backward()
@@ -302,3 +302,12 @@ def test_an_empty_batch_gives_empty_outputs_as_torchs_layers_do(metric):
     # a loss averages over the batch: an empty one has none
     with pytest.raises(ValueError, match="x is empty"):
         clam_loss(layer, x)
+
+
+@CUDA
+def test_a_generator_on_cuda_draws_the_masks_of_points_on_cuda():
+    layer = _layer().to("cuda")
+    x = _points(64).to(layer.prototypes.device)
+    generator = torch.Generator("cuda").manual_seed(0)  # its device: 'cuda', no number
+    clam_loss(layer, x, 0.3, generator=generator).backward()
+    assert torch.isfinite(layer.prototypes.grad).all()

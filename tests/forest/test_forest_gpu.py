@@ -236,7 +236,9 @@ class H100:
 
 # device functions ask the current device for its architecture: there is none here
 dispatcher.get_current_device = lambda: H100()
-import skdiffclust.forest._gpu_kernels as kernels
+from skdiffclust.forest import _gpu
+
+kernels = _gpu._kernels()  # as the solver loads them (NumPy >= 2.5 needs its stand-in)
 
 with open(sys.argv[1], "rb") as f:
     signatures = pickle.load(f)

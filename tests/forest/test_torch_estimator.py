@@ -247,3 +247,21 @@ def test_score_is_higher_for_the_learned_embedding(denoising):
     untrained = _fit_denoising(X, y, max_iter=0)
     trained = _fit_denoising(X, y)
     assert trained.score(X_val) > untrained.score(X_val)
+
+
+def test_auto_trains_small_batches_of_the_built_in_embeddings_on_the_cpu(monkeypatch):
+    """On a machine with CUDA (simulated), device='auto' keeps the built-in
+    embeddings' small batches on the CPU, where they train faster; a user's module,
+    large batches and device='cuda' go to CUDA."""
+    from skdiffclust.forest import _embedding
+
+    monkeypatch.setattr(_embedding, "resolve_device", lambda device: torch.device(
+        "cpu" if device == "cpu" else "cuda"))
+    cuda, cpu = torch.device("cuda"), torch.device("cpu")
+    module = torch.nn.Linear(4, 2)
+    assert _embedding.training_device("auto", "mlp", 64) == cpu
+    assert _embedding.training_device("auto", "linear", 255) == cpu
+    assert _embedding.training_device("auto", "mlp", 256) == cuda
+    assert _embedding.training_device("auto", module, 64) == cuda
+    assert _embedding.training_device("cuda", "mlp", 64) == cuda
+    assert _embedding.training_device("cpu", module, 1024) == cpu
