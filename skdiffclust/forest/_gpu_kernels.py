@@ -303,16 +303,21 @@ def block_sort(order, n_items, primary, secondary, tid, n_threads):
 
 
 if config.ENABLE_CUDASIM:
+    # The simulator runs one block at a time, so one buffer serves them all. (Not a
+    # static cuda.shared.array: the simulator allocates those on first use without a
+    # lock, and threads that race there get different arrays.)
+    _SIMULATED_EXCHANGE = np.empty((REDUCTION_FIELDS, 1024))
+
     @cuda.jit(device=True)
     def shfl_xor_candidate(mask, key, pos, vertex, lane_mask):
         """The candidate of lane ``laneid ^ lane_mask``: ``cuda.shfl_xor_sync`` on each field.
 
-        The simulator has no warp shuffles, so this twin exchanges through shared
-        memory between two block-wide barriers: the same values, as long as every thread
-        of the block calls it at the same point with the same ``lane_mask`` (< 32),
-        which :func:`warp_argmin`'s uniform loops ensure.
+        The simulator has no warp shuffles, so this twin exchanges through memory
+        between two block-wide barriers: the same values, as long as every thread of
+        the block calls it at the same point with the same ``lane_mask`` (< 32), which
+        :func:`warp_argmin`'s uniform loops ensure.
         """
-        exchange = cuda.shared.array((REDUCTION_FIELDS, 1024), float64)
+        exchange = _SIMULATED_EXCHANGE
         tid = cuda.threadIdx.x
         exchange[0, tid] = key
         exchange[1, tid] = pos
