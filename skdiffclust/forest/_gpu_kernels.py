@@ -17,7 +17,7 @@ uniform (all bounds are the same in every thread). The same code runs on the
 numba CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``), which is how it is tested without a
 GPU: hence explicit numpy scalar casts everywhere (the simulator evaluates the Python
 code as it is). The simulator has no warp intrinsics: the one warp shuffle used
-(:func:`shfl_xor_candidate`) has a simulator twin that exchanges through shared memory.
+(:func:`shfl_xor_candidate`) has a simulator twin that exchanges through memory.
 """
 
 import math
@@ -306,7 +306,7 @@ if config.ENABLE_CUDASIM:
     # The simulator runs one block at a time, so one buffer serves them all. (Not a
     # static cuda.shared.array: the simulator allocates those on first use without a
     # lock, and threads that race there get different arrays.)
-    _SIMULATED_EXCHANGE = np.empty((REDUCTION_FIELDS, 1024))
+    _SIMULATED_EXCHANGE = np.empty((REDUCTION_FIELDS, 1024))  # up to 1024 threads a block
 
     @cuda.jit(device=True)
     def shfl_xor_candidate(mask, key, pos, vertex, lane_mask):
