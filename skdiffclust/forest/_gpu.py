@@ -45,8 +45,9 @@ Cost model (n points, N samples, B threads per block)
 -----------------------------------------------------
 Prim costs n - 1 iterations per sample, each relaxing up to n entries (one
 noise evaluation each: two splitmix64 hashes and a float32 Box-Muller, ~150
-instructions) in ceil(m / B) steps, then log2(B) + 2 barriers. Total work
-N n^2 / 2 noise evaluations; latency about n (n / (2B) * c_noise + log2(B) * c_sync).
+instructions, straight-line so that the lanes of a warp never run it twice) in
+ceil(m / B) steps, then an argmin by warp shuffles with one barrier. Total work
+N n^2 / 2 noise evaluations; latency about n (n / (2B) * c_noise + c_sync).
 Samples run concurrently when N * B threads fit on the device (1024 threads per SM
 at 64 registers per thread), so B is chosen from N and the SM count (up to 1024
 threads, at most n / 2). The sorts cost log2(n)^2 / 2 barriers, the Steiner tests
@@ -54,10 +55,9 @@ O(G n log n / B) for G groups, the Kruskal O(n alpha(n)) on one thread. Reductio
 are torch operations: A_eps by ``index_add_`` of the N (n - 1) edges, M_eps as one
 matrix product of (n, N k) one-hot cluster indicators, the score-function gradient
 one kernel over the n^2 / 2 pairs regenerating N noise entries each. Measured on
-an H100 at n = 4096, N = 100 (one 1024-thread block per SM): 52 ms for A_eps
-forward and backward, 70 ms for the loss (two forests); the block-wide argmin that
-ends each Prim iteration (ten barriers at 1024 threads) is the latency to shorten
-next (warp shuffles).
+an H100 at n = 4096, N = 100 (one 1024-thread block per SM), before the
+barrier-light argmin and the straight-line noise: 52 ms for A_eps forward and
+backward, 70 ms for the loss (two forests).
 
 Memory model
 ------------

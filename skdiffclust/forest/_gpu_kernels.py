@@ -16,7 +16,8 @@ array passed in by the host. Block-wide loops that contain ``syncthreads`` are
 uniform (all bounds are the same in every thread). The same code runs on the
 numba CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``), which is how it is tested without a
 GPU: hence explicit numpy scalar casts everywhere (the simulator evaluates the Python
-code as it is) and no warp intrinsics (the simulator has none).
+code as it is). The simulator has no warp intrinsics: the one warp shuffle used
+(:func:`shfl_xor_candidate`) has a simulator twin that exchanges through memory.
 """
 
 import math
@@ -34,9 +35,11 @@ _KERNEL = {} if config.ENABLE_CUDASIM else {"cache": True}
 # from another thread mid-iteration. Creating it up front keeps their size fixed.
 __warningregistry__ = {}
 
-REDUCTION_FIELDS = 4  # key, packed position, vertex, parent
+REDUCTION_FIELDS = 3  # key, packed position, vertex
 INF = np.float64(np.inf)
-NO_POSITION = np.int64(2**31 - 1)
+NO_POSITION = np.int32(2**31 - 1)
+WARP = 32
+FULL_WARP = np.int32(-1)  # the shuffles' member mask 0xFFFFFFFF, typed int32 as numba wants
 
 # splitmix64 and the Box-Muller transform, exactly as in _perturbed.py
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
@@ -161,15 +164,16 @@ def noise(sample_key, i, j, n):
     """Entry (i, j), i < j, of the CPU's noise Z_s (``noise_row`` of row i).
 
     Row i holds n - i - 1 entries from (n - i) // 2 draws: the cosines first, then the
-    sines.
+    sines. One call of :func:`normal_from_bits` for both halves (not one per branch):
+    the lanes of a warp fall on both sides, and would run the Box-Muller once per side.
     """
     length = n - i - 1
     n_pairs = (length + 1) // 2
     t = j - i - 1
+    sine = t >= n_pairs
+    draw = t - n_pairs if sine else t
     row_key = splitmix64(sample_key + np.uint64(i))
-    if t < n_pairs:
-        return normal_from_bits(splitmix64(row_key + np.uint64(t)), False)
-    return normal_from_bits(splitmix64(row_key + np.uint64(t - n_pairs)), True)
+    return normal_from_bits(splitmix64(row_key + np.uint64(draw)), sine)
 
 
 @cuda.jit(device=True)
@@ -178,15 +182,16 @@ def perturbed(S, epsilon, single, sample_key, a, b):
 
     ``single``: S is float32, so the sum is rounded to float32 as the CPU stores it.
     ``epsilon == 0`` gives S itself (the unperturbed forest of the control variate).
+    Both triangles go through one call of :func:`noise` (selects, no branch), for the
+    same reason as in :func:`noise`: Prim's lanes see both.
     """
     value = np.float64(S[a, b])
     if epsilon == 0.0:
         return value
-    if a < b:
-        z = noise(sample_key, a, b, S.shape[0])
-    else:
-        z = noise(sample_key, b, a, S.shape[0])
-    value = value + epsilon * np.float64(z)
+    lower = a < b
+    i = a if lower else b
+    j = b if lower else a
+    value = value + epsilon * np.float64(noise(sample_key, i, j, S.shape[0]))
     if single:
         value = np.float64(np.float32(value))
     return value
@@ -297,40 +302,65 @@ def block_sort(order, n_items, primary, secondary, tid, n_threads):
         k *= 2
 
 
-@cuda.jit(device=True)
-def _reduce_argmin(shm, result, tid, n_threads):
-    """Lexicographic (key, position) minimum of the block's candidates.
+if config.ENABLE_CUDASIM:
+    # The simulator runs one block at a time, so one buffer serves them all. (Not a
+    # static cuda.shared.array: the simulator allocates those on first use without a
+    # lock, and threads that race there get different arrays.)
+    _SIMULATED_EXCHANGE = np.empty((REDUCTION_FIELDS, 1024))  # up to 1024 threads a block
 
-    Candidate t's fields are at ``shm[f * n_threads + t]``; the winner's four fields
-    go to ``shm[result:result + 4]``, outside the candidates, so that the next
-    round's candidates can be written while slow threads still read this result.
-    """
-    half = n_threads // 2
-    while half > 1:
-        if tid < half:
-            other = tid + half
-            k1 = shm[tid]
-            k2 = shm[other]
-            if k2 < k1 or (k2 == k1 and shm[n_threads + other] < shm[n_threads + tid]):
-                for f in range(REDUCTION_FIELDS):
-                    shm[f * n_threads + tid] = shm[f * n_threads + other]
+    @cuda.jit(device=True)
+    def shfl_xor_candidate(mask, key, pos, vertex, lane_mask):
+        """The candidate of lane ``laneid ^ lane_mask``: ``cuda.shfl_xor_sync`` on each field.
+
+        The simulator has no warp shuffles, so this twin exchanges through memory
+        between two block-wide barriers: the same values, as long as every thread of
+        the block calls it at the same point with the same ``lane_mask`` (< 32), which
+        :func:`warp_argmin`'s uniform loops ensure.
+        """
+        exchange = _SIMULATED_EXCHANGE
+        tid = cuda.threadIdx.x
+        exchange[0, tid] = key
+        exchange[1, tid] = pos
+        exchange[2, tid] = vertex
         cuda.syncthreads()
-        half //= 2
-    if tid == 0:
-        winner = 0
-        if n_threads > 1:
-            k1 = shm[0]
-            k2 = shm[1]
-            if k2 < k1 or (k2 == k1 and shm[n_threads + 1] < shm[n_threads]):
-                winner = 1
-        for f in range(REDUCTION_FIELDS):
-            shm[result + f] = shm[f * n_threads + winner]
-    cuda.syncthreads()
+        other = tid ^ lane_mask
+        result = (exchange[0, other], np.int32(exchange[1, other]), np.int32(exchange[2, other]))
+        cuda.syncthreads()
+        return result
+else:
+    @cuda.jit(device=True)
+    def shfl_xor_candidate(mask, key, pos, vertex, lane_mask):
+        """The candidate of lane ``laneid ^ lane_mask`` (float64 key, int32 pos and vertex)."""
+        return (cuda.shfl_xor_sync(mask, key, lane_mask),
+                cuda.shfl_xor_sync(mask, pos, lane_mask),
+                cuda.shfl_xor_sync(mask, vertex, lane_mask))
+
+
+@cuda.jit(device=True)
+def warp_argmin(key, pos, vertex, width, mask):
+    """Lexicographic (key, pos) minimum over aligned groups of ``width`` lanes.
+
+    ``width`` is a power of two up to 32, the same in every lane: a xor butterfly
+    leaves every lane with its group's minimum, barrier-free. The order is total
+    (positions are distinct, NO_POSITION only at +inf with vertex 0), so the winner
+    is the block's minimum whatever the order of the comparisons: the same as the
+    CPU's scan.
+    """
+    lane_mask = width // 2
+    while lane_mask > 0:
+        other_key, other_pos, other_vertex = shfl_xor_candidate(mask, key, pos, vertex,
+                                                                np.int32(lane_mask))
+        if other_key < key or (other_key == key and other_pos < pos):
+            key = other_key
+            pos = other_pos
+            vertex = other_vertex
+        lane_mask //= 2
+    return key, pos, vertex
 
 
 def prim_shared_floats(n_threads):
     """float64 slots of dynamic shared memory that :func:`block_prim` needs."""
-    return REDUCTION_FIELDS * n_threads + 2 * REDUCTION_FIELDS
+    return 2 * REDUCTION_FIELDS * ((n_threads + WARP - 1) // WARP)
 
 
 @cuda.jit(device=True)
@@ -343,14 +373,23 @@ def block_prim(S, epsilon, single, sample_key, verts, vstart, size, use_verts,
     the last one in) and the minimum key wins, the earliest position on ties. The
     tree's ``size - 1`` edges go to ``out_*[out_start:]`` in the order Prim adds them,
     as global vertex ids with distance ``-(S + eps Z_s)``. ``shm`` holds
-    :func:`prim_shared_floats` float64.
+    :func:`prim_shared_floats` float64; ``n_threads`` is a power of two.
 
-    Position ``pos`` is refilled from the last position by its owner thread
-    (``pos % n_threads``) at the start of the next iteration, so that no thread
-    reads a position that another writes, and the reduction's result slots
-    alternate between iterations: one ``syncthreads`` per iteration besides the
-    reduction's.
+    One ``syncthreads`` per iteration. Position r belongs to thread r % n_threads,
+    which relaxes it and keeps its best (key, position, vertex, parent) in registers;
+    each warp reduces those by shuffles (:func:`warp_argmin`), its lane 0 writes the
+    warp's winner to shared memory, and after the barrier every warp reduces the
+    warps' winners itself, so that every thread knows the next vertex without a
+    second barrier. The winner's owner writes the edge from its registers. The
+    winning position is refilled from the last one by its owner at the start of the
+    next iteration, so no thread reads a position another writes after the barrier;
+    the shared slots alternate between iterations, so a fast warp's next writes
+    never meet a slow warp's reads (those precede the next barrier).
     """
+    n_warps = (n_threads + WARP - 1) // WARP
+    width = n_threads if n_threads < WARP else WARP
+    mask = FULL_WARP if n_threads >= WARP else np.int32((1 << n_threads) - 1)
+    lane = tid % WARP
     m = size - 1
     for r in range(tid, m, n_threads):
         idx[r] = m if r == 0 else r
@@ -367,7 +406,7 @@ def block_prim(S, epsilon, single, sample_key, verts, vstart, size, use_verts,
             parent[refill] = parent[m]
         best = INF
         best_pos = NO_POSITION
-        best_vertex = 0
+        best_vertex = np.int32(0)
         best_parent = 0
         for r in range(tid, m, n_threads):
             local = idx[r]
@@ -382,26 +421,30 @@ def block_prim(S, epsilon, single, sample_key, verts, vstart, size, use_verts,
             # position 0 is in the CPU's loop (no finite key: position 0 wins)
             if k < best or best_pos == NO_POSITION:
                 best = k
-                best_pos = r
-                best_vertex = local
+                best_pos = np.int32(r)
+                best_vertex = np.int32(local)
                 best_parent = parent[r]
-        shm[tid] = best
-        shm[n_threads + tid] = np.float64(best_pos)
-        shm[2 * n_threads + tid] = np.float64(best_vertex)
-        shm[3 * n_threads + tid] = np.float64(best_parent)
+        win_key, win_pos, win_vertex = warp_argmin(best, best_pos, best_vertex, width, mask)
+        slots = (it % 2) * REDUCTION_FIELDS * n_warps
+        if lane == 0:
+            warp = tid // WARP
+            shm[slots + warp] = win_key
+            shm[slots + n_warps + warp] = np.float64(win_pos)
+            shm[slots + 2 * n_warps + warp] = np.float64(win_vertex)
         cuda.syncthreads()
-        result = REDUCTION_FIELDS * n_threads + (it % 2) * REDUCTION_FIELDS
-        _reduce_argmin(shm, result, tid, n_threads)
-        pos = np.int64(shm[result + 1])
-        vertex = np.int64(shm[result + 2])
-        if tid == 0:
-            from_vertex = np.int64(shm[result + 3])
-            out_src[out_start + it] = verts[vstart + from_vertex] if use_verts else from_vertex
-            out_dst[out_start + it] = verts[vstart + vertex] if use_verts else vertex
-            out_dist[out_start + it] = shm[result]
-        cur = vertex
+        # lane l takes warp l % n_warps's winner: every aligned group of n_warps lanes
+        # holds them all, so the butterfly leaves the block's winner in every lane
+        w = lane % n_warps
+        win_key, win_pos, win_vertex = warp_argmin(
+            shm[slots + w], np.int32(shm[slots + n_warps + w]),
+            np.int32(shm[slots + 2 * n_warps + w]), n_warps, mask)
+        if win_pos == best_pos:  # this thread owns the winning position
+            out_src[out_start + it] = verts[vstart + best_parent] if use_verts else best_parent
+            out_dst[out_start + it] = verts[vstart + best_vertex] if use_verts else best_vertex
+            out_dist[out_start + it] = best
+        cur = win_vertex
         m -= 1
-        refill = pos
+        refill = win_pos
     cuda.syncthreads()
 
 

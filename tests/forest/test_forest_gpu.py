@@ -51,6 +51,12 @@ def _ties(n):
     return (-np.abs(x[:, None] - x[None]) - 8.0).astype(np.float32)
 
 
+def _many_ties(n, seed):
+    """As :func:`_ties` for any n: integer positions in 0..5, drawn."""
+    x = np.random.default_rng(seed).integers(0, 6, n)
+    return (-np.abs(x[:, None] - x[None]) - 8.0).astype(np.float32)
+
+
 def _matrix_constraints(n):
     C = np.zeros((n, n), dtype=np.int8)
     for i, j, sign in ((0, 4, 1), (2, 7, 1), (5, 6, 1), (0, 2, -1)):
@@ -74,6 +80,12 @@ SCENARIOS = {
     "matrix": dict(S=lambda: _blobs(9, 4), k=3, eps=0.5, N=4, threads=8, matrix=True),
     "one_class": dict(S=lambda: _blobs(8, 5), k=2, eps=0.5, N=4, threads=2,
                       labels=[0, -1, 0, 0, -1, -1, -1, -1]),
+    # Prim's argmin reduces within warps, then across them: two warps, 33 positions
+    # (the second warp holds one, then none), equal keys in both
+    "two_warps": dict(S=lambda: _many_ties(34, 0), k=4, eps=1e-9, N=1, threads=64,
+                      labels=None),
+    # one edge, one position: a full warp with 31 idle lanes
+    "two_points": dict(S=lambda: _blobs(2, 0), k=1, eps=0.5, N=2, threads=32, labels=None),
 }
 
 
@@ -354,7 +366,7 @@ def test_the_device_noise_is_the_cpu_noise(simulated):
 def test_ties_are_broken_as_on_the_cpu(simulated):
     # the noise rounds away: the kernels saw S itself, with its many exact ties,
     # and still built the CPU's forests (checked sample by sample above)
-    for name in ("ties", "ties_few_threads"):
+    for name in ("ties", "ties_few_threads", "two_warps"):
         S = SCENARIOS[name]["S"]()
         for P in simulated[f"{name}/perturbed"]:
             np.testing.assert_array_equal(P, S)
