@@ -94,6 +94,17 @@ def double_layout(k, n_slots, batch_size):
 # -- device functions -----------------------------------------------------------------
 
 
+# max() and min() of two numbers do not compile for numba's CUDA target (0.68)
+@cuda.jit(device=True)
+def _larger(a, b):
+    return a if a > b else b
+
+
+@cuda.jit(device=True)
+def _smaller(a, b):
+    return a if a < b else b
+
+
 @cuda.jit(device=True)
 def _slot_parts(base, d, h, k, n_steps):
     """Offsets of a slot's arrays: visible part (d), hidden values (h), A (k), states
@@ -148,7 +159,7 @@ def _prepare_prototypes(P, W, r, beta, cosine, clip, ws, lay, doubles, dlay, tid
         for c in range(d):
             total += P[r, mu * d + c] * P[r, mu * d + c]
         if cosine:
-            ws[lay[W_P_NORMS] + mu] = max(math.sqrt(total), SMALLEST_NORMAL)
+            ws[lay[W_P_NORMS] + mu] = _larger(math.sqrt(total), SMALLEST_NORMAL)
             ws[lay[W_OFFSET] + mu] = W[r, mu]
         else:
             ws[lay[W_OFFSET] + mu] = -beta * total + W[r, mu]
@@ -221,10 +232,10 @@ def _forward(ws, lay, parts, hidden, r, position, constants, cosine, active, sq_
                 largest = value if value > largest else largest
             total = constants[5]
             for mu in range(k):
-                total += math.exp(max(ws[logits + mu] - largest, floor))
+                total += math.exp(_larger(ws[logits + mu] - largest, floor))
             inverse = one / total
             for mu in range(q, k, Q):
-                ws[p + mu] = math.exp(max(ws[logits + mu] - largest, floor)) * inverse
+                ws[p + mu] = math.exp(_larger(ws[logits + mu] - largest, floor)) * inverse
         cuda.syncthreads()
         if active:  # z' = z + alpha (P_H^T p - z), or v = z + alpha P_H^T p (cosine)
             for j in range(q, h, Q):
@@ -242,7 +253,7 @@ def _forward(ws, lay, parts, hidden, r, position, constants, cosine, active, sq_
                 total = c * c * sq_visible
                 for j in range(h):
                     total += ws[z + h + j] * ws[z + h + j]
-                norm = max(math.sqrt(total), tiny)
+                norm = _larger(math.sqrt(total), tiny)
                 c = c / norm
                 if q == 0:
                     ws[norms + t] = norm
@@ -440,7 +451,7 @@ def _clip_factors(doubles, dlay, n_rows, clip, tid, n_threads):
         bound = clip * median
     for b in range(tid, n_rows, n_threads):
         value = doubles[norms + b]
-        doubles[factors + b] = min(bound / max(value, bound), 1.0) if bound > 0.0 else 1.0
+        doubles[factors + b] = _smaller(bound / _larger(value, bound), 1.0) if bound > 0.0 else 1.0
     cuda.syncthreads()
 
 
@@ -550,7 +561,7 @@ def train_batches_kernel(X, order, hidden, fill, start_from_fill, restarts, P, W
     steps = adam_steps
     epoch_total = epoch_loss[r]
     for first in range(start, stop, batch_size):
-        n_rows = min(batch_size, n_samples - first)
+        n_rows = _smaller(batch_size, n_samples - first)
         _prepare_prototypes(P, W, r, beta, cosine, clip, ws, layout, doubles, dlayout, tid,
                             n_threads)
         for first_lane in range(0, n_rows, n_slots):
