@@ -5,7 +5,9 @@ The ``n_init`` restarts are independent problems stacked along a leading dimensi
 prototypes of shape ``(R, k, d)``, one Adam state and one learning rate per
 restart. Two trainers run the same mini-batch Adam: :class:`CPUTrainer` by the
 numba kernels of ``_kernels`` (a call per restart and slice of an epoch), and, for
-CUDA, ``_torch_fit`` in torch. Both are given a :class:`~._settings.Dynamics` and a
+CUDA, ``_torch_fit`` in torch. On CUDA, ``_cuda_fit.CUDATrainer`` is the CPU trainer
+with its kernel swapped for the fused numba.cuda one (``_cuda_kernels``), preferred
+to torch where numba.cuda can launch kernels. All are given a :class:`~._settings.Dynamics` and a
 :class:`~._settings.TrainingSettings` and return a
 :class:`~._settings.TrainedRestarts`. Inference (labels, distances, loss) lives in
 ``_inference``.
