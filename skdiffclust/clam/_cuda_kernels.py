@@ -41,9 +41,13 @@ from numba import config, cuda, float32
 from skdiffclust._training._optim import ADAM_BETA1, ADAM_BETA2, ADAM_EPS
 from skdiffclust.clam._kernels import SMALLEST_NORMAL
 
-_KERNEL = {} if config.ENABLE_CUDASIM else {"cache": True}
-
 MAX_THREADS = 512  # per block
+# Unbounded, ptxas gives the kernel 221 registers a thread (sm_90), too many for a
+# block of even 320 threads (65,536 registers per SM): capped so that MAX_THREADS
+# launch, at the cost of some spills to local memory (cached in L1). The simulator's
+# jit takes no max_registers.
+_KERNEL = {} if config.ENABLE_CUDASIM else {"cache": True,
+                                             "max_registers": 65536 // MAX_THREADS}
 WARP = 32
 SHARED_BYTES = 48 * 1024  # dynamic shared memory available without opting in
 
