@@ -1,4 +1,5 @@
-"""Where ClAM trains: the numba kernels on the CPU, or torch on CUDA."""
+"""Where ClAM trains: the numba kernels on the CPU, the fused numba.cuda kernel on
+CUDA, or torch on CUDA where numba.cuda cannot launch kernels."""
 
 import importlib.util
 import os
@@ -6,24 +7,43 @@ import sys
 
 from skdiffclust._utils._optional import import_optional
 
-# device='auto' trains on CUDA from this batch size up. A step is a few hundred
-# small operations on (n_init, n_clusters, batch_size, n_features) arrays: on an H100
-# (16-core host, 200,000 x 32, k=20) CUDA took 33.6 s against the CPU kernels' 6.1 s
-# at batch_size=16, and 6.1 s against 11.4 s at batch_size=1024
+# settings.device of the fused kernel (``_cuda_fit``): numba.cuda, no torch needed
+NUMBA_CUDA = "numba-cuda"
+
+# Without numba.cuda, device='auto' trains on CUDA (torch) from this batch size up. A
+# torch step is a few hundred small operations on (n_init, n_clusters, batch_size,
+# n_features) arrays: on an H100 (16-core host, 200,000 x 32, k=20) CUDA took 33.6 s
+# against the CPU kernels' 6.1 s at batch_size=16, and 6.1 s against 11.4 s at
+# batch_size=1024. The fused kernel, which runs a slice of an epoch per launch, is
+# chosen at every batch size.
 CUDA_MIN_BATCH_SIZE = 1024
 
 
 def resolve_training_device(device, batch_size):
-    """'cpu' (the numba kernels, no torch needed) or the torch device for CUDA."""
-    if device == "cpu" or (device == "auto" and (batch_size < CUDA_MIN_BATCH_SIZE
-                                                 or not _nvidia_driver_present())):
+    """'cpu' (the numba kernels, no torch needed), :data:`NUMBA_CUDA` (the fused
+    kernel) or the torch device for CUDA."""
+    if device == "cpu" or (device == "auto" and not _nvidia_driver_present()):
         return "cpu"
-    if device == "auto" and importlib.util.find_spec("torch") is None:
+    if _numba_cuda_available():
+        return NUMBA_CUDA
+    if device == "auto" and (batch_size < CUDA_MIN_BATCH_SIZE
+                             or importlib.util.find_spec("torch") is None):
         return "cpu"
     import_optional("torch", needed_for='ClAM(device="cuda")')
     from skdiffclust._utils._torch import resolve_device
 
     return resolve_device(device)
+
+
+def _numba_cuda_available():
+    """Whether numba.cuda can launch the fused kernel (imports numba.cuda: only asked
+    where a driver may be, or for device='cuda')."""
+    try:
+        from skdiffclust.clam._cuda_fit import cuda_available
+
+        return cuda_available()
+    except Exception:  # a numba without a usable CUDA target: torch's turn
+        return False
 
 
 def _nvidia_driver_present():

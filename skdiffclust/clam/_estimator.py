@@ -156,9 +156,13 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
 
     device : {'auto', 'cpu', 'cuda'}, default='auto'
         Where the prototypes are trained: the CPU with numba kernels (no
-        PyTorch needed), CUDA with torch (without pruning). ``'auto'`` picks
-        CUDA when torch sees one and ``batch_size`` is at least 1024. Inference
-        always runs on the CPU.
+        PyTorch needed), or CUDA with a fused numba.cuda kernel (the same
+        training, re-seeding and pruning as on the CPU, equal to it within
+        float32 rounding; no PyTorch needed). Where numba.cuda cannot launch
+        kernels, ``'cuda'`` trains with torch (without pruning). ``'auto'``
+        picks CUDA when numba.cuda sees a device (or, without it, when torch
+        sees one and ``batch_size`` is at least 1024). Inference always runs
+        on the CPU.
 
     n_jobs : int, default=None
         Threads of the CPU kernels (``None``: 1, ``-1``: all processors). The

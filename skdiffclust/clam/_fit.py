@@ -5,7 +5,9 @@ The ``n_init`` restarts are independent problems stacked along a leading dimensi
 prototypes of shape ``(R, k, d)``, one Adam state and one learning rate per
 restart. Two trainers run the same mini-batch Adam: :class:`CPUTrainer` by the
 numba kernels of ``_kernels`` (a call per restart and slice of an epoch), and, for
-CUDA, ``_torch_fit`` in torch. Both are given a :class:`~._settings.Dynamics` and a
+CUDA, ``_torch_fit`` in torch. On CUDA, ``_cuda_fit.CUDATrainer`` is the CPU trainer
+with its kernel swapped for the fused numba.cuda one (``_cuda_kernels``), preferred
+to torch where numba.cuda can launch kernels. All are given a :class:`~._settings.Dynamics` and a
 :class:`~._settings.TrainingSettings` and return a
 :class:`~._settings.TrainedRestarts`. Inference (labels, distances, loss) lives in
 ``_inference``.
@@ -37,6 +39,7 @@ from skdiffclust._training import Cooldown, run_epochs
 from skdiffclust._training._optim import ReduceOnPlateau
 from skdiffclust._utils._random import draw_in_proportion, numpy_generator
 from skdiffclust.clam import _kernels as kernels
+from skdiffclust.clam._device import NUMBA_CUDA
 from skdiffclust.clam._kernels import COSINE, _map_in_threads, hidden_count
 from skdiffclust.clam._selection import same_prototypes
 from skdiffclust.clam._settings import (
@@ -87,18 +90,24 @@ def train_restarts(X, fill, init_prototypes, dynamics, settings):
     dynamics : Dynamics
     settings : TrainingSettings
         On the CPU (``settings.device == 'cpu'``) the numba kernels train
-        (:class:`CPUTrainer`, with re-seeding and pruning as asked), on CUDA torch
-        (``_torch_fit``).
+        (:class:`CPUTrainer`, with re-seeding and pruning as asked); on CUDA the
+        fused kernel (``'numba-cuda'``: ``_cuda_fit.CUDATrainer``, the same trainer
+        with its kernel on the GPU), or torch (a torch device: ``_torch_fit``,
+        without re-seeding or pruning) where numba.cuda cannot launch kernels.
 
     Returns
     -------
     TrainedRestarts
     """
-    if getattr(settings.device, "type", settings.device) != "cpu":
+    trainer_class = CPUTrainer
+    if isinstance(settings.device, str) and settings.device == NUMBA_CUDA:
+        # the same trainer and host logic, its kernel on CUDA
+        from skdiffclust.clam._cuda_fit import CUDATrainer as trainer_class
+    elif getattr(settings.device, "type", settings.device) != "cpu":
         from skdiffclust.clam._torch_fit import train_on_device
 
         return train_on_device(X, fill, init_prototypes, dynamics, settings)
-    trainer = CPUTrainer.start(X, fill, init_prototypes, dynamics,
+    trainer = trainer_class.start(X, fill, init_prototypes, dynamics,
                                learning_rate=settings.learning_rate, seed=settings.seed,
                                weighted=settings.weighted, mask_prob=settings.mask_prob,
                                batch_size=settings.batch_size, n_threads=settings.n_threads,

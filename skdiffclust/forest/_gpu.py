@@ -76,13 +76,12 @@ their inputs; the validating public functions of ``skdiffclust.torch`` read S's
 check flags back from the device and parse the constraints on the host.
 """
 
-import contextlib
 import warnings
 
 import numpy as np
 import torch
-from numba import config as numba_config
 
+from skdiffclust._utils._cuda import import_kernels, simulated
 from skdiffclust.forest._seeds import MAX_SEED, seed_from_generator
 
 MAX_THREADS = 1024  # per block; the kernels' shared memory is sized for up to this
@@ -93,51 +92,8 @@ MAX_RESIDENT_THREADS_PER_SM = 1024  # 64 registers per thread, 65536 per SM
 _SMALL_GRID_WARNING = r".*Grid size \d+ will likely result in GPU under-utilization"
 
 
-def simulated():
-    """Whether numba.cuda is the CPU simulator (``NUMBA_ENABLE_CUDASIM=1``)."""
-    return bool(numba_config.ENABLE_CUDASIM)
-
-
 def _kernels():
-    with _numpy_row_stack_placeholder():
-        from skdiffclust.forest import _gpu_kernels
-
-        if not simulated():
-            _load_cuda_lowering_registries()
-    return _gpu_kernels
-
-
-def _numpy_row_stack(tup, *, dtype=None, casting="same_kind"):
-    """Stand-in for ``np.row_stack`` while numba.cuda registers its overloads."""
-    return np.vstack(tup, dtype=dtype, casting=casting)
-
-
-@contextlib.contextmanager
-def _numpy_row_stack_placeholder():
-    """Let numba.cuda load its lowering registries under NumPy >= 2.5.
-
-    numba-cuda (0.30.4 and earlier) registers an overload of ``np.row_stack``
-    unconditionally, when its target first compiles or loads a kernel; NumPy 2.5
-    removed that alias, so every kernel launch failed with ``AttributeError: module
-    'numpy' has no attribute 'row_stack'`` (seen on an H100 with NumPy 2.5.2). A
-    stand-in exists only while the registries load, then is removed again.
-    """
-    if hasattr(np, "row_stack"):
-        yield
-        return
-    np.row_stack = _numpy_row_stack
-    try:
-        yield
-    finally:
-        del np.row_stack
-
-
-def _load_cuda_lowering_registries():
-    """Import the module of numba.cuda that registers NumPy's overloads (once)."""
-    try:
-        import numba.cuda.cudaimpl  # noqa: F401
-    except ImportError:  # a numba.cuda with another layout: nothing to prepare
-        pass
+    return import_kernels("skdiffclust.forest._gpu_kernels")
 
 
 def _next_pow2(x):

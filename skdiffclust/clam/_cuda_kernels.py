@@ -1,0 +1,601 @@
+"""ClAM's training on CUDA: the batches of an epoch in one numba.cuda kernel.
+
+The CPU kernel (``_kernels._train_batches``) runs, for each batch, the T steps of the
+masked recursion forward and back on every lane (restart x point), sums the lanes'
+gradients, clips them and takes an Adam step. On a GPU, one step of torch operations
+per batch costs hundreds of tiny launches (``_torch_fit``); here a launch runs a whole
+slice of an epoch:
+
+* **One thread block per restart**, persistent over the slice's batches: batches are
+  sequential SGD steps of a restart, restarts are independent. Nothing returns to the
+  host between batches.
+* **Threads over (lane slot, prototype)**: ``n_slots`` lanes of the batch are in
+  flight at once (rounds of them when the batch is larger), ``Q = min(k, 32)``
+  threads per lane, thread ``q`` owning the prototypes ``q, q + Q, ...`` (their
+  logits, attraction weights and gradients) and the hidden coordinates ``q, q + Q,
+  ...`` (the state ``z``). A softmax is a barrier and a redundant O(k) loop per
+  thread (every thread of a lane sums the same values in the same order, so they
+  agree to the bit), not a tree reduction: numba's CUDA simulator, on which the
+  tests run, has no warp intrinsics, and the barriers cost about what shuffles would.
+* **The same maths, floors, order of sums and precision** as the CPU kernel, step
+  for step (float64 where it accumulates in float64: lane norms, offsets, Adam's
+  arithmetic), so that an epoch here equals the CPU's within float32 rounding. The
+  CPU draws the permutation and the masks (``_fit.CPUTrainer``), as for its own
+  kernel; ``_cuda_fit`` sends them.
+* **Working memory** of a block (its prototypes as used, the lanes' states and
+  gradients; layout by :func:`workspace_layout`) lives in shared memory when it
+  fits (48 KB: the defaults take about 40), otherwise in a global array, one row per
+  block. Barriers make both visible to the whole block.
+* **Deterministic**: every sum has a fixed order (a thread per parameter sums the
+  lanes in order); no atomics.
+
+Every ``syncthreads`` is reached by every thread of the block (loops around
+barriers have uniform bounds; inactive lanes skip work, not barriers).
+"""
+
+import math
+
+import numpy as np
+from numba import config, cuda, float32
+
+from skdiffclust._training._optim import ADAM_BETA1, ADAM_BETA2, ADAM_EPS
+from skdiffclust.clam._kernels import SMALLEST_NORMAL
+
+MAX_THREADS = 512  # per block
+# Unbounded, ptxas gives the kernel 221 registers a thread (sm_90), too many for a
+# block of even 320 threads (65,536 registers per SM): capped so that MAX_THREADS
+# launch, at the cost of some spills to local memory (cached in L1). The simulator's
+# jit takes no max_registers.
+_KERNEL = {} if config.ENABLE_CUDASIM else {"cache": True,
+                                             "max_registers": 65536 // MAX_THREADS}
+WARP = 32
+SHARED_BYTES = 48 * 1024  # dynamic shared memory available without opting in
+
+# offsets of the float64 scratch of a block (:func:`double_layout`)
+(D_SQ_RHO, D_NORMS, D_SORTED, D_FACTORS, D_PARTIAL) = range(5)
+# offsets of a block's working memory (:func:`workspace_layout`)
+(W_P_USED, W_OFFSET, W_P_NORMS, W_GRAD_P, W_GRAD_W, W_SLOTS, W_SLOT_SIZE, W_LANES,
+ W_LANE_SIZE) = range(9)
+
+
+def lane_shape(n_clusters, batch_size):
+    """Threads per lane and lanes in flight (slots) of a block."""
+    per_lane = min(n_clusters, WARP)
+    return per_lane, max(1, min(batch_size, MAX_THREADS // per_lane))
+
+
+def workspace_layout(k, d, h, n_steps, n_slots, batch_size):
+    """Offsets (``W_*``) into a block's working memory and its length, in elements.
+
+    The prototypes as used (k, d), their offsets (k) and norms (k), the batch's
+    gradient (k, d) and that of the log-weights (k); per slot :func:`_slot_parts`,
+    per lane of the batch :func:`_lane_parts`.
+    """
+    slot_size = d + h + k + (n_steps + 1) * h + n_steps * k + (n_steps + 1) + n_steps \
+        + 2 * k + h
+    lane_size = h * k + 2 * k + 1
+    layout = np.zeros(9, dtype=np.int64)
+    layout[W_OFFSET] = k * d
+    layout[W_P_NORMS] = layout[W_OFFSET] + k
+    layout[W_GRAD_P] = layout[W_P_NORMS] + k
+    layout[W_GRAD_W] = layout[W_GRAD_P] + k * d
+    layout[W_SLOTS] = layout[W_GRAD_W] + k
+    layout[W_SLOT_SIZE] = slot_size
+    layout[W_LANES] = layout[W_SLOTS] + n_slots * slot_size
+    layout[W_LANE_SIZE] = lane_size
+    return layout, int(layout[W_LANES] + batch_size * lane_size)
+
+
+def double_layout(k, n_slots, batch_size):
+    """Offsets (``D_*``) into a block's float64 scratch, and its length: the
+    prototypes' squared norms (k), the lanes' gradient norms, their sorted copy and
+    clipping factors (B each), partial norms of the lanes in flight (slots, k)."""
+    layout = np.array([0, k, k + batch_size, k + 2 * batch_size, k + 3 * batch_size],
+                      dtype=np.int64)
+    return layout, int(k + 3 * batch_size + n_slots * k)
+
+
+# -- device functions -----------------------------------------------------------------
+
+
+# max() and min() of two numbers do not compile for numba's CUDA target (0.68)
+@cuda.jit(device=True)
+def _larger(a, b):
+    return a if a > b else b
+
+
+@cuda.jit(device=True)
+def _smaller(a, b):
+    return a if a < b else b
+
+
+@cuda.jit(device=True)
+def _slot_parts(base, d, h, k, n_steps):
+    """Offsets of a slot's arrays: visible part (d), hidden values (h), A (k), states
+    (T+1, h), attraction (T, k), scales c (T+1), norms (T), logits or their
+    gradients (k), gradient of p (k), gradient of z (h)."""
+    target = base + d
+    visible_dot = target + h
+    states = visible_dot + k
+    attraction = states + (n_steps + 1) * h
+    scales = attraction + n_steps * k
+    norms = scales + n_steps + 1
+    logits = norms + n_steps
+    grad_p = logits + k
+    grad_z = grad_p + k
+    return target, visible_dot, states, attraction, scales, norms, logits, grad_p, grad_z
+
+
+@cuda.jit(device=True)
+def _lane_parts(lay, b, h, k):
+    """Offsets of lane b's results: gradient of P_H (h, k), of the visible part (k),
+    of the offsets (k), and its loss."""
+    base = lay[W_LANES] + b * lay[W_LANE_SIZE]
+    return base, base + h * k, base + h * k + k, base + h * k + 2 * k
+
+
+@cuda.jit(device=True)
+def _hidden_feature(hidden, r, position, j):
+    """The j-th hidden feature of the example at ``position`` of the epoch for restart
+    r; ``hidden`` of shape (1, 1, h) is shared by all (the unmasked loss)."""
+    if hidden.shape[1] == 1:
+        return hidden[0, 0, j]
+    return hidden[r, position, j]
+
+
+@cuda.jit(device=True)
+def _adam_update(param, grad, m, v, r, i, step_size, correction2):
+    """``_optim.adam_update`` on element (r, i), in place, rounding as it does."""
+    m[r, i] = ADAM_BETA1 * m[r, i] + (1.0 - ADAM_BETA1) * grad
+    v[r, i] = ADAM_BETA2 * v[r, i] + (1.0 - ADAM_BETA2) * grad * grad
+    param[r, i] -= step_size * m[r, i] / (math.sqrt(v[r, i] / correction2) + ADAM_EPS)
+
+
+@cuda.jit(device=True)
+def _prepare_prototypes(P, W, r, beta, cosine, clip, ws, lay, doubles, dlay, tid,
+                        n_threads):
+    """``_kernels._prepare_prototypes`` for restart r, and the squared norms of the
+    prototypes as used (for clipping); ends on a barrier."""
+    k = W.shape[1]
+    d = P.shape[1] // k
+    for mu in range(tid, k, n_threads):
+        total = 0.0
+        for c in range(d):
+            total += P[r, mu * d + c] * P[r, mu * d + c]
+        if cosine:
+            ws[lay[W_P_NORMS] + mu] = _larger(math.sqrt(total), SMALLEST_NORMAL)
+            ws[lay[W_OFFSET] + mu] = W[r, mu]
+        else:
+            ws[lay[W_OFFSET] + mu] = -beta * total + W[r, mu]
+    cuda.syncthreads()
+    for e in range(tid, k * d, n_threads):
+        if cosine:
+            ws[lay[W_P_USED] + e] = P[r, e] / ws[lay[W_P_NORMS] + e // d]
+        else:
+            ws[lay[W_P_USED] + e] = P[r, e]
+    cuda.syncthreads()
+    if clip > 0.0:
+        for mu in range(tid, k, n_threads):
+            sq_rho = 0.0
+            for c in range(d):
+                value = ws[lay[W_P_USED] + mu * d + c]
+                sq_rho += value * value
+            doubles[dlay[D_SQ_RHO] + mu] = sq_rho
+    cuda.syncthreads()
+
+
+@cuda.jit(device=True)
+def _gather(X, row, hidden, r, position, fill, start_from_fill, ws, base, parts, zero,
+            q, Q):
+    """The lane's point with zeros at its hidden features, its hidden values and z_0
+    (``_kernels._gather_lanes``)."""
+    d, h = X.shape[1], hidden.shape[2]
+    target, states = parts[0], parts[2]
+    for j in range(q, h, Q):
+        feature = _hidden_feature(hidden, r, position, j)
+        ws[target + j] = X[row, feature]
+        ws[states + j] = fill[feature] if start_from_fill else X[row, feature]
+    for c in range(q, d, Q):
+        value = X[row, c]
+        for j in range(h):
+            if _hidden_feature(hidden, r, position, j) == c:
+                value = zero
+        ws[base + c] = value
+
+
+@cuda.jit(device=True)
+def _forward(ws, lay, parts, hidden, r, position, constants, cosine, active, sq_visible,
+             n_steps, q, Q):
+    """T steps of the masked recursion for the lane (``_kernels._forward``): the logits
+    and the state's update by the threads owning them, the softmax's sums by every
+    thread. Barriers: 3 a step (5 for cosine)."""
+    scale, alpha, floor, tiny, one = (constants[0], constants[1], constants[3],
+                                      constants[4], constants[6])
+    _, visible_dot, states, attraction, scales, norms, logits, _, _ = parts
+    h = hidden.shape[2]
+    k = lay[W_P_NORMS] - lay[W_OFFSET]
+    d = lay[W_OFFSET] // k
+    used, offset = lay[W_P_USED], lay[W_OFFSET]
+    c = one  # c_t, the scale of the visible part (cosine)
+    if active and q == 0:
+        ws[scales] = one
+    for t in range(n_steps):
+        z, p = states + t * h, attraction + t * k
+        if active:  # logits = offset + scale (c A + P_H z)
+            for mu in range(q, k, Q):
+                s = ws[offset + mu] + scale * c * ws[visible_dot + mu]
+                for j in range(h):
+                    feature = _hidden_feature(hidden, r, position, j)
+                    s += (scale * ws[used + mu * d + feature]) * ws[z + j]
+                ws[logits + mu] = s
+        cuda.syncthreads()
+        if active:  # p = softmax(logits), floored (_kernels._softmax_lanes)
+            largest = ws[logits]
+            for mu in range(1, k):
+                value = ws[logits + mu]
+                largest = value if value > largest else largest
+            total = constants[5]
+            for mu in range(k):
+                total += math.exp(_larger(ws[logits + mu] - largest, floor))
+            inverse = one / total
+            for mu in range(q, k, Q):
+                ws[p + mu] = math.exp(_larger(ws[logits + mu] - largest, floor)) * inverse
+        cuda.syncthreads()
+        if active:  # z' = z + alpha (P_H^T p - z), or v = z + alpha P_H^T p (cosine)
+            for j in range(q, h, Q):
+                feature = _hidden_feature(hidden, r, position, j)
+                pulled = ws[used + feature] * ws[p]
+                for mu in range(1, k):
+                    pulled += ws[used + mu * d + feature] * ws[p + mu]
+                value = ws[z + j]
+                ws[z + h + j] = value + alpha * pulled if cosine \
+                    else value + alpha * (pulled - value)
+        cuda.syncthreads()
+        if cosine:  # v / ||v||, v = (c x_V, z') (_kernels._project_to_sphere)
+            norm = one
+            if active:
+                total = c * c * sq_visible
+                for j in range(h):
+                    total += ws[z + h + j] * ws[z + h + j]
+                norm = _larger(math.sqrt(total), tiny)
+                c = c / norm
+                if q == 0:
+                    ws[norms + t] = norm
+                    ws[scales + t + 1] = c
+            cuda.syncthreads()  # every thread has read v before it is rescaled
+            if active:
+                for j in range(q, h, Q):
+                    ws[z + h + j] = ws[z + h + j] / norm
+            cuda.syncthreads()
+
+
+@cuda.jit(device=True)
+def _incoming(ws, parts, h, j, t, dot, norm, cosine):
+    """The gradient of z_{t+1}[j] through the projection (``_project_backward``):
+    what it is once the step's ``dot`` is known (cosine), else the stored one."""
+    grad_z, states = parts[8], parts[2]
+    if cosine:
+        return (ws[grad_z + j] - ws[states + (t + 1) * h + j] * dot) / norm
+    return ws[grad_z + j]
+
+
+@cuda.jit(device=True)
+def _backward(ws, lay, parts, lane, hidden, r, position, constants, cosine, active,
+              sq_visible, n_steps, q, Q):
+    """Backpropagation through the T steps (``_kernels._backward``), into the lane's
+    results (``_lane_parts``); ``grad_z`` holds the gradient at z_T. Barriers: 3 a
+    step."""
+    scale, alpha, keep, zero = constants[0], constants[1], constants[2], constants[5]
+    _, visible_dot, states, attraction, scales, norms, logits, grad_p, grad_z = parts
+    grad_PH, grad_visible, grad_offset = lane[0], lane[1], lane[2]
+    h = hidden.shape[2]
+    k = lay[W_P_NORMS] - lay[W_OFFSET]
+    d = lay[W_OFFSET] // k
+    used = lay[W_P_USED]
+    if active:
+        for mu in range(q, k, Q):
+            for j in range(h):
+                ws[grad_PH + j * k + mu] = zero
+            ws[grad_visible + mu] = zero
+            ws[grad_offset + mu] = zero
+    gamma = zero  # d loss / d c_{t+1}
+    for t in range(n_steps - 1, -1, -1):
+        z, p = states + t * h, attraction + t * k
+        dot, norm = zero, constants[6]
+        if active:
+            if cosine:
+                norm = ws[norms + t]
+                dot = ws[scales + t + 1] * gamma
+                for j in range(h):
+                    dot += ws[states + (t + 1) * h + j] * ws[grad_z + j]
+            # pulled = P_H^T p moves z by alpha * pulled
+            for mu in range(q, k, Q):
+                grad = zero
+                for j in range(h):
+                    feature = _hidden_feature(hidden, r, position, j)
+                    pulled_grad = alpha * _incoming(ws, parts, h, j, t, dot, norm, cosine)
+                    ws[grad_PH + j * k + mu] += ws[p + mu] * pulled_grad
+                    grad += ws[used + mu * d + feature] * pulled_grad
+                ws[grad_p + mu] = grad
+            if cosine:
+                gamma = (gamma - ws[scales + t + 1] * sq_visible * dot) / norm
+        cuda.syncthreads()
+        if active:  # softmax backward: grad_s = p (grad_p - <p, grad_p>), times scale
+            inner = ws[p] * ws[grad_p]
+            for mu in range(1, k):
+                inner += ws[p + mu] * ws[grad_p + mu]
+            for mu in range(q, k, Q):
+                grad = ws[p + mu] * (ws[grad_p + mu] - inner)
+                ws[grad_visible + mu] += ws[scales + t] * grad if cosine else grad
+                ws[grad_offset + mu] += grad
+                grad_s = scale * grad
+                ws[logits + mu] = grad_s
+                for j in range(h):
+                    ws[grad_PH + j * k + mu] += grad_s * ws[z + j]
+        cuda.syncthreads()
+        if active:  # logits = offset + scale (c A + P_H z)
+            for j in range(q, h, Q):
+                feature = _hidden_feature(hidden, r, position, j)
+                grad = keep * _incoming(ws, parts, h, j, t, dot, norm, cosine) \
+                    + ws[logits] * ws[used + feature]
+                for mu in range(1, k):
+                    grad += ws[logits + mu] * ws[used + mu * d + feature]
+                ws[grad_z + j] = grad
+            if cosine:
+                for mu in range(k):
+                    gamma += ws[logits + mu] * ws[visible_dot + mu]
+        cuda.syncthreads()
+
+
+@cuda.jit(device=True)
+def _lane(X, order, hidden, fill, start_from_fill, r, first, b, n_rows, ws, lay, parts,
+          base, doubles, dlay, strongest, constants, beta, cosine, clip, n_steps, slot,
+          q, Q):
+    """Loss and gradients of the b-th point of the batch (inactive past the batch's
+    end: it only meets the barriers); its results go to ``_lane_parts(b)``, its
+    gradient norm (for clipping) to the float64 scratch."""
+    d, h = X.shape[1], hidden.shape[2]
+    k = lay[W_P_NORMS] - lay[W_OFFSET]
+    zero = constants[5]
+    active = b < n_rows
+    position = first + b
+    lane = _lane_parts(lay, b, h, k)
+    if active:
+        _gather(X, order[position], hidden, r, position, fill, start_from_fill, ws, base,
+                parts, zero, q, Q)
+    cuda.syncthreads()
+    target, visible_dot, states, attraction = parts[0], parts[1], parts[2], parts[3]
+    sq_visible = zero  # ||x_V||^2, by every thread of the lane
+    if active:
+        for c in range(d):
+            sq_visible += ws[base + c] * ws[base + c]
+        for mu in range(q, k, Q):  # A = P_V x_V
+            total = zero
+            for c in range(d):
+                total += ws[lay[W_P_USED] + mu * d + c] * ws[base + c]
+            ws[visible_dot + mu] = total
+    _forward(ws, lay, parts, hidden, r, position, constants, cosine, active, sq_visible,
+             n_steps, q, Q)
+    if active:  # loss sum_H (x - z_T)^2 and its gradient d mean_B / d z_T
+        for j in range(q, h, Q):
+            ws[parts[8] + j] = (ws[target + j] - ws[states + n_steps * h + j]) * (-2.0 / n_rows)
+        if q == 0:
+            loss = zero
+            for j in range(h):
+                error = ws[target + j] - ws[states + n_steps * h + j]
+                loss += error * error
+            ws[lane[3]] = loss
+            last = attraction + (n_steps - 1) * k
+            best = 0
+            for mu in range(1, k):
+                if ws[last + mu] > ws[last + best]:
+                    best = mu
+            strongest[b] = best
+    cuda.syncthreads()
+    _backward(ws, lay, parts, lane, hidden, r, position, constants, cosine, active,
+              sq_visible, n_steps, q, Q)
+    if clip > 0.0:
+        _lane_norm(ws, lay, parts, lane, hidden, r, position, doubles, dlay, constants,
+                   beta, cosine, active, sq_visible, b, slot, q, Q)
+
+
+@cuda.jit(device=True)
+def _lane_norm(ws, lay, parts, lane, hidden, r, position, doubles, dlay, constants, beta,
+               cosine, active, sq_visible, b, slot, q, Q):
+    """The norm of the lane's gradient of the prototypes as used (``_clip_lanes``): a
+    float64 partial sum per prototype, then their sum by the lane's first thread."""
+    h = hidden.shape[2]
+    k = lay[W_P_NORMS] - lay[W_OFFSET]
+    d = lay[W_OFFSET] // k
+    partial = dlay[D_PARTIAL] + slot * k
+    if active:
+        for mu in range(q, k, Q):
+            visible = constants[0] * ws[lane[1] + mu]
+            radial = 0.0 if cosine else -2.0 * beta * ws[lane[2] + mu]
+            total = (visible * visible * sq_visible
+                     + radial * radial * doubles[dlay[D_SQ_RHO] + mu]
+                     + 2.0 * visible * radial * ws[parts[1] + mu])
+            for j in range(h):
+                g = ws[lane[0] + j * k + mu]
+                feature = _hidden_feature(hidden, r, position, j)
+                total += g * (g + 2.0 * radial * ws[lay[W_P_USED] + mu * d + feature])
+            doubles[partial + mu] = total
+    cuda.syncthreads()
+    if active and q == 0:
+        total = 0.0
+        for mu in range(k):
+            total += doubles[partial + mu]
+        # +0.0 rather than -0.0 or NaN, as the median needs
+        doubles[dlay[D_NORMS] + b] = math.sqrt(total) if total > 0.0 else 0.0
+
+
+@cuda.jit(device=True)
+def _clip_factors(doubles, dlay, n_rows, clip, tid, n_threads):
+    """Each lane's factor: 1, or its gradient scaled down to ``clip`` times the
+    batch's median norm (``_kernels._clip_lanes``). The median is the sorted norms'
+    middle (the mean of the two middles for an even count), as numpy's; each lane
+    finds its rank in the sort (ties by position). Ends on a barrier."""
+    norms, ranked = dlay[D_NORMS], dlay[D_SORTED]
+    factors = dlay[D_FACTORS]
+    if clip > 0.0:
+        for b in range(tid, n_rows, n_threads):
+            value, rank = doubles[norms + b], 0
+            for i in range(n_rows):
+                other = doubles[norms + i]
+                if other < value or (other == value and i < b):
+                    rank += 1
+            doubles[ranked + rank] = value
+    cuda.syncthreads()
+    bound = 0.0
+    if clip > 0.0:
+        middle = (n_rows - 1) // 2
+        median = doubles[ranked + middle]
+        if n_rows % 2 == 0:
+            median = 0.5 * (median + doubles[ranked + middle + 1])
+        bound = clip * median
+    for b in range(tid, n_rows, n_threads):
+        value = doubles[norms + b]
+        doubles[factors + b] = _smaller(bound / _larger(value, bound), 1.0) if bound > 0.0 else 1.0
+    cuda.syncthreads()
+
+
+@cuda.jit(device=True)
+def _is_hidden(hidden, r, position, feature):
+    for j in range(hidden.shape[2]):
+        if _hidden_feature(hidden, r, position, j) == feature:
+            return True
+    return False
+
+
+@cuda.jit(device=True)
+def _batch_gradients(X, order, hidden, r, first, n_rows, ws, lay, doubles, dlay,
+                     constants, beta, cosine, tid, n_threads):
+    """The batch's gradients of the prototypes (as used) and of the offsets
+    (``_kernels._scatter_gradients``): a thread per parameter sums the lanes' in the
+    CPU's order (hidden columns of every lane, then visible parts), each lane's
+    gradient times its clipping factor rounded to the working precision. Ends on a
+    barrier."""
+    h = hidden.shape[2]
+    k = lay[W_P_NORMS] - lay[W_OFFSET]
+    d = lay[W_OFFSET] // k
+    to_working = ws.dtype.type
+    scale, factors = constants[0], dlay[D_FACTORS]
+    for e in range(tid, k * d, n_threads):
+        mu = e // d
+        c = e - mu * d
+        grad = constants[5]
+        for b in range(n_rows):
+            lane = _lane_parts(lay, b, h, k)
+            for j in range(h):
+                if _hidden_feature(hidden, r, first + b, j) == c:
+                    grad += to_working(ws[lane[0] + j * k + mu] * doubles[factors + b])
+        total = 0.0
+        for b in range(n_rows):
+            lane = _lane_parts(lay, b, h, k)
+            factor = doubles[factors + b]
+            weight = scale * to_working(ws[lane[1] + mu] * factor)
+            if not _is_hidden(hidden, r, first + b, c):
+                grad += weight * X[order[first + b], c]
+            total += to_working(ws[lane[2] + mu] * factor)
+        if not cosine:  # offsets -beta ||rho||^2
+            grad = to_working(grad - 2.0 * beta * total * ws[lay[W_P_USED] + e])
+        ws[lay[W_GRAD_P] + e] = grad
+        if c == 0:
+            ws[lay[W_GRAD_W] + mu] = total
+    cuda.syncthreads()
+
+
+@cuda.jit(device=True)
+def _adam_step(P, W, m_P, v_P, m_W, v_W, sum_P, sum_W, r, step_size, correction2,
+               weighted, cosine, ws, lay, tid, n_threads):
+    """Adam's step of restart r's parameters (``_optim.adam_update``), the gradient
+    of unit prototypes taken back through the normalisation first
+    (``_kernels._unproject_gradient``); adds the new parameters to their sums. Ends
+    on a barrier."""
+    k = W.shape[1]
+    d = P.shape[1] // k
+    used, grads = lay[W_P_USED], lay[W_GRAD_P]
+    to_working = ws.dtype.type
+    for e in range(tid, k * d, n_threads):
+        grad = ws[grads + e]
+        if cosine:
+            mu = e // d
+            radial = 0.0
+            for c in range(d):
+                radial += ws[used + mu * d + c] * ws[grads + mu * d + c]
+            grad = to_working((grad - ws[used + e] * radial) / ws[lay[W_P_NORMS] + mu])
+        _adam_update(P, grad, m_P, v_P, r, e, step_size, correction2)
+        sum_P[r, e] += P[r, e]
+    for mu in range(tid, k, n_threads):
+        if weighted:
+            _adam_update(W, ws[lay[W_GRAD_W] + mu], m_W, v_W, r, mu, step_size, correction2)
+        sum_W[r, mu] += W[r, mu]
+    cuda.syncthreads()
+
+
+# -- the kernel -----------------------------------------------------------------------
+
+
+@cuda.jit(**_KERNEL)
+def train_batches_kernel(X, order, hidden, fill, start_from_fill, restarts, P, W, m_P, v_P,
+                         m_W, v_W, lr, adam_steps, weighted, beta, cosine, n_steps,
+                         constants, batch_size, clip, start, stop, epoch_loss, counts,
+                         position_loss, sum_P, sum_W, layout, dlayout, ws_global,
+                         doubles_global, strongest_global, in_shared, per_lane, n_slots):
+    """The batches of an epoch that start at ``start``, ``start + batch_size``, ...
+    before ``stop``, for restart ``restarts[block]`` (``_kernels._train_batches``).
+
+    ``P``, ``m_P``, ``v_P`` and ``sum_P`` are (R, k d), the others of W (R, k);
+    ``constants`` is ``device_constants``; ``adam_steps`` the steps taken before
+    ``start``. Blocks of ``n_slots * per_lane`` threads. Updates the parameters,
+    their moments and sums, the epoch's loss, counts and per-example losses in place.
+    """
+    block = cuda.blockIdx.x
+    r = restarts[block]
+    tid, n_threads = cuda.threadIdx.x, cuda.blockDim.x
+    ws = cuda.shared.array(0, float32) if in_shared else ws_global[block]
+    doubles, strongest = doubles_global[block], strongest_global[block]
+    h = hidden.shape[2]
+    k = W.shape[1]
+    slot = tid // per_lane
+    q = tid - slot * per_lane
+    base = layout[W_SLOTS] + slot * layout[W_SLOT_SIZE]
+    parts = _slot_parts(base, X.shape[1], h, k, n_steps)
+    n_samples = order.shape[0]
+    steps = adam_steps
+    epoch_total = epoch_loss[r]
+    for first in range(start, stop, batch_size):
+        n_rows = _smaller(batch_size, n_samples - first)
+        _prepare_prototypes(P, W, r, beta, cosine, clip, ws, layout, doubles, dlayout, tid,
+                            n_threads)
+        for first_lane in range(0, n_rows, n_slots):
+            _lane(X, order, hidden, fill, start_from_fill, r, first, first_lane + slot,
+                  n_rows, ws, layout, parts, base, doubles, dlayout, strongest, constants,
+                  beta, cosine, clip, n_steps, slot, q, per_lane)
+        cuda.syncthreads()
+        _clip_factors(doubles, dlayout, n_rows, clip, tid, n_threads)
+        _batch_gradients(X, order, hidden, r, first, n_rows, ws, layout, doubles, dlayout,
+                         constants, beta, cosine, tid, n_threads)
+        if tid == 0:  # the losses and most attracting prototypes, in the batch's order
+            for b in range(n_rows):
+                loss = ws[_lane_parts(layout, b, h, k)[3]]
+                epoch_total += loss
+                position_loss[r, first + b] = loss
+                counts[r, strongest[b]] += 1
+        steps += 1
+        correction1 = 1.0 - ADAM_BETA1**steps
+        correction2 = 1.0 - ADAM_BETA2**steps
+        _adam_step(P, W, m_P, v_P, m_W, v_W, sum_P, sum_W, r, lr[r] / correction1,
+                   correction2, weighted, cosine, ws, layout, tid, n_threads)
+    if tid == 0:
+        epoch_loss[r] = epoch_total
+
+
+def device_constants(dtype, beta, alpha, cosine):
+    """The CPU kernels' working constants (``_kernels.working_constants``: scale,
+    alpha, keep, logit floor, norm floor), then zero and one, in the working
+    precision: a float64 literal would turn float32 arithmetic into float64."""
+    from skdiffclust.clam._kernels import working_constants
+
+    return np.concatenate([working_constants(dtype, beta, alpha, cosine),
+                           np.array([0.0, 1.0], dtype=dtype)])
