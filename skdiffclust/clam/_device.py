@@ -10,24 +10,25 @@ from skdiffclust._utils._optional import import_optional
 # settings.device of the fused kernel (``_cuda_fit``): numba.cuda, no torch needed
 NUMBA_CUDA = "numba-cuda"
 
-# Without numba.cuda, device='auto' trains on CUDA (torch) from this batch size up. A
-# torch step is a few hundred small operations on (n_init, n_clusters, batch_size,
-# n_features) arrays: on an H100 (16-core host, 200,000 x 32, k=20) CUDA took 33.6 s
-# against the CPU kernels' 6.1 s at batch_size=16, and 6.1 s against 11.4 s at
-# batch_size=1024. The fused kernel, which runs a slice of an epoch per launch, is
-# chosen at every batch size.
+# device='auto' trains on CUDA (torch) from this batch size up. A torch step is a few
+# hundred small operations on (n_init, n_clusters, batch_size, n_features) arrays: on
+# an H100 (16-core host, 200,000 x 32, k=20) CUDA took 58.2 s against the CPU
+# kernels' 13.2 s at batch_size=16, and 11.9 s against 54.1 s at batch_size=1024.
+# The fused kernel (device='cuda') matches the CPU trainer on numba's simulator and
+# compiles for sm_90, but has not been timed on a GPU yet: 'auto' keeps to the
+# measured paths until it is.
 CUDA_MIN_BATCH_SIZE = 1024
 
 
 def resolve_training_device(device, batch_size):
     """'cpu' (the numba kernels, no torch needed), :data:`NUMBA_CUDA` (the fused
-    kernel) or the torch device for CUDA."""
-    if device == "cpu" or (device == "auto" and not _nvidia_driver_present()):
+    kernel, for device='cuda') or the torch device for CUDA."""
+    if device == "cpu" or (device == "auto" and (batch_size < CUDA_MIN_BATCH_SIZE
+                                                 or not _nvidia_driver_present())):
         return "cpu"
-    if _numba_cuda_available():
+    if device == "cuda" and _numba_cuda_available():
         return NUMBA_CUDA
-    if device == "auto" and (batch_size < CUDA_MIN_BATCH_SIZE
-                             or importlib.util.find_spec("torch") is None):
+    if device == "auto" and importlib.util.find_spec("torch") is None:
         return "cpu"
     import_optional("torch", needed_for='ClAM(device="cuda")')
     from skdiffclust._utils._torch import resolve_device

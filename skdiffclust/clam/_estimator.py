@@ -160,8 +160,8 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
         training, re-seeding and pruning as on the CPU, equal to it within
         float32 rounding; no PyTorch needed). Where numba.cuda cannot launch
         kernels, ``'cuda'`` trains with torch (without pruning). ``'auto'``
-        picks CUDA when numba.cuda sees a device (or, without it, when torch
-        sees one and ``batch_size`` is at least 1024). Inference always runs
+        picks CUDA (torch) when torch sees one and ``batch_size`` is at least
+        1024: the fused kernel is not yet timed on a GPU. Inference always runs
         on the CPU.
 
     n_jobs : int, default=None
