@@ -205,7 +205,10 @@ def test_systemerror_of_an_interrupted_kernel_becomes_keyboardinterrupt():
 # -- Ctrl-C --------------------------------------------------------------------------------
 
 INTERRUPTED = """
-    import time, traceback
+    import signal, time, traceback
+    # Python leaves SIGINT ignored when its parent ignored it (a test run started in
+    # the background by a shell: nohup ... &), so that no Ctrl-C would arrive
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     reference = small()  # compiles the kernels (or loads them)
     print("ready", flush=True)
     try:
