@@ -16,6 +16,7 @@ honoured between slices.
 import numpy as np
 
 from skdiffclust._utils._cuda import import_kernels, simulated
+from skdiffclust.clam._data import dense_rows
 from skdiffclust.clam._fit import CPUTrainer
 from skdiffclust.clam._kernels import COSINE, LANE_STEPS_PER_CALL
 
@@ -26,13 +27,6 @@ LANE_STEPS_PER_LAUNCH = 4 * LANE_STEPS_PER_CALL
 def kernels():
     """The kernels' module, loaded for the GPU (or the simulator)."""
     return import_kernels("skdiffclust.clam._cuda_kernels")
-
-
-def dense_rows(X):
-    """The training points as one float32 array (a row source made dense)."""
-    if isinstance(X, np.ndarray):
-        return np.ascontiguousarray(X, dtype=np.float32)
-    return np.concatenate([block for _, _, block in X.blocks()]).astype(np.float32)
 
 
 class CUDATrainer(CPUTrainer):

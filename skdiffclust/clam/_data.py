@@ -117,6 +117,14 @@ class ScaledData:
         return out
 
 
+def dense_rows(X):
+    """The training points as one float32 array, for a GPU: X itself (dense input)
+    or a row source's blocks made dense (sparse input)."""
+    if isinstance(X, np.ndarray):
+        return np.ascontiguousarray(X, dtype=np.float32)
+    return np.concatenate([block for _, _, block in X.blocks()]).astype(np.float32)
+
+
 def squared_distances(rows, centers):
     """(m, k) squared distances by direct differences, in slices of rows."""
     out = np.empty((rows.shape[0], centers.shape[0]))

@@ -20,6 +20,7 @@ import torch
 from skdiffclust._training._torch import UniformBatches, make_generator, train
 from skdiffclust._utils._torch import tensor_from_numpy
 from skdiffclust.clam._backprop import completion_loss_and_grads
+from skdiffclust.clam._data import dense_rows
 from skdiffclust.clam._kernels import hidden_count
 from skdiffclust.clam._settings import COOLDOWN_FACTOR, plateau_schedule, trained_restarts
 
@@ -121,7 +122,7 @@ def train_on_device(X, fill, init_prototypes, dynamics, settings):
     returns TrainedRestarts (``settings.reseed``, ``prune`` and ``n_threads`` are
     the CPU trainer's)."""
     if not isinstance(X, np.ndarray):  # a row source (sparse input): dense on the device
-        X = np.concatenate([block for _, _, block in X.blocks()]).astype(np.float32)
+        X = dense_rows(X)
     device = settings.device
     generator = make_generator(settings.seed, device)
     sampler = UniformBatches(X.shape[0], settings.batch_size, generator, device)
