@@ -270,6 +270,8 @@ def train_embedding(module, X, y, settings, *, validation_data=None, sample_shap
     # numba's solver on solver_threads (one by default, as torch's steps): two
     # OpenMP teams of different sizes competing for the cores made a step 2.7x
     # slower (LeNet-5 on batches of 64, 2 cores: 45 ms against 16 ms)
+    # a cosine decay is a budget of max_iter epochs, its end planned: no warning
+    cosine = settings.learning_rate_schedule == "cosine"
     with thread_limit(settings.solver_threads):
         result = train(task, sampler, learning_rate=settings.learning_rate,
                        max_iter=settings.max_iter, tol=settings.tol,
@@ -277,8 +279,8 @@ def train_embedding(module, X, y, settings, *, validation_data=None, sample_shap
                        name="SpanningForestClustering", device=device,
                        verbose=settings.verbose, n_threads=settings.n_threads,
                        weight_decay=settings.weight_decay, validation=validation,
-                       scheduler=(CosineDecay.over(settings.max_iter)
-                                  if settings.learning_rate_schedule == "cosine" else None))
+                       scheduler=(CosineDecay.over(settings.max_iter) if cosine else None),
+                       warn=not cosine)
     if validation is not None:
         validation.restore_best()
     module.eval()

@@ -115,7 +115,9 @@ class SpanningForestClustering(ClusterMixin, _SetOutputMixin, BaseEstimator):
 
     learning_rate_schedule : {'constant', 'cosine'}, default='constant'
         ``'constant'`` (the paper's), or ``'cosine'``: lowered after each epoch
-        along a half cosine, from ``learning_rate`` to 0 at ``max_iter`` epochs.
+        along a half cosine, from ``learning_rate`` to 0 at ``max_iter`` epochs
+        (a planned budget: reaching ``max_iter`` then issues no
+        ``ConvergenceWarning``).
 
     weight_decay : float, default=0.0
         L2 penalty on the weights, added to the gradient (Adam's ``weight_decay``).

@@ -2,10 +2,13 @@
 images fed to a CNN in their shape, steps per epoch, weight decay, early stopping
 on a validation split, labels -1 for unlabelled images."""
 
+import warnings
+
 import numpy as np
 import pytest
 import torch
 from sklearn.datasets import load_digits
+from sklearn.exceptions import ConvergenceWarning
 from torch import nn
 
 from skdiffclust import SpanningForestClustering
@@ -100,7 +103,6 @@ def test_weight_decay_shrinks_the_weights(digits):
     assert norms[1] < 0.8 * norms[0]
 
 
-@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_cosine_schedule_lowers_the_step_after_each_epoch(digits, monkeypatch):
     from skdiffclust._training import _torch as engine
     from skdiffclust.forest import _embedding
@@ -112,17 +114,22 @@ def test_cosine_schedule_lowers_the_step_after_each_epoch(digits, monkeypatch):
     monkeypatch.setattr(_embedding.PartialFenchelYoungTask, "loss", lambda self, batch: (
         rates.append(float(optimizers[-1].param_groups[0]["lr"])) or loss(self, batch)))
     X, y, _, _ = digits
-    seen = {}
+    seen, warned = {}, {}
     for schedule in ("constant", "cosine"):
         rates.clear()
-        _fit(_images(X), y, max_iter=4, steps_per_epoch=3, learning_rate=0.01,
-             learning_rate_schedule=schedule)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", ConvergenceWarning)
+            _fit(_images(X), y, max_iter=4, steps_per_epoch=3, learning_rate=0.01,
+                 learning_rate_schedule=schedule)
+        warned[schedule] = any(issubclass(w.category, ConvergenceWarning) for w in caught)
         assert len(rates) == 12
         seen[schedule] = rates[::3]
         assert rates == [rate for rate in seen[schedule] for _ in range(3)]
     assert seen["constant"] == [0.01] * 4  # the paper's
     np.testing.assert_allclose(
         seen["cosine"], [0.005 * (1 + np.cos(np.pi * e / 4)) for e in range(4)])
+    # the decay's end at max_iter is planned: only the constant step warns there
+    assert warned == {"constant": True, "cosine": False}
 
 
 def test_early_stopping_keeps_the_best_validation_epoch(digits, monkeypatch):
