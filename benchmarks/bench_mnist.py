@@ -176,11 +176,9 @@ class PhaseTimer:
         from skdiffclust.prcut import _fit, _start
 
         self._restore = [(_start, "build_graph", _start.build_graph),
-                         (_start, "start_graph", _start.start_graph),
-                         (_fit, "initial_partition", _fit.initial_partition)]
+                         (_fit, "spectral_start", _fit.spectral_start)]
         _start.build_graph = self._timed("graph", _start.build_graph)
-        _start.start_graph = self._timed("start", _start.start_graph)
-        _fit.initial_partition = self._timed("start", _fit.initial_partition)
+        _fit.spectral_start = self._timed("start", _fit.spectral_start)
         self.begin = time.perf_counter()
         return self
 
@@ -204,7 +202,7 @@ def prcut_pixels(data):
     model = PRCut(10, device=data.device, **PRCUT_MNIST)
     with PhaseTimer() as phases:
         model.fit(data.X_train)
-    start = phases.results["start"]  # spectral clustering's partition of the graph
+    start = phases.results["start"][1]  # (its graph, spectral clustering's partition)
     extra = {"start ACC": clustering_accuracy(data.train_labels, start),
              "start NMI": normalized_mutual_info_score(data.train_labels, start)}
     return Fit(model.labels_, data.train_labels, model.predict(data.X_test),
@@ -220,7 +218,7 @@ def prcut_defaults(data):
     model = PRCut(10, device=data.device, random_state=0)
     with PhaseTimer() as phases:
         model.fit(data.X_train)
-    start = phases.results["start"]
+    start = phases.results["start"][1]
     extra = {"start ACC": clustering_accuracy(data.train_labels, start),
              "start NMI": normalized_mutual_info_score(data.train_labels, start),
              "test NMI": normalized_mutual_info_score(data.test_labels,
@@ -230,8 +228,9 @@ def prcut_defaults(data):
                                             epochs=model.n_iter_))
 
 
-@case("prcut-10k", "PRCut(10, init='spectral_snn') and SpectralClustering on the same "
-                   "10-NN graph of the first 10,000 training images' PCA-50")
+@case("prcut-10k", "PRCut(10, init='spectral_snn') and SpectralClustering on the graph "
+                   "it trains on (the shared-neighbour weights of the 10-NN graph of the "
+                   "first 10,000 training images' PCA-50)")
 def prcut_10k_pca(data):
     from sklearn.cluster import SpectralClustering
 
@@ -552,14 +551,17 @@ REFERENCE_TEST_IMAGES = 5000 // 64 * 64
 
 
 @case("forest", "SpanningForestClustering(embedding=LeNet-5): 30k steps of 64 (Adam 1e-3 "
-      "decayed along a cosine, weight decay 1e-4, epsilon 3), early stopping on 10% of "
-      "the labels; test precision (all 10,000, and the authors' first 4,992), ACC of the "
+      "decayed along a cosine, weight decay 1e-4, epsilon 3), the epoch of best precision "
+      "on 10% of the labels kept; test precision (all 10,000, and the authors' first 4,992), ACC of the "
       "10,000 test embeddings clustered into 10")
 def forest_lenet(data):
     from skdiffclust import SpanningForestClustering
 
     model = SpanningForestClustering(
-        10, embedding=lenet5(0), max_iter=30, n_iter_no_change=10, early_stopping=True,
+        # the whole cosine budget (patience = max_iter), the best validation epoch
+        # kept: stopped at 10 epochs without gain, Fashion-MNIST ended at 24k
+        # steps with the step still at a tenth, test precision 0.956 (30k: 0.9605)
+        10, embedding=lenet5(0), max_iter=30, n_iter_no_change=30, early_stopping=True,
         validation_fraction=0.1, device=data.device, random_state=0, **FOREST_RECIPE)
     cpu = time.process_time()  # the machine is shared: CPU seconds beside the wall's
     model.fit(data.train_images[:, None], data.train_labels)

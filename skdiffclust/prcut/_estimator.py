@@ -55,9 +55,8 @@ class PRCut(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Bas
     neighbours where it has hubs); ``init='random'`` is the paper's algorithm.
     The network is a built-in MLP or your own ``torch.nn.Module`` (``module``).
     Needs PyTorch to fit; with the built-in network, ``predict``,
-    ``predict_proba`` and ``transform`` run in NumPy. Read
-    more in the :ref:`User Guide <prcut>`, which lists the defaults that differ
-    from the paper.
+    ``predict_proba`` and ``transform`` run in NumPy. Read more in the
+    :ref:`User Guide <prcut>`, which lists the defaults that differ from the paper.
 
     Parameters
     ----------
@@ -148,9 +147,9 @@ class PRCut(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Bas
     init : {'auto', 'spectral_snn', 'spectral', 'random'}, default='auto'
         ``'spectral'``: first fit the network to spectral clustering's partition
         of the graph; ``'spectral_snn'``: of its edges reweighted by shared
-        neighbours (:ref:`the start <prcut_spectral_snn>`); ``'auto'``: the
-        latter where the graph has hubs and no clear eigengap (high dimension),
-        :ref:`the defaults <prcut_defaults>`; ``'random'``: the paper's.
+        neighbours, which ``fit`` then trains on (:ref:`the start
+        <prcut_spectral_snn>`); ``'auto'``: the latter where the graph has hubs
+        and no clear eigengap (:ref:`the defaults <prcut_defaults>`); ``'random'``: the paper's.
 
     n_eigenvectors : int or 'auto', default='auto'
         Eigenvectors of the spectral start. ``n_clusters`` (or ``None``):
@@ -204,12 +203,12 @@ class PRCut(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Bas
 
     affinity_matrix_ : scipy.sparse.csr_matrix or ndarray of shape \
             (n_samples, n_samples)
-        The graph W (CSR, symmetric), or a dense precomputed affinity as given.
+        The graph W trained on (CSR, symmetric; its shared-neighbour weights
+        after that start, with ``fit``), or a dense precomputed affinity as given.
 
     objective_ : float
-        PRCut's objective of ``labels_`` on the whole graph (the bound at hard
-        assignments plus ``gamma`` times the KL term); ``score`` on the training
-        data gives minus this.
+        PRCut's objective of ``labels_`` on ``affinity_matrix_`` (the bound at hard
+        assignments plus ``gamma`` times the KL term); ``score(X_train)`` is minus it.
 
     loss_curve_ : ndarray of shape (`n_iter_`,)
         Mean mini-batch objective of each epoch of the kept training.
@@ -352,7 +351,7 @@ class PRCut(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Bas
         training, torch_utils = import_training()
         settings = self._training_settings(torch_utils.resolve_device(self.device),
                                            verbose=self.verbose)
-        seeds, scaling, graph, initial_labels, whole = training_start(
+        seeds, scaling, graph, initial_labels, whole, shared = training_start(
             X, settings, self._start_settings(), training=training,
             n_seeds=2 * self.n_init + 1, graph_input=graph_input)
         inputs, settings = network_input(X, scaling, settings)
@@ -362,7 +361,7 @@ class PRCut(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Bas
         network, labels = exported_network(weights, X, scaling, self.module, torch_utils)
         if whole:  # the components exactly, whatever a boundary sample's network says
             labels = initial_labels
-        self._set_fitted(network, labels, graph, curve)
+        self._set_fitted(network, labels, graph, curve, shared)
         return self
 
     @_fit_context(prefer_skip_nested_validation=True)
@@ -403,7 +402,7 @@ class PRCut(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Bas
         settings = self._training_settings(torch_utils.resolve_device("cpu"))
         start = self._start_settings()
         if stream is None:
-            seeds, scaling, graph, initial_labels, whole = training_start(
+            seeds, scaling, graph, initial_labels, whole, _ = training_start(
                 X, settings, start, training=training, n_seeds=2 * self.n_init + 2,
                 stream=True)
             inputs, settings = network_input(X, scaling, settings)
@@ -461,15 +460,15 @@ class PRCut(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Bas
             self._sample_shape = X.shape[1:]
         return X
 
-    def _set_fitted(self, network, labels, graph, curve):
-        """The fitted attributes, for ``labels`` of the samples of ``graph``
-        (:func:`~._inference.fitted_attributes`)."""
+    def _set_fitted(self, network, labels, graph, curve, shared_neighbours=False):
+        """The fitted attributes (:func:`~._inference.fitted_attributes`)."""
         for name in NETWORK_ATTRIBUTES:  # an earlier fit's, of the other kind of network
             vars(self).pop(name, None)
         for name, value in fitted_attributes(network, labels, graph, curve,
                                              n_clusters=self.n_clusters, gamma=self.gamma,
                                              module=self.module, stacklevel=5).items():
             setattr(self, name, value)
+        self._shared_neighbours = shared_neighbours  # score's graph: as the training's
 
     def predict_proba(self, X):
         """Cluster-assignment probabilities of new samples, from the network.
@@ -550,10 +549,10 @@ class PRCut(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Bas
         """Minus PRCut's objective of the partition ``predict`` gives X (higher is better).
 
         The objective ``fit`` minimises, at hard assignments, on the kNN graph of
-        X (or of ``graph_input``), or, with ``affinity='precomputed'``, on the
-        bipartite graph of the queries' affinities to the training samples
-        (:ref:`prcut_parameters`). Like k-means' inertia, it compares fits with
-        the same number of clusters on the same data.
+        X (or of ``graph_input``; its shared-neighbour weights if fit's were), or,
+        with ``affinity='precomputed'``, on the bipartite graph of the queries'
+        affinities to the training samples (:ref:`prcut_parameters`). Like
+        k-means' inertia, it compares fits with the same number of clusters.
 
         Parameters
         ----------
@@ -586,7 +585,8 @@ class PRCut(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Bas
             n_train=self.labels_.shape[0])
         return 0.0 - float(query_objective(
             source, labels, self._start_settings(), train_labels=self.labels_,
-            n_clusters=self.n_clusters, gamma=self.gamma))
+            n_clusters=self.n_clusters, gamma=self.gamma,
+            shared_neighbours=getattr(self, "_shared_neighbours", False)))
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -40,6 +40,7 @@ from skdiffclust._utils._torch import (
     state_to_numpy,
 )
 from skdiffclust.prcut._device import HostGraph, device_graph, shared_tensor
+from skdiffclust.prcut._graph import start_graph, start_width
 from skdiffclust.prcut._loss import PRCutLoss, WholeGraphBlock
 from skdiffclust.prcut._module import copy_module
 from skdiffclust.prcut._selection import keep_best
@@ -751,3 +752,32 @@ def initial_partition(graph, n_clusters, components=None, *, device, seed, n_thr
         return spectral_partition(graph, n_clusters, components, device=device, dtype=dtype,
                                   seed=seed, n_eigenvectors=n_eigenvectors, gamma=gamma,
                                   eigenvectors=eigenvectors)
+
+
+def spectral_start(graph, n_clusters, components=None, *, init, n_eigenvectors, device, seed,
+                   n_threads=1, graph_threads=1, gamma=0.0):
+    """The graph a spectral start reads and its partition: ``init`` ('spectral',
+    'spectral_snn' or 'auto') picks the graph (:func:`~._graph.start_graph`; the
+    eigengap it may ask for is solved once, its eigenvectors kept for the start),
+    ``n_eigenvectors`` the width (:func:`~._graph.start_width`).
+
+    Returns
+    -------
+    start_graph : scipy.sparse.csr_matrix
+        ``graph`` or its shared-neighbour weights (counted on ``graph_threads``).
+    labels : ndarray of int64, shape (n_samples,)
+    """
+    solved = []
+
+    def clear_eigengap():  # the graph's narrow eigenvectors, kept for its start
+        clear, vectors = narrow_eigengap(graph, n_clusters, device=device, seed=seed,
+                                         n_threads=n_threads)
+        solved.append(vectors)
+        return clear
+
+    reweighted = start_graph(graph, init, graph_threads, clear_eigengap)
+    labels = initial_partition(
+        reweighted, n_clusters, components, device=device, seed=seed, n_threads=n_threads,
+        n_eigenvectors=start_width(n_eigenvectors, reweighted is not graph), gamma=gamma,
+        eigenvectors=solved[0] if solved and reweighted is graph else None)
+    return reweighted, labels

@@ -19,6 +19,7 @@ from skdiffclust._neighbors import kneighbors
 from skdiffclust._utils._numba import jit
 from skdiffclust._utils._symmetry import max_asymmetry
 from skdiffclust.prcut._scaling import FeatureScaling
+from skdiffclust.prcut._settings import graph_threads
 
 AFFINITIES = ("nearest_neighbors", "rbf", "precomputed")
 
@@ -606,15 +607,19 @@ def bipartite_objective(B, labels_left, labels_right, n_clusters, gamma):
     return bound + gamma * kl
 
 
-def query_objective(source, labels, start, *, train_labels, n_clusters, gamma):
+def query_objective(source, labels, start, *, train_labels, n_clusters, gamma,
+                    shared_neighbours=False):
     """PRCut's objective of the queries' ``labels`` (``score``): with
     ``affinity='precomputed'``, :func:`bipartite_objective` of their affinities
     ``source`` to the training samples (labelled ``train_labels``); otherwise
     :func:`partition_objective` on the kNN graph of their features ``source``
-    (:func:`build_graph` with ``start``'s settings)."""
+    (:func:`build_graph` with ``start``'s settings), reweighted by shared
+    neighbours where the training's was."""
     if start.affinity == "precomputed":
         return bipartite_objective(source, labels, train_labels, n_clusters, gamma)
     graph = build_graph(FeatureScaling(source), start, warn=False)
+    if shared_neighbours:
+        graph = shared_neighbor_graph(graph, graph_threads(start.n_jobs))
     return partition_objective(graph, labels, n_clusters, gamma)
 
 

@@ -11,8 +11,6 @@ from skdiffclust.prcut._graph import (
     build_graph,
     connected_component_labels,
     group_components,
-    start_graph,
-    start_width,
     warn_on_degenerate_graph,
 )
 from skdiffclust.prcut._inputs import graph_source_and_input
@@ -46,11 +44,12 @@ def training_start(X, settings, start, *, training, n_seeds, graph_input=None,
 
     Returns
     -------
-    seeds, scaling, graph, initial_labels, whole
-        The seeds, how the network reads X (``scaling``), the graph (of X, or of
-        ``graph_input``), the initial partition (``None`` for ``init='random'``)
-        and whether it is the graph's whole components. Warns about a
-        degenerate graph.
+    seeds, scaling, graph, initial_labels, whole, shared
+        The seeds, how the network reads X (``scaling``), the graph PRCut
+        trains on (of X, or of ``graph_input``; for ``fit``, its shared-neighbour
+        weights where the start read those, and then ``shared``), the initial
+        partition (``None`` for ``init='random'``) and whether it is the graph's
+        whole components. Warns about a degenerate graph.
     """
     n_clusters = settings.n_clusters
     if start.n_eigenvectors not in (None, "auto") and start.n_eigenvectors < n_clusters:
@@ -73,28 +72,19 @@ def training_start(X, settings, start, *, training, n_seeds, graph_input=None,
     whole = bool(start.keep_components and components.max() + 1 >= n_clusters)
     warn_on_degenerate_graph(components, getattr(source, "identical", False),
                              n_clusters, start.keep_components, stacklevel=6)
-    initial_labels = None
+    initial_labels, shared = None, False
     if whole:  # zero cuts: whole components, which training could only cut
         initial_labels = group_components(components, n_clusters)
     elif start.init != "random":
-        seed, solved = seeds[2 * start.n_init], []
-
-        def clear_eigengap():  # the graph's narrow eigenvectors, kept for its start
-            clear, vectors = training.narrow_eigengap(
-                graph, n_clusters, device=settings.device, seed=seed,
-                n_threads=settings.n_threads)
-            solved.append(vectors)
-            return clear
-
-        reweighted = start_graph(graph, start.init, graph_threads(start.n_jobs),
-                                 clear_eigengap)
-        initial_labels = training.initial_partition(
-            reweighted, n_clusters, components, device=settings.device,
-            seed=seed, n_threads=settings.n_threads,
-            n_eigenvectors=start_width(start.n_eigenvectors, reweighted is not graph),
-            gamma=settings.gamma,
-            eigenvectors=solved[0] if solved and reweighted is graph else None)
-    return seeds, scaling, graph, initial_labels, whole
+        reweighted, initial_labels = training.spectral_start(
+            graph, n_clusters, components, init=start.init,
+            n_eigenvectors=start.n_eigenvectors, device=settings.device,
+            seed=seeds[2 * start.n_init], n_threads=settings.n_threads,
+            graph_threads=graph_threads(start.n_jobs), gamma=settings.gamma)
+        shared = reweighted is not graph and not stream
+        if shared:  # train on the graph the start read (see the user guide)
+            graph = reweighted
+    return seeds, scaling, graph, initial_labels, whole, shared
 
 
 def network_input(X, scaling, settings):

@@ -24,7 +24,7 @@ from sklearn.metrics.pairwise import rbf_kernel
 from skdiffclust._utils._torch import make_generator
 from skdiffclust._utils._validation import center_and_scale
 from skdiffclust.prcut import PRCut, ratio_cut
-from skdiffclust.prcut._graph import knn_affinity, pbar_floor
+from skdiffclust.prcut._graph import knn_affinity, pbar_floor, shared_neighbor_graph
 from skdiffclust.prcut._inference import predict_probabilities
 from skdiffclust.prcut._loss import (
     PRCutLoss,
@@ -155,11 +155,12 @@ def digits():
 def test_digits_accuracy_at_least_spectral_clustering_on_the_same_graph(digits):
     X, y = digits
     model = PRCut(n_clusters=10, n_neighbors=10, random_state=0, device="cpu").fit(X)
-    W = model.affinity_matrix_
     # the graph of the data centred and scaled globally (the same neighbours as
-    # the raw pixels', up to the order of ties)
-    np.testing.assert_array_equal(W.toarray(),
-                                  knn_affinity(center_and_scale(X)[0], 10).toarray())
+    # the raw pixels', up to the order of ties); the digits' has hubs and no clear
+    # eigengap, so the start reads its shared-neighbour weights, and training too
+    W = knn_affinity(center_and_scale(X)[0], 10)
+    np.testing.assert_array_equal(model.affinity_matrix_.toarray(),
+                                  shared_neighbor_graph(W).toarray())
     spectral = SpectralClustering(10, affinity="precomputed", random_state=0).fit(W)
     ours = hungarian_accuracy(y, model.labels_)
     theirs = hungarian_accuracy(y, spectral.labels_)
@@ -173,14 +174,19 @@ def test_digits_accuracy_at_least_spectral_clustering_on_the_same_graph(digits):
     assert ratio_cut(W, from_graph.labels_) < ratio_cut(W, spectral.labels_)
 
 
-def test_spectral_snn_starts_from_the_reweighted_graph_and_trains_on_the_graph(digits):
+def test_spectral_snn_starts_from_the_reweighted_graph_and_trains_on_it(digits):
     X, y = digits
     settings = dict(n_clusters=10, n_neighbors=30, n_eigenvectors=None, random_state=0,
                     device="cpu")
     plain = PRCut(init="spectral", **settings).fit(X)
     shared = PRCut(init="spectral_snn", **settings).fit(X)
-    # training reads the kNN graph itself, whatever the start
-    assert (shared.affinity_matrix_ != plain.affinity_matrix_).nnz == 0
+    # training reads the graph its start read: the kNN graph, or its
+    # shared-neighbour weights
+    assert (shared.affinity_matrix_
+            != shared_neighbor_graph(plain.affinity_matrix_)).nnz == 0
+    # and score reads the same graph: minus the objective on the training data
+    assert shared.score(X) == pytest.approx(-shared.objective_)
+    assert plain.score(X) == pytest.approx(-plain.objective_)
     # at 30 neighbours the plain graph's spectral start merges digits that the
     # shared-neighbour weights keep apart
     assert (normalized_mutual_info_score(y, shared.labels_)
