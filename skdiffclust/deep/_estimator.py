@@ -55,8 +55,11 @@ class DeepImageClustering(TransformerMixin, ClusterMixin, BaseEstimator):
         Neighbours of each image in the graph.
 
     n_eigenvectors : int or 'auto', default='auto'
-        Eigenvectors of the spectral start (PRCut's wide start), at least
-        ``n_clusters``. ``'auto'``: ``2 * n_clusters``.
+        Eigenvectors of the spectral start (PRCut's wide start, on the graph's
+        shared-neighbour weights), at least ``n_clusters``. ``'auto'``: the
+        width of lowest objective among 1 to 3 times ``n_clusters``, as
+        :class:`~skdiffclust.prcut.PRCut`'s (the narrowest unless a wider one
+        halves it).
 
     n_heads : int, default=5
         Clustering heads trained together on the shared network; the one of
@@ -279,9 +282,8 @@ class DeepImageClustering(TransformerMixin, ClusterMixin, BaseEstimator):
         return self
 
     def _settings(self, n_samples):
-        n_eigenvectors = (2 * self.n_clusters if self.n_eigenvectors == "auto"
-                          else self.n_eigenvectors)
-        if n_eigenvectors < self.n_clusters:
+        n_eigenvectors = self.n_eigenvectors
+        if n_eigenvectors != "auto" and n_eigenvectors < self.n_clusters:
             raise ValueError(
                 f"n_eigenvectors={n_eigenvectors} is smaller than n_clusters="
                 f"{self.n_clusters}: the spectral start needs at least one eigenvector "
@@ -293,7 +295,8 @@ class DeepImageClustering(TransformerMixin, ClusterMixin, BaseEstimator):
         torch_utils = _import_training()[1]
         return DeepSettings(
             n_clusters=self.n_clusters, n_neighbors=self.n_neighbors,
-            n_eigenvectors=min(n_eigenvectors, n_samples), n_heads=self.n_heads,
+            n_eigenvectors=(n_eigenvectors if n_eigenvectors == "auto"
+                            else min(n_eigenvectors, n_samples)), n_heads=self.n_heads,
             gamma=float(self.gamma), batch_size=batch_size,
             learning_rate=float(self.learning_rate), max_iter=int(max_iter),
             scheduled=self.max_iter == "auto", tol=float(self.tol), n_iter_no_change=int(self.n_iter_no_change),

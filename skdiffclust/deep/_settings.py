@@ -32,7 +32,7 @@ class DeepSettings:
 
     n_clusters: int
     n_neighbors: int
-    n_eigenvectors: int
+    n_eigenvectors: object  # int or 'auto'
     n_heads: int
     gamma: float
     batch_size: int
