@@ -552,8 +552,8 @@ REFERENCE_TEST_IMAGES = 5000 // 64 * 64
 
 @case("forest", "SpanningForestClustering(embedding=LeNet-5): 30k steps of 64 (Adam 1e-3 "
       "decayed along a cosine, weight decay 1e-4, epsilon 3), the epoch of best precision "
-      "on 10% of the labels kept; test precision (all 10,000, and the authors' first 4,992), ACC of the "
-      "10,000 test embeddings clustered into 10")
+      "on 10% of the labels kept; test precision (all 10,000, and the authors' first "
+      "4,992), ACC of the 10,000 test embeddings clustered into 10")
 def forest_lenet(data):
     from skdiffclust import SpanningForestClustering
 
