@@ -171,6 +171,10 @@ def no_cuda(monkeypatch):
     only 'auto', 'cpu' and 'cuda', so no device number beyond the machine's)."""
     import torch
 
+    if torch.cuda.is_available():  # and ClAM's fused kernel told numba.cuda has none
+        from skdiffclust.clam import _cuda_fit
+
+        monkeypatch.setattr(_cuda_fit, "cuda_available", lambda: False)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     return NoCuda()
 

@@ -104,9 +104,10 @@ class PairTask:
     def _block(self, size):
         """The graph of the step's pairs: left sample i joined to right sample i."""
         if size not in self._blocks:
-            index = torch.arange(size, device=self.images.device)
-            self._blocks[size] = EdgeBlock(index, index, torch.ones(size), size, size,
-                                           torch.float32)
+            device = self.images.device  # all three on it (CUDA crashed without)
+            index = torch.arange(size, device=device)
+            self._blocks[size] = EdgeBlock(index, index, torch.ones(size, device=device),
+                                           size, size, torch.float32)
         return self._blocks[size]
 
     def partners(self, batch):

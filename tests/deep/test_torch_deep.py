@@ -64,6 +64,21 @@ def test_the_start_reads_the_shared_neighbours_of_the_graph():
         assert clustering_accuracy(TRUTH, start) > 0.89
 
 
+def test_the_pairs_graph_lives_on_the_images_device():
+    """Every tensor of a step's pair graph is made on the images' device (its
+    weights were made on the CPU: DeepImageClustering(device='cuda') crashed in its
+    first step). Checked on torch's 'meta' device, which needs no GPU."""
+    from types import SimpleNamespace
+
+    from skdiffclust.deep._fit import PairTask
+
+    settings = SimpleNamespace(n_clusters=3, gamma=1.0, n_heads=1)
+    images = torch.zeros((5, 1, 8, 8), device="meta")
+    block = PairTask(None, images, None, settings, None)._block(4)
+    assert {block.rows.device.type, block.cols.device.type,
+            block.weights.device.type} == {"meta"}
+
+
 def test_same_random_state_same_labels_and_weights():
     first, second = fit_fast(), fit_fast()
     np.testing.assert_array_equal(first.labels_, second.labels_)
