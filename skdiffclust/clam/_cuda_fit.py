@@ -49,14 +49,14 @@ class CUDATrainer(CPUTrainer):
         # the unmasked loss: one (1, 1, d) array of every feature, for every example
         self.every_feature = cuda.to_device(np.arange(d, dtype=np.int32).reshape(1, 1, d))
         self.per_lane, self.n_slots = self.kernels.lane_shape(k, self.batch_size)
-        self.layout, size = self.kernels.workspace_layout(k, d, h, dynamics.n_steps,
-                                                          self.n_slots, self.batch_size)
+        self.layout, size = self.kernels.workspace_layout(
+            k, d, h, dynamics.n_steps, self.n_slots, self.batch_size,
+            self.n_slots * self.per_lane)
         self.dlayout, dsize = self.kernels.double_layout(k, self.n_slots, self.batch_size)
         self.in_shared = 4 * size <= self.kernels.SHARED_BYTES
         self.shared_bytes = 4 * size if self.in_shared else 0
         self.ws = cuda.device_array((n_restarts, 1 if self.in_shared else size), np.float32)
         self.doubles = cuda.device_array((n_restarts, dsize), np.float64)
-        self.strongest = cuda.device_array((n_restarts, self.batch_size), np.int64)
         self.constants = cuda.to_device(self.kernels.device_constants(
             np.float32, dynamics.beta, dynamics.alpha, dynamics.metric == COSINE))
         self.layout_device = cuda.to_device(self.layout)
@@ -109,7 +109,7 @@ class CUDATrainer(CPUTrainer):
                    int(dynamics.n_steps), self.constants, self.batch_size, self.clip,
                    start, stop, epoch_loss, counts, position_loss, sum_P, sum_W,
                    self.layout_device, self.dlayout_device, self.ws, self.doubles,
-                   self.strongest, self.in_shared, self.per_lane, self.n_slots)
+                   self.in_shared, self.per_lane, self.n_slots)
             cuda.synchronize()  # Ctrl-C is seen between launches
             steps += -(-(stop - start) // self.batch_size)
         state.steps = steps

@@ -10,13 +10,18 @@ slice of an epoch:
   sequential SGD steps of a restart, restarts are independent. Nothing returns to the
   host between batches.
 * **Threads over (lane slot, prototype)**: ``n_slots`` lanes of the batch are in
-  flight at once (rounds of them when the batch is larger), ``Q = min(k, 32)``
-  threads per lane, thread ``q`` owning the prototypes ``q, q + Q, ...`` (their
-  logits, attraction weights and gradients) and the hidden coordinates ``q, q + Q,
-  ...`` (the state ``z``). A softmax is a barrier and a redundant O(k) loop per
-  thread (every thread of a lane sums the same values in the same order, so they
-  agree to the bit), not a tree reduction: numba's CUDA simulator, on which the
-  tests run, has no warp intrinsics, and the barriers cost about what shuffles would.
+  flight at once (rounds of them when the batch is larger), a group of ``Q`` threads
+  per lane (a power of two, so that a group lies in one warp: :func:`lane_shape`),
+  thread ``q`` owning the prototypes ``q, q + Q, ...`` (their logits,
+  attraction weights and gradients) and the hidden coordinates ``q, q + Q, ...``
+  (the state ``z``). A sum over the lane (the softmax's, ``||x_V||^2``) is a
+  butterfly of warp shuffles in its group, which leaves the same bits in every
+  thread; numba's CUDA simulator, on which the tests run, has no warp intrinsics, so
+  there a shuffle is a store and a load around barriers (:func:`_xor_partner`).
+* **No global memory in the inner loops**: a lane's hidden features, which of its
+  features are hidden, and its point are copied to the working memory when it is
+  gathered: a read of global memory has a latency of hundreds of cycles, which the
+  few warps of one block do not hide.
 * **The same maths, floors, order of sums and precision** as the CPU kernel, step
   for step (float64 where it accumulates in float64: lane norms, offsets, Adam's
   arithmetic), so that an epoch here equals the CPU's within float32 rounding. The
@@ -27,10 +32,12 @@ slice of an epoch:
   fits (48 KB: the defaults take about 40), otherwise in a global array, one row per
   block. Barriers make both visible to the whole block.
 * **Deterministic**: every sum has a fixed order (a thread per parameter sums the
-  lanes in order); no atomics.
+  lanes in order); atomics only for the counts of the most attracting prototypes,
+  integers, exact in any order.
 
-Every ``syncthreads`` is reached by every thread of the block (loops around
-barriers have uniform bounds; inactive lanes skip work, not barriers).
+Every ``syncthreads`` and every shuffle is reached by every thread of the block
+(loops around them have uniform bounds; inactive lanes and threads skip work, not
+barriers or shuffles).
 """
 
 import math
@@ -41,13 +48,16 @@ from numba import config, cuda, float32
 from skdiffclust._training._optim import ADAM_BETA1, ADAM_BETA2, ADAM_EPS
 from skdiffclust.clam._kernels import SMALLEST_NORMAL
 
-MAX_THREADS = 512  # per block
-# Unbounded, ptxas gives the kernel 221 registers a thread (sm_90), too many for a
-# block of even 320 threads (65,536 registers per SM): capped so that MAX_THREADS
-# launch, at the cost of some spills to local memory (cached in L1). The simulator's
-# jit takes no max_registers.
-_KERNEL = {} if config.ENABLE_CUDASIM else {"cache": True,
-                                             "max_registers": 65536 // MAX_THREADS}
+# Threads per block. ptxas gives the kernel 249 registers a thread (sm_90), so that
+# a block of 256 threads launches without spills (65,536 registers per SM). On an
+# H200, 50,000 x 32 at k=20, batch 16: 258 us a batch with 256 threads (16 a lane),
+# 277 with 512 (32 a lane, capped at 128 registers: 272 bytes of spills a thread),
+# 278 with 128 (8 a lane). The simulator's jit takes no max_registers.
+MAX_THREADS = 256
+MIN_PER_LANE = 8  # fewer threads a lane before fewer lanes in flight
+SIMULATED = bool(config.ENABLE_CUDASIM)
+_KERNEL = {} if SIMULATED else {"cache": True,
+                                "max_registers": min(65536 // MAX_THREADS, 255)}
 WARP = 32
 SHARED_BYTES = 48 * 1024  # dynamic shared memory available without opting in
 
@@ -55,26 +65,35 @@ SHARED_BYTES = 48 * 1024  # dynamic shared memory available without opting in
 (D_SQ_RHO, D_NORMS, D_SORTED, D_FACTORS, D_PARTIAL) = range(5)
 # offsets of a block's working memory (:func:`workspace_layout`)
 (W_P_USED, W_OFFSET, W_P_NORMS, W_GRAD_P, W_GRAD_W, W_SLOTS, W_SLOT_SIZE, W_LANES,
- W_LANE_SIZE) = range(9)
+ W_LANE_SIZE, W_SCRATCH) = range(10)
 
 
 def lane_shape(n_clusters, batch_size):
-    """Threads per lane and lanes in flight (slots) of a block."""
-    per_lane = min(n_clusters, WARP)
-    return per_lane, max(1, min(batch_size, MAX_THREADS // per_lane))
+    """Threads per lane (a power of two, at most a warp: ``k`` rounded up, halved
+    down to :data:`MIN_PER_LANE` while the batch's lanes need more than
+    :data:`MAX_THREADS`) and lanes in flight (slots) of a block, whose threads fill
+    whole warps (idle slots included): a shuffle of the whole warp needs every one of
+    its threads."""
+    per_lane = 1 << (min(n_clusters, WARP) - 1).bit_length()
+    while per_lane > MIN_PER_LANE and per_lane * batch_size > MAX_THREADS:
+        per_lane //= 2
+    n_slots = max(1, min(batch_size, MAX_THREADS // per_lane))
+    lanes_per_warp = WARP // per_lane
+    return per_lane, -(-n_slots // lanes_per_warp) * lanes_per_warp
 
 
-def workspace_layout(k, d, h, n_steps, n_slots, batch_size):
+def workspace_layout(k, d, h, n_steps, n_slots, batch_size, n_threads=0):
     """Offsets (``W_*``) into a block's working memory and its length, in elements.
 
     The prototypes as used (k, d), their offsets (k) and norms (k), the batch's
     gradient (k, d) and that of the log-weights (k); per slot :func:`_slot_parts`,
-    per lane of the batch :func:`_lane_parts`.
+    per lane of the batch :func:`_lane_parts`; on the simulator, a value per thread
+    for its shuffles (``n_threads``).
     """
     slot_size = d + h + k + (n_steps + 1) * h + n_steps * k + (n_steps + 1) + n_steps \
         + 2 * k + h
-    lane_size = h * k + 2 * k + 1
-    layout = np.zeros(9, dtype=np.int64)
+    lane_size = h * k + 2 * k + 1 + h + 2 * d
+    layout = np.zeros(10, dtype=np.int64)
     layout[W_OFFSET] = k * d
     layout[W_P_NORMS] = layout[W_OFFSET] + k
     layout[W_GRAD_P] = layout[W_P_NORMS] + k
@@ -83,7 +102,8 @@ def workspace_layout(k, d, h, n_steps, n_slots, batch_size):
     layout[W_SLOT_SIZE] = slot_size
     layout[W_LANES] = layout[W_SLOTS] + n_slots * slot_size
     layout[W_LANE_SIZE] = lane_size
-    return layout, int(layout[W_LANES] + batch_size * lane_size)
+    layout[W_SCRATCH] = layout[W_LANES] + batch_size * lane_size
+    return layout, int(layout[W_SCRATCH] + (n_threads if SIMULATED else 0))
 
 
 def double_layout(k, n_slots, batch_size):
@@ -129,9 +149,55 @@ def _slot_parts(base, d, h, k, n_steps):
 @cuda.jit(device=True)
 def _lane_parts(lay, b, h, k):
     """Offsets of lane b's results: gradient of P_H (h, k), of the visible part (k),
-    of the offsets (k), and its loss."""
+    of the offsets (k), its loss; then of its hidden features (h), the position of
+    each feature among them or -1 (d) and its point (d), as float32 values."""
     base = lay[W_LANES] + b * lay[W_LANE_SIZE]
-    return base, base + h * k, base + h * k + k, base + h * k + 2 * k
+    features = base + h * k + 2 * k + 1
+    return (base, base + h * k, base + h * k + k, base + h * k + 2 * k, features,
+            features + h, features + h + (lay[W_OFFSET] // k))
+
+
+@cuda.jit(device=True)
+def _feature(ws, lane, j):
+    """The lane's j-th hidden feature (``_lane_parts``' copy)."""
+    return int(ws[lane[4] + j])
+
+
+if SIMULATED:
+    @cuda.jit(device=True)
+    def _xor_partner(value, offset, ws, scratch, tid):
+        """The value of thread ``tid ^ offset`` (a shuffle: by every thread)."""
+        ws[scratch + tid] = value
+        cuda.syncthreads()
+        other = ws[scratch + (tid ^ offset)]
+        cuda.syncthreads()
+        return other
+else:
+    @cuda.jit(device=True)
+    def _xor_partner(value, offset, ws, scratch, tid):
+        """The value of thread ``tid ^ offset`` (a shuffle: by every thread)."""
+        return cuda.shfl_xor_sync(0xFFFFFFFF, value, offset)
+
+
+@cuda.jit(device=True)
+def _group_sum(value, width, ws, lay, tid):
+    """The sum of ``value`` over the ``width`` threads of a lane (a power of two),
+    the same bits in each of them."""
+    offset = width >> 1
+    while offset > 0:
+        value += _xor_partner(value, offset, ws, lay[W_SCRATCH], tid)
+        offset >>= 1
+    return value
+
+
+@cuda.jit(device=True)
+def _group_max(value, width, ws, lay, tid):
+    """The largest ``value`` of the ``width`` threads of a lane."""
+    offset = width >> 1
+    while offset > 0:
+        value = _larger(value, _xor_partner(value, offset, ws, lay[W_SCRATCH], tid))
+        offset >>= 1
+    return value
 
 
 @cuda.jit(device=True)
@@ -185,34 +251,38 @@ def _prepare_prototypes(P, W, r, beta, cosine, clip, ws, lay, doubles, dlay, tid
 
 
 @cuda.jit(device=True)
-def _gather(X, row, hidden, r, position, fill, start_from_fill, ws, base, parts, zero,
-            q, Q):
+def _gather(X, row, hidden, r, position, fill, start_from_fill, ws, base, parts, lane,
+            zero, q, Q):
     """The lane's point with zeros at its hidden features, its hidden values and z_0
-    (``_kernels._gather_lanes``)."""
+    (``_kernels._gather_lanes``); its hidden features, where each feature is among
+    them and its point, into ``lane`` (``_lane_parts``)."""
     d, h = X.shape[1], hidden.shape[2]
     target, states = parts[0], parts[2]
     for j in range(q, h, Q):
         feature = _hidden_feature(hidden, r, position, j)
+        ws[lane[4] + j] = feature
         ws[target + j] = X[row, feature]
         ws[states + j] = fill[feature] if start_from_fill else X[row, feature]
     for c in range(q, d, Q):
         value = X[row, c]
+        ws[lane[6] + c] = value
+        among = -1
         for j in range(h):
             if _hidden_feature(hidden, r, position, j) == c:
-                value = zero
+                value, among = zero, j
         ws[base + c] = value
+        ws[lane[5] + c] = among
 
 
 @cuda.jit(device=True)
-def _forward(ws, lay, parts, hidden, r, position, constants, cosine, active, sq_visible,
-             n_steps, q, Q):
+def _forward(ws, lay, parts, lane, h, constants, cosine, active, sq_visible, n_steps, q,
+             Q, tid):
     """T steps of the masked recursion for the lane (``_kernels._forward``): the logits
-    and the state's update by the threads owning them, the softmax's sums by every
-    thread. Barriers: 3 a step (5 for cosine)."""
+    and the state's update by the threads owning them, the softmax's largest logit
+    and sum by shuffles in the lane's group. Barriers: 2 a step (4 for cosine)."""
     scale, alpha, floor, tiny, one = (constants[0], constants[1], constants[3],
                                       constants[4], constants[6])
     _, visible_dot, states, attraction, scales, norms, logits, _, _ = parts
-    h = hidden.shape[2]
     k = lay[W_P_NORMS] - lay[W_OFFSET]
     d = lay[W_OFFSET] // k
     used, offset = lay[W_P_USED], lay[W_OFFSET]
@@ -225,25 +295,29 @@ def _forward(ws, lay, parts, hidden, r, position, constants, cosine, active, sq_
             for mu in range(q, k, Q):
                 s = ws[offset + mu] + scale * c * ws[visible_dot + mu]
                 for j in range(h):
-                    feature = _hidden_feature(hidden, r, position, j)
+                    feature = _feature(ws, lane, j)
                     s += (scale * ws[used + mu * d + feature]) * ws[z + j]
                 ws[logits + mu] = s
-        cuda.syncthreads()
-        if active:  # p = softmax(logits), floored (_kernels._softmax_lanes)
-            largest = ws[logits]
-            for mu in range(1, k):
-                value = ws[logits + mu]
-                largest = value if value > largest else largest
-            total = constants[5]
-            for mu in range(k):
+        # p = softmax(logits), floored (_kernels._softmax_lanes); a thread reads only
+        # the logits it wrote, so no barrier before
+        largest = constants[7]
+        if active:
+            for mu in range(q, k, Q):
+                largest = _larger(largest, ws[logits + mu])
+        largest = _group_max(largest, Q, ws, lay, tid)
+        total = constants[5]
+        if active:
+            for mu in range(q, k, Q):
                 total += math.exp(_larger(ws[logits + mu] - largest, floor))
+        total = _group_sum(total, Q, ws, lay, tid)
+        if active:
             inverse = one / total
             for mu in range(q, k, Q):
                 ws[p + mu] = math.exp(_larger(ws[logits + mu] - largest, floor)) * inverse
         cuda.syncthreads()
         if active:  # z' = z + alpha (P_H^T p - z), or v = z + alpha P_H^T p (cosine)
             for j in range(q, h, Q):
-                feature = _hidden_feature(hidden, r, position, j)
+                feature = _feature(ws, lane, j)
                 pulled = ws[used + feature] * ws[p]
                 for mu in range(1, k):
                     pulled += ws[used + mu * d + feature] * ws[p + mu]
@@ -280,15 +354,14 @@ def _incoming(ws, parts, h, j, t, dot, norm, cosine):
 
 
 @cuda.jit(device=True)
-def _backward(ws, lay, parts, lane, hidden, r, position, constants, cosine, active,
-              sq_visible, n_steps, q, Q):
+def _backward(ws, lay, parts, lane, h, constants, cosine, active, sq_visible, n_steps, q,
+              Q, tid):
     """Backpropagation through the T steps (``_kernels._backward``), into the lane's
-    results (``_lane_parts``); ``grad_z`` holds the gradient at z_T. Barriers: 3 a
+    results (``_lane_parts``); ``grad_z`` holds the gradient at z_T. Barriers: 2 a
     step."""
     scale, alpha, keep, zero = constants[0], constants[1], constants[2], constants[5]
     _, visible_dot, states, attraction, scales, norms, logits, grad_p, grad_z = parts
     grad_PH, grad_visible, grad_offset = lane[0], lane[1], lane[2]
-    h = hidden.shape[2]
     k = lay[W_P_NORMS] - lay[W_OFFSET]
     d = lay[W_OFFSET] // k
     used = lay[W_P_USED]
@@ -312,18 +385,21 @@ def _backward(ws, lay, parts, lane, hidden, r, position, constants, cosine, acti
             for mu in range(q, k, Q):
                 grad = zero
                 for j in range(h):
-                    feature = _hidden_feature(hidden, r, position, j)
+                    feature = _feature(ws, lane, j)
                     pulled_grad = alpha * _incoming(ws, parts, h, j, t, dot, norm, cosine)
                     ws[grad_PH + j * k + mu] += ws[p + mu] * pulled_grad
                     grad += ws[used + mu * d + feature] * pulled_grad
                 ws[grad_p + mu] = grad
             if cosine:
                 gamma = (gamma - ws[scales + t + 1] * sq_visible * dot) / norm
-        cuda.syncthreads()
-        if active:  # softmax backward: grad_s = p (grad_p - <p, grad_p>), times scale
-            inner = ws[p] * ws[grad_p]
-            for mu in range(1, k):
+        # softmax backward: grad_s = p (grad_p - <p, grad_p>), times scale; a thread
+        # reads only the grad_p it wrote, so no barrier before
+        inner = zero
+        if active:
+            for mu in range(q, k, Q):
                 inner += ws[p + mu] * ws[grad_p + mu]
+        inner = _group_sum(inner, Q, ws, lay, tid)
+        if active:
             for mu in range(q, k, Q):
                 grad = ws[p + mu] * (ws[grad_p + mu] - inner)
                 ws[grad_visible + mu] += ws[scales + t] * grad if cosine else grad
@@ -335,7 +411,7 @@ def _backward(ws, lay, parts, lane, hidden, r, position, constants, cosine, acti
         cuda.syncthreads()
         if active:  # logits = offset + scale (c A + P_H z)
             for j in range(q, h, Q):
-                feature = _hidden_feature(hidden, r, position, j)
+                feature = _feature(ws, lane, j)
                 grad = keep * _incoming(ws, parts, h, j, t, dot, norm, cosine) \
                     + ws[logits] * ws[used + feature]
                 for mu in range(1, k):
@@ -349,8 +425,8 @@ def _backward(ws, lay, parts, lane, hidden, r, position, constants, cosine, acti
 
 @cuda.jit(device=True)
 def _lane(X, order, hidden, fill, start_from_fill, r, first, b, n_rows, ws, lay, parts,
-          base, doubles, dlay, strongest, constants, beta, cosine, clip, n_steps, slot,
-          q, Q):
+          base, doubles, dlay, counts, constants, beta, cosine, clip, n_steps, slot,
+          q, Q, tid):
     """Loss and gradients of the b-th point of the batch (inactive past the batch's
     end: it only meets the barriers); its results go to ``_lane_parts(b)``, its
     gradient norm (for clipping) to the float64 scratch."""
@@ -362,20 +438,22 @@ def _lane(X, order, hidden, fill, start_from_fill, r, first, b, n_rows, ws, lay,
     lane = _lane_parts(lay, b, h, k)
     if active:
         _gather(X, order[position], hidden, r, position, fill, start_from_fill, ws, base,
-                parts, zero, q, Q)
+                parts, lane, zero, q, Q)
     cuda.syncthreads()
     target, visible_dot, states, attraction = parts[0], parts[1], parts[2], parts[3]
-    sq_visible = zero  # ||x_V||^2, by every thread of the lane
+    sq_visible = zero  # ||x_V||^2, in every thread of the lane
     if active:
-        for c in range(d):
+        for c in range(q, d, Q):
             sq_visible += ws[base + c] * ws[base + c]
+    sq_visible = _group_sum(sq_visible, Q, ws, lay, tid)
+    if active:
         for mu in range(q, k, Q):  # A = P_V x_V
             total = zero
             for c in range(d):
                 total += ws[lay[W_P_USED] + mu * d + c] * ws[base + c]
             ws[visible_dot + mu] = total
-    _forward(ws, lay, parts, hidden, r, position, constants, cosine, active, sq_visible,
-             n_steps, q, Q)
+    _forward(ws, lay, parts, lane, h, constants, cosine, active, sq_visible, n_steps, q, Q,
+             tid)
     if active:  # loss sum_H (x - z_T)^2 and its gradient d mean_B / d z_T
         for j in range(q, h, Q):
             ws[parts[8] + j] = (ws[target + j] - ws[states + n_steps * h + j]) * (-2.0 / n_rows)
@@ -390,21 +468,21 @@ def _lane(X, order, hidden, fill, start_from_fill, r, first, b, n_rows, ws, lay,
             for mu in range(1, k):
                 if ws[last + mu] > ws[last + best]:
                     best = mu
-            strongest[b] = best
+            # the most attracting prototype's count: integers, in any order
+            cuda.atomic.add(counts, (r, best), 1)
     cuda.syncthreads()
-    _backward(ws, lay, parts, lane, hidden, r, position, constants, cosine, active,
-              sq_visible, n_steps, q, Q)
+    _backward(ws, lay, parts, lane, h, constants, cosine, active, sq_visible, n_steps, q,
+              Q, tid)
     if clip > 0.0:
-        _lane_norm(ws, lay, parts, lane, hidden, r, position, doubles, dlay, constants,
-                   beta, cosine, active, sq_visible, b, slot, q, Q)
+        _lane_norm(ws, lay, parts, lane, h, doubles, dlay, constants, beta, cosine, active,
+                   sq_visible, b, slot, q, Q)
 
 
 @cuda.jit(device=True)
-def _lane_norm(ws, lay, parts, lane, hidden, r, position, doubles, dlay, constants, beta,
-               cosine, active, sq_visible, b, slot, q, Q):
+def _lane_norm(ws, lay, parts, lane, h, doubles, dlay, constants, beta, cosine, active,
+               sq_visible, b, slot, q, Q):
     """The norm of the lane's gradient of the prototypes as used (``_clip_lanes``): a
     float64 partial sum per prototype, then their sum by the lane's first thread."""
-    h = hidden.shape[2]
     k = lay[W_P_NORMS] - lay[W_OFFSET]
     d = lay[W_OFFSET] // k
     partial = dlay[D_PARTIAL] + slot * k
@@ -417,7 +495,7 @@ def _lane_norm(ws, lay, parts, lane, hidden, r, position, doubles, dlay, constan
                      + 2.0 * visible * radial * ws[parts[1] + mu])
             for j in range(h):
                 g = ws[lane[0] + j * k + mu]
-                feature = _hidden_feature(hidden, r, position, j)
+                feature = _feature(ws, lane, j)
                 total += g * (g + 2.0 * radial * ws[lay[W_P_USED] + mu * d + feature])
             doubles[partial + mu] = total
     cuda.syncthreads()
@@ -460,16 +538,8 @@ def _clip_factors(doubles, dlay, n_rows, clip, tid, n_threads):
 
 
 @cuda.jit(device=True)
-def _is_hidden(hidden, r, position, feature):
-    for j in range(hidden.shape[2]):
-        if _hidden_feature(hidden, r, position, j) == feature:
-            return True
-    return False
-
-
-@cuda.jit(device=True)
-def _batch_gradients(X, order, hidden, r, first, n_rows, ws, lay, doubles, dlay,
-                     constants, beta, cosine, tid, n_threads):
+def _batch_gradients(hidden, n_rows, ws, lay, doubles, dlay, constants, beta, cosine, tid,
+                     n_threads):
     """The batch's gradients of the prototypes (as used) and of the offsets
     (``_kernels._scatter_gradients``): a thread per parameter sums the lanes' in the
     CPU's order (hidden columns of every lane, then visible parts), each lane's
@@ -486,16 +556,16 @@ def _batch_gradients(X, order, hidden, r, first, n_rows, ws, lay, doubles, dlay,
         grad = constants[5]
         for b in range(n_rows):
             lane = _lane_parts(lay, b, h, k)
-            for j in range(h):
-                if _hidden_feature(hidden, r, first + b, j) == c:
-                    grad += to_working(ws[lane[0] + j * k + mu] * doubles[factors + b])
+            j = int(ws[lane[5] + c])
+            if j >= 0:
+                grad += to_working(ws[lane[0] + j * k + mu] * doubles[factors + b])
         total = 0.0
         for b in range(n_rows):
             lane = _lane_parts(lay, b, h, k)
             factor = doubles[factors + b]
             weight = scale * to_working(ws[lane[1] + mu] * factor)
-            if not _is_hidden(hidden, r, first + b, c):
-                grad += weight * X[order[first + b], c]
+            if ws[lane[5] + c] < 0:
+                grad += weight * ws[lane[6] + c]
             total += to_working(ws[lane[2] + mu] * factor)
         if not cosine:  # offsets -beta ||rho||^2
             grad = to_working(grad - 2.0 * beta * total * ws[lay[W_P_USED] + e])
@@ -541,7 +611,7 @@ def train_batches_kernel(X, order, hidden, fill, start_from_fill, restarts, P, W
                          m_W, v_W, lr, adam_steps, weighted, beta, cosine, n_steps,
                          constants, batch_size, clip, start, stop, epoch_loss, counts,
                          position_loss, sum_P, sum_W, layout, dlayout, ws_global,
-                         doubles_global, strongest_global, in_shared, per_lane, n_slots):
+                         doubles_global, in_shared, per_lane, n_slots):
     """The batches of an epoch that start at ``start``, ``start + batch_size``, ...
     before ``stop``, for restart ``restarts[block]`` (``_kernels._train_batches``).
 
@@ -554,7 +624,7 @@ def train_batches_kernel(X, order, hidden, fill, start_from_fill, restarts, P, W
     r = restarts[block]
     tid, n_threads = cuda.threadIdx.x, cuda.blockDim.x
     ws = cuda.shared.array(0, float32) if in_shared else ws_global[block]
-    doubles, strongest = doubles_global[block], strongest_global[block]
+    doubles = doubles_global[block]
     h = hidden.shape[2]
     k = W.shape[1]
     slot = tid // per_lane
@@ -570,18 +640,17 @@ def train_batches_kernel(X, order, hidden, fill, start_from_fill, restarts, P, W
                             n_threads)
         for first_lane in range(0, n_rows, n_slots):
             _lane(X, order, hidden, fill, start_from_fill, r, first, first_lane + slot,
-                  n_rows, ws, layout, parts, base, doubles, dlayout, strongest, constants,
-                  beta, cosine, clip, n_steps, slot, q, per_lane)
+                  n_rows, ws, layout, parts, base, doubles, dlayout, counts, constants,
+                  beta, cosine, clip, n_steps, slot, q, per_lane, tid)
         cuda.syncthreads()
         _clip_factors(doubles, dlayout, n_rows, clip, tid, n_threads)
-        _batch_gradients(X, order, hidden, r, first, n_rows, ws, layout, doubles, dlayout,
-                         constants, beta, cosine, tid, n_threads)
-        if tid == 0:  # the losses and most attracting prototypes, in the batch's order
+        _batch_gradients(hidden, n_rows, ws, layout, doubles, dlayout, constants, beta,
+                         cosine, tid, n_threads)
+        if tid == 0:  # the losses, in the batch's order
             for b in range(n_rows):
                 loss = ws[_lane_parts(layout, b, h, k)[3]]
                 epoch_total += loss
                 position_loss[r, first + b] = loss
-                counts[r, strongest[b]] += 1
         steps += 1
         correction1 = 1.0 - ADAM_BETA1**steps
         correction2 = 1.0 - ADAM_BETA2**steps
@@ -593,9 +662,9 @@ def train_batches_kernel(X, order, hidden, fill, start_from_fill, restarts, P, W
 
 def device_constants(dtype, beta, alpha, cosine):
     """The CPU kernels' working constants (``_kernels.working_constants``: scale,
-    alpha, keep, logit floor, norm floor), then zero and one, in the working
+    alpha, keep, logit floor, norm floor), then zero, one and minus infinity, in the working
     precision: a float64 literal would turn float32 arithmetic into float64."""
     from skdiffclust.clam._kernels import working_constants
 
     return np.concatenate([working_constants(dtype, beta, alpha, cosine),
-                           np.array([0.0, 1.0], dtype=dtype)])
+                           np.array([0.0, 1.0, -np.inf], dtype=dtype)])

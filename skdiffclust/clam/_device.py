@@ -15,8 +15,9 @@ NUMBA_CUDA = "numba-cuda"
 # an H100 (16-core host, 200,000 x 32, k=20) CUDA took 58.2 s against the CPU
 # kernels' 13.2 s at batch_size=16, and 11.9 s against 54.1 s at batch_size=1024.
 # The fused kernel (device='cuda': one thread block per restart, its batches one
-# after another) took 19.2 s against the CPU kernels' 9.8 s at batch_size=16 on an
-# H200 (16-core host, 2026-11-26): small batches stay on the CPU.
+# after another) took 15.8 s against the CPU kernels' 9.4 s at batch_size=16 on an
+# H200 (16-core host, 2026-11-26; 19.2 s before its rework): small batches stay on
+# the CPU.
 CUDA_MIN_BATCH_SIZE = 1024
 
 

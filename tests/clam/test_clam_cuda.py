@@ -187,11 +187,13 @@ def test_the_workspace_of_the_defaults_fits_in_shared_memory():
     from skdiffclust.clam import _cuda_kernels as kernels
 
     per_lane, n_slots = kernels.lane_shape(20, 16)
-    assert (per_lane, n_slots) == (20, 16)
+    assert (per_lane, n_slots) == (16, 16)  # 256 threads: no spills at 255 registers
     _, size = kernels.workspace_layout(20, 32, 5, 10, n_slots, 16)
     assert 4 * size <= kernels.SHARED_BYTES
-    per_lane, n_slots = kernels.lane_shape(100, 1024)
-    assert per_lane * n_slots <= kernels.MAX_THREADS
+    for k, batch_size in ((100, 1024), (3, 5), (20, 3), (2, 1)):
+        per_lane, n_slots = kernels.lane_shape(k, batch_size)
+        assert per_lane * n_slots <= kernels.MAX_THREADS
+        assert per_lane & (per_lane - 1) == 0 and (per_lane * n_slots) % kernels.WARP == 0
 
 
 def test_importing_skdiffclust_loads_no_cuda_code():
