@@ -22,6 +22,14 @@ slice of an epoch:
   features are hidden, and its point are copied to the working memory when it is
   gathered: a read of global memory has a latency of hundreds of cycles, which the
   few warps of one block do not hide.
+* **32-bit unsigned offsets, ``while`` loops**: the offsets into the working memory
+  (layouts included) are ``uint32`` and the loops over prototypes, features and
+  lanes are ``while`` loops that step an offset. numba indexes with signed 64-bit
+  integers otherwise, each access paying for the wrap-around of negative indices,
+  and a ``range`` with a step computed at run time divides 64-bit integers (a
+  subroutine call) at every entry: ptxas (sm_90) made 34 instructions of an
+  iteration of ``pulled += ws[used + mu * d + f] * ws[p + mu]`` written with
+  ``range`` over ``int64``, 6 with a ``uint32`` ``while`` loop.
 * **The same maths, floors, order of sums and precision** as the CPU kernel, step
   for step (float64 where it accumulates in float64: lane norms, offsets, Adam's
   arithmetic), so that an epoch here equals the CPU's within float32 rounding. The
@@ -48,8 +56,9 @@ from numba import config, cuda, float32
 from skdiffclust._training._optim import ADAM_BETA1, ADAM_BETA2, ADAM_EPS
 from skdiffclust.clam._kernels import SMALLEST_NORMAL
 
-# Threads per block. ptxas gives the kernel 249 registers a thread (sm_90), so that
-# a block of 256 threads launches without spills (65,536 registers per SM). On an
+# Threads per block. ptxas gives the kernel 249 registers a thread (sm_90; 210 since
+# its offsets are 32-bit), so that a block of 256 threads launches without spills
+# (65,536 registers per SM). Before the 32-bit offsets, on an
 # H200, 50,000 x 32 at k=20, batch 16: 258 us a batch with 256 threads (16 a lane),
 # 277 with 512 (32 a lane, capped at 128 registers: 272 bytes of spills a thread),
 # 278 with 128 (8 a lane). The simulator's jit takes no max_registers.
@@ -93,7 +102,7 @@ def workspace_layout(k, d, h, n_steps, n_slots, batch_size, n_threads=0):
     slot_size = d + h + k + (n_steps + 1) * h + n_steps * k + (n_steps + 1) + n_steps \
         + 2 * k + h
     lane_size = h * k + 2 * k + 1 + h + 2 * d
-    layout = np.zeros(10, dtype=np.int64)
+    layout = np.zeros(10, dtype=np.uint32)
     layout[W_OFFSET] = k * d
     layout[W_P_NORMS] = layout[W_OFFSET] + k
     layout[W_GRAD_P] = layout[W_P_NORMS] + k
@@ -111,11 +120,14 @@ def double_layout(k, n_slots, batch_size):
     prototypes' squared norms (k), the lanes' gradient norms, their sorted copy and
     clipping factors (B each), partial norms of the lanes in flight (slots, k)."""
     layout = np.array([0, k, k + batch_size, k + 2 * batch_size, k + 3 * batch_size],
-                      dtype=np.int64)
+                      dtype=np.uint32)
     return layout, int(k + 3 * batch_size + n_slots * k)
 
 
 # -- device functions -----------------------------------------------------------------
+
+U0 = np.uint32(0)
+U1 = np.uint32(1)
 
 
 # max() and min() of two numbers do not compile for numba's CUDA target (0.68)
@@ -137,9 +149,9 @@ def _slot_parts(base, d, h, k, n_steps):
     target = base + d
     visible_dot = target + h
     states = visible_dot + k
-    attraction = states + (n_steps + 1) * h
+    attraction = states + (n_steps + U1) * h
     scales = attraction + n_steps * k
-    norms = scales + n_steps + 1
+    norms = scales + n_steps + U1
     logits = norms + n_steps
     grad_p = logits + k
     grad_z = grad_p + k
@@ -147,20 +159,20 @@ def _slot_parts(base, d, h, k, n_steps):
 
 
 @cuda.jit(device=True)
-def _lane_parts(lay, b, h, k):
+def _lane_parts(lay, b, h, k, d):
     """Offsets of lane b's results: gradient of P_H (h, k), of the visible part (k),
     of the offsets (k), its loss; then of its hidden features (h), the position of
     each feature among them or -1 (d) and its point (d), as float32 values."""
     base = lay[W_LANES] + b * lay[W_LANE_SIZE]
-    features = base + h * k + 2 * k + 1
-    return (base, base + h * k, base + h * k + k, base + h * k + 2 * k, features,
-            features + h, features + h + (lay[W_OFFSET] // k))
+    features = base + h * k + k + k + U1
+    return (base, base + h * k, base + h * k + k, base + h * k + k + k, features,
+            features + h, features + h + d)
 
 
 @cuda.jit(device=True)
 def _feature(ws, lane, j):
     """The lane's j-th hidden feature (``_lane_parts``' copy)."""
-    return int(ws[lane[4] + j])
+    return np.uint32(ws[lane[4] + j])
 
 
 if SIMULATED:
@@ -183,21 +195,34 @@ else:
 def _group_sum(value, width, ws, lay, tid):
     """The sum of ``value`` over the ``width`` threads of a lane (a power of two),
     the same bits in each of them."""
-    offset = width >> 1
-    while offset > 0:
+    offset = width >> U1
+    while offset > U0:
         value += _xor_partner(value, offset, ws, lay[W_SCRATCH], tid)
-        offset >>= 1
+        offset >>= U1
     return value
 
 
 @cuda.jit(device=True)
 def _group_max(value, width, ws, lay, tid):
     """The largest ``value`` of the ``width`` threads of a lane."""
-    offset = width >> 1
-    while offset > 0:
+    offset = width >> U1
+    while offset > U0:
         value = _larger(value, _xor_partner(value, offset, ws, lay[W_SCRATCH], tid))
-        offset >>= 1
+        offset >>= U1
     return value
+
+
+@cuda.jit(device=True)
+def _dot(ws, a, a_step, b, b_step, n, total):
+    """``total`` plus the sum over i < n of ``ws[a + i a_step] * ws[b + i b_step]``,
+    in order."""
+    i = U0
+    while i < n:
+        total += ws[a] * ws[b]
+        a += a_step
+        b += b_step
+        i += U1
+    return total
 
 
 @cuda.jit(device=True)
@@ -222,31 +247,41 @@ def _prepare_prototypes(P, W, r, beta, cosine, clip, ws, lay, doubles, dlay, tid
                         n_threads):
     """``_kernels._prepare_prototypes`` for restart r, and the squared norms of the
     prototypes as used (for clipping); ends on a barrier."""
-    k = W.shape[1]
-    d = P.shape[1] // k
-    for mu in range(tid, k, n_threads):
+    k = np.uint32(W.shape[1])
+    d = np.uint32(P.shape[1]) // k
+    mu = tid
+    while mu < k:
         total = 0.0
-        for c in range(d):
-            total += P[r, mu * d + c] * P[r, mu * d + c]
+        row = mu * d
+        c = U0
+        while c < d:
+            total += P[r, row + c] * P[r, row + c]
+            c += U1
         if cosine:
             ws[lay[W_P_NORMS] + mu] = _larger(math.sqrt(total), SMALLEST_NORMAL)
             ws[lay[W_OFFSET] + mu] = W[r, mu]
         else:
             ws[lay[W_OFFSET] + mu] = -beta * total + W[r, mu]
+        mu += n_threads
     cuda.syncthreads()
-    for e in range(tid, k * d, n_threads):
+    e = tid
+    while e < k * d:
         if cosine:
             ws[lay[W_P_USED] + e] = P[r, e] / ws[lay[W_P_NORMS] + e // d]
         else:
             ws[lay[W_P_USED] + e] = P[r, e]
+        e += n_threads
     cuda.syncthreads()
     if clip > 0.0:
-        for mu in range(tid, k, n_threads):
+        mu = tid
+        while mu < k:
             sq_rho = 0.0
-            for c in range(d):
-                value = ws[lay[W_P_USED] + mu * d + c]
-                sq_rho += value * value
+            c = lay[W_P_USED] + mu * d
+            while c < lay[W_P_USED] + mu * d + d:
+                sq_rho += ws[c] * ws[c]
+                c += U1
             doubles[dlay[D_SQ_RHO] + mu] = sq_rho
+            mu += n_threads
     cuda.syncthreads()
 
 
@@ -256,22 +291,26 @@ def _gather(X, row, hidden, r, position, fill, start_from_fill, ws, base, parts,
     """The lane's point with zeros at its hidden features, its hidden values and z_0
     (``_kernels._gather_lanes``); its hidden features, where each feature is among
     them and its point, into ``lane`` (``_lane_parts``)."""
-    d, h = X.shape[1], hidden.shape[2]
+    d, h = np.uint32(X.shape[1]), np.uint32(hidden.shape[2])
     target, states = parts[0], parts[2]
-    for j in range(q, h, Q):
+    j = q
+    while j < h:
         feature = _hidden_feature(hidden, r, position, j)
         ws[lane[4] + j] = feature
         ws[target + j] = X[row, feature]
         ws[states + j] = fill[feature] if start_from_fill else X[row, feature]
-    for c in range(q, d, Q):
+        j += Q
+    c = q
+    while c < d:
         value = X[row, c]
         ws[lane[6] + c] = value
         among = -1
-        for j in range(h):
-            if _hidden_feature(hidden, r, position, j) == c:
-                value, among = zero, j
+        for i in range(h):
+            if _hidden_feature(hidden, r, position, i) == c:
+                value, among = zero, i
         ws[base + c] = value
         ws[lane[5] + c] = among
+        c += Q
 
 
 @cuda.jit(device=True)
@@ -287,60 +326,71 @@ def _forward(ws, lay, parts, lane, h, constants, cosine, active, sq_visible, n_s
     d = lay[W_OFFSET] // k
     used, offset = lay[W_P_USED], lay[W_OFFSET]
     c = one  # c_t, the scale of the visible part (cosine)
-    if active and q == 0:
+    if active and q == U0:
         ws[scales] = one
-    for t in range(n_steps):
+    t = U0
+    while t < n_steps:
         z, p = states + t * h, attraction + t * k
         if active:  # logits = offset + scale (c A + P_H z)
-            for mu in range(q, k, Q):
+            mu = q
+            while mu < k:
                 s = ws[offset + mu] + scale * c * ws[visible_dot + mu]
-                for j in range(h):
-                    feature = _feature(ws, lane, j)
-                    s += (scale * ws[used + mu * d + feature]) * ws[z + j]
+                row = used + mu * d
+                j = U0
+                while j < h:
+                    s += (scale * ws[row + _feature(ws, lane, j)]) * ws[z + j]
+                    j += U1
                 ws[logits + mu] = s
+                mu += Q
         # p = softmax(logits), floored (_kernels._softmax_lanes); a thread reads only
         # the logits it wrote, so no barrier before
         largest = constants[7]
         if active:
-            for mu in range(q, k, Q):
+            mu = q
+            while mu < k:
                 largest = _larger(largest, ws[logits + mu])
+                mu += Q
         largest = _group_max(largest, Q, ws, lay, tid)
         total = constants[5]
         if active:
-            for mu in range(q, k, Q):
+            mu = q
+            while mu < k:
                 total += math.exp(_larger(ws[logits + mu] - largest, floor))
+                mu += Q
         total = _group_sum(total, Q, ws, lay, tid)
         if active:
             inverse = one / total
-            for mu in range(q, k, Q):
+            mu = q
+            while mu < k:
                 ws[p + mu] = math.exp(_larger(ws[logits + mu] - largest, floor)) * inverse
+                mu += Q
         cuda.syncthreads()
         if active:  # z' = z + alpha (P_H^T p - z), or v = z + alpha P_H^T p (cosine)
-            for j in range(q, h, Q):
-                feature = _feature(ws, lane, j)
-                pulled = ws[used + feature] * ws[p]
-                for mu in range(1, k):
-                    pulled += ws[used + mu * d + feature] * ws[p + mu]
+            j = q
+            while j < h:
+                pulled = _dot(ws, used + _feature(ws, lane, j), d, p, U1, k, constants[5])
                 value = ws[z + j]
                 ws[z + h + j] = value + alpha * pulled if cosine \
                     else value + alpha * (pulled - value)
+                j += Q
         cuda.syncthreads()
         if cosine:  # v / ||v||, v = (c x_V, z') (_kernels._project_to_sphere)
             norm = one
             if active:
-                total = c * c * sq_visible
-                for j in range(h):
-                    total += ws[z + h + j] * ws[z + h + j]
+                total = _dot(ws, z + h, U1, z + h, U1, h, c * c * sq_visible)
                 norm = _larger(math.sqrt(total), tiny)
                 c = c / norm
-                if q == 0:
+                if q == U0:
                     ws[norms + t] = norm
-                    ws[scales + t + 1] = c
+                    ws[scales + t + U1] = c
             cuda.syncthreads()  # every thread has read v before it is rescaled
             if active:
-                for j in range(q, h, Q):
+                j = q
+                while j < h:
                     ws[z + h + j] = ws[z + h + j] / norm
+                    j += Q
             cuda.syncthreads()
+        t += U1
 
 
 @cuda.jit(device=True)
@@ -349,7 +399,7 @@ def _incoming(ws, parts, h, j, t, dot, norm, cosine):
     what it is once the step's ``dot`` is known (cosine), else the stored one."""
     grad_z, states = parts[8], parts[2]
     if cosine:
-        return (ws[grad_z + j] - ws[states + (t + 1) * h + j] * dot) / norm
+        return (ws[grad_z + j] - ws[states + (t + U1) * h + j] * dot) / norm
     return ws[grad_z + j]
 
 
@@ -366,60 +416,73 @@ def _backward(ws, lay, parts, lane, h, constants, cosine, active, sq_visible, n_
     d = lay[W_OFFSET] // k
     used = lay[W_P_USED]
     if active:
-        for mu in range(q, k, Q):
-            for j in range(h):
+        mu = q
+        while mu < k:
+            j = U0
+            while j < h:
                 ws[grad_PH + j * k + mu] = zero
+                j += U1
             ws[grad_visible + mu] = zero
             ws[grad_offset + mu] = zero
+            mu += Q
     gamma = zero  # d loss / d c_{t+1}
-    for t in range(n_steps - 1, -1, -1):
+    t = n_steps
+    while t > U0:
+        t -= U1
         z, p = states + t * h, attraction + t * k
         dot, norm = zero, constants[6]
         if active:
             if cosine:
                 norm = ws[norms + t]
-                dot = ws[scales + t + 1] * gamma
-                for j in range(h):
-                    dot += ws[states + (t + 1) * h + j] * ws[grad_z + j]
+                dot = _dot(ws, states + (t + U1) * h, U1, grad_z, U1, h,
+                           ws[scales + t + U1] * gamma)
             # pulled = P_H^T p moves z by alpha * pulled
-            for mu in range(q, k, Q):
+            mu = q
+            while mu < k:
                 grad = zero
-                for j in range(h):
-                    feature = _feature(ws, lane, j)
+                row = used + mu * d
+                j = U0
+                while j < h:
                     pulled_grad = alpha * _incoming(ws, parts, h, j, t, dot, norm, cosine)
                     ws[grad_PH + j * k + mu] += ws[p + mu] * pulled_grad
-                    grad += ws[used + mu * d + feature] * pulled_grad
+                    grad += ws[row + _feature(ws, lane, j)] * pulled_grad
+                    j += U1
                 ws[grad_p + mu] = grad
+                mu += Q
             if cosine:
-                gamma = (gamma - ws[scales + t + 1] * sq_visible * dot) / norm
+                gamma = (gamma - ws[scales + t + U1] * sq_visible * dot) / norm
         # softmax backward: grad_s = p (grad_p - <p, grad_p>), times scale; a thread
         # reads only the grad_p it wrote, so no barrier before
         inner = zero
         if active:
-            for mu in range(q, k, Q):
+            mu = q
+            while mu < k:
                 inner += ws[p + mu] * ws[grad_p + mu]
+                mu += Q
         inner = _group_sum(inner, Q, ws, lay, tid)
         if active:
-            for mu in range(q, k, Q):
+            mu = q
+            while mu < k:
                 grad = ws[p + mu] * (ws[grad_p + mu] - inner)
                 ws[grad_visible + mu] += ws[scales + t] * grad if cosine else grad
                 ws[grad_offset + mu] += grad
                 grad_s = scale * grad
                 ws[logits + mu] = grad_s
-                for j in range(h):
+                j = U0
+                while j < h:
                     ws[grad_PH + j * k + mu] += grad_s * ws[z + j]
+                    j += U1
+                mu += Q
         cuda.syncthreads()
         if active:  # logits = offset + scale (c A + P_H z)
-            for j in range(q, h, Q):
-                feature = _feature(ws, lane, j)
-                grad = keep * _incoming(ws, parts, h, j, t, dot, norm, cosine) \
-                    + ws[logits] * ws[used + feature]
-                for mu in range(1, k):
-                    grad += ws[logits + mu] * ws[used + mu * d + feature]
-                ws[grad_z + j] = grad
+            j = q
+            while j < h:
+                initial = keep * _incoming(ws, parts, h, j, t, dot, norm, cosine)
+                ws[grad_z + j] = _dot(ws, logits, U1, used + _feature(ws, lane, j), d, k,
+                                      initial)
+                j += Q
             if cosine:
-                for mu in range(k):
-                    gamma += ws[logits + mu] * ws[visible_dot + mu]
+                gamma = _dot(ws, logits, U1, visible_dot, U1, k, gamma)
         cuda.syncthreads()
 
 
@@ -430,12 +493,12 @@ def _lane(X, order, hidden, fill, start_from_fill, r, first, b, n_rows, ws, lay,
     """Loss and gradients of the b-th point of the batch (inactive past the batch's
     end: it only meets the barriers); its results go to ``_lane_parts(b)``, its
     gradient norm (for clipping) to the float64 scratch."""
-    d, h = X.shape[1], hidden.shape[2]
+    d, h = np.uint32(X.shape[1]), np.uint32(hidden.shape[2])
     k = lay[W_P_NORMS] - lay[W_OFFSET]
     zero = constants[5]
     active = b < n_rows
     position = first + b
-    lane = _lane_parts(lay, b, h, k)
+    lane = _lane_parts(lay, b, h, k, d)
     if active:
         _gather(X, order[position], hidden, r, position, fill, start_from_fill, ws, base,
                 parts, lane, zero, q, Q)
@@ -443,33 +506,41 @@ def _lane(X, order, hidden, fill, start_from_fill, r, first, b, n_rows, ws, lay,
     target, visible_dot, states, attraction = parts[0], parts[1], parts[2], parts[3]
     sq_visible = zero  # ||x_V||^2, in every thread of the lane
     if active:
-        for c in range(q, d, Q):
+        c = q
+        while c < d:
             sq_visible += ws[base + c] * ws[base + c]
+            c += Q
     sq_visible = _group_sum(sq_visible, Q, ws, lay, tid)
     if active:
-        for mu in range(q, k, Q):  # A = P_V x_V
-            total = zero
-            for c in range(d):
-                total += ws[lay[W_P_USED] + mu * d + c] * ws[base + c]
-            ws[visible_dot + mu] = total
+        mu = q
+        while mu < k:  # A = P_V x_V
+            ws[visible_dot + mu] = _dot(ws, lay[W_P_USED] + mu * d, U1, base, U1, d, zero)
+            mu += Q
     _forward(ws, lay, parts, lane, h, constants, cosine, active, sq_visible, n_steps, q, Q,
              tid)
+    last_state = states + n_steps * h
     if active:  # loss sum_H (x - z_T)^2 and its gradient d mean_B / d z_T
-        for j in range(q, h, Q):
-            ws[parts[8] + j] = (ws[target + j] - ws[states + n_steps * h + j]) * (-2.0 / n_rows)
-        if q == 0:
+        j = q
+        while j < h:
+            ws[parts[8] + j] = (ws[target + j] - ws[last_state + j]) * (-2.0 / n_rows)
+            j += Q
+        if q == U0:
             loss = zero
-            for j in range(h):
-                error = ws[target + j] - ws[states + n_steps * h + j]
+            j = U0
+            while j < h:
+                error = ws[target + j] - ws[last_state + j]
                 loss += error * error
+                j += U1
             ws[lane[3]] = loss
-            last = attraction + (n_steps - 1) * k
-            best = 0
-            for mu in range(1, k):
+            last = attraction + (n_steps - U1) * k
+            best = U0
+            mu = U1
+            while mu < k:
                 if ws[last + mu] > ws[last + best]:
                     best = mu
+                mu += U1
             # the most attracting prototype's count: integers, in any order
-            cuda.atomic.add(counts, (r, best), 1)
+            cuda.atomic.add(counts, (r, np.int64(best)), 1)
     cuda.syncthreads()
     _backward(ws, lay, parts, lane, h, constants, cosine, active, sq_visible, n_steps, q,
               Q, tid)
@@ -487,22 +558,28 @@ def _lane_norm(ws, lay, parts, lane, h, doubles, dlay, constants, beta, cosine, 
     d = lay[W_OFFSET] // k
     partial = dlay[D_PARTIAL] + slot * k
     if active:
-        for mu in range(q, k, Q):
+        mu = q
+        while mu < k:
             visible = constants[0] * ws[lane[1] + mu]
             radial = 0.0 if cosine else -2.0 * beta * ws[lane[2] + mu]
             total = (visible * visible * sq_visible
                      + radial * radial * doubles[dlay[D_SQ_RHO] + mu]
                      + 2.0 * visible * radial * ws[parts[1] + mu])
-            for j in range(h):
+            row = lay[W_P_USED] + mu * d
+            j = U0
+            while j < h:
                 g = ws[lane[0] + j * k + mu]
-                feature = _feature(ws, lane, j)
-                total += g * (g + 2.0 * radial * ws[lay[W_P_USED] + mu * d + feature])
+                total += g * (g + 2.0 * radial * ws[row + _feature(ws, lane, j)])
+                j += U1
             doubles[partial + mu] = total
+            mu += Q
     cuda.syncthreads()
-    if active and q == 0:
+    if active and q == U0:
         total = 0.0
-        for mu in range(k):
+        mu = U0
+        while mu < k:
             total += doubles[partial + mu]
+            mu += U1
         # +0.0 rather than -0.0 or NaN, as the median needs
         doubles[dlay[D_NORMS] + b] = math.sqrt(total) if total > 0.0 else 0.0
 
@@ -516,24 +593,30 @@ def _clip_factors(doubles, dlay, n_rows, clip, tid, n_threads):
     norms, ranked = dlay[D_NORMS], dlay[D_SORTED]
     factors = dlay[D_FACTORS]
     if clip > 0.0:
-        for b in range(tid, n_rows, n_threads):
-            value, rank = doubles[norms + b], 0
-            for i in range(n_rows):
+        b = tid
+        while b < n_rows:
+            value, rank = doubles[norms + b], U0
+            i = U0
+            while i < n_rows:
                 other = doubles[norms + i]
                 if other < value or (other == value and i < b):
-                    rank += 1
+                    rank += U1
+                i += U1
             doubles[ranked + rank] = value
+            b += n_threads
     cuda.syncthreads()
     bound = 0.0
     if clip > 0.0:
-        middle = (n_rows - 1) // 2
+        middle = (n_rows - U1) // np.uint32(2)
         median = doubles[ranked + middle]
-        if n_rows % 2 == 0:
-            median = 0.5 * (median + doubles[ranked + middle + 1])
+        if n_rows % np.uint32(2) == U0:
+            median = 0.5 * (median + doubles[ranked + middle + U1])
         bound = clip * median
-    for b in range(tid, n_rows, n_threads):
+    b = tid
+    while b < n_rows:
         value = doubles[norms + b]
         doubles[factors + b] = _smaller(bound / _larger(value, bound), 1.0) if bound > 0.0 else 1.0
+        b += n_threads
     cuda.syncthreads()
 
 
@@ -545,33 +628,40 @@ def _batch_gradients(hidden, n_rows, ws, lay, doubles, dlay, constants, beta, co
     CPU's order (hidden columns of every lane, then visible parts), each lane's
     gradient times its clipping factor rounded to the working precision. Ends on a
     barrier."""
-    h = hidden.shape[2]
+    h = np.uint32(hidden.shape[2])
     k = lay[W_P_NORMS] - lay[W_OFFSET]
     d = lay[W_OFFSET] // k
     to_working = ws.dtype.type
     scale, factors = constants[0], dlay[D_FACTORS]
-    for e in range(tid, k * d, n_threads):
+    e = tid
+    while e < k * d:
         mu = e // d
         c = e - mu * d
         grad = constants[5]
-        for b in range(n_rows):
-            lane = _lane_parts(lay, b, h, k)
+        b = U0
+        while b < n_rows:
+            lane = _lane_parts(lay, b, h, k, d)
             j = int(ws[lane[5] + c])
             if j >= 0:
-                grad += to_working(ws[lane[0] + j * k + mu] * doubles[factors + b])
+                grad += to_working(ws[lane[0] + np.uint32(j) * k + mu]
+                                   * doubles[factors + b])
+            b += U1
         total = 0.0
-        for b in range(n_rows):
-            lane = _lane_parts(lay, b, h, k)
+        b = U0
+        while b < n_rows:
+            lane = _lane_parts(lay, b, h, k, d)
             factor = doubles[factors + b]
             weight = scale * to_working(ws[lane[1] + mu] * factor)
             if ws[lane[5] + c] < 0:
                 grad += weight * ws[lane[6] + c]
             total += to_working(ws[lane[2] + mu] * factor)
+            b += U1
         if not cosine:  # offsets -beta ||rho||^2
             grad = to_working(grad - 2.0 * beta * total * ws[lay[W_P_USED] + e])
         ws[lay[W_GRAD_P] + e] = grad
-        if c == 0:
+        if c == U0:
             ws[lay[W_GRAD_W] + mu] = total
+        e += n_threads
     cuda.syncthreads()
 
 
@@ -582,24 +672,26 @@ def _adam_step(P, W, m_P, v_P, m_W, v_W, sum_P, sum_W, r, step_size, correction2
     of unit prototypes taken back through the normalisation first
     (``_kernels._unproject_gradient``); adds the new parameters to their sums. Ends
     on a barrier."""
-    k = W.shape[1]
-    d = P.shape[1] // k
+    k = np.uint32(W.shape[1])
+    d = np.uint32(P.shape[1]) // k
     used, grads = lay[W_P_USED], lay[W_GRAD_P]
     to_working = ws.dtype.type
-    for e in range(tid, k * d, n_threads):
+    e = tid
+    while e < k * d:
         grad = ws[grads + e]
         if cosine:
             mu = e // d
-            radial = 0.0
-            for c in range(d):
-                radial += ws[used + mu * d + c] * ws[grads + mu * d + c]
+            radial = _dot(ws, used + mu * d, U1, grads + mu * d, U1, d, 0.0)
             grad = to_working((grad - ws[used + e] * radial) / ws[lay[W_P_NORMS] + mu])
         _adam_update(P, grad, m_P, v_P, r, e, step_size, correction2)
         sum_P[r, e] += P[r, e]
-    for mu in range(tid, k, n_threads):
+        e += n_threads
+    mu = tid
+    while mu < k:
         if weighted:
             _adam_update(W, ws[lay[W_GRAD_W] + mu], m_W, v_W, r, mu, step_size, correction2)
         sum_W[r, mu] += W[r, mu]
+        mu += n_threads
     cuda.syncthreads()
 
 
@@ -617,46 +709,52 @@ def train_batches_kernel(X, order, hidden, fill, start_from_fill, restarts, P, W
 
     ``P``, ``m_P``, ``v_P`` and ``sum_P`` are (R, k d), the others of W (R, k);
     ``constants`` is ``device_constants``; ``adam_steps`` the steps taken before
-    ``start``. Blocks of ``n_slots * per_lane`` threads. Updates the parameters,
-    their moments and sums, the epoch's loss, counts and per-example losses in place.
+    ``start``; ``layout`` and ``dlayout`` are uint32. Blocks of ``n_slots *
+    per_lane`` threads. Updates the parameters, their moments and sums, the epoch's
+    loss, counts and per-example losses in place.
     """
     block = cuda.blockIdx.x
     r = restarts[block]
-    tid, n_threads = cuda.threadIdx.x, cuda.blockDim.x
+    tid, n_threads = np.uint32(cuda.threadIdx.x), np.uint32(cuda.blockDim.x)
     ws = cuda.shared.array(0, float32) if in_shared else ws_global[block]
     doubles = doubles_global[block]
-    h = hidden.shape[2]
-    k = W.shape[1]
-    slot = tid // per_lane
-    q = tid - slot * per_lane
+    h, d = np.uint32(hidden.shape[2]), np.uint32(X.shape[1])
+    k = np.uint32(W.shape[1])
+    Q, T = np.uint32(per_lane), np.uint32(n_steps)
+    slot = tid // Q
+    q = tid - slot * Q
     base = layout[W_SLOTS] + slot * layout[W_SLOT_SIZE]
-    parts = _slot_parts(base, X.shape[1], h, k, n_steps)
+    parts = _slot_parts(base, d, h, k, T)
     n_samples = order.shape[0]
     steps = adam_steps
     epoch_total = epoch_loss[r]
     for first in range(start, stop, batch_size):
-        n_rows = _smaller(batch_size, n_samples - first)
+        n_rows = np.uint32(_smaller(batch_size, n_samples - first))
         _prepare_prototypes(P, W, r, beta, cosine, clip, ws, layout, doubles, dlayout, tid,
                             n_threads)
-        for first_lane in range(0, n_rows, n_slots):
+        first_lane = U0
+        while first_lane < n_rows:
             _lane(X, order, hidden, fill, start_from_fill, r, first, first_lane + slot,
                   n_rows, ws, layout, parts, base, doubles, dlayout, counts, constants,
-                  beta, cosine, clip, n_steps, slot, q, per_lane, tid)
+                  beta, cosine, clip, T, slot, q, Q, tid)
+            first_lane += np.uint32(n_slots)
         cuda.syncthreads()
         _clip_factors(doubles, dlayout, n_rows, clip, tid, n_threads)
         _batch_gradients(hidden, n_rows, ws, layout, doubles, dlayout, constants, beta,
                          cosine, tid, n_threads)
-        if tid == 0:  # the losses, in the batch's order
-            for b in range(n_rows):
-                loss = ws[_lane_parts(layout, b, h, k)[3]]
+        if tid == U0:  # the losses, in the batch's order
+            b = U0
+            while b < n_rows:
+                loss = ws[_lane_parts(layout, b, h, k, d)[3]]
                 epoch_total += loss
                 position_loss[r, first + b] = loss
+                b += U1
         steps += 1
         correction1 = 1.0 - ADAM_BETA1**steps
         correction2 = 1.0 - ADAM_BETA2**steps
         _adam_step(P, W, m_P, v_P, m_W, v_W, sum_P, sum_W, r, lr[r] / correction1,
                    correction2, weighted, cosine, ws, layout, tid, n_threads)
-    if tid == 0:
+    if tid == U0:
         epoch_loss[r] = epoch_total
 
 
