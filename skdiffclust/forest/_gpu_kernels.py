@@ -185,7 +185,8 @@ def perturbed(S, epsilon, single, sample_key, a, b):
     Both triangles go through one call of :func:`noise` (selects, no branch), for the
     same reason as in :func:`noise`: Prim's lanes see both.
     """
-    value = np.float64(S[a, b])
+    # unsigned indices: numba wraps signed ones around at every access
+    value = np.float64(S[np.uint32(a), np.uint32(b)])
     if epsilon == 0.0:
         return value
     lower = a < b
@@ -398,9 +399,13 @@ def block_prim(S, epsilon, single, sample_key, verts, vstart, size, use_verts,
     cuda.syncthreads()
     cur = 0
     refill = -1
+    # the relaxation's positions as unsigned 32-bit offsets, stepped in a while loop:
+    # numba wraps signed indices around at every access, and a range with a step
+    # known at run time divides 64-bit integers (a subroutine) at every entry
+    first, step = np.uint32(tid), np.uint32(n_threads)
     for it in range(size - 1):
-        gcur = verts[vstart + cur] if use_verts else cur
-        if refill >= 0 and refill % n_threads == tid:
+        gcur = verts[np.uint32(vstart + cur)] if use_verts else cur
+        if refill >= 0 and (refill & (n_threads - 1)) == tid:  # a power of two
             idx[refill] = idx[m]
             key[refill] = key[m]
             parent[refill] = parent[m]
@@ -408,9 +413,10 @@ def block_prim(S, epsilon, single, sample_key, verts, vstart, size, use_verts,
         best_pos = NO_POSITION
         best_vertex = np.int32(0)
         best_parent = 0
-        for r in range(tid, m, n_threads):
+        r = first
+        while r < m:
             local = idx[r]
-            g = verts[vstart + local] if use_verts else local
+            g = verts[np.uint32(vstart + local)] if use_verts else local
             d = -perturbed(S, epsilon, single, sample_key, gcur, g)
             k = key[r]
             if d < k:
@@ -424,6 +430,7 @@ def block_prim(S, epsilon, single, sample_key, verts, vstart, size, use_verts,
                 best_pos = np.int32(r)
                 best_vertex = np.int32(local)
                 best_parent = parent[r]
+            r += step
         win_key, win_pos, win_vertex = warp_argmin(best, best_pos, best_vertex, width, mask)
         slots = (it % 2) * REDUCTION_FIELDS * n_warps
         if lane == 0:
