@@ -43,8 +43,14 @@ slice of an epoch:
   lanes in order); atomics only for the counts of the most attracting prototypes,
   integers, exact in any order.
 
-Every ``syncthreads`` and every shuffle is reached by every thread of the block
-(loops around them have uniform bounds; inactive lanes and threads skip work, not
+* **Warp barriers within a lane's work**: a lane's threads lie in one warp and its
+  working memory is its own, so between the phases of its recursion its threads
+  wait for each other only (``syncwarp``, :func:`_lane_barrier`), not for the
+  block's other warps; block barriers remain around the batch's shared steps
+  (the prototypes as used, clipping, the batch's gradients, Adam).
+
+Every barrier and every shuffle is reached by every thread of the block (loops
+around them have uniform bounds; inactive lanes and threads skip work, not
 barriers or shuffles).
 """
 
@@ -191,6 +197,19 @@ else:
         return cuda.shfl_xor_sync(0xFFFFFFFF, value, offset)
 
 
+if SIMULATED:
+    @cuda.jit(device=True)
+    def _lane_barrier():
+        """A barrier of the lane's threads (the simulator has no warp barrier)."""
+        cuda.syncthreads()
+else:
+    @cuda.jit(device=True)
+    def _lane_barrier():
+        """A barrier of the lane's threads: its warp's (every thread of the warp
+        reaches it; its other lanes, if any, wait for nothing of this one's)."""
+        cuda.syncwarp(0xFFFFFFFF)
+
+
 @cuda.jit(device=True)
 def _group_sum(value, width, ws, lay, tid):
     """The sum of ``value`` over the ``width`` threads of a lane (a power of two),
@@ -318,7 +337,8 @@ def _forward(ws, lay, parts, lane, h, constants, cosine, active, sq_visible, n_s
              Q, tid):
     """T steps of the masked recursion for the lane (``_kernels._forward``): the logits
     and the state's update by the threads owning them, the softmax's largest logit
-    and sum by shuffles in the lane's group. Barriers: 2 a step (4 for cosine)."""
+    and sum by shuffles in the lane's group. Lane barriers: 2 a step (4 for
+    cosine)."""
     scale, alpha, floor, tiny, one = (constants[0], constants[1], constants[3],
                                       constants[4], constants[6])
     _, visible_dot, states, attraction, scales, norms, logits, _, _ = parts
@@ -364,7 +384,7 @@ def _forward(ws, lay, parts, lane, h, constants, cosine, active, sq_visible, n_s
             while mu < k:
                 ws[p + mu] = math.exp(_larger(ws[logits + mu] - largest, floor)) * inverse
                 mu += Q
-        cuda.syncthreads()
+        _lane_barrier()
         if active:  # z' = z + alpha (P_H^T p - z), or v = z + alpha P_H^T p (cosine)
             j = q
             while j < h:
@@ -373,7 +393,7 @@ def _forward(ws, lay, parts, lane, h, constants, cosine, active, sq_visible, n_s
                 ws[z + h + j] = value + alpha * pulled if cosine \
                     else value + alpha * (pulled - value)
                 j += Q
-        cuda.syncthreads()
+        _lane_barrier()
         if cosine:  # v / ||v||, v = (c x_V, z') (_kernels._project_to_sphere)
             norm = one
             if active:
@@ -383,13 +403,13 @@ def _forward(ws, lay, parts, lane, h, constants, cosine, active, sq_visible, n_s
                 if q == U0:
                     ws[norms + t] = norm
                     ws[scales + t + U1] = c
-            cuda.syncthreads()  # every thread has read v before it is rescaled
+            _lane_barrier()  # every thread has read v before it is rescaled
             if active:
                 j = q
                 while j < h:
                     ws[z + h + j] = ws[z + h + j] / norm
                     j += Q
-            cuda.syncthreads()
+            _lane_barrier()
         t += U1
 
 
@@ -407,8 +427,8 @@ def _incoming(ws, parts, h, j, t, dot, norm, cosine):
 def _backward(ws, lay, parts, lane, h, constants, cosine, active, sq_visible, n_steps, q,
               Q, tid):
     """Backpropagation through the T steps (``_kernels._backward``), into the lane's
-    results (``_lane_parts``); ``grad_z`` holds the gradient at z_T. Barriers: 2 a
-    step."""
+    results (``_lane_parts``); ``grad_z`` holds the gradient at z_T. Lane barriers:
+    2 a step."""
     scale, alpha, keep, zero = constants[0], constants[1], constants[2], constants[5]
     _, visible_dot, states, attraction, scales, norms, logits, grad_p, grad_z = parts
     grad_PH, grad_visible, grad_offset = lane[0], lane[1], lane[2]
@@ -473,7 +493,7 @@ def _backward(ws, lay, parts, lane, h, constants, cosine, active, sq_visible, n_
                     ws[grad_PH + j * k + mu] += grad_s * ws[z + j]
                     j += U1
                 mu += Q
-        cuda.syncthreads()
+        _lane_barrier()
         if active:  # logits = offset + scale (c A + P_H z)
             j = q
             while j < h:
@@ -483,7 +503,7 @@ def _backward(ws, lay, parts, lane, h, constants, cosine, active, sq_visible, n_
                 j += Q
             if cosine:
                 gamma = _dot(ws, logits, U1, visible_dot, U1, k, gamma)
-        cuda.syncthreads()
+        _lane_barrier()
 
 
 @cuda.jit(device=True)
@@ -491,7 +511,7 @@ def _lane(X, order, hidden, fill, start_from_fill, r, first, b, n_rows, ws, lay,
           base, doubles, dlay, counts, constants, beta, cosine, clip, n_steps, slot,
           q, Q, tid):
     """Loss and gradients of the b-th point of the batch (inactive past the batch's
-    end: it only meets the barriers); its results go to ``_lane_parts(b)``, its
+    end: it only meets the barriers and shuffles); its results go to ``_lane_parts(b)``, its
     gradient norm (for clipping) to the float64 scratch."""
     d, h = np.uint32(X.shape[1]), np.uint32(hidden.shape[2])
     k = lay[W_P_NORMS] - lay[W_OFFSET]
@@ -502,7 +522,7 @@ def _lane(X, order, hidden, fill, start_from_fill, r, first, b, n_rows, ws, lay,
     if active:
         _gather(X, order[position], hidden, r, position, fill, start_from_fill, ws, base,
                 parts, lane, zero, q, Q)
-    cuda.syncthreads()
+    _lane_barrier()
     target, visible_dot, states, attraction = parts[0], parts[1], parts[2], parts[3]
     sq_visible = zero  # ||x_V||^2, in every thread of the lane
     if active:
@@ -541,7 +561,7 @@ def _lane(X, order, hidden, fill, start_from_fill, r, first, b, n_rows, ws, lay,
                 mu += U1
             # the most attracting prototype's count: integers, in any order
             cuda.atomic.add(counts, (r, np.int64(best)), 1)
-    cuda.syncthreads()
+    _lane_barrier()
     _backward(ws, lay, parts, lane, h, constants, cosine, active, sq_visible, n_steps, q,
               Q, tid)
     if clip > 0.0:
@@ -573,7 +593,7 @@ def _lane_norm(ws, lay, parts, lane, h, doubles, dlay, constants, beta, cosine, 
                 j += U1
             doubles[partial + mu] = total
             mu += Q
-    cuda.syncthreads()
+    _lane_barrier()
     if active and q == U0:
         total = 0.0
         mu = U0
