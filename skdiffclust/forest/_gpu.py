@@ -317,9 +317,11 @@ class DeviceProblem:
         key = self._empty(rows, n, dtype=torch.float64)
         tree = (self._empty(rows, n - 1), self._empty(rows, n - 1),
                 self._empty(rows, n - 1, dtype=torch.float64))
-        self.launch(K.prim_kernel, rows, T, prim_shared, self.S, self.epsilon, single,
-                    self.n_samples, keys, self._zeros(1), idx, key, parent, *tree)
+        # Prim's scratch for the noise rows' keys, then the sort's keys
         pair_key = self._empty(rows, n, dtype=torch.int64)
+        self.launch(K.prim_kernel, rows, T, prim_shared, self.S, self.epsilon, single,
+                    self.n_samples, keys, self._zeros(1), idx, key, parent, *tree,
+                    _Unsigned(pair_key))
         order = self._empty(rows, _next_pow2(n))
         self.launch(K.sort_edges_kernel, rows, T, 0, *tree, pair_key, order)
         free = con = None
@@ -358,7 +360,8 @@ class DeviceProblem:
         n_fixed = self._empty(rows)
         self.launch(K.own_trees_kernel, rows, T, K.prim_shared_floats(T), self.S, self.epsilon,
                     single, self.n_samples, keys, c.group_ptr, c.group_members, c.n_groups,
-                    needs_own_tree, idx, key, parent, *fixed, n_fixed)
+                    needs_own_tree, idx, key, parent, *fixed, n_fixed,
+                    _Unsigned(pair_key))  # free again: scratch for the rows' keys
         uf_parent, uf_size = self._empty(rows, n + 1), self._empty(rows, n + 1)
         blocks, threads = self.launch.sample_blocks(rows)
         self.launch(K.rooted_forest_kernel, blocks, threads, 0, *tree, order, parent_edge,

@@ -20,10 +20,11 @@ code as it is). The simulator has no warp intrinsics: the one warp shuffle used
 (:func:`shfl_xor_candidate`) has a simulator twin that exchanges through memory.
 """
 
-import math
-
 import numpy as np
 from numba import config, cuda, float64
+
+from skdiffclust.forest._gpu_noise import (fill_row_keys, noise, perturbed,
+                                           perturbed_from_row, splitmix64)
 
 # the simulator's jit takes no max_registers; on a GPU, 64 registers per thread let
 # a block of 1024 threads launch (65536 registers per SM)
@@ -41,163 +42,8 @@ NO_POSITION = np.int32(2**31 - 1)
 WARP = 32
 FULL_WARP = np.int32(-1)  # the shuffles' member mask 0xFFFFFFFF, typed int32 as numba wants
 
-# splitmix64 and the Box-Muller transform, exactly as in _perturbed.py
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
-_MIX2 = np.uint64(0x94D049BB133111EB)
-_SHIFT16 = np.uint64(16)
-_SHIFT27 = np.uint64(27)
-_SHIFT30 = np.uint64(30)
-_SHIFT31 = np.uint64(31)
-_SHIFT40 = np.uint64(40)
-_U1 = np.uint64(1)
-_MASK24 = np.uint64(0xFFFFFF)
-_F0 = np.float32(0.0)
-_F1 = np.float32(1.0)
-_F2 = np.float32(2.0)
-_F3 = np.float32(3.0)
-_F4 = np.float32(4.0)
-_F8 = np.float32(8.0)
-_F16 = np.float32(16.0)
-_F24 = np.float32(24.0)
-_F256 = np.float32(256.0)
-_F65536 = np.float32(65536.0)
-_F_HALF = np.float32(0.5)
-_F_QUARTER = np.float32(0.25)
-_F_SIXTEENTH = np.float32(1.0 / 16)
-_F_INV256 = np.float32(1.0 / 256)
-_F_INV65536 = np.float32(1.0 / 65536)
-_F_MINUS2 = np.float32(-2.0)
-_F_ANGLE = np.float32(1.0 / (1 << 22))
-_LN2 = np.float32(np.log(2.0))
-_SQRT2 = np.float32(np.sqrt(2.0))
-_SQRT_HALF = np.float32(np.sqrt(0.5))
-_HALF_PI = np.float32(np.pi / 2)
-_C3 = np.float32(1 / 3)
-_C5 = np.float32(1 / 5)
-_C7 = np.float32(1 / 7)
-_C9 = np.float32(1 / 9)
-_S3 = np.float32(-1 / 6)
-_S5 = np.float32(1 / 120)
-_S7 = np.float32(-1 / 5040)
-_S9 = np.float32(1 / 362880)
-_K2 = np.float32(-0.5)
-_K4 = np.float32(1 / 24)
-_K6 = np.float32(-1 / 720)
-_K8 = np.float32(1 / 40320)
-_K10 = np.float32(-1 / 3628800)
 
-
-# ------------------------------------------------------------------------ noise
-@cuda.jit(device=True)
-def splitmix64(x):
-    z = x + _GOLDEN
-    z = (z ^ (z >> _SHIFT30)) * _MIX1
-    z = (z ^ (z >> _SHIFT27)) * _MIX2
-    return z ^ (z >> _SHIFT31)
-
-
-@cuda.jit(device=True)
-def _log_u1(radius_bits):
-    """ln(radius_bits / 2^24) by the float32 atanh series of ``_box_muller``."""
-    x = np.float32(radius_bits)
-    e = _F0
-    if x >= _F65536:
-        x = x * _F_INV65536
-        e = e + _F16
-    if x >= _F256:
-        x = x * _F_INV256
-        e = e + _F8
-    if x >= _F16:
-        x = x * _F_SIXTEENTH
-        e = e + _F4
-    if x >= _F4:
-        x = x * _F_QUARTER
-        e = e + _F2
-    if x >= _F2:
-        x = x * _F_HALF
-        e = e + _F1
-    if x > _SQRT2:
-        x = x * _F_HALF
-        e = e + _F1
-    t = (x - _F1) / (x + _F1)
-    t2 = t * t
-    series = _F1 + t2 * (_C3 + t2 * (_C5 + t2 * (_C7 + t2 * _C9)))
-    return _F2 * t * series + (e - _F24) * _LN2
-
-
-@cuda.jit(device=True)
-def normal_from_bits(bits, want_sine):
-    """One of the two normals of a 64-bit draw: the cosine or the sine branch."""
-    radius_bits = np.int32((bits >> _SHIFT40) + _U1)
-    angle_bits = np.int32((bits >> _SHIFT16) & _MASK24)
-    radius = np.float32(math.sqrt(_F_MINUS2 * _log_u1(radius_bits)))
-    q = np.float32(angle_bits) * _F_ANGLE
-    quadrant = _F0
-    if q >= _F1:
-        quadrant = _F1
-    if q >= _F2:
-        quadrant = _F2
-    if q >= _F3:
-        quadrant = _F3
-    phi = (q - quadrant - _F_HALF) * _HALF_PI
-    phi2 = phi * phi
-    sin_phi = phi * (_F1 + phi2 * (_S3 + phi2 * (_S5 + phi2 * (_S7 + phi2 * _S9))))
-    cos_phi = _F1 + phi2 * (_K2 + phi2 * (_K4 + phi2 * (_K6 + phi2 * (_K8 + phi2 * _K10))))
-    a = (cos_phi - sin_phi) * _SQRT_HALF  # cos(pi/4 + phi)
-    b = (cos_phi + sin_phi) * _SQRT_HALF  # sin(pi/4 + phi)
-    if quadrant == _F0:
-        cos_angle, sin_angle = a, b
-    elif quadrant == _F1:
-        cos_angle, sin_angle = -b, a
-    elif quadrant == _F2:
-        cos_angle, sin_angle = -a, -b
-    else:
-        cos_angle, sin_angle = b, -a
-    if want_sine:
-        return radius * sin_angle
-    return radius * cos_angle
-
-
-@cuda.jit(device=True)
-def noise(sample_key, i, j, n):
-    """Entry (i, j), i < j, of the CPU's noise Z_s (``noise_row`` of row i).
-
-    Row i holds n - i - 1 entries from (n - i) // 2 draws: the cosines first, then the
-    sines. One call of :func:`normal_from_bits` for both halves (not one per branch):
-    the lanes of a warp fall on both sides, and would run the Box-Muller once per side.
-    """
-    length = n - i - 1
-    n_pairs = (length + 1) // 2
-    t = j - i - 1
-    sine = t >= n_pairs
-    draw = t - n_pairs if sine else t
-    row_key = splitmix64(sample_key + np.uint64(i))
-    return normal_from_bits(splitmix64(row_key + np.uint64(draw)), sine)
-
-
-@cuda.jit(device=True)
-def perturbed(S, epsilon, single, sample_key, a, b):
-    """(S + epsilon Z_s)[a, b] as the CPU's ``perturb`` stores it, as a float64.
-
-    ``single``: S is float32, so the sum is rounded to float32 as the CPU stores it.
-    ``epsilon == 0`` gives S itself (the unperturbed forest of the control variate).
-    Both triangles go through one call of :func:`noise` (selects, no branch), for the
-    same reason as in :func:`noise`: Prim's lanes see both.
-    """
-    # unsigned indices: numba wraps signed ones around at every access
-    value = np.float64(S[np.uint32(a), np.uint32(b)])
-    if epsilon == 0.0:
-        return value
-    lower = a < b
-    i = a if lower else b
-    j = b if lower else a
-    value = value + epsilon * np.float64(noise(sample_key, i, j, S.shape[0]))
-    if single:
-        value = np.float64(np.float32(value))
-    return value
-
-
+# ------------------------------------------------------------------- the noise
 @cuda.jit(**_KERNEL)
 def sample_keys_kernel(seed, keys):
     """keys[s] = splitmix64(seed ^ splitmix64(s)), the CPU's per-sample key."""
@@ -365,9 +211,11 @@ def prim_shared_floats(n_threads):
 
 
 @cuda.jit(device=True)
-def block_prim(S, epsilon, single, sample_key, verts, vstart, size, use_verts,
+def block_prim(S, epsilon, single, row_keys, verts, vstart, size, use_verts,
                idx, key, parent, out_src, out_dst, out_dist, out_start, shm, tid, n_threads):
     """Maximum spanning tree of ``size`` vertices of S + eps Z_s: the CPU's Prim, by a block.
+
+    ``row_keys`` holds the keys of Z_s's rows (:func:`fill_row_keys`, behind a barrier).
 
     The vertices are ``verts[vstart:vstart + size]`` (``use_verts``) or 0..size-1. As
     in the CPU kernel, those not yet in the tree are packed in ``idx`` (removal swaps
@@ -417,7 +265,8 @@ def block_prim(S, epsilon, single, sample_key, verts, vstart, size, use_verts,
         while r < m:
             local = idx[r]
             g = verts[np.uint32(vstart + local)] if use_verts else local
-            d = -perturbed(S, epsilon, single, sample_key, gcur, g)
+            d = -perturbed_from_row(S, epsilon, single,
+                                    row_keys[np.uint32(gcur if gcur < g else g)], gcur, g)
             k = key[r]
             if d < k:
                 k = d
@@ -499,13 +348,16 @@ def reset_union_find(parent, size, n):
 # ones for the control variate.
 @cuda.jit(**_BLOCK_KERNEL)
 def prim_kernel(S, epsilon, single, n_noisy, keys, dummy_verts, idx, key, parent,
-                tree_src, tree_dst, tree_dist):
-    """The maximum spanning tree of S + eps Z_s, in Prim's order from vertex 0."""
+                tree_src, tree_dst, tree_dist, row_keys):
+    """The maximum spanning tree of S + eps Z_s, in Prim's order from vertex 0.
+    ``row_keys`` (uint64, samples x n) is scratch for the rows' keys."""
     s = cuda.blockIdx.x
     shm = cuda.shared.array(0, dtype=float64)
     eps = epsilon if s < n_noisy else 0.0
-    block_prim(S, eps, single, keys[s], dummy_verts, 0, S.shape[0], False, idx[s], key[s],
-               parent[s], tree_src[s], tree_dst[s], tree_dist[s], 0, shm,
+    fill_row_keys(row_keys[s], keys[s], S.shape[0], cuda.threadIdx.x, cuda.blockDim.x)
+    cuda.syncthreads()
+    block_prim(S, eps, single, row_keys[s], dummy_verts, 0, S.shape[0], False, idx[s],
+               key[s], parent[s], tree_src[s], tree_dst[s], tree_dist[s], 0, shm,
                cuda.threadIdx.x, cuda.blockDim.x)
 
 
@@ -681,18 +533,21 @@ def connectors_kernel(tree_src, tree_dst, group, group_ptr, n_groups, n_clusters
 @cuda.jit(**_BLOCK_KERNEL)
 def own_trees_kernel(S, epsilon, single, n_noisy, keys, group_ptr, group_members, n_groups,
                      needs_own_tree, idx, key, parent, fixed_src, fixed_dst, fixed_dist,
-                     n_fixed):
-    """``group_trees``: Prim inside each group that needs its own spanning tree."""
+                     n_fixed, row_keys):
+    """``group_trees``: Prim inside each group that needs its own spanning tree.
+    ``row_keys`` (uint64, samples x n) is scratch for the rows' keys."""
     s = cuda.blockIdx.x
     shm = cuda.shared.array(0, dtype=float64)
     eps = epsilon if s < n_noisy else 0.0
+    fill_row_keys(row_keys[s], keys[s], S.shape[0], cuda.threadIdx.x, cuda.blockDim.x)
+    cuda.syncthreads()
     count = 0
     for g in range(n_groups[0]):
         start = group_ptr[g]
         size = group_ptr[g + 1] - start
         if needs_own_tree[s, g] == 0 or size < 2:
             continue
-        block_prim(S, eps, single, keys[s], group_members, start, size, True, idx[s],
+        block_prim(S, eps, single, row_keys[s], group_members, start, size, True, idx[s],
                    key[s], parent[s], fixed_src[s], fixed_dst[s], fixed_dist[s], count, shm,
                    cuda.threadIdx.x, cuda.blockDim.x)
         count += size - 1
