@@ -294,12 +294,8 @@ def _prepare_prototypes(P, W, r, beta, cosine, clip, ws, lay, doubles, dlay, tid
     if clip > 0.0:
         mu = tid
         while mu < k:
-            sq_rho = 0.0
-            c = lay[W_P_USED] + mu * d
-            while c < lay[W_P_USED] + mu * d + d:
-                sq_rho += ws[c] * ws[c]
-                c += U1
-            doubles[dlay[D_SQ_RHO] + mu] = sq_rho
+            row = lay[W_P_USED] + mu * d
+            doubles[dlay[D_SQ_RHO] + mu] = _dot(ws, row, U1, row, U1, d, 0.0)
             mu += n_threads
     cuda.syncthreads()
 
