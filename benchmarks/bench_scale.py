@@ -11,7 +11,7 @@ in this order (all by default):
   is not run; its time is extrapolated quadratically from the largest size where
   it ran. (``bench_neighbors.py`` sets the search beside pynndescent and FAISS.)
 * ``prcut``: ``PRCut(n_clusters=10)`` end to end on the CPU, with the time of
-  each phase (kNN search, symmetrisation, connected components, spectral start,
+  each phase (kNN search, symmetrisation, connected components, eigengap, spectral start,
   fit to the partition, training, objectives of the candidates, final labels,
   the rest), the peak resident memory above the level before, and the ARI;
   ``neighbors_algorithm='exact'`` too up to ``--exact-max-n``.
@@ -243,6 +243,7 @@ PHASES = [
     ("kNN search", "skdiffclust.prcut._graph", "kneighbors"),
     ("symmetrisation", "skdiffclust.prcut._graph", "affinity_from_neighbors"),
     ("components", "skdiffclust.prcut._start", "connected_component_labels"),
+    ("eigengap", "skdiffclust.prcut._fit", "narrow_eigengap"),
     ("spectral start", "skdiffclust.prcut._fit", "spectral_partition"),
     ("fit to partition", "skdiffclust.prcut._fit", "fit_to_partition"),
     ("training", "skdiffclust.prcut._fit", "train_prcut"),

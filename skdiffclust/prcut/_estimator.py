@@ -167,7 +167,8 @@ class PRCut(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Bas
 
     n_jobs : int, default=None
         CPU threads of the neighbour search, the start's shared-neighbour counts
-        and the training (``None``: 1 for the training, all cores for the rest).
+        and sparse products, and the training (``None``: 1 for the training, all
+        cores for the rest).
         Only the training's floating-point sums depend on it: the labels of
         ``n_jobs=None`` (or 1) may differ slightly from those of more threads.
 

@@ -728,26 +728,28 @@ def _threads(device, n_threads):
     return torch_threads(n_threads)
 
 
-def narrow_eigengap(graph, n_clusters, *, device, seed, n_threads=1):
+def narrow_eigengap(graph, n_clusters, *, device, seed, n_threads=1, product_threads=None):
     """Whether the graph's Laplacian has a clear gap after ``n_clusters``
     (:func:`~skdiffclust.prcut._spectral.clear_eigengap`), and the top
     ``n_clusters`` eigenvectors it was read from (``initial_partition``'s
-    ``eigenvectors``, with the same seed), on ``device``."""
+    ``eigenvectors``, with the same seed), on ``device``; the graph's products on
+    ``product_threads`` CPU threads (their results do not depend on them)."""
     device = torch.device(device)
     dtype = torch.float32 if device.type == "cuda" else torch.float64
     with _threads(device, n_threads):
-        operator = NormalisedAdjacency(graph, device, dtype)
+        operator = NormalisedAdjacency(graph, device, dtype, product_threads)
         vectors, values = top_eigenvectors(operator, n_clusters, seed, with_values=True)
         return clear_eigengap(values, n_clusters), vectors
 
 
 def initial_partition(graph, n_clusters, components=None, *, device, seed, n_threads=1,
-                      n_eigenvectors=None, gamma=0.0, eigenvectors=None):
+                      n_eigenvectors=None, gamma=0.0, eigenvectors=None,
+                      product_threads=None):
     """Spectral clustering's partition of the graph (``_spectral``), on ``device``.
 
     In float64 on the CPU, float32 on CUDA; with ``n_threads`` torch threads on
     the CPU, and as many OpenMP threads for the k-means of a wide embedding
-    (``n_eigenvectors``).
+    (``n_eigenvectors``), the graph's products on ``product_threads``.
     """
     from threadpoolctl import threadpool_limits
 
@@ -756,7 +758,7 @@ def initial_partition(graph, n_clusters, components=None, *, device, seed, n_thr
     with _threads(device, n_threads), threadpool_limits(n_threads, user_api="openmp"):
         return spectral_partition(graph, n_clusters, components, device=device, dtype=dtype,
                                   seed=seed, n_eigenvectors=n_eigenvectors, gamma=gamma,
-                                  eigenvectors=eigenvectors)
+                                  eigenvectors=eigenvectors, product_threads=product_threads)
 
 
 def spectral_start(graph, n_clusters, components=None, *, init, n_eigenvectors, device, seed,
@@ -764,7 +766,9 @@ def spectral_start(graph, n_clusters, components=None, *, init, n_eigenvectors, 
     """The graph a spectral start reads and its partition: ``init`` ('spectral',
     'spectral_snn' or 'auto') picks the graph (:func:`~._graph.start_graph`; the
     eigengap it may ask for is solved once, its eigenvectors kept for the start),
-    ``n_eigenvectors`` the width (:func:`~._graph.start_width`).
+    ``n_eigenvectors`` the width (:func:`~._graph.start_width`). The graph's
+    integer counts and its products with the eigenvectors run on
+    ``graph_threads`` (neither depends on the count), the rest on ``n_threads``.
 
     Returns
     -------
@@ -776,7 +780,7 @@ def spectral_start(graph, n_clusters, components=None, *, init, n_eigenvectors, 
 
     def clear_eigengap():  # the graph's narrow eigenvectors, kept for its start
         clear, vectors = narrow_eigengap(graph, n_clusters, device=device, seed=seed,
-                                         n_threads=n_threads)
+                                         n_threads=n_threads, product_threads=graph_threads)
         solved.append(vectors)
         return clear
 
@@ -784,5 +788,6 @@ def spectral_start(graph, n_clusters, components=None, *, init, n_eigenvectors, 
     labels = initial_partition(
         reweighted, n_clusters, components, device=device, seed=seed, n_threads=n_threads,
         n_eigenvectors=start_width(n_eigenvectors, reweighted is not graph), gamma=gamma,
-        eigenvectors=solved[0] if solved and reweighted is graph else None)
+        eigenvectors=solved[0] if solved and reweighted is graph else None,
+        product_threads=graph_threads)
     return reweighted, labels

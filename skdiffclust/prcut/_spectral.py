@@ -27,12 +27,14 @@ O(nnz(W) * block) per product and O(n * block) memory, never n x n:
   rotation and the signs of the eigenvector basis.
 """
 
+import contextlib
 import warnings
 
 import numpy as np
 import scipy.sparse as sp
 import torch
 
+from skdiffclust._training._torch import torch_threads
 from skdiffclust.prcut._device import shared_tensor
 from skdiffclust.prcut._graph import connected_component_labels, group_components
 from skdiffclust.prcut._selection import clearly_better, partition_rank
@@ -90,9 +92,14 @@ class NormalisedAdjacency:
     ``dtype``, and the residuals it stops at (1e-4) are far above float32's
     rounding. A dense W is read as it is (it may be a user's matrix of n x n
     entries), and scaled at each product.
+
+    ``product_threads``: the CPU threads of a CSR W's products (the rest of the
+    iteration keeps the caller's). Each row of a product is summed by one thread,
+    so the products, and the eigenvectors, do not depend on the count (tested);
+    at 1,000,000 samples a product took 0.56 s on one thread, 0.26 s on two.
     """
 
-    def __init__(self, W, device, dtype):
+    def __init__(self, W, device, dtype, product_threads=None):
         self.device, self.dtype = device, dtype
         self.dense = not sp.issparse(W)
         if self.dense:
@@ -111,10 +118,15 @@ class NormalisedAdjacency:
         self.inverse_sqrt = torch.as_tensor(inverse_sqrt, dtype=dtype, device=device)[:, None]
         self.isolated = torch.as_tensor(isolated, dtype=dtype, device=device)[:, None]
         self.n = W.shape[0]
+        self.product_threads = (product_threads if not self.dense and device.type == "cpu"
+                                else None)
 
     def __call__(self, x):
         if not self.dense:
-            return (self.matrix @ x.to(self.matrix.dtype)).to(self.dtype)
+            with (contextlib.nullcontext() if self.product_threads is None
+                  else torch_threads(self.product_threads)):
+                product = self.matrix @ x.to(self.matrix.dtype)
+            return product.to(self.dtype)
         scaled = self.inverse_sqrt * x
         product = (self.matrix @ scaled.to(self.matrix.dtype)).to(self.dtype)
         product = product - self.diagonal[:, None] * scaled
@@ -127,7 +139,8 @@ class NormalisedAdjacency:
 
 def _normalised_csr(W, inverse_sqrt, isolated, device):
     """``D^-1/2 (W - diag W) D^-1/2 + diag(isolated)`` as a float32 torch CSR tensor
-    (scaled in float64)."""
+    (scaled in float64); its indices in int32 on the CPU where they fit (a product
+    then reads fewer bytes: 0.45 s instead of 0.56 s at 1,000,000 samples)."""
     rows = np.repeat(np.arange(W.shape[0]), np.diff(W.indptr))
     data = W.data * inverse_sqrt[rows] * inverse_sqrt[W.indices]
     data[rows == W.indices] = 0.0
@@ -137,16 +150,19 @@ def _normalised_csr(W, inverse_sqrt, isolated, device):
     with warnings.catch_warnings():
         # torch says that its sparse CSR support is in beta
         warnings.simplefilter("ignore", UserWarning)
+        index = (np.int32 if torch.device(device).type == "cpu"
+                 and max(M.nnz, M.shape[0]) < np.iinfo(np.int32).max else np.int64)
         return torch.sparse_csr_tensor(
-            torch.as_tensor(M.indptr.astype(np.int64)),
-            torch.as_tensor(M.indices.astype(np.int64)),
+            torch.as_tensor(M.indptr.astype(index, copy=False)),
+            torch.as_tensor(M.indices.astype(index, copy=False)),
             torch.as_tensor(M.data), size=M.shape, dtype=torch.float32,
             check_invariants=False,
         ).to(device)
 
 
 def spectral_partition(W, n_clusters, components=None, *, device, dtype, seed,
-                       n_eigenvectors=None, gamma=0.0, eigenvectors=None):
+                       n_eigenvectors=None, gamma=0.0, eigenvectors=None,
+                       product_threads=None):
     """Spectral clustering's partition of the graph W into ``n_clusters`` groups.
 
     Parameters
@@ -176,6 +192,8 @@ def spectral_partition(W, n_clusters, components=None, *, device, dtype, seed,
     eigenvectors : torch.Tensor, default=None
         W's top eigenvectors, already computed with this ``seed``: used when
         the width is theirs.
+    product_threads : int, default=None
+        CPU threads of W's products (:class:`NormalisedAdjacency`).
 
     Returns
     -------
@@ -186,7 +204,7 @@ def spectral_partition(W, n_clusters, components=None, *, device, dtype, seed,
     n_components = int(components.max()) + 1
     if n_components >= n_clusters:
         return group_components(components, n_clusters)
-    operator = NormalisedAdjacency(W, device, dtype)
+    operator = NormalisedAdjacency(W, device, dtype, product_threads)
     if n_eigenvectors == "auto":
         vectors, values = top_eigenvectors(operator, n_clusters, seed, with_values=True)
         if clear_eigengap(values, n_clusters):

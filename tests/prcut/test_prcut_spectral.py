@@ -219,6 +219,19 @@ def test_the_wide_start_is_reproducible_and_independent_of_the_thread_count():
     assert np.array_equal(one, two) and np.unique(one).size == 6
 
 
+def test_the_graphs_products_do_not_depend_on_their_thread_count():
+    # large enough that torch splits the rows between threads
+    rng = np.random.default_rng(0)
+    W = sp.random(60_000, 60_000, density=1e-4, random_state=rng, format="csr")
+    W = sp.csr_matrix(W + W.T)
+    block = torch.randn(60_000, 12, dtype=torch.float64,
+                        generator=torch.Generator().manual_seed(0))
+    products = [NormalisedAdjacency(W, CPU, torch.float64, product_threads=threads)(block)
+                for threads in (1, 2, 3)]
+    assert all(torch.equal(products[0], other) for other in products[1:])
+    assert NormalisedAdjacency(W, CPU, torch.float64).matrix.col_indices().dtype == torch.int32
+
+
 def test_n_eigenvectors_equal_to_n_clusters_is_the_qr_start():
     W, _ = _graph(600, 4, seed=1)
     default = spectral_partition(W, 4, device=CPU, dtype=torch.float64, seed=0)
