@@ -166,9 +166,8 @@ class PRCut(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Bas
         Where the network is trained (and, on CUDA, the kNN graph built).
 
     n_jobs : int, default=None
-        CPU threads of the neighbour search, the start's shared-neighbour counts
-        and sparse products, and the training (``None``: 1 for the training, all
-        cores for the rest).
+        CPU threads of the neighbour search, the start's graph products and counts,
+        and the training (``None``: 1 for the training, all cores for the rest).
         Only the training's floating-point sums depend on it: the labels of
         ``n_jobs=None`` (or 1) may differ slightly from those of more threads.
 
