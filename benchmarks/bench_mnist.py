@@ -194,8 +194,8 @@ class PhaseTimer:
 
 
 @case("prcut", "PRCut(10, n_neighbors=150, gamma=100, init='spectral_snn', "
-               "n_eigenvectors=20, learning_rate=0.01, max_iter=50) on the 60,000 training images' raw "
-               "pixels (the paper's Table 2)")
+               "n_eigenvectors=20, learning_rate=0.01, max_iter=50) on the 60,000 "
+               "training images' raw pixels (the paper's Table 2)")
 def prcut_pixels(data):
     from skdiffclust.prcut import PRCut
 
@@ -295,7 +295,7 @@ def prcut_cnn_pca_graph(data):
 
 
 @case("prcut-mlp-pca", "PRCut(10, n_neighbors=10, max_iter=15), built-in MLP on "
-                             "the pixels, the same PCA-50 graph as prcut-cnn")
+                       "the pixels, the same PCA-50 graph as prcut-cnn")
 def prcut_mlp_pca_graph(data):
     from skdiffclust.prcut import PRCut
 

@@ -542,7 +542,7 @@ def file_chunks(path, n_rows, access):
     try:
         yield (lambda start, stop: X[start:stop]), done
     finally:
-        del X
+        X = None  # the array's buffer must go before the map closes
         mapped.close()
 
 

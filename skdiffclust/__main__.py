@@ -119,6 +119,7 @@ KMEANS = Method(
     one_thread=True,
 )
 
+
 @dataclass
 class Section:
     """A dataset of the tour, the methods run on it, what it shows, and the claim

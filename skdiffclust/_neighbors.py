@@ -246,7 +246,7 @@ def approximate_kneighbors(X, n_neighbors, *, n_threads=1, seed=0, n_probe=None)
 
     X, points = _centred_float32(X)
     indices = ivf_kneighbors(points, n_neighbors, seed=seed, n_threads=n_threads,
-                                  n_probe=n_probe)
+                             n_probe=n_probe)
     incomplete = np.flatnonzero((indices < 0).any(1))
     if incomplete.size:
         search = NearestNeighbors(n_neighbors=n_neighbors + 1).fit(X)

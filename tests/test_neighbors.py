@@ -11,6 +11,7 @@ from sklearn.neighbors import NearestNeighbors
 from skdiffclust import _neighbors
 from skdiffclust._neighbors import kneighbors, recall
 
+
 def _int64_indices(X):
     X = sp.csr_matrix(X)
     X.indices = X.indices.astype(np.int64)

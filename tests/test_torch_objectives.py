@@ -179,15 +179,15 @@ def _eq8(P, Q, W, p_bar, gamma):
     W = W / W.sum()
     n, k = P.shape[0] + Q.shape[0], P.shape[1]
     grad_P, grad_Q = torch.zeros_like(P), torch.zeros_like(Q)
-    for l in range(k):
-        cut = sum(W[i, j] * (P[i, l] + Q[j, l] - 2 * P[i, l] * Q[j, l])
+    for c in range(k):
+        cut = sum(W[i, j] * (P[i, c] + Q[j, c] - 2 * P[i, c] * Q[j, c])
                   for i in range(P.shape[0]) for j in range(Q.shape[0]))
         for i in range(P.shape[0]):
-            pull = sum(W[i, j] * (1 - 2 * Q[j, l]) for j in range(Q.shape[0]))
-            grad_P[i, l] = pull / p_bar[l] - cut / (n * p_bar[l] ** 2)
+            pull = sum(W[i, j] * (1 - 2 * Q[j, c]) for j in range(Q.shape[0]))
+            grad_P[i, c] = pull / p_bar[c] - cut / (n * p_bar[c] ** 2)
         for j in range(Q.shape[0]):
-            pull = sum(W[i, j] * (1 - 2 * P[i, l]) for i in range(P.shape[0]))
-            grad_Q[j, l] = pull / p_bar[l] - cut / (n * p_bar[l] ** 2)
+            pull = sum(W[i, j] * (1 - 2 * P[i, c]) for i in range(P.shape[0]))
+            grad_Q[j, c] = pull / p_bar[c] - cut / (n * p_bar[c] ** 2)
     mean = torch.cat([P, Q]).mean(0)
     kl_grad = gamma * (torch.log(mean * k) + 1) / n  # d/dp_il of sum_l m_l log(k m_l)
     return grad_P + kl_grad, grad_Q + kl_grad

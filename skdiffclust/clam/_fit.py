@@ -108,10 +108,10 @@ def train_restarts(X, fill, init_prototypes, dynamics, settings):
 
         return train_on_device(X, fill, init_prototypes, dynamics, settings)
     trainer = trainer_class.start(X, fill, init_prototypes, dynamics,
-                               learning_rate=settings.learning_rate, seed=settings.seed,
-                               weighted=settings.weighted, mask_prob=settings.mask_prob,
-                               batch_size=settings.batch_size, n_threads=settings.n_threads,
-                               clip=settings.gradient_clip)
+                                  learning_rate=settings.learning_rate, seed=settings.seed,
+                                  weighted=settings.weighted, mask_prob=settings.mask_prob,
+                                  batch_size=settings.batch_size, n_threads=settings.n_threads,
+                                  clip=settings.gradient_clip)
     schedule = ReduceOnPlateau(LearningRates(trainer.optimizer),
                                **plateau_schedule(settings.learning_rate,
                                                   settings.plateau_patience))

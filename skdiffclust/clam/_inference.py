@@ -243,9 +243,9 @@ def _kernel_slice(P, W, beta, cosine, n_steps, alpha, chunk, per_point):
                                    P.dtype)
         totals = np.zeros(n_restarts)
         _infer(rows, np.arange(rows.shape[0]), 0, rows.shape[0], chunk, hidden,
-                       per_point, P, W, fill, start_from_fill, beta,
-                       kernels._spherical(cosine), n_steps, constants, ws,
-                       kernels.new_prepared(P), totals, final)
+               per_point, P, W, fill, start_from_fill, beta,
+               kernels._spherical(cosine), n_steps, constants, ws,
+               kernels.new_prepared(P), totals, final)
         return totals
 
     return run

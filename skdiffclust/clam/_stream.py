@@ -100,8 +100,7 @@ class ClamStream(StreamState):
             prototypes = unit_rows(prototypes)
         weights = normalised_weights(self.averages[1][0].astype(np.float64))
         log_weights = np.log(weights) if weighted else None
-        labels, _ = converge(rows, prototypes, log_weights, self.dynamics,
-                                      n_threads)
+        labels, _ = converge(rows, prototypes, log_weights, self.dynamics, n_threads)
         loss = evaluate_loss(
             rows, self.fill, prototypes[None], None if log_weights is None
             else log_weights[None], self.dynamics, mask_prob, self.score_seed, n_threads)

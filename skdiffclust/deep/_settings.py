@@ -5,7 +5,6 @@ import os
 from dataclasses import dataclass
 
 
-
 @dataclass(frozen=True)
 class Augmentation:
     """The ranges of the weak random view of an image (``_augment``); the strong

@@ -33,6 +33,8 @@ from skdiffclust._utils._torch import (
     tensor_from_numpy,
 )
 from skdiffclust.forest._constraints import Constraints
+from skdiffclust.forest._scores import batch_error
+from skdiffclust.forest._seeds import seed_from_generator
 from skdiffclust.forest._solver import thread_limit
 from skdiffclust.forest._torch import (
     PartialFenchelYoungFunction,
@@ -58,8 +60,7 @@ def training_device(device, embedding, batch_size):
             and batch_size < CUDA_MIN_BATCH_SIZE):
         return torch.device("cpu")
     return resolved
-from skdiffclust.forest._scores import batch_error
-from skdiffclust.forest._seeds import seed_from_generator
+
 
 UNLABELLED = -1
 

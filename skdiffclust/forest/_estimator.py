@@ -410,7 +410,7 @@ class SpanningForestClustering(ClusterMixin, _SetOutputMixin, BaseEstimator):
         validation_data = None
         if self.early_stopping and np.count_nonzero(labels != UNLABELLED) >= 2:
             X, labels, validation_data = hold_out(X, labels, self.validation_fraction,
-                                                   split_seed)
+                                                  split_seed)
         if np.count_nonzero(labels != UNLABELLED) < 2:
             warnings.warn(
                 "Fewer than two labelled samples in y: nothing to learn from, the "

@@ -42,6 +42,7 @@ from skdiffclust.forest._perturbed import (
 from skdiffclust.forest._seeds import seed_from_generator
 from skdiffclust.forest._solver import forest_from_similarity
 
+
 def similarity_to_numpy(S):
     """Validate S and return its symmetric part as a CPU array (float32 or float64)."""
     if not isinstance(S, torch.Tensor):

@@ -53,6 +53,7 @@ from skdiffclust.gemini._fit import (
 from skdiffclust.gemini._path import exit_lambdas, path_from_records
 from skdiffclust.gemini._settings import GeminiSettings
 
+
 class SparseGEMINI(ClusterMixin, SelectorMixin, BaseEstimator):
     """Sparse GEMINI: clustering by generalised mutual information, selecting features.
 
@@ -593,4 +594,3 @@ default='mmd_ovo'
         tags.input_tags.sparse = True
         tags.transformer_tags.preserves_dtype = ["float64", "float32"]
         return tags
-

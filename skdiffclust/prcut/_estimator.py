@@ -596,4 +596,3 @@ class PRCut(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Bas
         tags.input_tags.positive_only = precomputed
         tags.transformer_tags.preserves_dtype = ["float64", "float32"]
         return tags
-

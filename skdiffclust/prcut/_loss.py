@@ -401,7 +401,7 @@ class PRCutLoss(nn.Module):
         (in place, so that a captured CUDA graph keeps updating the same buffer)."""
         if self.training:
             self.p_bar.mul_(1.0 - self.momentum).add_(batch_mean.detach(),
-                                                       alpha=self.momentum)
+                                                      alpha=self.momentum)
         return self.p_bar.clamp_min(self.floor)
 
     def _block(self, affinity, proba_left, proba_right, hardness):

@@ -1,9 +1,10 @@
 """PRCut on the user's network (``PRCut(module=...)``): its copy and its checks.
 
 The module maps a float tensor of samples of X, shape (batch, *X.shape[1:]) (rows
-of features, or images), in the dtype of its parameters, to ``n_clusters`` logits. PRCut trains a deep copy of
-it, so the user's module is never changed. Uninitialised (lazy) parameters, such
-as those of ``nn.LazyLinear``, are materialised by a forward pass on a few rows
+of features, or images), in the dtype of its parameters, to ``n_clusters`` logits.
+PRCut trains a deep copy of it, so the user's module is never changed.
+Uninitialised (lazy) parameters, such as those of ``nn.LazyLinear``, are
+materialised by a forward pass on a few rows
 of X, on the CPU, under torch's global generator seeded from ``random_state``
 and restored afterwards (``seeded_global_rng``): the same ``random_state`` gives
 the same weights, and the caller's random streams are left as they were. The same
@@ -62,8 +63,8 @@ def copy_module(module, X, n_clusters):
         ) from error
     finally:
         network.train(training)
-    if not isinstance(logits, torch.Tensor) or tuple(logits.shape) != (len(probe),
-                                                                         n_clusters):
+    if (not isinstance(logits, torch.Tensor)
+            or tuple(logits.shape) != (len(probe), n_clusters)):
         found = (f"shape {tuple(logits.shape)}" if isinstance(logits, torch.Tensor)
                  else f"a {type(logits).__name__}")
         raise ValueError(

@@ -21,7 +21,7 @@ from sklearn.metrics import adjusted_rand_score
 from sklearn.preprocessing import StandardScaler
 
 from skdiffclust import ClAM
-from skdiffclust.clam import _fit, _kernels, _selection, _settings
+from skdiffclust.clam import _kernels, _selection, _settings
 from skdiffclust.clam._data import ScaledData
 from tests._data import load_benchmark
 

@@ -285,7 +285,7 @@ def test_the_layer_on_cuda_computes_what_it_computes_on_the_cpu(metric):
         out = moved(inputs, mask=mask)
         out.square().sum().backward()
         results.append([t.detach().cpu() for t in (out, inputs.grad, moved.prototypes.grad,
-                                                    moved.predict(inputs))])
+                                                   moved.predict(inputs))])
     for got, expected in zip(results[1], results[0]):
         torch.testing.assert_close(got, expected, rtol=1e-9, atol=1e-12)
 
