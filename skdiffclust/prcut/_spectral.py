@@ -118,7 +118,8 @@ class NormalisedAdjacency:
         self.inverse_sqrt = torch.as_tensor(inverse_sqrt, dtype=dtype, device=device)[:, None]
         self.isolated = torch.as_tensor(isolated, dtype=dtype, device=device)[:, None]
         self.n = W.shape[0]
-        self.product_threads = (product_threads if not self.dense and device.type == "cpu"
+        self.product_threads = (product_threads if not self.dense
+                                and torch.device(device).type == "cpu"
                                 else None)
 
     def __call__(self, x):
