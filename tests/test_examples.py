@@ -17,7 +17,9 @@ OPTIONAL = {"dask_ml": 'needs dask-ml (pip install "skdiffclust[dask]")'}
 # takes about 25 s of CPU on MNIST; test_mnist_example_without_mnist runs it on its
 # stand-in, the digits, in a few seconds. plot_prcut_mnist.py takes about 15 s with
 # ../shared/data/mnist beside the repository (a few seconds on the digits without it).
-SLOW = {"plot_sparse_gemini_mnist.py"}
+# plot_deep_clustering_images.py takes about 45 s with MNIST beside the repository
+# (30 s on the digits); DeepImageClustering has its own tests (tests/deep).
+SLOW = {"plot_sparse_gemini_mnist.py", "plot_deep_clustering_images.py"}
 
 # warnings an example expects: a quick grid (max_iter=30) has points that stop
 # first; a warm-up fit of five epochs before the timings; scikit-learn's spectral
