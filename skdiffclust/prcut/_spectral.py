@@ -125,9 +125,8 @@ class NormalisedAdjacency:
     def __call__(self, x):
         if not self.dense:
             with (contextlib.nullcontext() if self.product_threads is None
-                  else torch_threads(self.product_threads)):
-                product = self.matrix @ x.to(self.matrix.dtype)
-            return product.to(self.dtype)
+                  else torch_threads(self.product_threads)):  # the casts too
+                return (self.matrix @ x.to(self.matrix.dtype)).to(self.dtype)
         scaled = self.inverse_sqrt * x
         product = (self.matrix @ scaled.to(self.matrix.dtype)).to(self.dtype)
         product = product - self.diagonal[:, None] * scaled
