@@ -9,7 +9,7 @@ gradient of gamma * KL(batch mean || uniform). The epoch loop, Adam, the stoppin
 rule and the device handling are the engine's (:mod:`skdiffclust._training._torch`).
 
 With an initial partition (``init='spectral'``, see ``_spectral``), the network is
-first fitted to it by cross-entropy (:class:`PartitionTask`), so that the ratio-cut
+first fitted to it by cross-entropy (``_start_fit``), so that the ratio-cut
 training starts from the partition spectral clustering finds, as network weights.
 """
 
@@ -22,14 +22,7 @@ import torch
 from torch import nn
 
 from skdiffclust._training import TrainingResult
-from skdiffclust._training._torch import (
-    CosineDecay,
-    PairedBatches,
-    UniformBatches,
-    adam,
-    torch_threads,
-    train,
-)
+from skdiffclust._training._torch import PairedBatches, adam, train
 from skdiffclust._utils._torch import (
     build_mlp,
     make_generator,
@@ -45,6 +38,11 @@ from skdiffclust.prcut._graph import start_graph, start_width
 from skdiffclust.prcut._loss import PRCutLoss, WholeGraphBlock
 from skdiffclust.prcut._module import copy_module
 from skdiffclust.prcut._selection import keep_best
+from skdiffclust.prcut._start_fit import (  # noqa: F401 (INIT_ERROR_TARGET: fit's)
+    INIT_ERROR_TARGET,
+    device_threads,
+    fit_to_partition,
+)
 from skdiffclust.prcut._spectral import (
     NormalisedAdjacency,
     clear_eigengap,
@@ -285,94 +283,6 @@ def probabilities_of(logits):
     return torch.softmax(logits.T.contiguous(), 0).T
 
 
-# the initialisation fits the network to the initial partition until it
-# reproduces all but this fraction of an epoch's samples, with this step size,
-# within this many steps: PRCut's training refines the boundary, so fitting its
-# last samples (1e-3 took 10 to 30 times as many steps on small data) is wasted
-INIT_ERROR_TARGET = 3e-3
-INIT_LEARNING_RATE = 3e-2
-INIT_MAX_STEPS = 2000
-
-
-class PartitionTask:
-    """Fit the network to a partition by cross-entropy (the initialisation).
-
-    The objective recorded is the fraction of the batch the network assigns
-    elsewhere than the partition does.
-    """
-
-    def __init__(self, network, features, labels):
-        self.network, self.features, self.labels = network, features, labels
-        self.capturable = isinstance(network, AssignmentNetwork)
-
-    def parameters(self):
-        return self.network.parameters()
-
-    def loss(self, batch):
-        logits = self.network(self.features(batch))
-        labels = self.labels[batch]
-        error = (logits.argmax(1) != labels).to(logits.dtype).mean()
-        return nn.functional.cross_entropy(logits, labels), error.detach()
-
-
-def fit_to_partition(network, features, labels, *, batch_size, device, batch_seed,
-                     n_threads, learning_rate=INIT_LEARNING_RATE,
-                     max_steps=INIT_MAX_STEPS, target=INIT_ERROR_TARGET):
-    """Train ``network`` to predict ``labels`` (cross-entropy), in place.
-
-    Whole epochs until one misassigns at most ``target`` of its samples, for at
-    most ``max_steps`` steps (at least one epoch); a plateau does not stop it
-    (networks fitting a curved boundary first settle on a straight one). The
-    network need not be confident yet: PRCut's training sharpens it, and the
-    estimator keeps this network if training does not lower its objective.
-    """
-    sampler = UniformBatches(labels.shape[0], batch_size,
-                             make_generator(batch_seed, device), device)
-    task = PartitionTask(network, features, torch.as_tensor(labels, device=device))
-    network.train()
-    if sampler.batch_size == labels.shape[0]:
-        with _threads(device, n_threads):
-            return _fit_whole_batch(task, device, target)
-    max_epochs = max(max_steps // sampler.n_batches, 1)
-    return train(task, sampler, learning_rate=learning_rate, max_iter=max_epochs, tol=0.0,
-                 n_iter_no_change=max_epochs, name="PRCut initialisation", device=device,
-                 n_threads=n_threads, warn=False, target=target,
-                 # down to 0 over the budget: at a fixed 3e-2 the fit to Fashion-MNIST's
-                 # start swung between 4% and 14% of misassigned images from epoch to
-                 # epoch and ended on a bad one (8 times the start's objective)
-                 scheduler=CosineDecay.over(max_epochs))
-
-
-# small data (one batch of every sample): L-BFGS rounds of this many iterations, at
-# most this many, until the error target is met (about three times fewer network
-# evaluations than Adam's steps for the same fit; PRCut's training refines the rest)
-LBFGS_ROUND, LBFGS_MAX_ROUNDS = 10, 2
-
-
-def _fit_whole_batch(task, device, target):
-    """Fit the task's partition on every sample at once by L-BFGS (deterministic)."""
-    every_sample = torch.arange(task.labels.shape[0], device=device)
-    optimizer = torch.optim.LBFGS(task.network.parameters(), lr=1.0, max_iter=LBFGS_ROUND,
-                                  history_size=10, line_search_fn="strong_wolfe",
-                                  tolerance_grad=1e-12, tolerance_change=1e-15)
-
-    def closure():
-        optimizer.zero_grad()
-        loss, _ = task.loss(every_sample)
-        loss.backward()
-        return loss
-
-    curve = []
-    for _ in range(LBFGS_MAX_ROUNDS):
-        optimizer.step(closure)
-        with torch.no_grad():
-            curve.append(float(task.loss(every_sample)[1]))
-        if curve[-1] <= target:
-            break
-    return TrainingResult(n_iter=len(curve), loss_curve=np.asarray(curve),
-                          converged=curve[-1] <= target)
-
-
 def train_prcut(X, graph, settings, *, init_seed, batch_seed, name="PRCut",
                 initial_labels=None, fit_target=INIT_ERROR_TARGET):
     """Make the network (the built-in one, or a copy of ``settings.module``) and
@@ -487,7 +397,8 @@ def train_network(network, features, graph, settings, *, batch_seed, name="PRCut
     if initial_labels is not None:
         fit_to_partition(network, features, initial_labels, batch_size=batch_size,
                          device=device, batch_seed=batch_seed + 1, n_threads=n_threads,
-                         target=fit_target)
+                         target=fit_target,
+                         capturable=isinstance(network, AssignmentNetwork))
         candidates.append(_candidate(network, features, batch_size, device, n_threads))
         if settings.max_iter == 0:
             return candidates, TrainingResult(n_iter=0, loss_curve=np.empty(0),
@@ -710,7 +621,7 @@ def _candidate(network, features, batch_size, device, n_threads):
     rows are long, such as those of a dense affinity)."""
     network.eval()
     step = max(1, min(4 * batch_size, (1 << 22) // max(features.n_inputs, 1)))
-    with torch.no_grad(), _threads(device, n_threads):
+    with torch.no_grad(), device_threads(device, n_threads):
         labels = torch.cat([
             network(features(torch.arange(start, min(start + step, features.n_samples),
                                           device=device))).argmax(1)
@@ -718,14 +629,6 @@ def _candidate(network, features, batch_size, device, n_threads):
         ])
     network.train()
     return network_weights(network), labels.to("cpu").numpy()
-
-
-def _threads(device, n_threads):
-    """``n_threads`` torch threads on the CPU (results do not depend on the
-    machine's default); nothing on CUDA."""
-    if device.type == "cuda":
-        return contextlib.nullcontext()
-    return torch_threads(n_threads)
 
 
 def narrow_eigengap(graph, n_clusters, *, device, seed, n_threads=1, product_threads=None):
@@ -736,7 +639,7 @@ def narrow_eigengap(graph, n_clusters, *, device, seed, n_threads=1, product_thr
     ``product_threads`` CPU threads (their results do not depend on them)."""
     device = torch.device(device)
     dtype = torch.float32 if device.type == "cuda" else torch.float64
-    with _threads(device, n_threads):
+    with device_threads(device, n_threads):
         operator = NormalisedAdjacency(graph, device, dtype, product_threads)
         vectors, values = top_eigenvectors(operator, n_clusters, seed, with_values=True)
         return clear_eigengap(values, n_clusters), vectors
@@ -755,7 +658,7 @@ def initial_partition(graph, n_clusters, components=None, *, device, seed, n_thr
 
     device = torch.device(device)
     dtype = torch.float32 if device.type == "cuda" else torch.float64
-    with _threads(device, n_threads), threadpool_limits(n_threads, user_api="openmp"):
+    with device_threads(device, n_threads), threadpool_limits(n_threads, user_api="openmp"):
         return spectral_partition(graph, n_clusters, components, device=device, dtype=dtype,
                                   seed=seed, n_eigenvectors=n_eigenvectors, gamma=gamma,
                                   eigenvectors=eigenvectors, product_threads=product_threads)
@@ -784,7 +687,7 @@ def spectral_start(graph, n_clusters, components=None, *, init, n_eigenvectors, 
         solved.append(vectors)
         return clear
 
-    reweighted = start_graph(graph, init, graph_threads, clear_eigengap)
+    reweighted = start_graph(graph, init, graph_threads, clear_eigengap, n_clusters)
     labels = initial_partition(
         reweighted, n_clusters, components, device=device, seed=seed, n_threads=n_threads,
         n_eigenvectors=start_width(n_eigenvectors, reweighted is not graph), gamma=gamma,

@@ -165,16 +165,41 @@ def degree_skewness(W):
     return float(np.mean(((degrees - degrees.mean()) / spread) ** 3))
 
 
-def start_graph(W, init, n_threads=1, clear_eigengap=None):
+# ... and where its clusters are large against a sample's neighbourhood: the mean
+# cluster (n_samples / n_clusters) at least this many times the graph's mean closed
+# neighbourhood (a sample and its neighbours; 12 to 15 samples in a 10-NN graph).
+# Shared neighbours measure how much two neighbourhoods overlap, which tells a
+# cluster from its surroundings only where a cluster spans several neighbourhoods:
+# in clusters of 6 to 24 images (40 to 200 clusters of 400 to 2,400 images, each an
+# image under random small moves or rotations) the kNN graph's start was the better
+# one in all five sets (NMI by 0.004 to 0.026), and on 100 separated groups of 6
+# points in 100-D (hubs: skewness 9.7) its partition was exact, the shared
+# neighbours' ARI 0.95; with 10 classes of 20 to 160 images the two were within
+# 0.015 of each other
+SNN_MIN_CLUSTER_NEIGHBOURHOODS = 2
+
+
+def start_graph(W, init, n_threads=1, clear_eigengap=None, n_clusters=None):
     """The graph the spectral start reads (``init`` 'spectral', 'spectral_snn' or
-    'auto': the shared-neighbour graph where W's degrees are skewed by hubs and
-    its spectrum has no clear gap after ``n_clusters``, as ``clear_eigengap()``,
-    asked only then, says; ``None``: not asked)."""
+    'auto': the shared-neighbour graph where W's degrees are skewed by hubs, its
+    mean cluster spans several neighbourhoods (with ``n_clusters`` given) and its
+    spectrum has no clear gap after ``n_clusters``, as ``clear_eigengap()``, asked
+    only then, says; ``None``: not asked)."""
     if init == "auto":
-        hubs = degree_skewness(W) > HUB_SKEWNESS
-        init = ("spectral_snn" if hubs and not (clear_eigengap and clear_eigengap())
+        init = ("spectral_snn" if _wants_shared_neighbours(W, n_clusters, clear_eigengap)
                 else "spectral")
     return W if init == "spectral" else shared_neighbor_graph(W, n_threads)
+
+
+def _wants_shared_neighbours(W, n_clusters, clear_eigengap):
+    if degree_skewness(W) <= HUB_SKEWNESS:
+        return False
+    n_samples = W.shape[0]
+    edges = W.nnz if sp.issparse(W) else np.count_nonzero(W)  # a dense affinity too
+    neighbourhood = 1 + (edges - np.count_nonzero(W.diagonal())) / n_samples
+    if n_clusters and n_samples / n_clusters < SNN_MIN_CLUSTER_NEIGHBOURHOODS * neighbourhood:
+        return False
+    return not (clear_eigengap and clear_eigengap())
 
 
 def start_width(n_eigenvectors, shared_neighbours):

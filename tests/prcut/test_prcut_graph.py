@@ -258,3 +258,18 @@ def test_start_graph_auto_reweights_only_a_graph_with_hubs_and_no_clear_eigengap
     assert start_graph(hubs, "auto", clear_eigengap=lambda: asked.append(1) or True) is hubs
     assert start_graph(flat, "auto", clear_eigengap=lambda: asked.append(1) or True) is flat
     assert asked == [1]
+
+
+def test_start_graph_auto_keeps_the_graph_where_clusters_are_about_a_neighbourhood():
+    # digits' 10-NN graph has hubs; its mean closed neighbourhood holds about 13
+    # samples, so 1,797 samples in 10 clusters span many neighbourhoods and in 100
+    # clusters (18 each) fewer than two: the shared-neighbour counts of clusters that
+    # small mix them with their surroundings
+    from sklearn.datasets import load_digits
+
+    hubs = knn_affinity(load_digits().data, 10)
+    neighbourhood = 1 + hubs.nnz / hubs.shape[0]
+    assert 10 < neighbourhood < 16
+    assert start_graph(hubs, "auto", n_clusters=10) is not hubs
+    assert start_graph(hubs, "auto", n_clusters=100) is hubs
+    assert start_graph(hubs, "spectral_snn", n_clusters=100) is not hubs  # as asked

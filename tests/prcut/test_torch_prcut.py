@@ -425,3 +425,27 @@ def test_auto_start_of_blobs_with_hubs_and_a_clear_eigengap_is_the_graphs_own():
     plain = PRCut(n_clusters=5, init="spectral", random_state=0, device="cpu").fit(X)
     np.testing.assert_array_equal(auto.labels_, plain.labels_)
     assert adjusted_rand_score(y, auto.labels_) > 0.99
+
+
+def test_many_small_groups_along_a_line_are_learnt_from_their_exact_start():
+    # 40 groups of 10 points along a line: the start is exact, and the network must
+    # learn it (two L-BFGS rounds left an error of 0.8; the fit ended at ARI 0.19
+    # with 29 clusters and a warning)
+    rng = np.random.default_rng(0)
+    y = np.repeat(np.arange(40), 10)
+    X = np.column_stack([y + rng.uniform(-0.3, 0.3, 400), 0.1 * rng.normal(size=400)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no cluster lost
+        labels = PRCut(n_clusters=40, random_state=0, device="cpu").fit(X).labels_
+    assert adjusted_rand_score(y, labels) > 0.95
+
+
+def test_small_separated_groups_in_high_dimension_start_from_the_graph_itself():
+    # 100 groups of 6 points in 100-D: the 10-NN graph has hubs (skewness about 10)
+    # but its clusters hold half a neighbourhood; its own start is exact, the
+    # shared-neighbour start cut the groups (ARI 0.95)
+    rng = np.random.default_rng(0)
+    y = np.repeat(np.arange(100), 6)
+    X = np.repeat(rng.normal(size=(100, 100)), 6, axis=0) + 0.5 * rng.normal(size=(600, 100))
+    labels = PRCut(n_clusters=100, random_state=0, device="cpu").fit(X).labels_
+    assert adjusted_rand_score(y, labels) == pytest.approx(1.0)
