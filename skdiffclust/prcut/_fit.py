@@ -38,7 +38,7 @@ from skdiffclust.prcut._graph import start_graph, start_width
 from skdiffclust.prcut._loss import PRCutLoss, WholeGraphBlock
 from skdiffclust.prcut._module import copy_module
 from skdiffclust.prcut._selection import keep_best
-from skdiffclust.prcut._start_fit import (  # noqa: F401 (INIT_ERROR_TARGET: fit's)
+from skdiffclust.prcut._start_fit import (
     INIT_ERROR_TARGET,
     device_threads,
     fit_to_partition,

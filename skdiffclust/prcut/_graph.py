@@ -192,6 +192,7 @@ def start_graph(W, init, n_threads=1, clear_eigengap=None, n_clusters=None):
 
 
 def _wants_shared_neighbours(W, n_clusters, clear_eigengap):
+    """``init='auto'``'s choice of the shared-neighbour start (``start_graph``)."""
     if degree_skewness(W) <= HUB_SKEWNESS:
         return False
     n_samples = W.shape[0]

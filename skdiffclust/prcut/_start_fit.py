@@ -78,13 +78,14 @@ def fit_to_partition(network, features, labels, *, batch_size, device, batch_see
 
 # small data (one batch of every sample): L-BFGS rounds of this many iterations, at
 # most this many, until the error target is met (three times fewer network
-# evaluations than Adam's steps for the same fit), and up to this many while the
-# start is not learnt (more than this fraction of the samples elsewhere, or a cluster
-# left empty), which training does not make up for: at two rounds 40 groups of 10
-# points along a line were fitted at an error of 0.8, and the fit ended at ARI 0.19
-# with 29 clusters (now 0.96, with 40). Fitted on to the target, learnt starts
-# trained less stably under the data's last digits
-LBFGS_ROUND, LBFGS_MAX_ROUNDS, LBFGS_MAX_ROUNDS_UNLEARNT, UNLEARNT_ERROR = 10, 2, 30, 0.02
+# evaluations than Adam's steps for the same fit)
+LBFGS_ROUND, LBFGS_MAX_ROUNDS = 10, 2
+# ... and up to this many while the start is not learnt (more than this fraction of
+# the samples elsewhere, or a cluster left empty), which training does not make up
+# for: at two rounds 40 groups of 10 points along a line were fitted at an error of
+# 0.8, and the fit ended at ARI 0.19 with 29 clusters (now 0.96, with 40). Fitted on
+# to the target, learnt starts trained less stably under the data's last digits
+LBFGS_MAX_ROUNDS_UNLEARNT, UNLEARNT_ERROR = 30, 0.02
 
 
 def _fit_whole_batch(task, device, target):
