@@ -18,6 +18,11 @@ The ratio column is ClAM's fit time at the default beta (median over the seeds)
 over KMeans' one-thread time, measured in the same process (ClAM's CPU kernels run
 on one thread by default).
 
+``--many``: many clusters in many features (2,000 points of 784 features in 10, 50
+and 200 blobs, as a set of small images in many classes would be), ClAM at its
+defaults against ``KMeans(n_init=10)``, one thread each: CPU seconds of each fit
+and their ratio, and of ClAM's ``transform`` (its inference) alone.
+
 ``--blobs`` (issue 12's acceptance): ``make_blobs(100_000, 32, centers=10,
 random_state=0)``, standardised, k=10, ClAM at its defaults against
 ``KMeans(n_init=10)``, repeated; prints both times (wall and CPU), their ratio,
@@ -30,6 +35,7 @@ Usage::
     python benchmarks/bench_clam.py --seeds 3       # best-of-grid over 3 seeds each
     python benchmarks/bench_clam.py --ablation      # + unmasked (eq. 8) and weighted
     python benchmarks/bench_clam.py --blobs         # 100,000 x 32 against KMeans
+    python benchmarks/bench_clam.py --many          # k up to 200 in 784 features
 """
 
 import argparse
@@ -182,6 +188,27 @@ def blobs(args):
     print(f"median ratio ClAM / KMeans(n_init=10): {np.median(ratios):.2f}x (target: <= 3x)")
 
 
+def many(args):
+    """ClAM and KMeans(n_init=10) on one thread, k = 10, 50, 200 in 784 features."""
+    warm_up()
+    X, _ = make_blobs(2_000, 784, centers=10, random_state=0)
+    with warnings.catch_warnings():  # the inference kernels too
+        warnings.simplefilter("ignore")
+        ClAM(10, random_state=0, max_iter=1).fit(X).transform(X)
+    print(f"make_blobs(2_000, 784, centers=k, cluster_std=8), one thread each; "
+          f"load average {os.getloadavg()[0]:.2f}")
+    with threadpool_limits(1):
+        for k in (10, 50, 200):
+            X, y = make_blobs(2_000, 784, centers=k, cluster_std=8.0, random_state=0)
+            _, km_cpu, km = cpu_timed(lambda: KMeans(k, n_init=10, random_state=0).fit(X))
+            _, cpu, clam = cpu_timed(lambda: ClAM(k, random_state=0, n_jobs=1).fit(X))
+            _, transform_cpu, _ = cpu_timed(lambda: clam.transform(X))
+            print(f"k={k}: KMeans(n_init=10) {km_cpu:.2f} s CPU, ARI "
+                  f"{adjusted_rand_score(y, km.labels_):.3f} | ClAM {cpu:.2f} s CPU "
+                  f"({clam.n_iter_} epochs; transform {transform_cpu:.2f} s), ARI "
+                  f"{adjusted_rand_score(y, clam.labels_):.3f} | ratio {cpu / km_cpu:.2f}x")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--datasets", default=",".join(DATASETS))
@@ -191,9 +218,13 @@ def main():
     parser.add_argument("--blobs", action="store_true",
                         help="only the 100,000 x 32 blobs against KMeans(n_init=10)")
     parser.add_argument("--repeats", type=int, default=3, help="repeats of --blobs")
+    parser.add_argument("--many", action="store_true",
+                        help="only k = 10, 50, 200 in 784 features against KMeans")
     args = parser.parse_args()
     if args.blobs:
         blobs(args)
+    elif args.many:
+        many(args)
     else:
         uci(args)
 

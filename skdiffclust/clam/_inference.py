@@ -7,8 +7,10 @@ the rest of this module computes them.
 
 Two implementations of the forward pass give the same bits:
 
-* the numba kernel ``_inference_kernel._infer`` (lanes, the training kernels' code in
-  float64), fast on large data;
+* the numba kernels of ``_inference_kernel``, fast on large data: ``_infer`` (lanes,
+  the training kernels' code in float64) for masked losses, and
+  ``_infer_unmasked``, the same arithmetic with the prototypes shared by the
+  lanes, for the unmasked dynamics of ``converge`` (and the unmasked loss);
 * NumPy (:class:`_Slice`), which compiles nothing. Training runs in float32, so
   the kernel is a second compilation of the whole forward pass: about 4 s of CPU
   the first time, in a fresh environment, when inference on small data takes
@@ -39,7 +41,7 @@ from skdiffclust._utils._random import numpy_generator
 from skdiffclust.clam import _kernels as kernels
 from skdiffclust.clam._data import squared_distances
 from skdiffclust.clam._fastexp import exp_weights_numpy
-from skdiffclust.clam._inference_kernel import _infer
+from skdiffclust.clam._inference_kernel import _infer, _infer_unmasked
 from skdiffclust.clam._kernels import (
     COSINE,
     LOGIT_FLOOR,
@@ -235,6 +237,8 @@ def _kernel_slice(P, W, beta, cosine, n_steps, alpha, chunk, per_point):
     points at a time: ``run(rows, hidden, fill, start_from_fill, final)``."""
     n_restarts, k, d = P.shape
     constants = kernels.working_constants(P.dtype, beta, alpha, cosine)
+    if not per_point:
+        return _unmasked_slice(P, W, beta, cosine, n_steps, constants, chunk)
 
     def run(rows, hidden, fill, start_from_fill, final):
         if not per_point:  # the kernel reads the features of the b-th point of a chunk
@@ -246,6 +250,23 @@ def _kernel_slice(P, W, beta, cosine, n_steps, alpha, chunk, per_point):
                per_point, P, W, fill, start_from_fill, beta,
                kernels._spherical(cosine), n_steps, constants, ws,
                kernels.new_prepared(P), totals, final)
+        return totals
+
+    return run
+
+
+def _unmasked_slice(P, W, beta, cosine, n_steps, constants, chunk):
+    """A slice's losses (and final states) of the unmasked dynamics, every feature
+    tracked from the point itself, by the kernel :func:`_infer_unmasked`."""
+    n_restarts, k, d = P.shape
+
+    def run(rows, hidden, fill, start_from_fill, final):
+        ws = (np.empty((2, d, chunk)), np.empty((k, chunk)), np.empty((k, chunk)),
+              np.empty((3, chunk)), np.empty((k, chunk)), np.ones((n_steps + 1, chunk)),
+              np.ones((n_steps, chunk)), np.zeros(chunk), np.empty((k, d)), np.empty((d, k)))
+        totals = np.zeros(n_restarts)
+        _infer_unmasked(rows, P, W, beta, kernels._spherical(cosine), n_steps, constants, ws,
+                        kernels.new_prepared(P), totals, final)
         return totals
 
     return run
@@ -278,12 +299,24 @@ def converged_points(X, P, W, beta, cosine, n_steps, alpha, chunk, n_threads=1, 
 # of about this many floats (a few MB: it stays in cache)
 INFERENCE_WORKSPACE = 1 << 18
 
+# ... but with at least this many lanes: the kernels' inner loops run over the
+# lanes, and shorter ones do not vectorise (2,000 points of 784 features, k=200:
+# the masked loss took 1.5 s with the 3 lanes the workspace allows, 0.55 s with 16)
+INFERENCE_MIN_LANES = 16
 
-def _chunk_rows(n_restarts, n_clusters, n_features, n_hidden, n_steps):
-    """Points per chunk of the inference kernels, for ``INFERENCE_WORKSPACE``."""
+
+def _chunk_rows(n_restarts, n_clusters, n_features, n_hidden, n_steps, per_point=True):
+    """Points per chunk of the inference kernels, for ``INFERENCE_WORKSPACE``: of
+    :func:`_infer` (``R * chunk`` lanes, each with its copy of the prototypes'
+    hidden columns), or of :func:`_infer_unmasked` (``per_point=False``: ``chunk``
+    lanes, the restarts one after the other, the prototypes shared)."""
+    if not per_point:  # _unmasked_slice's workspace
+        per_lane = 2 * n_features + 3 * n_clusters + 2 * n_steps + 5
+        return max(INFERENCE_MIN_LANES, min(1024, INFERENCE_WORKSPACE // per_lane))
     per_lane = (n_hidden * (3 * n_clusters + n_steps + 4) + 2 * n_features
                 + n_clusters * (n_steps + 7) + 2 * n_steps + 7)  # new_workspace
-    return max(1, min(1024, INFERENCE_WORKSPACE // per_lane) // n_restarts)
+    lanes = max(INFERENCE_MIN_LANES, min(1024, INFERENCE_WORKSPACE // per_lane))
+    return max(1, lanes // n_restarts)
 
 
 def _float64(array):
@@ -310,7 +343,8 @@ def evaluate_loss(X, fill, prototypes, log_weights, dynamics, mask_prob, seed, n
     n_restarts, k, n_features = prototypes.shape
     n_samples = _shape(X)[0]
     n_hidden = hidden_count(mask_prob, n_features)
-    chunk = _chunk_rows(n_restarts, k, n_features, n_hidden or n_features, dynamics.n_steps)
+    chunk = _chunk_rows(n_restarts, k, n_features, n_hidden or n_features, dynamics.n_steps,
+                        per_point=n_hidden > 0)
     if n_hidden == 0:  # the unmasked loss of eq. 8: every feature of every point
         hidden = np.broadcast_to(np.arange(n_features), (n_restarts, 1, n_features))
     else:  # the same masks for every restart
@@ -370,7 +404,7 @@ def converge(X, prototypes, log_weights, dynamics, n_threads=1, proba=False):
 
     converged_points(
         _float64_rows(X), P[None], W, dynamics.beta, cosine, dynamics.n_steps,
-        dynamics.alpha, _chunk_rows(1, k, n_features, n_features, dynamics.n_steps),
+        dynamics.alpha, _chunk_rows(1, k, n_features, n_features, dynamics.n_steps, False),
         n_threads=n_threads, finish=nearest,
     )
     return outputs
