@@ -40,8 +40,10 @@ from skdiffclust.prcut._module import copy_module
 from skdiffclust.prcut._selection import keep_best
 from skdiffclust.prcut._start_fit import (
     INIT_ERROR_TARGET,
+    INIT_LEARNING_RATE,
     device_threads,
     fit_to_partition,
+    init_learning_rate,
 )
 from skdiffclust.prcut._spectral import (
     NormalisedAdjacency,
@@ -395,10 +397,11 @@ def train_network(network, features, graph, settings, *, batch_seed, name="PRCut
     n_samples = features.n_samples
     initial_proportions, candidates = None, []
     if initial_labels is not None:
+        builtin = isinstance(network, AssignmentNetwork)
         fit_to_partition(network, features, initial_labels, batch_size=batch_size,
                          device=device, batch_seed=batch_seed + 1, n_threads=n_threads,
-                         target=fit_target,
-                         capturable=isinstance(network, AssignmentNetwork))
+                         target=fit_target, capturable=builtin,
+                         learning_rate=_init_learning_rate(network))
         candidates.append(_candidate(network, features, batch_size, device, n_threads))
         if settings.max_iter == 0:
             return candidates, TrainingResult(n_iter=0, loss_curve=np.empty(0),
@@ -529,7 +532,8 @@ def stream_pass(X, graph, settings, *, learning_rate, n_annealing_steps, steps_d
         if initial_labels is not None:
             fit_to_partition(network, features, initial_labels, batch_size=batch_size,
                              device=device, batch_seed=batch_seed + 1,
-                             n_threads=n_threads, target=fit_target)
+                             n_threads=n_threads, target=fit_target,
+                             learning_rate=_init_learning_rate(network))
             p_bar = np.bincount(initial_labels, minlength=n_clusters) / len(initial_labels)
         sampler = PairedBatches(features.n_samples, batch_size,
                                 make_generator(batch_seed, device), device)
@@ -613,6 +617,14 @@ def cooldown_schedule(n_batches):
     """``(n_epochs, factor)`` of the cool-down for epochs of ``n_batches`` steps."""
     n_epochs = max(1, -(-COOLDOWN_STEPS // n_batches))
     return n_epochs, COOLDOWN_FINAL ** (1.0 / n_epochs)
+
+
+def _init_learning_rate(network):
+    """The step size fitting ``network`` to the start: scaled by the built-in
+    network's input size (``init_learning_rate``), a module's as it is."""
+    if isinstance(network, AssignmentNetwork):
+        return init_learning_rate(network.layers[0].in_features)
+    return INIT_LEARNING_RATE
 
 
 def _candidate(network, features, batch_size, device, n_threads):
