@@ -200,7 +200,7 @@ def fit_network(images, settings, seeds, name):
         neighbours, graph, start = start_of(images, settings, feature_seed=feature_seed,
                                             start_seed=start_seed)
         network = build_network(images.shape[1:], settings.n_clusters, settings.n_heads,
-                                network_seed).to(device)
+                                network_seed, settings.max_side).to(device)
     data = torch.as_tensor(images, device=device)
     n = data.shape[0]
     common = dict(learning_rate=settings.learning_rate, tol=settings.tol,

@@ -45,6 +45,7 @@ class DeepSettings:
     self_labelling: int
     confidence: float
     augmentation: Augmentation
+    max_side: object = 32  # int or None: the network reduces larger images
     device: object = "cpu"
     n_threads: int = 1
     verbose: bool = False

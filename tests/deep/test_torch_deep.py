@@ -200,6 +200,30 @@ def test_outputs():
                                   model.predict(SMALL[:7]))
 
 
+def test_large_images_are_read_reduced_to_max_side():
+    """The network reads images larger than ``max_side`` reduced to it on their
+    longer side by area averaging (so that they cost what small ones do), in
+    ``fit`` and ``predict`` alike; ``max_side=None`` reads them whole."""
+    from skdiffclust.deep._network import reduced_side
+
+    big = np.kron(SMALL[:120], np.ones((12, 12)))  # 96 x 96
+    model = fit_fast(big, max_iter=1)
+    images = torch.as_tensor(model._scaled(big[:10]))
+    averaged = torch.nn.functional.avg_pool2d(images, 3)  # 32 x 32, 3 x 3 blocks
+    layout = dict(memory_format=torch.channels_last)
+    with torch.no_grad():
+        read = model.module_.body(images.contiguous(**layout))
+        read_reduced = model.module_.body[1:](averaged.contiguous(**layout))
+    np.testing.assert_allclose(read.numpy(), read_reduced.numpy(), rtol=1e-4, atol=1e-5)
+    whole = fit_fast(big, max_iter=1, max_side=None)
+    assert not isinstance(whole.module_.body[0], torch.nn.AdaptiveAvgPool2d)
+    assert whole.predict(big[:3]).shape == (3,)
+    # the aspect is kept, and a short side stays readable
+    assert reduced_side((1, 64, 48)) == (32, 24)
+    assert reduced_side((1, 300, 20)) == (32, 4)
+    assert reduced_side((3, 28, 28)) == (28, 28)
+
+
 def test_float32_images():
     model = fit_fast(SMALL.astype(np.float32))
     assert model.predict(SMALL[:5].astype(np.float32)).shape == (5,)
@@ -232,7 +256,7 @@ def test_bad_input_is_refused_clearly(X, changes, message):
 @pytest.mark.parametrize("param, value", [
     ("n_clusters", 1), ("gamma", -1.0), ("confidence", 1.0), ("max_rotation", 200.0),
     ("max_iter", 0), ("batch_size", 1), ("device", "tpu"), ("n_heads", 0),
-    ("self_labelling", -1), ("max_iter", "many"),
+    ("self_labelling", -1), ("max_iter", "many"), ("max_side", 2),
 ])
 def test_bad_parameters_are_refused(param, value):
     with pytest.raises(ValueError, match=param):
