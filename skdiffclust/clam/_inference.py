@@ -234,20 +234,19 @@ def _numpy_slice(P, W, beta, cosine, n_steps, alpha):
 
 def _kernel_slice(P, W, beta, cosine, n_steps, alpha, chunk, per_point):
     """A slice's losses (and final states) by the kernel :func:`_infer`, ``chunk``
-    points at a time: ``run(rows, hidden, fill, start_from_fill, final)``."""
+    points at a time (by :func:`_infer_unmasked` without ``per_point`` masks):
+    ``run(rows, hidden, fill, start_from_fill, final)``."""
     n_restarts, k, d = P.shape
     constants = kernels.working_constants(P.dtype, beta, alpha, cosine)
     if not per_point:
         return _unmasked_slice(P, W, beta, cosine, n_steps, constants, chunk)
 
     def run(rows, hidden, fill, start_from_fill, final):
-        if not per_point:  # the kernel reads the features of the b-th point of a chunk
-            hidden = np.repeat(hidden, chunk, axis=1)
         ws = kernels.new_workspace(n_restarts * chunk, k, d, hidden.shape[2], n_steps,
                                    P.dtype)
         totals = np.zeros(n_restarts)
         _infer(rows, np.arange(rows.shape[0]), 0, rows.shape[0], chunk, hidden,
-               per_point, P, W, fill, start_from_fill, beta,
+               True, P, W, fill, start_from_fill, beta,
                kernels._spherical(cosine), n_steps, constants, ws,
                kernels.new_prepared(P), totals, final)
         return totals
