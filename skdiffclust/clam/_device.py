@@ -16,8 +16,11 @@ NUMBA_CUDA = "numba-cuda"
 # kernels' 13.2 s at batch_size=16, and 11.9 s against 54.1 s at batch_size=1024.
 # The fused kernel (device='cuda': one thread block per restart, its batches one
 # after another) took 15.8 s against the CPU kernels' 9.4 s at batch_size=16 on an
-# H200 (16-core host, 2026-11-26; 19.2 s before its rework): small batches stay on
-# the CPU.
+# H200 (16-core host, 2026-11-26; 19.2 s before its rework); after its 32-bit
+# offsets and warp barriers, 9.46 s against 12.22 s on an H100 (16-core host; 17.23 s
+# before them, same machine), 1.3x, and slower than the CPU at k=4 (85 against 51
+# microseconds a batch): small batches stay on the CPU, which compiles nothing for
+# the GPU (numba.cuda's first compilation takes seconds).
 CUDA_MIN_BATCH_SIZE = 1024
 
 

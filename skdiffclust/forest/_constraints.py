@@ -162,6 +162,25 @@ class Constraints:
         return _build(n_samples, np.concatenate([label_links, must_link]), apart, cannot_link)
 
     @classmethod
+    def from_checked_labels(cls, y):
+        """:meth:`from_labels` of labels already checked (a training batch's), without
+        the checks: the same groups, built directly.
+
+        A step of learning through clustering builds one per batch, where the checks
+        and the must-link graph took a quarter of the step on the CPU.
+        """
+        labelled = np.flatnonzero(y != UNLABELLED)
+        _, first, inverse = np.unique(y[labelled], return_index=True, return_inverse=True)
+        n_classes = first.size
+        group = np.full(y.shape[0], -1, dtype=np.int64)
+        if n_classes == 1 and labelled.size == 1:  # one labelled sample: no constraint
+            return cls(group, np.zeros(0, dtype=bool))
+        rank = np.empty(n_classes, dtype=np.int64)  # groups numbered by first sample
+        rank[np.argsort(first, kind="stable")] = np.arange(n_classes)
+        group[labelled] = rank[inverse.ravel()]
+        return cls(group, np.full(n_classes, n_classes >= 2))
+
+    @classmethod
     def from_matrix(cls, constraints, n_samples):
         """The paper's n x n matrix: +1 must-link, -1 cannot-link, 0 unknown."""
         C = check_constraint_matrix(constraints, n_samples)

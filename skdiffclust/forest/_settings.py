@@ -22,7 +22,8 @@ class EmbeddingSettings:
     The estimator's parameters of the same names (``seed`` is the training seed
     derived from ``random_state``); ``device`` is resolved (``'cpu'``, ``'cuda'``
     or a ``torch.device``). ``device_solver``: solve the forests with the device
-    solver (``_gpu``); ``None`` means when ``device`` is CUDA. On CPU tensors it
+    solver (``_gpu``); ``None`` means when ``device`` is CUDA and the batch has
+    ``DEVICE_SOLVER_MIN_BATCH_SIZE`` samples or more. On CPU tensors it
     runs on numba's CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``), which is how the
     CUDA path is tested without a GPU. ``steps_per_epoch``: batches per epoch
     (``None``: ``ceil(n / batch_size)``). ``solver_threads``: numba's threads for

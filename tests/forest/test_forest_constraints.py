@@ -33,6 +33,16 @@ def test_contradictory_constraints_raise(must_link, cannot_link):
         )
 
 
+@given(st.lists(st.integers(-1, 4), min_size=1, max_size=30))
+def test_checked_labels_build_the_constraints_of_the_checked_path(labels):
+    y = np.array(labels, dtype=np.int64)
+    fast, checked = Constraints.from_checked_labels(y), Constraints.from_labels(y, y.size)
+    np.testing.assert_array_equal(fast.group, checked.group)
+    np.testing.assert_array_equal(fast.apart, checked.apart)
+    np.testing.assert_array_equal(fast.pairs, checked.pairs)
+    assert fast.group.dtype == checked.group.dtype and fast.apart.dtype == checked.apart.dtype
+
+
 def test_contradictory_labels_and_pairs_raise():
     X = np.random.default_rng(0).standard_normal((5, 2))
     with pytest.raises(ValueError, match="Contradictory constraints"):
