@@ -284,9 +284,11 @@ class DeepImageClustering(TransformerMixin, ClusterMixin, BaseEstimator):
         self.n_iter_ = int(result.n_iter)
         used = np.unique(self.labels_).size
         if used < self.n_clusters:
+            identical = np.ptp(images.reshape(n_samples, -1), axis=0).max() == 0
             warnings.warn(
                 f"Only {used} of the n_clusters={self.n_clusters} clusters hold training "
-                "images.", UserWarning, stacklevel=3)
+                "images" + (": the images are all identical." if identical else "."),
+                UserWarning, stacklevel=3)
         del torch_utils
         return self
 

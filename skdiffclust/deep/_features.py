@@ -91,6 +91,6 @@ def graph_features(images, seed):
     ``N_COMPONENTS``), float64: what the first kNN graph is built from."""
     histograms = gradient_histograms(images)
     n_components = min(N_COMPONENTS, histograms.shape[1], histograms.shape[0] - 1)
-    if n_components < 1:
-        return histograms
+    if n_components < 1 or np.ptp(histograms, axis=0).max() == 0:  # nothing to rotate
+        return histograms.astype(np.float64)
     return PCA(n_components, random_state=seed).fit_transform(histograms)

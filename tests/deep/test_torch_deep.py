@@ -225,6 +225,18 @@ def test_large_images_are_read_reduced_to_max_side():
     assert reduced_side((3, 28, 28)) == (28, 28)
 
 
+def test_identical_images_get_one_cluster_and_say_why():
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model = DeepImageClustering(3, max_iter=1, device="cpu", random_state=0).fit(
+            np.full((30, 8, 8), 0.5))
+    messages = [str(w.message) for w in caught if not issubclass(w.category,
+                                                                 ConvergenceWarning)]
+    assert messages == ["Only 1 of the n_clusters=3 clusters hold training images: the "
+                        "images are all identical."]  # and no NumPy warning
+    assert np.unique(model.labels_).size == 1
+
+
 def test_float32_images():
     model = fit_fast(SMALL.astype(np.float32))
     assert model.predict(SMALL[:5].astype(np.float32)).shape == (5,)
