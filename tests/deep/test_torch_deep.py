@@ -216,7 +216,7 @@ def test_large_images_are_read_reduced_to_max_side():
         read_reduced = model.module_.body[1:](averaged.contiguous(**layout))
     np.testing.assert_allclose(read.numpy(), read_reduced.numpy(), rtol=1e-4, atol=1e-5)
     larger = np.kron(SMALL[:40], np.ones((5, 5)))  # 40 x 40: read whole, at a cost
-    whole = fit_fast(larger, max_iter=1, max_side=None)
+    whole = fit_fast(larger, max_iter=1, max_side=None, n_clusters=4)
     assert not isinstance(whole.module_.body[0], torch.nn.AdaptiveAvgPool2d)
     assert whole.predict(larger[:3]).shape == (3,)
     # the aspect is kept, and a short side stays readable
