@@ -46,12 +46,13 @@ from skdiffclust.forest._torch import (
 # device='auto' trains the built-in embeddings ('linear', 'mlp') on CUDA from this
 # batch size up. A step's forests cost a few kernel launches and their host-side
 # preparation whatever the batch, which a small batch of a small network cannot
-# amortise. Measured on an H100 (16-core host), digits, 'mlp', 100 perturbations:
-# batch 64, 0.329 s an epoch on CUDA against 0.199 s on the CPU; batch 256, the
-# whole fit 1.9 s against 9.8 s; batch 1024, 0.035 s an epoch against 1.58 s. A
-# user's module (a CNN) stays on CUDA, where its own layers weigh more: LeNet-5 on
-# MNIST at batch 64, about 22 ms a step against 29 ms on the CPU.
-CUDA_MIN_BATCH_SIZE = 256
+# amortise. Measured on an H100 (16-core host, 2026-11-26), digits, 'mlp', 100
+# perturbations, ms an epoch on CUDA against the CPU: batch 64, 246 (the host
+# solver, below) against 206; 128, 214 against 170; 192, 95 against 222; 256, 91
+# against 309 (on 2026-11-25: batch 1024, 35 against 1,580). A user's module (a
+# CNN) stays on CUDA, where its own layers weigh more: LeNet-5 at batch 64, 5.4 ms
+# a step against 7.0 ms on the CPU.
+CUDA_MIN_BATCH_SIZE = 192
 
 
 def training_device(device, embedding, batch_size):
