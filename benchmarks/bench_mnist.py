@@ -30,7 +30,6 @@ test images' predicted labels and extra columns to print).
 """
 
 import argparse
-import gzip
 import os
 import resource
 import sys
@@ -43,6 +42,7 @@ from pathlib import Path
 import numpy as np
 from sklearn.metrics import adjusted_rand_score, normalized_mutual_info_score
 
+from skdiffclust.datasets import read_idx
 from skdiffclust.metrics import clustering_accuracy
 
 DEFAULT_DATA_DIR = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "mnist"
@@ -52,16 +52,6 @@ FILES = {
     "test_images": "t10k-images-idx3-ubyte.gz",
     "test_labels": "t10k-labels-idx1-ubyte.gz",
 }
-
-
-def read_idx(path):
-    """An IDX file (gzipped or not) as a NumPy array of its shape."""
-    opener = gzip.open if str(path).endswith(".gz") else open
-    with opener(path, "rb") as f:
-        data = f.read()
-    ndim = data[3]
-    shape = tuple(int.from_bytes(data[4 + 4 * i: 8 + 4 * i], "big") for i in range(ndim))
-    return np.frombuffer(data, np.uint8, offset=4 + 4 * ndim).reshape(shape)
 
 
 @dataclass
@@ -91,14 +81,23 @@ class Mnist:
         return self._cache[key]
 
 
+def _idx_file(data_dir, name):
+    """The file ``name`` in ``data_dir``, or its gunzipped copy; None if neither."""
+    for candidate in (data_dir / name, data_dir / name.removesuffix(".gz")):
+        if candidate.exists():
+            return candidate
+    return None
+
+
 def load_mnist(data_dir):
     data_dir = Path(data_dir)
-    missing = [name for name in FILES.values() if not (data_dir / name).exists()]
+    paths = {key: _idx_file(data_dir, name) for key, name in FILES.items()}
+    missing = [FILES[key] for key, path in paths.items() if path is None]
     if missing:
         sys.exit(f"MNIST not found in {data_dir} (missing {', '.join(missing)}): pass "
                  "--data-dir with the folder of the four original IDX files "
                  f"({', '.join(FILES.values())}, gzipped or not).")
-    arrays = {key: read_idx(data_dir / name) for key, name in FILES.items()}
+    arrays = {key: read_idx(path) for key, path in paths.items()}
     return Mnist(
         train_images=arrays["train_images"].astype(np.float32) / 255.0,
         train_labels=arrays["train_labels"].astype(np.int64),

@@ -23,7 +23,6 @@ without MNIST.
 # %%
 # The images
 # ----------
-import gzip
 import warnings
 from pathlib import Path
 
@@ -34,17 +33,9 @@ from sklearn.datasets import load_digits
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import normalized_mutual_info_score
 
+from skdiffclust.datasets import read_idx
 from skdiffclust.deep import DeepImageClustering
 from skdiffclust.metrics import clustering_accuracy
-
-
-def read_idx(path):
-    """An IDX file of MNIST (gzipped) as a NumPy array of its shape."""
-    with gzip.open(path, "rb") as f:
-        data = f.read()
-    ndim = data[3]
-    shape = tuple(int.from_bytes(data[4 + 4 * i: 8 + 4 * i], "big") for i in range(ndim))
-    return np.frombuffer(data, np.uint8, offset=4 + 4 * ndim).reshape(shape)
 
 
 def mnist_folder():

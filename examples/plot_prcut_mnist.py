@@ -22,7 +22,6 @@ predict). It takes about 15 seconds on two CPU cores with MNIST (accuracy about
 # %%
 # The images and the graph's features
 # ------------------------------------
-import gzip
 import warnings
 from pathlib import Path
 
@@ -35,17 +34,9 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import normalized_mutual_info_score
 from torch import nn
 
+from skdiffclust.datasets import read_idx
 from skdiffclust.metrics import clustering_accuracy
 from skdiffclust.prcut import PRCut
-
-
-def read_idx(path):
-    """An IDX file of MNIST (gzipped) as a NumPy array of its shape."""
-    with gzip.open(path, "rb") as f:
-        data = f.read()
-    ndim = data[3]
-    shape = tuple(int.from_bytes(data[4 + 4 * i: 8 + 4 * i], "big") for i in range(ndim))
-    return np.frombuffer(data, np.uint8, offset=4 + 4 * ndim).reshape(shape)
 
 
 def mnist_folder():

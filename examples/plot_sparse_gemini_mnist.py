@@ -20,7 +20,6 @@ another folder); without it, scikit-learn's 8 x 8 digits stand in.
 # %%
 # The data
 # --------
-import gzip
 import os
 from pathlib import Path
 
@@ -30,6 +29,7 @@ from sklearn.datasets import load_digits
 from sklearn.metrics import adjusted_rand_score
 
 from skdiffclust import SparseGEMINI
+from skdiffclust.datasets import read_idx
 from skdiffclust.inspection import FeatureMaskDisplay, GeminiPathDisplay
 
 
@@ -37,14 +37,6 @@ def mnist_folder():
     here = Path(globals().get("__file__", "examples/plot_sparse_gemini_mnist.py")).resolve()
     default = here.parents[1].parent / "shared" / "data" / "mnist"
     return Path(os.environ.get("SKDIFFCLUST_MNIST", default))
-
-
-def read_idx(path):
-    """An IDX file (gzipped) as a NumPy array of its shape."""
-    with gzip.open(path, "rb") as f:
-        data = f.read()
-    shape = tuple(int.from_bytes(data[4 + 4 * i: 8 + 4 * i], "big") for i in range(data[3]))
-    return np.frombuffer(data, np.uint8, offset=4 + 4 * data[3]).reshape(shape)
 
 
 folder = mnist_folder()

@@ -1,9 +1,14 @@
-"""Datasets of the papers' experiments, generated on the fly (nothing is downloaded)."""
+"""Datasets of the papers' experiments, generated on the fly (nothing is downloaded),
+and a reader of the IDX files MNIST and Fashion-MNIST come in."""
+
+import gzip
+from pathlib import Path
 
 import numpy as np
 from sklearn.utils import check_random_state
 
-__all__ = ["make_celeux_one", "make_celeux_two", "make_denoising", "make_graph_case"]
+__all__ = ["make_celeux_one", "make_celeux_two", "make_denoising", "make_graph_case",
+           "read_idx"]
 
 # the four means sampled in Stewart et al. (2023), appendix 11
 DENOISING_MEANS = np.array([
@@ -246,3 +251,59 @@ def _rings(rng):
                      + 0.1 * rng.standard_normal((size, 2)))
         labels.append(np.full(size, g))
     return np.vstack(parts), np.concatenate(labels), 3
+
+
+# IDX's type byte: the element type, big-endian (LeCun et al.'s MNIST page)
+_IDX_TYPES = {0x08: np.dtype("u1"), 0x09: np.dtype("i1"), 0x0B: np.dtype(">i2"),
+              0x0C: np.dtype(">i4"), 0x0D: np.dtype(">f4"), 0x0E: np.dtype(">f8")}
+
+
+def read_idx(path):
+    """Read an IDX file, the format of MNIST and Fashion-MNIST, gzipped or not.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The file; a name ending in ``.gz`` is read through gzip.
+
+    Returns
+    -------
+    array : ndarray
+        The file's array, of the shape and element type its header gives (uint8
+        for MNIST's images, of shape (n, 28, 28), and labels, of shape (n,)),
+        in the machine's byte order.
+
+    Raises
+    ------
+    ValueError
+        If the file is not an IDX file, or holds fewer or more bytes than its
+        header announces.
+
+    Examples
+    --------
+    >>> import gzip, tempfile
+    >>> from pathlib import Path
+    >>> from skdiffclust.datasets import read_idx
+    >>> path = Path(tempfile.mkdtemp()) / "labels-idx1-ubyte.gz"
+    >>> with gzip.open(path, "wb") as f:
+    ...     _ = f.write(bytes([0, 0, 8, 1, 0, 0, 0, 3, 7, 2, 1]))
+    >>> read_idx(path)
+    array([7, 2, 1], dtype=uint8)
+    """
+    path = Path(path)
+    opener = gzip.open if path.name.endswith(".gz") else open
+    with opener(path, "rb") as f:
+        data = f.read()
+    if len(data) < 4 or data[0] != 0 or data[1] != 0 or data[2] not in _IDX_TYPES:
+        raise ValueError(f"{path} is not an IDX file: it does not start with two zero "
+                         "bytes and one of the IDX element types.")
+    dtype, ndim = _IDX_TYPES[data[2]], data[3]
+    header = 4 + 4 * ndim
+    shape = tuple(int.from_bytes(data[4 + 4 * i:8 + 4 * i], "big") for i in range(ndim))
+    expected = header + dtype.itemsize * int(np.prod(shape, dtype=np.int64))
+    if len(data) < header or len(data) != expected:
+        raise ValueError(f"{path} holds {len(data)} bytes where its IDX header "
+                         f"(shape {shape}, {dtype.name}) announces {expected}: the file "
+                         "is truncated or not an IDX file.")
+    array = np.frombuffer(data, dtype, offset=header).reshape(shape)
+    return array if dtype.isnative else array.astype(dtype.newbyteorder("="))
