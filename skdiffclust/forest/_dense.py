@@ -9,6 +9,7 @@ import numpy as np
 from skdiffclust._utils._numba import jit
 from skdiffclust.forest._kruskal import (
     forest_from_tree,
+    forest_of_spanning_tree,
     greedy_forest_with_conflicts,
     tree_connectors,
 )
@@ -71,12 +72,9 @@ def group_trees(S, group_ptr, group_members, wanted):
 
 
 @jit(inline="always")
-def unconstrained_forest(n, tree_src, tree_dst, tree_dist, n_clusters):
-    empty = np.empty(0, dtype=np.int64)
-    kept, n_reached = forest_from_tree(
-        n, tree_src, tree_dst, tree_dist, empty, empty, np.zeros(n, dtype=np.bool_),
-        n_clusters,
-    )
+def unconstrained_forest(tree_src, tree_dst, tree_dist, n_clusters):
+    """The k-forest of a spanning tree: its edges but the heaviest ``n_clusters - 1``."""
+    kept, n_reached = forest_of_spanning_tree(tree_src, tree_dst, tree_dist, n_clusters)
     return tree_src[kept], tree_dst[kept], tree_dist[kept], n_reached
 
 

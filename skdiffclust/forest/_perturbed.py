@@ -224,9 +224,8 @@ def _solve_sample(S, n_clusters, epsilon, seed, s, buf, free, con, constraints):
     perturb(S, epsilon, seed, s, buf)
     tree_src, tree_dst, tree_dist = prim_similarity(buf)
     if free is not None:
-        src, dst, dist, reached = unconstrained_forest(
-            n, tree_src, tree_dst, tree_dist, n_clusters
-        )
+        src, dst, dist, reached = unconstrained_forest(tree_src, tree_dst, tree_dist,
+                                                       n_clusters)
         _record(s, src, dst, dist, reached, n, free)
     if con is not None:
         group_ptr, group_members, group, rooted, conflict = constraints

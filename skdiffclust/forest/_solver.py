@@ -2,7 +2,9 @@
 
 Plain-array glue between the estimator and the numba kernels. Every path builds a
 spanning tree first (Prim, a k-d tree Borůvka from quitefastmst, or a sort in 1-D),
-then cuts it with :func:`~skdiffclust.forest._kruskal.forest_from_tree`; only
+then cuts it: without constraints by dropping its heaviest edges
+(:func:`~skdiffclust.forest._kruskal.forest_of_spanning_tree`), with them by
+Kruskal over the tree (:func:`~skdiffclust.forest._kruskal.forest_from_tree`); only
 cannot-link structures that are not complete between groups need every edge.
 """
 
@@ -21,6 +23,7 @@ from skdiffclust.exceptions import InfeasibleConstraintsWarning
 from skdiffclust.forest._kruskal import (
     component_labels,
     forest_from_tree,
+    forest_of_spanning_tree,
     greedy_forest_with_conflicts,
     tree_connectors,
 )
@@ -316,9 +319,7 @@ def solve_forest(n, n_clusters, constraints, tree_of_subset, all_edges):
     check_n_clusters(n_clusters, n)
     if constraints is None or constraints.is_empty:
         src, dst, dist = tree_of_subset(None)
-        no_rooted = np.zeros(n, dtype=bool)
-        empty = np.empty(0, dtype=np.int64)
-        kept, n_reached = forest_from_tree(n, src, dst, dist, empty, empty, no_rooted, n_clusters)
+        kept, n_reached = forest_of_spanning_tree(src, dst, dist, n_clusters)
         return _assemble(n, src[kept], dst[kept], dist[kept], n_reached, n_clusters,
                          (src, dst, dist))
 
@@ -415,7 +416,7 @@ def forest_from_similarity(S, n_clusters, *, constraints=None):
     check_n_clusters(n_clusters, n)
     tree = similarity_tree(S)
     if constraints is None or constraints.is_empty:
-        src, dst, dist, n_reached = unconstrained_forest(n, *tree, n_clusters)
+        src, dst, dist, n_reached = unconstrained_forest(*tree, n_clusters)
     else:
         src, dst, dist, n_reached = constrained_forest(
             S, n_clusters, *tree, *kernel_constraints(constraints)
@@ -429,12 +430,12 @@ def warn_if_duplicates_split(X, forest, precomputed):
     if forest.n_clusters < 2:
         return
     if precomputed:
-        tied = np.ptp(X) == 0
+        tied = np.ptp(X[0]) == 0 and np.ptp(X) == 0  # the first row settles most
         message = ("All similarities in X are equal: the split into "
                    f"{forest.n_clusters} clusters is arbitrary.")
     else:
         tied = forest.separation == 0
-        message = ("All samples are identical" if np.ptp(X) == 0 else
+        message = ("All samples are identical" if tied and np.ptp(X) == 0 else
                    "Samples at distance 0 from each other are in different clusters")
         message += (f": X has fewer distinct samples than n_clusters="
                     f"{forest.n_clusters}, and which copies are split off is arbitrary.")

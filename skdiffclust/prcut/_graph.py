@@ -17,7 +17,7 @@ from scipy.sparse.csgraph import connected_components
 
 from skdiffclust._neighbors import kneighbors
 from skdiffclust._utils._numba import jit
-from skdiffclust._utils._symmetry import max_asymmetry
+from skdiffclust._utils._symmetry import summarise
 from skdiffclust.prcut._scaling import FeatureScaling
 from skdiffclust.prcut._settings import graph_threads
 
@@ -308,17 +308,16 @@ def _check_dense_affinity(affinity, name):
     if not np.isfinite(affinity.sum()) and not np.all(
             [np.isfinite(row).all() for row in affinity]):
         raise ValueError(f"The affinity matrix {name} contains NaN or infinite values.")
-    smallest = float(affinity.min()) if affinity.size else 0.0
+    # a symmetric matrix in Fortran order is its transpose in C order: no copy
+    rows = affinity.T if affinity.flags.f_contiguous else np.ascontiguousarray(affinity)
+    asymmetry, smallest, scale = summarise(rows)
     if smallest < 0:
         raise ValueError(
             f"Negative values in data: the affinity matrix {name} "
             f"must be non-negative; its smallest entry is {smallest:.3g}."
         )
-    scale = float(affinity.max()) if affinity.size else 0.0
     tolerance = np.sqrt(np.finfo(np.float32).eps) * scale
-    # a symmetric matrix in Fortran order is its transpose in C order: no copy
-    rows = affinity.T if affinity.flags.f_contiguous else np.ascontiguousarray(affinity)
-    excess = max_asymmetry(rows, 0.0, tolerance)
+    excess = asymmetry - tolerance
     if excess > 0:
         raise ValueError(
             f"The affinity matrix {name} must be symmetric; |{name} - {name}.T| "
