@@ -597,6 +597,60 @@ def test_device_dispatch_keeps_rooted_constraints_and_sends_the_rest_to_the_cpu(
         _device_constraints(S, 2, 0.1, 10, y[:5])
 
 
+class _FakeCudaTensor:
+    """What :func:`device_view` reads of a CUDA tensor: its address, layout, device."""
+
+    def __init__(self, pointer, shape, dtype=torch.float32, device_index=0):
+        self.pointer, self.shape, self.dtype = pointer, shape, dtype
+        self.device = torch.device("cuda", device_index)
+
+    def data_ptr(self):
+        return self.pointer
+
+    def stride(self):
+        return tuple(int(np.prod(self.shape[i + 1:])) for i in range(len(self.shape)))
+
+    @property
+    def __cuda_array_interface__(self):
+        return {"data": (self.pointer, False), "shape": self.shape, "version": 2,
+                "typestr": "<i8" if self.dtype == torch.int64 else "<f4", "strides": None}
+
+
+def test_device_views_are_memoised_by_address_layout_and_device(monkeypatch):
+    # the views of a step's tensors are reused: only a new address, layout or
+    # device converts again (numba.cuda's conversion is what the memo saves)
+    from numba import cuda
+
+    from skdiffclust.forest import _gpu
+
+    converted = []
+
+    class View:
+        def __init__(self, desc, dtype=None):
+            self.desc, self.dtype = desc, dtype
+
+        def view(self, dtype):
+            return View(self.desc, dtype)
+
+    def convert(desc, owner=None, sync=True):
+        assert owner is None and not sync  # the memo must not keep tensors alive
+        converted.append(desc["shape"])
+        return View(desc)
+
+    monkeypatch.setattr(cuda, "from_cuda_array_interface", convert)
+    monkeypatch.setattr(_gpu, "_device_views", {})
+    first = _gpu.device_view(_FakeCudaTensor(4096, (3, 4)))
+    assert _gpu.device_view(_FakeCudaTensor(4096, (3, 4))) is first
+    assert _gpu.device_view(_FakeCudaTensor(4096, (4, 3))) is not first
+    assert _gpu.device_view(_FakeCudaTensor(4096, (3, 4), device_index=1)) is not first
+    unsigned = _gpu.device_view(_FakeCudaTensor(4096, (3, 4), torch.int64), unsigned=True)
+    assert unsigned.dtype == np.uint64
+    assert converted == [(3, 4), (4, 3), (3, 4), (3, 4)]
+    monkeypatch.setattr(_gpu, "MAX_DEVICE_VIEWS", 2)
+    _gpu.device_view(_FakeCudaTensor(8192, (3, 4)))  # the memo is full: it starts again
+    assert len(_gpu._device_views) == 1
+
+
 # ---------------------------------------------------------------- CUDA tests
 @needs_cuda
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
