@@ -9,7 +9,10 @@ Two inputs, one kernel each (a kernel compiles only what its input needs):
 
 The kernels run the sweep up to a given iteration and keep their state in arrays
 (:func:`new_prim_state`): Python drivers call them in chunks of iterations, so that
-Ctrl-C is seen between chunks, and kernels call them once for the whole tree.
+Ctrl-C is seen between chunks, and kernels call them once for the whole tree. On
+large inputs the feature sweep spreads each step's rows over numba's threads
+(:func:`feature_sweep_in_parts`); a row's distance is computed as in one thread,
+so the tree is the same bit for bit.
 
 Distances are handled in a *reduced* form that preserves their order (squared
 Euclidean for ``'euclidean'``, ``sum |x - y|^p`` for Minkowski): the tree only
@@ -18,6 +21,7 @@ tree edges back once at the end.
 """
 
 import numpy as np
+from numba import prange
 
 from skdiffclust._utils._numba import jit
 
@@ -220,6 +224,32 @@ def _metric_rows(code, Xp, c, m, p, out):
         _minkowski_rows(Xp, c, m, p, out)
     else:
         _cosine_rows(Xp, c, m, p, out)
+
+
+@jit(parallel=True)
+def _metric_rows_in_parts(code, Xp, c, m, p, out, n_parts):
+    """:func:`_metric_rows` with the rows cut into ``n_parts`` parts, one per thread.
+    Each row's distance is computed as in one part: the tree is the same."""
+    size = (m + n_parts - 1) // n_parts
+    for part in prange(n_parts):
+        start = part * size
+        stop = min(m, start + size)
+        if start < stop:
+            _metric_rows(code, Xp[start:stop], c, stop - start, p, out[start:stop])
+
+
+@jit
+def feature_sweep_in_parts(code, Xp, current, p, state, tree, stop, n_parts, min_terms):
+    """:func:`feature_sweep` whose steps with at least ``min_terms`` distance terms
+    spread the rows over ``n_parts`` threads (a separate kernel: the parallel one
+    compiles only for fits large enough to use it)."""
+    while state[4][ITERATION] < stop:
+        m = state[4][FRONT_SIZE]
+        if m * Xp.shape[1] >= min_terms:
+            _metric_rows_in_parts(code, Xp, current, m, p, state[3], n_parts)
+        else:
+            _metric_rows(code, Xp, current, m, p, state[3])
+        _feature_step(Xp, current, state, tree)
 
 
 @jit

@@ -2,6 +2,7 @@
 
 import itertools
 
+import numba
 import numpy as np
 import pytest
 from hypothesis import given
@@ -171,3 +172,25 @@ def test_forest_is_optimal_on_small_graphs(n, data):
     np.testing.assert_array_equal(M, labels[:, None] == labels[None, :])
     value = float(np.sum(np.triu(A) * S))
     assert value == pytest.approx(_max_forest_value(S, k), abs=1e-9)
+
+
+@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs two numba threads")
+@pytest.mark.parametrize("metric", ["euclidean", "cosine", "manhattan"])
+def test_prim_spread_over_threads_builds_the_same_tree_bit_for_bit(metric):
+    # 2,000 x 40: Prim's first steps take the parallel rows (PARALLEL_PRIM_MIN_TERMS)
+    from skdiffclust.forest._solver import PARALLEL_PRIM_MIN_TERMS
+
+    X = np.random.default_rng(0).standard_normal((2000, 40))
+    assert X.size >= PARALLEL_PRIM_MIN_TERMS
+    previous = numba.get_num_threads()
+    try:
+        numba.set_num_threads(1)
+        one = feature_tree(X, metric=metric, algorithm="prim")
+        numba.set_num_threads(2)
+        two = feature_tree(X, metric=metric, algorithm="prim")
+    finally:
+        numba.set_num_threads(previous)
+    for a, b in zip(one, two):
+        np.testing.assert_array_equal(a, b)
+    expected = minimum_spanning_tree(pairwise_distances(X, metric=metric)).sum()
+    assert one[2].sum() == pytest.approx(expected, rel=1e-9)
