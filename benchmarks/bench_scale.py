@@ -178,9 +178,9 @@ def run_search(sizes, exact_max_n, n_jobs):
 def mnist_pixels():
     """MNIST's 60,000 training images, raw pixels / 255 (float64), and labels; None
     when the data folder is absent."""
-    from bench_mnist import DEFAULT_DATA_DIR, FILES, load_mnist
+    from bench_mnist import DEFAULT_DATA_DIR, FILES, _idx_file, load_mnist
 
-    if not all((DEFAULT_DATA_DIR / name).exists() for name in FILES.values()):
+    if not all(_idx_file(DEFAULT_DATA_DIR, name) for name in FILES.values()):
         print(f"\nMNIST: not found in {DEFAULT_DATA_DIR}, skipped")
         return None
     data = load_mnist(DEFAULT_DATA_DIR)

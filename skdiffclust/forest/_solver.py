@@ -65,8 +65,8 @@ SMALL_SUBSET = 512
 PRIM_TERMS_PER_CALL = 1 << 23
 # Prim's steps with at least this many distance terms (front size times features)
 # spread their rows over numba's threads: on the 2-core machine 54,000 x 84 took
-# 11.5 to 13.5 s against 28 s in one thread, 10,000 x 16 0.20 against 0.27 s (at
-# 2^14 to 2^18 alike; a parallel region costs microseconds a step)
+# 14 s against 28 s in one thread, 10,000 x 16 0.14 against 0.17 s (a prototype
+# gained alike from 2^14 to 2^18 terms; a parallel region costs microseconds a step)
 PARALLEL_PRIM_MIN_TERMS = 1 << 16
 # All-pairs edge lists (general cannot-links on feature input) above this size
 # are refused rather than risking the machine's memory.
