@@ -5,6 +5,8 @@ import importlib.util
 import os
 import sys
 
+from joblib import effective_n_jobs
+
 from skdiffclust._utils._optional import import_optional
 
 # settings.device of the fused kernel (``_cuda_fit``): numba.cuda, no torch needed
@@ -20,7 +22,9 @@ NUMBA_CUDA = "numba-cuda"
 # offsets and warp barriers, 9.46 s against 12.22 s on an H100 (16-core host; 17.23 s
 # before them, same machine), 1.3x, and slower than the CPU at k=4 (85 against 51
 # microseconds a batch): small batches stay on the CPU, which compiles nothing for
-# the GPU (numba.cuda's first compilation takes seconds).
+# the GPU (numba.cuda's first compilation takes seconds). On another H100 (a fourth
+# session, 2026-11-26): 7.7 to 8.1 s against 14.8 s, 1.9x, of which an estimated 5.5
+# s were the fit's host part on one core (fit_threads); not yet measured on all.
 CUDA_MIN_BATCH_SIZE = 1024
 
 
@@ -38,6 +42,18 @@ def resolve_training_device(device, batch_size):
     from skdiffclust._utils._torch import resolve_device
 
     return resolve_device(device)
+
+
+def fit_threads(n_jobs, device, batch_size):
+    """Threads of the CPU kernels in ``fit``: ``n_jobs``'s; with ``n_jobs=None``, one,
+    or every core when the training runs on CUDA: the start, the choice of the
+    restart and the labels still run on the host, which would otherwise idle while
+    the GPU trains (37% of the CPU fit of 200,000 x 32 at the defaults on the 2-core
+    development machine: an estimated 5.5 of the 8 seconds of the CUDA fit on an
+    H100's host). The result does not depend on the count."""
+    if n_jobs is None and resolve_training_device(device, batch_size) != "cpu":
+        return effective_n_jobs(-1)
+    return effective_n_jobs(n_jobs)
 
 
 def _numba_cuda_available():

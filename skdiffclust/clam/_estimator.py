@@ -22,7 +22,7 @@ from skdiffclust._utils._validation import (ANY_INTEGER, NumberInterval, check_m
                                             check_n_clusters, check_spread,
                                             validate_data, warn_empty_clusters)
 from skdiffclust.clam._data import ScaledData
-from skdiffclust.clam._device import resolve_training_device
+from skdiffclust.clam._device import fit_threads, resolve_training_device
 from skdiffclust.clam._settings import (
     PLATEAU_BOUNDS,
     PLATEAU_STEPS,
@@ -165,8 +165,8 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
         on an H200). Inference always runs on the CPU.
 
     n_jobs : int, default=None
-        Threads of the CPU kernels (``None``: 1, ``-1``: all processors). The
-        result does not depend on it.
+        Threads of the CPU kernels (``-1``: all processors; ``None``: 1, or all
+        for the host's part of a fit on CUDA). The result does not depend on it.
 
     random_state : int, RandomState instance or None, default=None
         Seeds every random draw: same seed and data, same labels, in any process
@@ -388,27 +388,30 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
         from skdiffclust.clam._stream import ClamStream
 
         init_seed, train_seed, score_seed = derive_seeds(self.random_state, 3)
-        data, initial = self._data_and_initial_prototypes(X, init_seed)
-        dynamics, learning_rate = self._dynamics_and_rate(data, initial)
+        n_threads = effective_n_jobs(self.n_jobs)  # partial_fit trains on the CPU
+        data, initial = self._data_and_initial_prototypes(X, init_seed, n_threads)
+        dynamics, learning_rate = self._dynamics_and_rate(data, initial, n_threads)
         return ClamStream.start(
             data, initial, dynamics, data.column_reduction(self.mask_value), learning_rate,
             steps_patience(data.n_samples, self.batch_size, PLATEAU_STEPS, PLATEAU_BOUNDS),
             seed=train_seed, score_seed=score_seed)
 
-    def _data_and_initial_prototypes(self, X, init_seed):
+    def _data_and_initial_prototypes(self, X, init_seed, n_threads):
         """ClAM's view of X and the initial prototypes of every restart."""
         data = ScaledData(X, self.metric == "cosine")
-        with threadpool_limits(effective_n_jobs(self.n_jobs), user_api="blas"):
-            return data, self._initial_prototypes(data, init_seed)  # k-means++'s products
+        with threadpool_limits(n_threads, user_api="blas"):  # k-means++'s products
+            return data, initial_prototypes(
+                data, init_seed, n_clusters=self.n_clusters, init=self.init,
+                n_init=self.n_init, cosine=self.metric == "cosine", n_threads=n_threads)
 
     def _fitted_state(self, X, seeds):
         """The state of a fit on X; the estimator is left as it is."""
         from skdiffclust.clam._fit import train_restarts
 
-        n_threads = effective_n_jobs(self.n_jobs)
+        n_threads = fit_threads(self.n_jobs, self.device, self.batch_size)
         init_seed, train_seed, score_seed = seeds
-        data, initial = self._data_and_initial_prototypes(X, init_seed)
-        dynamics, learning_rate = self._dynamics_and_rate(data, initial)
+        data, initial = self._data_and_initial_prototypes(X, init_seed, n_threads)
+        dynamics, learning_rate = self._dynamics_and_rate(data, initial, n_threads)
         settings = self._training_settings(data.n_samples, learning_rate, seed=train_seed,
                                            verbose=self.verbose, n_threads=n_threads)
         fill = data.column_reduction(self.mask_value)
@@ -449,10 +452,10 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
                 remedy="A larger beta, more restarts (n_init) or fewer clusters",
                 relabelled=relabelled, stacklevel=5)
 
-    def _dynamics_and_rate(self, data, initial):
+    def _dynamics_and_rate(self, data, initial, n_threads):
         """The dynamics and Adam's initial rate, in the units of the scaled data."""
         if not (isinstance(self.init, str) and self.init == "k-means"):  # those are settled
-            initial = settled_prototypes(data, initial, effective_n_jobs(self.n_jobs))
+            initial = settled_prototypes(data, initial, n_threads)
         spread, competition = scales_of(data, initial)
         cosine = self.metric == "cosine"
         beta = scaled_beta(self.beta, competition, cosine)
@@ -463,11 +466,6 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
         alpha = 1.0 / self.n_steps if self.step_size is None else float(self.step_size)
         return Dynamics(beta=float(beta), n_steps=int(self.n_steps), alpha=alpha,
                         metric=self.metric)
-
-    def _initial_prototypes(self, data, seed):
-        return initial_prototypes(data, seed, n_clusters=self.n_clusters, init=self.init,
-                                  n_init=self.n_init, cosine=self.metric == "cosine",
-                                  n_threads=effective_n_jobs(self.n_jobs))
 
     def _log_weights(self):
         return np.log(self.cluster_weights_) if self.weighted else None

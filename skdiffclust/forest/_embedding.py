@@ -43,35 +43,38 @@ from skdiffclust.forest._torch import (
     similarity_to_numpy,
 )
 
-# device='auto' trains the built-in embeddings ('linear', 'mlp') on CUDA from this
-# batch size up. A step's forests cost a few kernel launches and their host-side
-# preparation whatever the batch, which a small batch of a small network cannot
-# amortise. Measured on an H100 (16-core host, 2026-11-26), digits, 'mlp', 100
-# perturbations, ms an epoch on CUDA against the CPU: batch 64, 246 (the host
-# solver, below) against 206; 128, 214 against 170; 192, 95 against 222; 256, 91
-# against 309 (on 2026-11-25: batch 1024, 35 against 1,580). A user's module (a
-# CNN) stays on CUDA, where its own layers weigh more: LeNet-5 at batch 64, 5.4 ms
-# a step against 7.0 ms on the CPU.
-CUDA_MIN_BATCH_SIZE = 192
+# device='auto' trains the built-in embeddings ('linear', 'mlp') on the CPU at these
+# batch sizes (half-open ranges), on CUDA otherwise. Measured on an H100 (16-core
+# host), digits, 'mlp', 100 perturbations, ms an epoch on CUDA against the CPU:
+# batch 64, 86 against 181 (2026-11-26 evening: the forests solved on the host's 16
+# cores beside CUDA's steps; 246 against 206 on one core); 128, 214 against 170 (the
+# device solver, below); 192, 95 against 222 (132 against 226 in the evening); 256, 91
+# against 309; 1024, 35 against 1,580. Below 64 (not measured) a step is a few
+# launches more than the CPU's whole step. A user's module (a CNN) stays on CUDA,
+# where its own layers weigh more: LeNet-5 at batch 64, 5.4 ms a step against 7.0.
+CPU_BATCH_SIZES = ((1, 64), (128, 192))
 
 
 def training_device(device, embedding, batch_size):
     """The torch device that trains ``embedding`` for the estimator's ``device``."""
     resolved = resolve_device(device)
     if (device == "auto" and resolved.type == "cuda" and isinstance(embedding, str)
-            and batch_size < CUDA_MIN_BATCH_SIZE):
+            and any(low <= batch_size < high for low, high in CPU_BATCH_SIZES)):
         return torch.device("cpu")
     return resolved
 
 
 # On CUDA, batches from this size up have their forests solved on the device,
-# smaller ones by the numba solver on the host (one copy of S each way). A small
-# step's device solve costs host time, not GPU time: numba.cuda prepares about 76
-# array arguments a step (7 launches). Measured on an H100 (16-core host), a step at
-# batch 64 ('mlp' (256, 128), 100 perturbations): 10.5 ms with the device solver,
-# 4.6 ms with the host's (CPU 4.9); LeNet-5: 13.2 / 5.4 ms (CPU 7.0). Milliseconds an
-# epoch on digits, device / host solver (CPU): batch 64, 301 / 246 (206); 96,
-# 212 / 209 (202); 128, 214 / 248 (170); 192, 95 / 287 (222); 256, 91 / 401 (309).
+# smaller ones by the numba solver on the host (one copy of S each way, the host's
+# every core: _settings.solver_threads). A small step's device solve costs host
+# time, not GPU time: numba.cuda prepares about 76 array arguments a step (7
+# launches). Measured on an H100 (16-core host), a step at batch 64 ('mlp' (256,
+# 128), 100 perturbations): 7.4 ms with the device solver (10.5 before its views of
+# torch's tensors were memoised), 4.7 ms with the host's (CPU 3.7); LeNet-5: 9.2 /
+# 5.8 ms (CPU 6.2). Milliseconds an epoch on digits, device / host solver on one
+# core (CPU): batch 64, 301 / 246 (206); 96, 212 / 209 (202); 128, 214 / 248 (170);
+# 192, 95 / 287 (222); 256, 91 / 401 (309); the host solver on 16 cores is not yet
+# measured from 96 up.
 DEVICE_SOLVER_MIN_BATCH_SIZE = 128
 
 
@@ -286,9 +289,10 @@ def train_embedding(module, X, y, settings, *, validation_data=None, sample_shap
         validation = BatchValidation(
             module, as_samples(tensor_from_numpy(X_val, dtype, device), sample_shape), y_val,
             n_clusters=settings.n_clusters, batch_size=settings.batch_size)
-    # numba's solver on solver_threads (one by default, as torch's steps): two
-    # OpenMP teams of different sizes competing for the cores made a step 2.7x
-    # slower (LeNet-5 on batches of 64, 2 cores: 45 ms against 16 ms)
+    # numba's solver on solver_threads (_settings.solver_threads: one beside torch's
+    # CPU steps, where two OpenMP teams of different sizes competing for the cores
+    # made a step 2.7x slower (LeNet-5 on batches of 64, 2 cores: 45 ms against 16
+    # ms); every core beside CUDA steps, which leave the host idle)
     # a cosine decay is a budget of max_iter epochs, its end planned: no warning
     cosine = settings.learning_rate_schedule == "cosine"
     with thread_limit(settings.solver_threads):

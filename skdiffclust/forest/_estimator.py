@@ -139,14 +139,14 @@ class SpanningForestClustering(ClusterMixin, _SetOutputMixin, BaseEstimator):
 
     device : {'auto', 'cpu', 'cuda'}, default='auto'
         Where the embedding is trained; ``'auto'`` picks CUDA when available,
-        except for the built-in embeddings at ``batch_size`` under 256, which
-        train faster on the CPU.
+        except for the built-in embeddings at a ``batch_size`` under 64 or from
+        128 to 191, which train faster on the CPU (see the User Guide).
         Fitted weights are NumPy arrays: ``predict`` never needs a GPU.
 
     n_jobs : int, default=None
-        CPU threads of the k-d tree, of the perturbed forests while training on
-        the CPU, and of ``predict``'s neighbour search (``None``: see the User
-        Guide; ``-1``: every core). The results do not depend on it.
+        CPU threads of the k-d tree, of the perturbed forests solved on the host
+        while training, and of ``predict``'s neighbour search (``None``: see the
+        User Guide; ``-1``: every core). The results do not depend on it.
 
     random_state : int, RandomState instance or None, default=None
         Seeds the weight initialisation, the batches and the noise. Same seed, same
@@ -435,7 +435,7 @@ class SpanningForestClustering(ClusterMixin, _SetOutputMixin, BaseEstimator):
             verbose=self.verbose, weight_decay=self.weight_decay,
             learning_rate_schedule=self.learning_rate_schedule,
             steps_per_epoch=self.steps_per_epoch,
-            solver_threads=solver_threads(self.n_jobs))
+            solver_threads=solver_threads(self.n_jobs, device))
 
     def _clustered_features(self, X):
         """Validated X as the forest sees it: features (embedded if trained), or

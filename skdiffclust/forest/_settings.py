@@ -49,10 +49,15 @@ class EmbeddingSettings:
     device_solver: bool | None = None
 
 
-def solver_threads(n_jobs):
-    """Threads of numba's perturbed forests while training on the CPU: one (as
-    torch's steps) unless ``n_jobs`` says otherwise."""
-    return 1 if n_jobs is None else max(int(effective_n_jobs(n_jobs)), 1)
+def solver_threads(n_jobs, device="cpu"):
+    """Threads of numba's perturbed forests solved on the host while training:
+    ``n_jobs`` if given; else one on the CPU (as torch's steps: two thread teams
+    of different sizes competing for the cores slow both) and every core on CUDA,
+    where torch's steps leave the host idle while it solves the batch's forests
+    (their samples are independent: the result does not depend on the count)."""
+    if n_jobs is not None:
+        return max(int(effective_n_jobs(n_jobs)), 1)
+    return effective_n_jobs(-1) if str(device).startswith("cuda") else 1
 
 
 def hold_out(X, labels, fraction, seed):

@@ -183,6 +183,20 @@ def test_device_choice(monkeypatch):
     assert _device.resolve_training_device("auto", 16) == "cpu"
 
 
+def test_a_fit_on_cuda_runs_its_host_part_on_every_core(monkeypatch):
+    # the start, the restart's choice and the labels stay on the host, idle otherwise
+    from joblib import effective_n_jobs
+
+    from skdiffclust.clam import _device
+
+    monkeypatch.setattr(_device, "_nvidia_driver_present", lambda: True)
+    monkeypatch.setattr(_device, "_numba_cuda_available", lambda: True)
+    assert _device.fit_threads(None, "cuda", 16) == effective_n_jobs(-1)
+    assert _device.fit_threads(2, "cuda", 16) == 2
+    assert _device.fit_threads(None, "auto", 16) == 1  # trains on the CPU
+    assert _device.fit_threads(None, "cpu", 1024) == 1
+
+
 def test_the_workspace_of_the_defaults_fits_in_shared_memory():
     from skdiffclust.clam import _cuda_kernels as kernels
 

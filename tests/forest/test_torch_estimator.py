@@ -259,7 +259,10 @@ def test_auto_trains_small_batches_of_the_built_in_embeddings_on_the_cpu(monkeyp
         "cpu" if device == "cpu" else "cuda"))
     cuda, cpu = torch.device("cuda"), torch.device("cpu")
     module = torch.nn.Linear(4, 2)
-    assert _embedding.training_device("auto", "mlp", 64) == cpu
+    assert _embedding.training_device("auto", "mlp", 63) == cpu
+    assert _embedding.training_device("auto", "mlp", 64) == cuda
+    assert _embedding.training_device("auto", "linear", 127) == cuda
+    assert _embedding.training_device("auto", "linear", 128) == cpu
     assert _embedding.training_device("auto", "linear", 191) == cpu
     assert _embedding.training_device("auto", "mlp", 192) == cuda
     assert _embedding.training_device("auto", module, 64) == cuda
