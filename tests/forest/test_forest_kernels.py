@@ -194,3 +194,45 @@ def test_prim_spread_over_threads_builds_the_same_tree_bit_for_bit(metric):
         np.testing.assert_array_equal(a, b)
     expected = minimum_spanning_tree(pairwise_distances(X, metric=metric)).sum()
     assert one[2].sum() == pytest.approx(expected, rel=1e-9)
+
+
+@given(n=st.integers(1, 260), seed=st.integers(0, 2**31 - 1), sample=st.integers(0, 500),
+       epsilon=st.floats(1e-3, 10.0))
+def test_perturbed_matrix_is_the_noise_rows_bit_for_bit(n, seed, sample, epsilon):
+    # the solve perturbs S a block of rows at a time (several blocks from n = 91 on);
+    # the score-function gradient regenerates each row of Z by itself: the same Z
+    from skdiffclust.forest import _perturbed
+
+    S = np.random.default_rng(n).standard_normal((n, n)).astype(np.float32)
+    S = (S + S.T) / 2
+    out = np.empty_like(S)
+    _perturbed.perturb(S, epsilon, seed, sample, out)
+    expected = np.empty_like(S)
+    for i in range(n):
+        expected[i, i:] = _perturbed_row(S, epsilon, seed, sample, i)
+        expected[i:, i] = expected[i, i:]
+    np.testing.assert_array_equal(out, expected)
+
+
+def test_a_row_longer_than_a_noise_block_is_perturbed_whole():
+    from skdiffclust.forest import _perturbed
+
+    n = 2 * _perturbed.NOISE_BLOCK_PAIRS + 101  # row 0 alone overflows a block
+    S = np.zeros((n, n), dtype=np.float32)
+    out = np.empty_like(S)
+    _perturbed.perturb(S, 0.5, 3, 1, out)
+    for i in (0, 1, n // 2, n - 2, n - 1):
+        np.testing.assert_array_equal(out[i, i:], _perturbed_row(S, 0.5, 3, 1, i))
+    np.testing.assert_array_equal(out, out.T)
+
+
+def _perturbed_row(S, epsilon, seed, sample, i):
+    """Row i of S + epsilon Z from its diagonal on, Z's row by ``noise_row``."""
+    from skdiffclust.forest import _perturbed
+
+    n = S.shape[0]
+    z = np.empty(n, dtype=np.float32)
+    _perturbed.noise_row(seed, sample, i, n, z, _perturbed.new_noise_buffers(n))
+    row = S[i, i:].copy()  # the kernel's arithmetic: float64, rounded once
+    row[1:] = S[i, i + 1:].astype(np.float64) + epsilon * z[i + 1:].astype(np.float64)
+    return row
