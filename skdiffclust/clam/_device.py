@@ -5,9 +5,8 @@ import importlib.util
 import os
 import sys
 
-from joblib import effective_n_jobs
-
 from skdiffclust._utils._optional import import_optional
+from skdiffclust._utils._threads import host_threads
 
 # settings.device of the fused kernel (``_cuda_fit``): numba.cuda, no torch needed
 NUMBA_CUDA = "numba-cuda"
@@ -45,15 +44,14 @@ def resolve_training_device(device, batch_size):
 
 
 def fit_threads(n_jobs, device, batch_size):
-    """Threads of the CPU kernels in ``fit``: ``n_jobs``'s; with ``n_jobs=None``, one,
-    or every core when the training runs on CUDA: the start, the choice of the
-    restart and the labels still run on the host, which would otherwise idle while
-    the GPU trains (37% of the CPU fit of 200,000 x 32 at the defaults on the 2-core
-    development machine: an estimated 5.5 of the 8 seconds of the CUDA fit on an
-    H100's host). The result does not depend on the count."""
-    if n_jobs is None and resolve_training_device(device, batch_size) != "cpu":
-        return effective_n_jobs(-1)
-    return effective_n_jobs(n_jobs)
+    """Threads of the CPU kernels in ``fit``
+    (:func:`~skdiffclust._utils._threads.host_threads`): every core for
+    ``n_jobs=None`` when the training runs on CUDA, since the start, the choice of
+    the restart and the labels still run on the host (37% of the CPU fit of 200,000
+    x 32 at the defaults on the 2-core development machine: an estimated 5.5 of the
+    8 seconds of the CUDA fit on an H100's host)."""
+    on_cuda = n_jobs is None and resolve_training_device(device, batch_size) != "cpu"
+    return host_threads(n_jobs, on_cuda)
 
 
 def _numba_cuda_available():

@@ -106,6 +106,16 @@ def _box_muller(radius_bits, angle_bits, z0, z1, m):
 
 
 @jit(inline="always")
+def _pair_bits(key, n_pairs, radius_bits, angle_bits, at):
+    """The 24-bit integers of :func:`_box_muller` for the first ``n_pairs`` pairs of
+    the row of ``key``, into ``radius_bits`` and ``angle_bits`` from ``at`` on."""
+    for p in range(n_pairs):
+        bits = _splitmix64(key + uint64(p))
+        radius_bits[at + p] = np.int32((bits >> uint64(40)) + uint64(1))
+        angle_bits[at + p] = np.int32((bits >> uint64(16)) & uint64(0xFFFFFF))
+
+
+@jit(inline="always")
 def new_noise_buffers(n):
     """Scratch space for :func:`noise_row`."""
     half = n // 2 + 1
@@ -124,10 +134,7 @@ def noise_row(seed, sample, row, n, out, buffers):
     length = n - row - 1
     n_pairs = (length + 1) // 2
     key = _row_key(seed, sample, row)
-    for p in range(n_pairs):
-        bits = _splitmix64(key + uint64(p))
-        radius_bits[p] = np.int32((bits >> uint64(40)) + uint64(1))
-        angle_bits[p] = np.int32((bits >> uint64(16)) & uint64(0xFFFFFF))
+    _pair_bits(key, n_pairs, radius_bits, angle_bits, 0)
     _box_muller(radius_bits, angle_bits, out[row + 1 : row + 1 + n_pairs], sines, n_pairs)
     for p in range(length - n_pairs):  # a loop: a slice copy compiles shape checks
         out[row + 1 + n_pairs + p] = sines[p]
@@ -169,11 +176,8 @@ def perturb(S, epsilon, seed, sample, out):
     while first < n:
         stop, total = first, 0  # rows first..stop-1, their pairs end to end
         while stop < n and total + (n - stop) // 2 <= size:
-            key = _row_key(seed, sample, stop)
-            for p in range((n - stop) // 2):
-                bits = _splitmix64(key + uint64(p))
-                radius_bits[total + p] = np.int32((bits >> uint64(40)) + uint64(1))
-                angle_bits[total + p] = np.int32((bits >> uint64(16)) & uint64(0xFFFFFF))
+            _pair_bits(_row_key(seed, sample, stop), (n - stop) // 2, radius_bits,
+                       angle_bits, total)
             total += (n - stop) // 2
             stop += 1
         _box_muller(radius_bits, angle_bits, cosines, sines, total)

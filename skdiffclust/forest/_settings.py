@@ -9,9 +9,9 @@ below), and passes it whole to :func:`skdiffclust.forest._embedding.train_embedd
 from dataclasses import dataclass
 
 import numpy as np
-from joblib import effective_n_jobs
 
 from skdiffclust._utils._random import numpy_generator
+from skdiffclust._utils._threads import host_threads
 from skdiffclust.forest._constraints import UNLABELLED
 
 
@@ -50,14 +50,11 @@ class EmbeddingSettings:
 
 
 def solver_threads(n_jobs, device="cpu"):
-    """Threads of numba's perturbed forests solved on the host while training:
-    ``n_jobs`` if given; else one on the CPU (as torch's steps: two thread teams
-    of different sizes competing for the cores slow both) and every core on CUDA,
-    where torch's steps leave the host idle while it solves the batch's forests
-    (their samples are independent: the result does not depend on the count)."""
-    if n_jobs is not None:
-        return max(int(effective_n_jobs(n_jobs)), 1)
-    return effective_n_jobs(-1) if str(device).startswith("cuda") else 1
+    """Threads of numba's perturbed forests solved on the host while training
+    (:func:`~skdiffclust._utils._threads.host_threads`): one beside torch's CPU
+    steps for ``n_jobs=None`` (two thread teams of different sizes competing for
+    the cores slow both), every core beside CUDA's."""
+    return host_threads(n_jobs, str(device).startswith("cuda"))
 
 
 def hold_out(X, labels, fraction, seed):
