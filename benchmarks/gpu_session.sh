@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# Issue 42's checks on a lent GPU machine, in one call of the device tool.
+#
+# The machine starts bare, cannot reach a package registry, and has torch,
+# numba, numba-cuda, scikit-learn, pytest, pytest-xdist and hypothesis, but not
+# quitefastmst or POT; MNIST sits outside the repository. So, here, first
+# (both folders are ignored by git and carried to the machine):
+#
+#   echo /.whl/ >> .git/info/exclude; echo /.gpudata/ >> .git/info/exclude
+#   for p in quitefastmst pot; do python3 -m pip download --no-deps \
+#       --only-binary=:all: --python-version 3.12 --implementation cp \
+#       --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
+#       --platform manylinux2014_x86_64 -d .whl "$p"; done
+#   mkdir -p .gpudata && cp -r ../shared/data/mnist .gpudata/  # 'mnist', 'lenet'
+#
+# (the wheels are about 40 MB, MNIST 11 MB: with the repository, 53 of the
+# 64 MB a call may carry)
+#
+# then call the device tool's run with
+#   command: bash benchmarks/gpu_session.sh [STEP,...]
+#   carry:   [".whl", ".gpudata"]
+#   timeout_s: the sum of the steps' limits below, plus a minute
+#
+# STEP (default tests,clam,forest,perturbed,checks, about 9 minutes):
+#   tests      the CUDA tests (every test file that has a CUDA case), 14 workers
+#   clam       bench_gpu.py's ClAM cases (200,000 x 32, batch 16 and 1,024)
+#   forest     bench_gpu.py's embedding cases (mlp on digits, batch 64 to 1,024)
+#              and DeepImageClustering on digits
+#   perturbed  bench_perturbed.py at n = 4,096 and 16,384, 100 samples
+#   checks     bench_torch_api.py --only checks (the input checks' cost)
+#   prcut      bench_gpu.py's PRCut case (1,000,000 x 32)
+#   mnist      bench_gpu.py's MNIST cases (PRCut's protocol and defaults)
+#   lenet      bench_mnist.py --only forest --device cuda (LeNet-5, 30,000 steps)
+# Each step's output goes to $OUT/STEP.log (the device tool brings back at most
+# eight files) and to the call's output; a step that runs past its limit is
+# stopped and the next one runs.
+set -uo pipefail
+
+steps=${1:-tests,clam,forest,perturbed,checks}
+out=${OUT:-/tmp/gpu_session}
+mkdir -p "$out"
+export PYTHONUNBUFFERED=1
+
+if compgen -G ".whl/*.whl" > /dev/null; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
+        --upgrade --target /tmp/site .whl/*.whl || exit 1
+    export PYTHONPATH=/tmp/site
+fi
+export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
+mnist=.gpudata/mnist
+
+cuda_tests=(
+    tests/clam/test_clam_cuda.py tests/clam/test_torch_clam.py
+    tests/clam/test_torch_clam_layer.py tests/deep/test_torch_deep.py
+    tests/forest/test_forest_estimator.py tests/forest/test_forest_gpu.py
+    tests/forest/test_forest_gpu_training.py tests/forest/test_torch_estimator.py
+    tests/prcut/test_prcut_quality.py tests/prcut/test_prcut_spectral.py
+    tests/prcut/test_torch_prcut_module.py tests/test_bad_inputs.py
+    tests/test_cuda_fits.py tests/test_neighbors.py tests/test_torch_objectives.py
+    tests/test_training_engine.py
+)
+
+# step name, time limit in seconds, command
+run_step() {
+    local name=$1 limit=$2
+    shift 2
+    echo "== $name (at most ${limit} s): $*"
+    local start=$SECONDS
+    timeout --signal=INT --kill-after=10 "$limit" "$@" 2>&1 | tee "$out/$name.log"
+    local status=${PIPESTATUS[0]}
+    echo "== $name: exit $status after $((SECONDS - start)) s"
+}
+
+echo "== machine"
+{
+    nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
+    echo "host cores: $(nproc)"
+    python3 -c "import torch, numba, sklearn, numpy; print('torch', torch.__version__, \
+'cuda', torch.version.cuda, 'numba', numba.__version__, 'scikit-learn', \
+sklearn.__version__, 'numpy', numpy.__version__)"
+    git log --oneline -1 2>/dev/null || true
+} 2>&1 | tee "$out/machine.log"
+
+for step in ${steps//,/ }; do
+    case $step in
+        tests) run_step tests 200 python3 -m pytest -q -p no:cacheprovider -n 14 -rs \
+            -m "not slow" "${cuda_tests[@]}" ;;
+        clam) run_step clam 100 python3 benchmarks/bench_gpu.py --only clam,clam-batch-1024 ;;
+        forest) run_step forest 100 python3 benchmarks/bench_gpu.py \
+            --only forest,forest-batch,deep ;;
+        perturbed) run_step perturbed 60 python3 benchmarks/bench_perturbed.py \
+            --sizes 4096 16384 --samples 100 --cpu-budget 5 ;;
+        checks) run_step checks 60 python3 benchmarks/bench_torch_api.py --only checks ;;
+        prcut) run_step prcut 150 python3 benchmarks/bench_gpu.py --only prcut ;;
+        mnist) run_step mnist 240 python3 benchmarks/bench_gpu.py --only none \
+            --mnist-dir "$mnist" ;;
+        lenet) run_step lenet 500 python3 benchmarks/bench_mnist.py --only forest \
+            --device cuda --data-dir "$mnist" ;;
+        *) echo "unknown step '$step'"; exit 2 ;;
+    esac
+done
