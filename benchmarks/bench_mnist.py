@@ -455,7 +455,10 @@ def _n2d_run(data, seed):
 
 
 # DEC (Xie et al., 2016) and IDEC (Guo et al., 2017) from ClustPy (``pip install
-# clustpy``; it needs torchvision, whose wheels must match the installed torch):
+# clustpy``; it needs torchvision, whose wheels must match the installed torch: on
+# the project's machine, a venv with ``pip install torch==2.14.1
+# torchvision==0.29.1`` (CUDA builds, which run on the CPU), then ``pip install
+# clustpy`` and this package; PyPI's torchvision fails beside the CPU torch 2.13):
 # the feedforward autoencoder d-500-500-2000-10, pretrained DEC_EPOCHS[0] epochs,
 # clustered DEC_EPOCHS[1] (the defaults are 100 and 150: hours on the 2-core CPU)
 DEC_EPOCHS = (10, 10)
