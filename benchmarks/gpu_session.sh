@@ -49,16 +49,8 @@ fi
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
 mnist=.gpudata/mnist
 
-cuda_tests=(
-    tests/clam/test_clam_cuda.py tests/clam/test_torch_clam.py
-    tests/clam/test_torch_clam_layer.py tests/deep/test_torch_deep.py
-    tests/forest/test_forest_estimator.py tests/forest/test_forest_gpu.py
-    tests/forest/test_forest_gpu_training.py tests/forest/test_torch_estimator.py
-    tests/prcut/test_prcut_quality.py tests/prcut/test_prcut_spectral.py
-    tests/prcut/test_torch_prcut_module.py tests/test_bad_inputs.py
-    tests/test_cuda_fits.py tests/test_neighbors.py tests/test_torch_objectives.py
-    tests/test_training_engine.py
-)
+# every test file with a CUDA case (the list stays current as tests are added)
+mapfile -t cuda_tests < <(grep -rl --include='test_*.py' cuda tests | sort)
 
 # step name, time limit in seconds, command
 run_step() {
