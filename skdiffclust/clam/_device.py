@@ -11,28 +11,35 @@ from skdiffclust._utils._threads import host_threads
 # settings.device of the fused kernel (``_cuda_fit``): numba.cuda, no torch needed
 NUMBA_CUDA = "numba-cuda"
 
-# device='auto' trains on CUDA (torch) from this batch size up. A torch step is a few
-# hundred small operations on (n_init, n_clusters, batch_size, n_features) arrays: on
-# an H100 (16-core host, 200,000 x 32, k=20) CUDA took 58.2 s against the CPU
-# kernels' 13.2 s at batch_size=16, and 11.9 s against 54.1 s at batch_size=1024.
-# The fused kernel (device='cuda': one thread block per restart, its batches one
-# after another) took 15.8 s against the CPU kernels' 9.4 s at batch_size=16 on an
-# H200 (16-core host, 2026-11-26; 19.2 s before its rework); after its 32-bit
-# offsets and warp barriers, 9.46 s against 12.22 s on an H100 (16-core host; 17.23 s
-# before them, same machine), 1.3x, and slower than the CPU at k=4 (85 against 51
-# microseconds a batch): small batches stay on the CPU, which compiles nothing for
-# the GPU (numba.cuda's first compilation takes seconds). On another H100 (a fourth
-# session, 2026-11-26): 7.7 to 8.1 s against 14.8 s, 1.9x, of which an estimated 5.5
-# s were the fit's host part on one core (fit_threads); not yet measured on all.
+# device='auto' trains with torch on CUDA from this batch size up. A torch step is a
+# few hundred small operations on (n_init, n_clusters, batch_size, n_features)
+# arrays: on an H100 (16-core host, 200,000 x 32, k=20) CUDA took 58.2 s against the
+# CPU kernels' 13.2 s at batch_size=16, and 11.9 s against 54.1 s at batch_size=1024.
 CUDA_MIN_BATCH_SIZE = 1024
 
+# Below that batch size, device='auto' trains with the fused kernel (one thread block
+# per restart, its batches one after another) where it was measured to win: at
+# 200,000 x 32, k=20, batch_size=16 (16-core hosts), 6.44 s against the CPU's 10.35 s
+# on an H200 (2026-11-27), 9.46 against 12.22 s and 8 against 14.8 s on H100s. Per
+# batch on an H100 (CUDA / one CPU thread, microseconds), k=20: 166 / 207; k=4: 85 /
+# 51; batch_size 4: 66 / 65; batch_size 8: 112 / 148. So few prototypes and tiny
+# batches stay on the CPU, and so do small data sets, whose fits (a second or two on
+# the CPU) would not repay the CUDA context and the kernel's loading.
+FUSED_MIN_SAMPLES = 100_000
+FUSED_MIN_CLUSTERS = 8
+FUSED_MIN_BATCH_SIZE = 8
 
-def resolve_training_device(device, batch_size):
+
+def resolve_training_device(device, batch_size, n_samples=0, n_clusters=0):
     """'cpu' (the numba kernels, no torch needed), :data:`NUMBA_CUDA` (the fused
-    kernel, for device='cuda') or the torch device for CUDA."""
-    if device == "cpu" or (device == "auto" and (batch_size < CUDA_MIN_BATCH_SIZE
-                                                 or not _nvidia_driver_present())):
+    kernel) or the torch device for CUDA. ``n_samples`` and ``n_clusters`` (of the
+    fit) decide between the fused kernel and the CPU for ``device='auto'``."""
+    if device == "cpu" or (device == "auto" and not _nvidia_driver_present()):
         return "cpu"
+    if device == "auto" and batch_size < CUDA_MIN_BATCH_SIZE:
+        fused_wins = (n_samples >= FUSED_MIN_SAMPLES and n_clusters >= FUSED_MIN_CLUSTERS
+                      and batch_size >= FUSED_MIN_BATCH_SIZE)
+        return NUMBA_CUDA if fused_wins and _numba_cuda_available() else "cpu"
     if device == "cuda" and _numba_cuda_available():
         return NUMBA_CUDA
     if device == "auto" and importlib.util.find_spec("torch") is None:
@@ -43,15 +50,14 @@ def resolve_training_device(device, batch_size):
     return resolve_device(device)
 
 
-def fit_threads(n_jobs, device, batch_size):
+def fit_threads(n_jobs, training_device):
     """Threads of the CPU kernels in ``fit``
     (:func:`~skdiffclust._utils._threads.host_threads`): every core for
-    ``n_jobs=None`` when the training runs on CUDA, since the start, the choice of
-    the restart and the labels still run on the host (37% of the CPU fit of 200,000
-    x 32 at the defaults on the 2-core development machine: an estimated 5.5 of the
-    8 seconds of the CUDA fit on an H100's host)."""
-    on_cuda = n_jobs is None and resolve_training_device(device, batch_size) != "cpu"
-    return host_threads(n_jobs, on_cuda)
+    ``n_jobs=None`` when the training runs on CUDA (``training_device``, from
+    :func:`resolve_training_device`, is not ``'cpu'``), since the start, the choice
+    of the restart and the labels still run on the host (on an H200's 16-core host,
+    2026-11-27: 1.3 s of a CUDA fit of 7.2 s at 200,000 x 32, the kernel 5.2 s)."""
+    return host_threads(n_jobs, n_jobs is None and training_device != "cpu")
 
 
 def _numba_cuda_available():

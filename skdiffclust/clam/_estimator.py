@@ -160,9 +160,10 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
         training, re-seeding and pruning as on the CPU, equal to it within
         float32 rounding; no PyTorch needed). Where numba.cuda cannot launch
         kernels, ``'cuda'`` trains with torch (without pruning). ``'auto'``
-        picks CUDA (torch), where torch sees one, from ``batch_size=1024``, and
-        the CPU below, where it is faster (at 16, twice the fused kernel's speed
-        on an H200). Inference always runs on the CPU.
+        picks CUDA where it was measured faster: torch from ``batch_size=1024``;
+        below, the fused kernel for 100,000 samples or more with at least 8
+        clusters and a batch of at least 8 (1.6x the CPU at 200,000 x 32, k=20,
+        batch 16 on an H200), else the CPU. Inference always runs on the CPU.
 
     n_jobs : int, default=None
         Threads of the CPU kernels (``-1``: all processors; ``None``: 1, or all
@@ -408,12 +409,18 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
         """The state of a fit on X; the estimator is left as it is."""
         from skdiffclust.clam._fit import train_restarts
 
-        n_threads = fit_threads(self.n_jobs, self.device, self.batch_size)
+        device = resolve_training_device(self.device, self.batch_size,
+                                         n_samples=X.shape[0], n_clusters=self.n_clusters)
+        n_threads = fit_threads(self.n_jobs, device)
         init_seed, train_seed, score_seed = seeds
         data, initial = self._data_and_initial_prototypes(X, init_seed, n_threads)
         dynamics, learning_rate = self._dynamics_and_rate(data, initial, n_threads)
-        settings = self._training_settings(data.n_samples, learning_rate, seed=train_seed,
-                                           verbose=self.verbose, n_threads=n_threads)
+        settings = TrainingSettings.resolved(
+            data.n_samples, n_iter_no_change=self.n_iter_no_change, weighted=self.weighted,
+            mask_prob=self.mask_prob, batch_size=self.batch_size, max_iter=self.max_iter,
+            learning_rate=learning_rate, gradient_clip=self.gradient_clip, tol=self.tol,
+            device=device, seed=train_seed, verbose=self.verbose, n_threads=n_threads,
+            reseed=self.reseed, prune=self.prune)
         fill = data.column_reduction(self.mask_value)
         trained = train_restarts(_training_rows(data), fill.astype(np.float32),
                                  initial.astype(np.float32), dynamics, settings)
@@ -425,14 +432,6 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
                          cosine=self.metric == "cosine")
         return FittedState.of(kept, data, dynamics, fill, score_seed, X.dtype,
                               cosine=self.metric == "cosine")
-
-    def _training_settings(self, n_samples, learning_rate, *, seed, verbose, n_threads):
-        return TrainingSettings.resolved(
-            n_samples, n_iter_no_change=self.n_iter_no_change, weighted=self.weighted,
-            mask_prob=self.mask_prob, batch_size=self.batch_size, max_iter=self.max_iter,
-            learning_rate=learning_rate, gradient_clip=self.gradient_clip, tol=self.tol,
-            device=resolve_training_device(self.device, self.batch_size), seed=seed,
-            verbose=verbose, n_threads=n_threads, reseed=self.reseed, prune=self.prune)
 
     def _adopt(self, state):
         """Take the fitted attributes (and private state) of ``state`` by name."""

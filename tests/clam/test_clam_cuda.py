@@ -174,13 +174,22 @@ def test_device_choice(monkeypatch):
     monkeypatch.setattr(_device, "_nvidia_driver_present", lambda: True)
     monkeypatch.setattr(_device, "_numba_cuda_available", lambda: True)
     for batch_size in (1, 16, 1024):
-        # device='cuda' trains with the fused kernel; 'auto' keeps to the measured
-        # paths (the CPU below batch_size 1024) until the kernel is timed on a GPU
+        # device='cuda' trains with the fused kernel, whatever the data
         assert _device.resolve_training_device("cuda", batch_size) == _device.NUMBA_CUDA
-        assert _device.resolve_training_device("cpu", batch_size) == "cpu"
+        assert _device.resolve_training_device("cpu", batch_size, 10**6, 20) == "cpu"
+    # 'auto': the fused kernel where it was measured to win (200,000 x 32, k=20,
+    # batch 16: 1.6x on an H200), the CPU for small data, few clusters, tiny batches
+    assert _device.resolve_training_device("auto", 16, 200_000, 20) == _device.NUMBA_CUDA
+    assert _device.resolve_training_device("auto", 16, 100_000, 8) == _device.NUMBA_CUDA
     assert _device.resolve_training_device("auto", 16) == "cpu"
+    assert _device.resolve_training_device("auto", 16, 99_999, 20) == "cpu"
+    assert _device.resolve_training_device("auto", 16, 200_000, 4) == "cpu"
+    assert _device.resolve_training_device("auto", 4, 200_000, 20) == "cpu"
+    monkeypatch.setattr(_device, "_numba_cuda_available", lambda: False)
+    assert _device.resolve_training_device("auto", 16, 200_000, 20) == "cpu"
+    monkeypatch.setattr(_device, "_numba_cuda_available", lambda: True)
     monkeypatch.setattr(_device, "_nvidia_driver_present", lambda: False)
-    assert _device.resolve_training_device("auto", 16) == "cpu"
+    assert _device.resolve_training_device("auto", 16, 200_000, 20) == "cpu"
 
 
 def test_a_fit_on_cuda_runs_its_host_part_on_every_core(monkeypatch):
@@ -191,10 +200,36 @@ def test_a_fit_on_cuda_runs_its_host_part_on_every_core(monkeypatch):
 
     monkeypatch.setattr(_device, "_nvidia_driver_present", lambda: True)
     monkeypatch.setattr(_device, "_numba_cuda_available", lambda: True)
-    assert _device.fit_threads(None, "cuda", 16) == effective_n_jobs(-1)
-    assert _device.fit_threads(2, "cuda", 16) == 2
-    assert _device.fit_threads(None, "auto", 16) == 1  # trains on the CPU
-    assert _device.fit_threads(None, "cpu", 1024) == 1
+    assert _device.fit_threads(None, _device.NUMBA_CUDA) == effective_n_jobs(-1)
+    assert _device.fit_threads(2, _device.NUMBA_CUDA) == 2
+    assert _device.fit_threads(None, "cpu") == 1
+    assert _device.fit_threads(3, "cpu") == 3
+
+
+def test_auto_trains_large_data_with_the_fused_kernel(monkeypatch):
+    # the choice reaches the training settings, and the host part gets every core
+    from joblib import effective_n_jobs
+
+    from skdiffclust import ClAM
+    from skdiffclust.clam import _device, _fit
+
+    seen = {}
+
+    def record(rows, fill, initial, dynamics, settings):
+        seen.update(device=settings.device, n_threads=settings.n_threads)
+        raise RuntimeError("recorded")
+
+    monkeypatch.setattr(_device, "_nvidia_driver_present", lambda: True)
+    monkeypatch.setattr(_device, "_numba_cuda_available", lambda: True)
+    monkeypatch.setattr(_device, "FUSED_MIN_SAMPLES", 50)
+    monkeypatch.setattr(_fit, "train_restarts", record)
+    X = np.random.default_rng(0).normal(size=(60, 3))
+    with pytest.raises(RuntimeError, match="recorded"):
+        ClAM(8, random_state=0).fit(X)
+    assert seen == {"device": _device.NUMBA_CUDA, "n_threads": effective_n_jobs(-1)}
+    with pytest.raises(RuntimeError, match="recorded"):
+        ClAM(8, random_state=0).fit(X[:40])
+    assert seen == {"device": "cpu", "n_threads": 1}
 
 
 def test_the_workspace_of_the_defaults_fits_in_shared_memory():
