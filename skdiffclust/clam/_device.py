@@ -1,9 +1,11 @@
 """Where ClAM trains: the numba kernels on the CPU, the fused numba.cuda kernel on
 CUDA, or torch on CUDA where numba.cuda cannot launch kernels."""
 
+import dataclasses
 import importlib.util
 import os
 import sys
+import warnings
 
 from skdiffclust._utils._optional import import_optional
 from skdiffclust._utils._threads import host_threads
@@ -48,6 +50,25 @@ def resolve_training_device(device, batch_size, n_samples=0, n_clusters=0):
     from skdiffclust._utils._torch import resolve_device
 
     return resolve_device(device)
+
+
+def train_where_resolved(train, settings, requested_device):
+    """``train(settings)``; where ``device='auto'`` chose the fused kernel and numba.cuda
+    fails on this machine (a driver too old for its PTX, a GPU it cannot compile
+    for), a warning, then the same training on the CPU: a user who did not ask for
+    CUDA gets the CPU's fit, not numba's error."""
+    if requested_device != "auto" or settings.device != NUMBA_CUDA:
+        return train(settings)
+    try:
+        return train(settings)
+    except Exception as error:
+        if not type(error).__module__.startswith("numba"):
+            raise
+        warnings.warn(
+            f"ClAM(device='auto') could not train on CUDA ({type(error).__name__}: "
+            f"{error}); it trained on the CPU instead. device='cpu' skips CUDA; "
+            "device='cuda' raises the error.", RuntimeWarning, stacklevel=2)
+        return train(dataclasses.replace(settings, device="cpu"))
 
 
 def fit_threads(n_jobs, training_device):

@@ -22,7 +22,8 @@ from skdiffclust._utils._validation import (ANY_INTEGER, NumberInterval, check_m
                                             check_n_clusters, check_spread,
                                             validate_data, warn_empty_clusters)
 from skdiffclust.clam._data import ScaledData
-from skdiffclust.clam._device import fit_threads, resolve_training_device
+from skdiffclust.clam._device import (fit_threads, resolve_training_device,
+                                      train_where_resolved)
 from skdiffclust.clam._settings import (
     PLATEAU_BOUNDS,
     PLATEAU_STEPS,
@@ -163,7 +164,8 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
         picks CUDA where it was measured faster: torch from ``batch_size=1024``;
         below, the fused kernel for 100,000 samples or more with at least 8
         clusters and a batch of at least 8 (1.6x the CPU at 200,000 x 32, k=20,
-        batch 16 on an H200), else the CPU. Inference always runs on the CPU.
+        batch 16 on an H200), else the CPU (also, with a warning, where numba.cuda
+        fails). Inference always runs on the CPU.
 
     n_jobs : int, default=None
         Threads of the CPU kernels (``-1``: all processors; ``None``: 1, or all
@@ -422,8 +424,9 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
             device=device, seed=train_seed, verbose=self.verbose, n_threads=n_threads,
             reseed=self.reseed, prune=self.prune)
         fill = data.column_reduction(self.mask_value)
-        trained = train_restarts(_training_rows(data), fill.astype(np.float32),
-                                 initial.astype(np.float32), dynamics, settings)
+        trained = train_where_resolved(lambda settings: train_restarts(
+            _training_rows(data), fill.astype(np.float32), initial.astype(np.float32),
+            dynamics, settings), settings, self.device)
         if self.max_iter == 0:  # untrained: the initial prototypes, not their float32 copy
             trained.prototypes = initial
         rows = _inference_rows(data)

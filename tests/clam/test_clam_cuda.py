@@ -257,3 +257,30 @@ if __name__ == "__main__":
     # thread detects: switching threads every 50 us instead of 5 ms makes it 9x faster
     sys.setswitchinterval(5e-5)
     _device_results(sys.argv[1])
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_auto_falls_back_to_the_cpu_where_the_fused_kernel_fails(monkeypatch):
+    # a driver too old for numba's PTX, say: 'auto' must not turn that into a failed
+    # fit for a user who never asked for CUDA; 'cuda' keeps the error
+    from numba.cuda.cudadrv.error import CudaSupportError
+
+    from skdiffclust import ClAM
+    from skdiffclust.clam import _cuda_fit, _device
+
+    def broken(*args, **kwargs):
+        raise CudaSupportError("the driver is too old")
+
+    X = np.random.default_rng(0).normal(size=(300, 4)).astype(np.float32)
+    cpu = ClAM(8, device="cpu", random_state=0, max_iter=3).fit(X)
+    monkeypatch.setattr(_device, "_nvidia_driver_present", lambda: True)
+    monkeypatch.setattr(_device, "_numba_cuda_available", lambda: True)
+    monkeypatch.setattr(_device, "FUSED_MIN_SAMPLES", 100)
+    monkeypatch.setattr(_cuda_fit.CUDATrainer, "__init__", broken)
+    with pytest.warns(RuntimeWarning, match=r"could not train on CUDA \(CudaSupportError"):
+        auto = ClAM(8, device="auto", random_state=0, max_iter=3).fit(X)
+    np.testing.assert_array_equal(auto.labels_, cpu.labels_)
+    np.testing.assert_array_equal(auto.cluster_centers_, cpu.cluster_centers_)
+    np.testing.assert_array_equal(auto.loss_curve_, cpu.loss_curve_)
+    with pytest.raises(CudaSupportError):
+        ClAM(8, device="cuda", random_state=0, max_iter=3).fit(X)
