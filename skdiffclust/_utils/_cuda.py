@@ -10,6 +10,13 @@ import numpy as np
 from numba import config as numba_config
 
 
+def is_numba_error(error):
+    """Whether ``error`` is numba's (its CUDA driver glue, NVVM, typing, lowering): what
+    a machine whose numba.cuda cannot run our kernels raises (no libNVVM, a driver
+    too old for the PTX), as opposed to a mistake in the input."""
+    return type(error).__module__.split(".")[0] in ("numba", "numba_cuda")
+
+
 def simulated():
     """Whether numba.cuda is the CPU simulator (``NUMBA_ENABLE_CUDASIM=1``)."""
     return bool(numba_config.ENABLE_CUDASIM)

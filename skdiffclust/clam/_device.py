@@ -7,6 +7,7 @@ import os
 import sys
 import warnings
 
+from skdiffclust._utils._cuda import is_numba_error
 from skdiffclust._utils._optional import import_optional
 from skdiffclust._utils._threads import host_threads
 
@@ -53,22 +54,33 @@ def resolve_training_device(device, batch_size, n_samples=0, n_clusters=0):
 
 
 def train_where_resolved(train, settings, requested_device):
-    """``train(settings)``; where ``device='auto'`` chose the fused kernel and numba.cuda
-    fails on this machine (a driver too old for its PTX, a GPU it cannot compile
-    for), a warning, then the same training on the CPU: a user who did not ask for
-    CUDA gets the CPU's fit, not numba's error."""
-    if requested_device != "auto" or settings.device != NUMBA_CUDA:
+    """``train(settings)``; where the fused kernel was chosen and numba.cuda fails on
+    this machine (no libNVVM, which torch's CUDA wheels do not bring; a driver too
+    old for its PTX), a warning, then the training again: on the CPU for
+    ``device='auto'`` (the CPU's fit), in torch on CUDA for ``device='cuda'``."""
+    if settings.device != NUMBA_CUDA:
         return train(settings)
     try:
         return train(settings)
     except Exception as error:
-        if not type(error).__module__.startswith("numba"):
+        if not is_numba_error(error):
             raise
+        fallback = "cpu" if requested_device == "auto" else _torch_cuda_or_raise(error)
         warnings.warn(
-            f"ClAM(device='auto') could not train on CUDA ({type(error).__name__}: "
-            f"{error}); it trained on the CPU instead. device='cpu' skips CUDA; "
-            "device='cuda' raises the error.", RuntimeWarning, stacklevel=2)
-        return train(dataclasses.replace(settings, device="cpu"))
+            f"ClAM(device={requested_device!r}) could not train with its CUDA kernel "
+            f"({type(error).__name__}: {error}); it trained "
+            f"{'on the CPU' if fallback == 'cpu' else 'in torch on CUDA'} instead. "
+            "Installing numba-cuda for this CUDA version enables the kernel.",
+            RuntimeWarning, stacklevel=2)
+        return train(dataclasses.replace(settings, device=fallback))
+
+
+def _torch_cuda_or_raise(error):
+    if importlib.util.find_spec("torch") is None:
+        raise error
+    from skdiffclust._utils._torch import resolve_device
+
+    return resolve_device("cuda")
 
 
 def fit_threads(n_jobs, training_device):

@@ -165,7 +165,7 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
         below, the fused kernel for 100,000 samples or more with at least 8
         clusters and a batch of at least 8 (1.6x the CPU at 200,000 x 32, k=20,
         batch 16 on an H200), else the CPU (also, with a warning, where numba.cuda
-        fails). Inference always runs on the CPU.
+        fails; ``'cuda'`` then trains in torch). Inference always runs on the CPU.
 
     n_jobs : int, default=None
         Threads of the CPU kernels (``-1``: all processors; ``None``: 1, or all

@@ -40,6 +40,7 @@ from skdiffclust.forest._solver import thread_limit
 from skdiffclust.forest._torch import (
     PartialFenchelYoungFunction,
     PerturbedProblem,
+    on_device_or_none,
     similarity_to_numpy,
 )
 
@@ -202,13 +203,14 @@ class PartialFenchelYoungTask:
             return None, torch.zeros((), device=self.X.device)
         n_clusters = batch_n_clusters(constraints, self.n_clusters)
         S = standardized_similarity(self.module(self.X[batch.device]))
+        loss = None
         if self.device_labels is not None:
             from skdiffclust.forest import _gpu
 
-            loss = _gpu.partial_fenchel_young_loss(
+            loss = on_device_or_none(lambda: _gpu.partial_fenchel_young_loss(
                 S, self.device_labels[batch.device], n_clusters, epsilon=self.epsilon,
-                n_samples=self.n_perturbations, generator=self.noise_generator)
-        else:
+                n_samples=self.n_perturbations, generator=self.noise_generator))
+        if loss is None:
             problem = PerturbedProblem(
                 similarity_to_numpy(S), n_clusters, self.epsilon, self.n_perturbations,
                 constraints, seed_from_generator(self.noise_generator),

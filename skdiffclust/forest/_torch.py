@@ -23,9 +23,12 @@ Gradients:
   ``A_eps(S) - A_eps(S; C)``, both terms from the same noise draw.
 """
 
+import warnings
+
 import numpy as np
 import torch
 
+from skdiffclust._utils._cuda import is_numba_error
 from skdiffclust._utils._torch_checks import check_generator
 from skdiffclust._utils._validation import check_n_clusters, is_symmetric
 from skdiffclust.forest._constraints import Constraints
@@ -267,6 +270,32 @@ def _on_cuda(S):
     return isinstance(S, torch.Tensor) and S.is_cuda
 
 
+# numba's error, once the device solver failed on this machine (then the host solves)
+_DEVICE_SOLVER_FAILURE = {"error": None}
+
+
+def on_device_or_none(solve):
+    """``solve()`` (a call of the device solver, ``_gpu``), or None where numba.cuda
+    cannot run its kernels on this machine (no libNVVM, which torch's CUDA wheels do
+    not bring; a driver too old for the PTX): that is warned about once, and the
+    forests of CUDA tensors are solved on the host from then on, as on CPU tensors
+    (the same forests; the similarities travel to the host and back)."""
+    if _DEVICE_SOLVER_FAILURE["error"] is not None:
+        return None
+    try:
+        return solve()
+    except Exception as error:
+        if not is_numba_error(error):
+            raise
+        _DEVICE_SOLVER_FAILURE["error"] = error
+        warnings.warn(
+            f"the perturbed spanning forests' CUDA solver cannot run here "
+            f"({type(error).__name__}: {error}); CUDA tensors' forests are solved on the "
+            "host CPU instead. Installing numba-cuda for this CUDA version enables it.",
+            RuntimeWarning, stacklevel=3)
+        return None
+
+
 def perturbed_spanning_forest(S, n_clusters, *, epsilon=0.1, n_samples=100,
                               constraints=None, generator=None, control_variate=True):
     """Perturbed maximum-weight k-spanning forest, differentiable w.r.t. ``S``.
@@ -342,9 +371,11 @@ def perturbed_spanning_forest(S, n_clusters, *, epsilon=0.1, n_samples=100,
         if parsed is not False:
             from skdiffclust.forest import _gpu  # numba.cuda, only for CUDA tensors
 
-            return _gpu.perturbed_spanning_forest(
+            solved = on_device_or_none(lambda: _gpu.perturbed_spanning_forest(
                 S, n_clusters, epsilon=epsilon, n_samples=n_samples, constraints=parsed,
-                generator=generator, control_variate=control_variate)
+                generator=generator, control_variate=control_variate))
+            if solved is not None:
+                return solved
     problem = _problem(S, n_clusters, epsilon, n_samples, constraints, generator)
     return PerturbedForestFunction.apply(S, problem, bool(control_variate))
 
@@ -400,9 +431,11 @@ def partial_fenchel_young_loss(S, constraints, n_clusters, *, epsilon=0.1, n_sam
                 parsed = Constraints(np.full(S.shape[0], -1), np.zeros((0, 0), dtype=bool))
             from skdiffclust.forest import _gpu  # numba.cuda, only for CUDA tensors
 
-            return _gpu.partial_fenchel_young_loss(
+            loss = on_device_or_none(lambda: _gpu.partial_fenchel_young_loss(
                 S, parsed, n_clusters, epsilon=epsilon, n_samples=n_samples,
-                generator=generator)
+                generator=generator))
+            if loss is not None:
+                return loss
     problem = _problem(S, n_clusters, epsilon, n_samples, constraints, generator)
     if problem.constraints is None:
         raise ValueError("constraints are required for the partial Fenchel-Young loss.")

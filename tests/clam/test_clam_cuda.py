@@ -9,6 +9,7 @@ the same seed) and saves both. Where NVVM exists, another subprocess compiles th
 kernel for an H100 (sm_90) with the signatures it was launched with.
 """
 
+import importlib.util
 import os
 import pickle
 import subprocess
@@ -277,10 +278,27 @@ def test_auto_falls_back_to_the_cpu_where_the_fused_kernel_fails(monkeypatch):
     monkeypatch.setattr(_device, "_numba_cuda_available", lambda: True)
     monkeypatch.setattr(_device, "FUSED_MIN_SAMPLES", 100)
     monkeypatch.setattr(_cuda_fit.CUDATrainer, "__init__", broken)
-    with pytest.warns(RuntimeWarning, match=r"could not train on CUDA \(CudaSupportError"):
+    with pytest.warns(RuntimeWarning, match=r"CUDA kernel \(CudaSupportError.*on the CPU"):
         auto = ClAM(8, device="auto", random_state=0, max_iter=3).fit(X)
     np.testing.assert_array_equal(auto.labels_, cpu.labels_)
     np.testing.assert_array_equal(auto.cluster_centers_, cpu.cluster_centers_)
     np.testing.assert_array_equal(auto.loss_curve_, cpu.loss_curve_)
-    with pytest.raises(CudaSupportError):
+    # device='cuda' goes to torch's path on CUDA, which needs torch and a CUDA device
+    monkeypatch.setattr(_device, "_torch_cuda_or_raise", lambda error: "cpu")
+    with pytest.warns(RuntimeWarning, match="CudaSupportError"):
         ClAM(8, device="cuda", random_state=0, max_iter=3).fit(X)
+    monkeypatch.undo()
+    monkeypatch.setattr(_cuda_fit.CUDATrainer, "__init__", broken)
+    monkeypatch.setattr(_device, "_numba_cuda_available", lambda: True)
+    if importlib.util.find_spec("torch") is None:  # nothing to fall back to: numba's error
+        with pytest.raises(CudaSupportError):
+            ClAM(8, device="cuda", random_state=0, max_iter=3).fit(X)
+        return
+    import torch
+
+    if torch.cuda.is_available():  # torch's path trains on the GPU
+        with pytest.warns(RuntimeWarning, match="in torch on CUDA"):
+            ClAM(8, device="cuda", random_state=0, max_iter=3).fit(X)
+    else:  # torch without a CUDA device: its clear error
+        with pytest.raises(ValueError, match="CUDA"):
+            ClAM(8, device="cuda", random_state=0, max_iter=3).fit(X)

@@ -120,6 +120,47 @@ def test_small_cuda_batches_solve_their_forests_on_the_host(
     assert solves_on_device(settings, torch.device(device)) is expected
 
 
+def test_without_a_working_numba_cuda_the_host_solves_the_forests(monkeypatch):
+    # torch's CUDA wheels bring no libNVVM: a machine can train on CUDA while numba.cuda
+    # cannot compile there. The device solver's failure is warned about once, and the
+    # host solver trains exactly as it does by choice.
+    from numba.cuda.cudadrv.error import NvvmSupportError
+
+    from skdiffclust._utils._torch import build_mlp, make_generator
+    from skdiffclust.forest import _embedding, _gpu, _torch
+    from skdiffclust.forest._settings import EmbeddingSettings
+
+    calls = []
+
+    def no_nvvm(*args, **kwargs):
+        calls.append(1)
+        raise NvvmSupportError("libNVVM cannot be found")
+
+    monkeypatch.setattr(_gpu, "partial_fenchel_young_loss", no_nvvm)
+    monkeypatch.setitem(_torch._DEVICE_SOLVER_FAILURE, "error", None)
+    X, y = _problem()
+    module = build_mlp(3, (), 2, make_generator(0))
+    settings = EmbeddingSettings(device="cpu", device_solver=True, **TRAINING)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        state, result = _embedding.train_embedding(module, X, y, settings)
+    failures = [w for w in caught if "CUDA solver cannot run here" in str(w.message)]
+    assert len(failures) == 1 and "NvvmSupportError" in str(failures[0].message)
+    assert len(calls) == 1  # not tried again
+    host = _train(device_solver=False)
+    np.testing.assert_array_equal(result.loss_curve, host["loss_curve"])
+    for name, value in host["state"].items():
+        np.testing.assert_array_equal(state[name], value)
+
+    def a_bug(*args, **kwargs):
+        raise ValueError("not numba's")
+
+    monkeypatch.setattr(_gpu, "partial_fenchel_young_loss", a_bug)
+    monkeypatch.setitem(_torch._DEVICE_SOLVER_FAILURE, "error", None)
+    with pytest.raises(ValueError, match="not numba's"):
+        _embedding.train_embedding(build_mlp(3, (), 2, make_generator(0)), X, y, settings)
+
+
 @needs_cuda
 def test_cuda_training_matches_the_cpu_training():
     cuda = _train(device_solver=None, device="cuda")
@@ -170,3 +211,36 @@ if __name__ == "__main__":
     with open(f"{sys.argv[1]}.part", "wb") as f:
         pickle.dump(result, f)
     os.replace(f"{sys.argv[1]}.part", sys.argv[1])
+
+
+def test_the_operators_fall_back_to_the_host_solver(monkeypatch):
+    # the public operators on CUDA tensors, where numba.cuda cannot compile: the host
+    # solver's result, and one warning
+    from numba.cuda.cudadrv.error import NvvmSupportError
+
+    from skdiffclust.forest import _gpu, _torch
+    from skdiffclust.torch import partial_fenchel_young_loss, perturbed_spanning_forest
+
+    def no_nvvm(*args, **kwargs):
+        raise NvvmSupportError("libNVVM cannot be found")
+
+    X, y = _problem()
+    S = -torch.cdist(torch.tensor(X), torch.tensor(X)) ** 2
+    labels = torch.tensor(y)
+
+    def both():
+        A = perturbed_spanning_forest(S, 3, epsilon=0.5, n_samples=5,
+                                      generator=torch.Generator().manual_seed(1))[0]
+        loss = partial_fenchel_young_loss(S, labels, 3, epsilon=0.5, n_samples=5,
+                                          generator=torch.Generator().manual_seed(1))
+        return A, loss
+
+    host = both()
+    monkeypatch.setattr(_torch, "_on_cuda", lambda S: True)
+    monkeypatch.setattr(_gpu, "perturbed_spanning_forest", no_nvvm)
+    monkeypatch.setattr(_gpu, "partial_fenchel_young_loss", no_nvvm)
+    monkeypatch.setitem(_torch._DEVICE_SOLVER_FAILURE, "error", None)
+    with pytest.warns(RuntimeWarning, match="CUDA solver cannot run here"):
+        fallen_back = both()
+    torch.testing.assert_close(fallen_back[0], host[0], rtol=0, atol=0)
+    torch.testing.assert_close(fallen_back[1], host[1], rtol=0, atol=0)
