@@ -33,6 +33,11 @@
 #   prcut      bench_gpu.py's PRCut case (1,000,000 x 32)
 #   mnist      bench_gpu.py's MNIST cases (PRCut's protocol and defaults)
 #   lenet      bench_mnist.py --only forest --device cuda (LeNet-5, 30,000 steps)
+#   base       bench_perturbed.py and bench_gpu.py's ClAM case with an earlier
+#              version of the package, to compare a kernel's change on one machine;
+#              prepare it here first, e.g. for the version before the pruned Prim:
+#                mkdir -p .gpudata/base && git archive 38061e9 skdiffclust \
+#                    | tar -x -C .gpudata/base
 # Each step's output goes to $OUT/STEP.log (the device tool brings back at most
 # eight files) and to the call's output; a step that runs past its limit is
 # stopped and the next one runs. DEADLINE (seconds, default 570) caps the whole
@@ -99,6 +104,9 @@ for step in ${steps//,/ }; do
             --mnist-dir "$mnist" ;;
         lenet) run_step lenet 500 python3 benchmarks/bench_mnist.py --only forest \
             --device cuda --data-dir "$mnist" ;;
+        base) run_step base 160 env PYTHONPATH="$PWD/.gpudata/base:$PYTHONPATH" bash -c \
+            "python3 benchmarks/bench_perturbed.py --sizes 4096 16384 --samples 100 \
+            --cpu-budget 5 && python3 benchmarks/bench_gpu.py --only clam --cuda-only" ;;
         *) echo "unknown step '$step'"; exit 2 ;;
     esac
 done
