@@ -29,6 +29,23 @@ def kernels():
     return import_kernels("skdiffclust.clam._cuda_kernels")
 
 
+def workspace(n_clusters, n_features, n_hidden, n_steps, batch_size):
+    """Threads a lane, lanes in flight, the layout of a block's working memory and its
+    length in float32 elements (``_cuda_kernels.workspace_layout``)."""
+    module = kernels()
+    per_lane, n_slots = module.lane_shape(n_clusters, batch_size)
+    layout, size = module.workspace_layout(n_clusters, n_features, n_hidden, n_steps,
+                                           n_slots, batch_size, n_slots * per_lane)
+    return per_lane, n_slots, layout, size
+
+
+def fits_in_shared_memory(n_clusters, n_features, n_hidden, n_steps, batch_size):
+    """Whether a block's working memory fits in shared memory (``n_hidden`` 0: the
+    unmasked loss, which tracks every feature)."""
+    size = workspace(n_clusters, n_features, n_hidden or n_features, n_steps, batch_size)[3]
+    return 4 * size <= kernels().SHARED_BYTES
+
+
 class CUDATrainer(CPUTrainer):
     """:class:`~._fit.CPUTrainer` whose epochs run on the default CUDA device, by
     :func:`._cuda_kernels.train_batches_kernel`. Trains float32 parameters only (ClAM
@@ -48,10 +65,8 @@ class CUDATrainer(CPUTrainer):
         h = self.n_hidden or d  # the unmasked loss tracks every feature
         # the unmasked loss: one (1, 1, d) array of every feature, for every example
         self.every_feature = cuda.to_device(np.arange(d, dtype=np.int32).reshape(1, 1, d))
-        self.per_lane, self.n_slots = self.kernels.lane_shape(k, self.batch_size)
-        self.layout, size = self.kernels.workspace_layout(
-            k, d, h, dynamics.n_steps, self.n_slots, self.batch_size,
-            self.n_slots * self.per_lane)
+        self.per_lane, self.n_slots, self.layout, size = workspace(
+            k, d, h, dynamics.n_steps, self.batch_size)
         self.dlayout, dsize = self.kernels.double_layout(k, self.n_slots, self.batch_size)
         self.in_shared = 4 * size <= self.kernels.SHARED_BYTES
         self.shared_bytes = 4 * size if self.in_shared else 0

@@ -6,6 +6,7 @@ import importlib.util
 import os
 import sys
 import warnings
+from typing import NamedTuple
 
 from skdiffclust._utils._cuda import is_numba_error
 from skdiffclust._utils._optional import import_optional
@@ -27,22 +28,32 @@ CUDA_MIN_BATCH_SIZE = 1024
 # batch on an H100 (CUDA / one CPU thread, microseconds), k=20: 166 / 207; k=4: 85 /
 # 51; batch_size 4: 66 / 65; batch_size 8: 112 / 148. So few prototypes and tiny
 # batches stay on the CPU, and so do small data sets, whose fits (a second or two on
-# the CPU) would not repay the CUDA context and the kernel's loading.
+# the CPU) would not repay the CUDA context and the kernel's loading. All were
+# measured with the kernel's working memory in shared memory (48 KB; 43 at 32
+# features): wider data, whose working memory goes to global memory, stays there too.
 FUSED_MIN_SAMPLES = 100_000
 FUSED_MIN_CLUSTERS = 8
 FUSED_MIN_BATCH_SIZE = 8
 
 
-def resolve_training_device(device, batch_size, n_samples=0, n_clusters=0):
+class FitShape(NamedTuple):
+    """What ``device='auto'`` asks of a fit to choose the fused kernel."""
+
+    n_samples: int
+    n_clusters: int
+    n_features: int
+    mask_prob: float
+    n_steps: int
+
+
+def resolve_training_device(device, batch_size, fit=None):
     """'cpu' (the numba kernels, no torch needed), :data:`NUMBA_CUDA` (the fused
-    kernel) or the torch device for CUDA. ``n_samples`` and ``n_clusters`` (of the
-    fit) decide between the fused kernel and the CPU for ``device='auto'``."""
+    kernel) or the torch device for CUDA. ``fit`` (a :class:`FitShape`; None: an
+    unknown fit) decides between the fused kernel and the CPU for ``device='auto'``."""
     if device == "cpu" or (device == "auto" and not _nvidia_driver_present()):
         return "cpu"
     if device == "auto" and batch_size < CUDA_MIN_BATCH_SIZE:
-        fused_wins = (n_samples >= FUSED_MIN_SAMPLES and n_clusters >= FUSED_MIN_CLUSTERS
-                      and batch_size >= FUSED_MIN_BATCH_SIZE)
-        return NUMBA_CUDA if fused_wins and _numba_cuda_available() else "cpu"
+        return NUMBA_CUDA if _fused_wins(fit, batch_size) else "cpu"
     if device == "cuda" and _numba_cuda_available():
         return NUMBA_CUDA
     if device == "auto" and importlib.util.find_spec("torch") is None:
@@ -51,6 +62,18 @@ def resolve_training_device(device, batch_size, n_samples=0, n_clusters=0):
     from skdiffclust._utils._torch import resolve_device
 
     return resolve_device(device)
+
+
+def _fused_wins(fit, batch_size):
+    if fit is None or fit.n_samples < FUSED_MIN_SAMPLES or batch_size < FUSED_MIN_BATCH_SIZE \
+            or fit.n_clusters < FUSED_MIN_CLUSTERS or not _numba_cuda_available():
+        return False
+    from skdiffclust.clam._cuda_fit import fits_in_shared_memory
+    from skdiffclust.clam._kernels import hidden_count
+
+    return fits_in_shared_memory(fit.n_clusters, fit.n_features,
+                                 hidden_count(fit.mask_prob, fit.n_features), fit.n_steps,
+                                 batch_size)
 
 
 def train_where_resolved(train, settings, requested_device):

@@ -22,7 +22,7 @@ from skdiffclust._utils._validation import (ANY_INTEGER, NumberInterval, check_m
                                             check_n_clusters, check_spread,
                                             validate_data, warn_empty_clusters)
 from skdiffclust.clam._data import ScaledData
-from skdiffclust.clam._device import (fit_threads, resolve_training_device,
+from skdiffclust.clam._device import (FitShape, fit_threads, resolve_training_device,
                                       train_where_resolved)
 from skdiffclust.clam._settings import (
     PLATEAU_BOUNDS,
@@ -161,11 +161,10 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
         training, re-seeding and pruning as on the CPU, equal to it within
         float32 rounding; no PyTorch needed). Where numba.cuda cannot launch
         kernels, ``'cuda'`` trains with torch (without pruning). ``'auto'``
-        picks CUDA where it was measured faster: torch from ``batch_size=1024``;
-        below, the fused kernel for 100,000 samples or more with at least 8
-        clusters and a batch of at least 8 (1.6x the CPU at 200,000 x 32, k=20,
-        batch 16 on an H200), else the CPU (also, with a warning, where numba.cuda
-        fails; ``'cuda'`` then trains in torch). Inference always runs on the CPU.
+        picks CUDA where it was measured faster (torch from ``batch_size=1024``;
+        the fused kernel from 100,000 samples, 8 clusters and batches of 8 while
+        it works in shared memory: see the User Guide), else the CPU (also, with
+        a warning, where numba.cuda fails). Inference always runs on the CPU.
 
     n_jobs : int, default=None
         Threads of the CPU kernels (``-1``: all processors; ``None``: 1, or all
@@ -411,8 +410,8 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
         """The state of a fit on X; the estimator is left as it is."""
         from skdiffclust.clam._fit import train_restarts
 
-        device = resolve_training_device(self.device, self.batch_size,
-                                         n_samples=X.shape[0], n_clusters=self.n_clusters)
+        device = resolve_training_device(self.device, self.batch_size, FitShape(
+            X.shape[0], self.n_clusters, X.shape[1], self.mask_prob, self.n_steps))
         n_threads = fit_threads(self.n_jobs, device)
         init_seed, train_seed, score_seed = seeds
         data, initial = self._data_and_initial_prototypes(X, init_seed, n_threads)

@@ -177,20 +177,30 @@ def test_device_choice(monkeypatch):
     for batch_size in (1, 16, 1024):
         # device='cuda' trains with the fused kernel, whatever the data
         assert _device.resolve_training_device("cuda", batch_size) == _device.NUMBA_CUDA
-        assert _device.resolve_training_device("cpu", batch_size, 10**6, 20) == "cpu"
+        assert _device.resolve_training_device(
+            "cpu", batch_size, _device.FitShape(10**6, 20, 32, 0.15, 10)) == "cpu"
     # 'auto': the fused kernel where it was measured to win (200,000 x 32, k=20,
-    # batch 16: 1.6x on an H200), the CPU for small data, few clusters, tiny batches
-    assert _device.resolve_training_device("auto", 16, 200_000, 20) == _device.NUMBA_CUDA
-    assert _device.resolve_training_device("auto", 16, 100_000, 8) == _device.NUMBA_CUDA
-    assert _device.resolve_training_device("auto", 16) == "cpu"
-    assert _device.resolve_training_device("auto", 16, 99_999, 20) == "cpu"
-    assert _device.resolve_training_device("auto", 16, 200_000, 4) == "cpu"
-    assert _device.resolve_training_device("auto", 4, 200_000, 20) == "cpu"
+    # batch 16, mask_prob=0.15: 1.6x on an H200), the CPU for small data, few
+    # clusters, tiny batches, and working memory beyond shared memory (unmeasured)
+
+    def auto(batch_size=16, *shape):
+        fit = _device.FitShape(*shape) if shape else None
+        return _device.resolve_training_device("auto", batch_size, fit)
+
+    measured = (200_000, 20, 32, 0.15, 10)
+    assert auto(16, *measured) == _device.NUMBA_CUDA
+    assert auto(16, 100_000, 8, 32, 0.15, 10) == _device.NUMBA_CUDA
+    assert auto(16) == "cpu"
+    assert auto(16, 99_999, 20, 32, 0.15, 10) == "cpu"
+    assert auto(16, 200_000, 4, 32, 0.15, 10) == "cpu"
+    assert auto(4, *measured) == "cpu"
+    assert auto(16, 200_000, 20, 64, 0.15, 10) == "cpu"  # 65 KB of working memory
+    assert auto(16, 200_000, 20, 32, 0.0, 10) == "cpu"  # unmasked: every feature
     monkeypatch.setattr(_device, "_numba_cuda_available", lambda: False)
-    assert _device.resolve_training_device("auto", 16, 200_000, 20) == "cpu"
+    assert auto(16, *measured) == "cpu"
     monkeypatch.setattr(_device, "_numba_cuda_available", lambda: True)
     monkeypatch.setattr(_device, "_nvidia_driver_present", lambda: False)
-    assert _device.resolve_training_device("auto", 16, 200_000, 20) == "cpu"
+    assert auto(16, *measured) == "cpu"
 
 
 def test_a_fit_on_cuda_runs_its_host_part_on_every_core(monkeypatch):
