@@ -1,7 +1,7 @@
 """ClAM's training on CUDA by the fused kernel of ``_cuda_kernels`` (numba.cuda, no
 torch).
 
-:class:`CUDATrainer` is the CPU trainer (``_fit.CPUTrainer``) with its kernel call
+:class:`CUDATrainer` is the CPU trainer (``_trainer.CPUTrainer``) with its kernel call
 swapped: everything on the host stays as it is (the permutation and masks drawn
 from the same generator, re-seeding of dead prototypes, pruning, the plateau
 schedule and stopping of ``_fit.train_restarts``), so that a fit on CUDA follows the
@@ -17,7 +17,7 @@ import numpy as np
 
 from skdiffclust._utils._cuda import import_kernels, simulated
 from skdiffclust.clam._data import dense_rows
-from skdiffclust.clam._fit import CPUTrainer
+from skdiffclust.clam._trainer import CPUTrainer
 from skdiffclust.clam._kernels import COSINE, LANE_STEPS_PER_CALL
 
 # a kernel launch trains on about this many lane-steps (tens of milliseconds on an H100)
@@ -47,7 +47,7 @@ def fits_in_shared_memory(n_clusters, n_features, n_hidden, n_steps, batch_size)
 
 
 class CUDATrainer(CPUTrainer):
-    """:class:`~._fit.CPUTrainer` whose epochs run on the default CUDA device, by
+    """:class:`~._trainer.CPUTrainer` whose epochs run on the default CUDA device, by
     :func:`._cuda_kernels.train_batches_kernel`. Trains float32 parameters only (ClAM
     trains in float32); ``n_threads`` is ignored."""
 

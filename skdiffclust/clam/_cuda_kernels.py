@@ -33,7 +33,7 @@ slice of an epoch:
 * **The same maths, floors, order of sums and precision** as the CPU kernel, step
   for step (float64 where it accumulates in float64: lane norms, offsets, Adam's
   arithmetic), so that an epoch here equals the CPU's within float32 rounding. The
-  CPU draws the permutation and the masks (``_fit.CPUTrainer``), as for its own
+  CPU draws the permutation and the masks (``_trainer.CPUTrainer``), as for its own
   kernel; ``_cuda_fit`` sends them.
 * **Working memory** of a block (its prototypes as used, the lanes' states and
   gradients; layout by :func:`workspace_layout`) lives in shared memory when it

@@ -17,7 +17,13 @@ import numpy as np
 from skdiffclust._training._optim import ReduceOnPlateau
 from skdiffclust._training._stream import StreamState
 from skdiffclust.clam._data import ScaledData
-from skdiffclust.clam._fit import AdamState, CPUTrainer, LearningRates, RestartGuard, TrainerState
+from skdiffclust.clam._trainer import (
+    AdamState,
+    CPUTrainer,
+    LearningRates,
+    RestartGuard,
+    TrainerState,
+)
 from skdiffclust.clam._inference import converge, evaluate_loss
 from skdiffclust.clam._settings import Dynamics, plateau_schedule
 from skdiffclust.clam._selection import best_restart, normalised_weights, unit_rows

@@ -3,7 +3,7 @@
 The ``n_init`` restarts are one batched model (prototypes of shape (R, k, d));
 their gradients come from the hand-written backward pass of ``_backprop``, and
 ``torch.optim.Adam`` (elementwise, hence R independent Adams) updates them. The
-CPU trains with the same maths in the numba kernels (``_fit.CPUTrainer``);
+CPU trains with the same maths in the numba kernels (``_trainer.CPUTrainer``);
 as there, the trained parameters are their average over the last epoch. Unlike
 there, restarts are neither pruned nor re-seeded: all of them train to the end,
 in one batched computation.

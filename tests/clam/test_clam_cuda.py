@@ -70,7 +70,7 @@ def _device_results(path):
     import numba
 
     from skdiffclust.clam import _cuda_fit
-    from skdiffclust.clam._fit import CPUTrainer
+    from skdiffclust.clam._trainer import CPUTrainer
 
     kernels = _cuda_fit.kernels()
     launch, signatures = kernels.train_batches_kernel, set()

@@ -12,7 +12,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import adjusted_rand_score, silhouette_score
 from sklearn.preprocessing import StandardScaler
 
-from skdiffclust.clam import ClAM, _fastexp, _fit, _inference, _kernels, _settings, _torch_fit
+from skdiffclust.clam import ClAM, _fastexp, _inference, _kernels, _settings, _torch_fit, _trainer
 from skdiffclust.clam._backprop import completion_loss_and_grads
 from skdiffclust.clam._dynamics import (
     LOGIT_FLOOR,
@@ -262,7 +262,7 @@ def test_cpu_and_torch_trainers_agree_on_the_same_draws(params):
     dynamics = _settings.Dynamics(beta=0.7, n_steps=6, alpha=0.2, metric=metric)
     settings = dict(weighted=weighted, mask_prob=params.get("mask_prob", 0.3),
                     batch_size=8, learning_rate=0.05, seed=0)
-    cpu = _fit.CPUTrainer.start(X, X.mean(0), initial, dynamics, **settings)
+    cpu = _trainer.CPUTrainer.start(X, X.mean(0), initial, dynamics, **settings)
     task = _torch_fit.CompletionTask(
         X, X.mean(0), initial, dynamics, weighted=weighted, mask_prob=settings["mask_prob"],
         device="cpu", generator=None)
@@ -310,9 +310,9 @@ def test_stopped_restarts_are_left_alone():
     X, _ = make_blobs(n_samples=40, n_features=4, centers=2, random_state=0)
     initial = np.stack([X[[0, 1]], X[[2, 3]]])
     dynamics = _settings.Dynamics(beta=1.0, n_steps=5, alpha=0.2, metric="euclidean")
-    cpu = _fit.CPUTrainer.start(X.astype(np.float32), X.mean(0), initial, dynamics,
-                                weighted=False, mask_prob=0.25, batch_size=16,
-                                learning_rate=0.1, seed=0)
+    cpu = _trainer.CPUTrainer.start(X.astype(np.float32), X.mean(0), initial, dynamics,
+                                    weighted=False, mask_prob=0.25, batch_size=16,
+                                    learning_rate=0.1, seed=0)
     losses = cpu.epoch(np.array([True, False]))
     assert np.isfinite(losses[0]) and np.isnan(losses[1])
     np.testing.assert_array_equal(cpu.parameters()[0][1], initial[1].astype(np.float32))
