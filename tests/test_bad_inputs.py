@@ -405,9 +405,9 @@ def test_wrong_generators_and_devices_between_inputs_are_clear(blocks):
         b["T"].PRCutBatchPairs(b["graph"], 3, generator=np.random.default_rng(0))
     with pytest.raises(TypeError, match="generator must be a torch.Generator"):
         b["T"].clam_loss(b["T"].ClAMLayer(3, 2), b["points"], generator=0)
-    with pytest.raises(ValueError, match="similarity is on meta but proba on cpu"):
+    with pytest.raises(TypeError, match="similarity is on meta but proba on cpu"):
         b["T"].gemini_loss(b["P"], b["K"].to("meta"))
-    with pytest.raises(ValueError, match="affinity is on meta"):
+    with pytest.raises(TypeError, match="affinity is on meta"):
         _prcut(b, W=b["W"].to("meta"))
     with pytest.raises(TypeError, match="share a dtype and a device"):
         _prcut(b, Q=b["P"][4:].double())

@@ -137,6 +137,43 @@ def test_gemini_loss_rejects_bad_input_clearly(args, error, match):
         gemini_loss(*args)
 
 
+def _points_and_probabilities(n=60, seed=0):
+    g = _generator(seed)
+    x = torch.randn(n, 4, generator=g, dtype=torch.float64)
+    return x, torch.softmax(torch.randn(n, 3, generator=g, dtype=torch.float64), 1)
+
+
+@pytest.mark.parametrize("gemini", ["mmd_ovo", "mmd_ova"])
+def test_gemini_loss_refuses_distances_for_a_kernel(gemini):
+    # distances passed as the MMD's kernel gave a loss of -7e-7 and a gradient of
+    # 1e-10: every squared MMD was negative, floored, and training did nothing
+    x, proba = _points_and_probabilities()
+    with pytest.raises(ValueError, match="not a kernel.*wasserstein"):
+        gemini_loss(proba, torch.cdist(x, x), gemini)
+
+
+@pytest.mark.parametrize("gemini", ["wasserstein_ovo", "wasserstein_ova"])
+def test_gemini_loss_refuses_a_kernel_for_distances(gemini):
+    x, proba = _points_and_probabilities()
+    kernel = torch.exp(-torch.cdist(x, x) ** 2 / 2)
+    with pytest.raises(ValueError, match="not a distance matrix.*mmd"):
+        gemini_loss(proba, kernel, gemini)
+
+
+def test_gemini_loss_takes_kernels_that_are_not_gaussian():
+    # linear, negated distances (the energy distance's kernel), constant: all pass
+    x, proba = _points_and_probabilities()
+    D = torch.cdist(x, x)
+    for kernel in (x @ x.T, -D, torch.ones_like(D), torch.exp(-D ** 2 / 1e8)):
+        assert torch.isfinite(gemini_loss(proba, kernel, "mmd_ovo"))
+
+
+def test_gemini_loss_says_why_a_meta_tensor_cannot_be_transported():
+    proba = torch.full((4, 2), 0.5, device="meta")
+    with pytest.raises(ValueError, match="meta tensor"):
+        gemini_loss(proba, torch.ones(4, 4, device="meta"), "wasserstein_ovo")
+
+
 @CUDA
 @pytest.mark.parametrize("gemini", OBJECTIVES)
 def test_gemini_loss_on_cuda_equals_the_cpu(gemini):
@@ -283,6 +320,9 @@ def test_an_emptied_cluster_keeps_the_loss_finite():
     (lambda c, P, Q, W: c(P, Q.float(), W), TypeError, "share a dtype"),
     (lambda c, P, Q, W: c(P, Q, W.numpy()), TypeError, "affinity must be a torch.Tensor"),
     (lambda c, P, Q, W: c(P, Q, W, hardness=0.0), ValueError, "hardness"),
+    # the complex check came after one that torch failed inside
+    (lambda c, P, Q, W: c(P, Q, W.to(torch.complex128)), TypeError, "real weights"),
+    (lambda c, P, Q, W: c(P, Q, torch.full_like(W, 1e307)), ValueError, "too large"),
 ])
 def test_prcut_loss_rejects_bad_input_clearly(call, error, match):
     with pytest.raises(error, match=match):
@@ -296,6 +336,27 @@ def test_prcut_loss_rejects_bad_input_clearly(call, error, match):
 def test_prcut_loss_rejects_bad_parameters(params, match):
     with pytest.raises(ValueError, match=match):
         PRCutLoss(**params)
+
+
+def test_a_half_precision_affinity_keeps_its_ratio_cut():
+    # its total (about 90,000) overflowed float16, and every weight became 0
+    g = _generator(0)
+    P, Q = (torch.softmax(torch.randn(300, 3, generator=g), 1) for _ in range(2))
+    W = 2 * torch.rand(300, 300, generator=g)
+    criterion = PRCutLoss(3).eval()
+    torch.testing.assert_close(criterion(P, Q, W.half()), criterion(P, Q, W.half().float()))
+
+
+def test_numbers_may_be_zero_dimensional_cpu_tensors():
+    # an annealing schedule computed with torch ops: "hardness must be in (0, 1],
+    # got tensor(0.5000)" said the value was out of range
+    P, Q, W = _pair(0)
+    criterion = PRCutLoss(3, gamma=torch.tensor(2.0), dtype=torch.float64).eval()
+    assert criterion.gamma == 2.0
+    torch.testing.assert_close(criterion(P, Q, W, hardness=torch.tensor(0.5)),
+                               criterion(P, Q, W, hardness=0.5))
+    with pytest.raises(ValueError, match="hardness"):
+        criterion(P, Q, W, hardness=torch.tensor([0.5]))
 
 
 # -- PRCutBatchPairs -----------------------------------------------------------------

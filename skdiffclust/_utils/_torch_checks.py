@@ -105,9 +105,23 @@ def check_generator(generator, name="generator"):
             f"{name} must be a torch.Generator or None, got {type(generator).__name__}.")
 
 
-def is_real(value):
-    """A real number, not a bool (which Python counts as one)."""
-    return isinstance(value, Real) and not isinstance(value, bool)
+def as_real(value, name):
+    """``value`` as a float, or None when it is no real number: a real number (not
+    a bool, which Python counts as one) or a 0-d real tensor on the CPU (a
+    schedule computed with torch ops). A tensor on another device is a
+    TypeError: reading it would make the call wait for the device."""
+    if isinstance(value, torch.Tensor):
+        if value.ndim != 0 or value.is_complex() or value.dtype == torch.bool:
+            return None
+        if value.device.type != "cpu":
+            raise TypeError(
+                f"{name} must be a number or a CPU tensor, got a tensor on {value.device}: "
+                "reading it would wait for the device at every call; pass "
+                f"float({name}) once.")
+        return float(value)
+    if isinstance(value, Real) and not isinstance(value, bool):
+        return float(value)
+    return None
 
 
 def check_positive_int(value, name):
@@ -276,20 +290,24 @@ class ValueChecks:
         self.checked_on = set()
         self._coefficients = {}  # the signs and bounds, on a device, made once
 
-    def __call__(self, device, *conditions):
+    def __call__(self, device, *conditions, eager_only=()):
         """Check ``conditions`` (functions returning a :class:`Condition`) for a
-        call on ``device``; nothing is computed when the checks are off."""
+        call on ``device``; nothing is computed when the checks are off.
+        ``eager_only``: conditions checked only where a flag is read back (every
+        call on the CPU, the first on CUDA): mistakes a user makes at every call
+        or at none, such as passing the wrong kind of matrix."""
         mode = _MODE["value"]
         if mode == "off" or device.type == "meta":
             return
-        built = [condition() for condition in conditions]
+        eager = self._eager(mode, device)
+        built = [condition() for condition in conditions + (eager_only if eager else ())]
         scalars = [scalar for condition in built for scalar in condition.scalars]
-        if self._eager(mode, device):
+        if eager:
             if device.type == "cpu":  # nothing to wait for: no op more than needed
                 values = [scalar.item() for scalar in scalars]
             else:  # one read back; the later calls' signs and bounds, copied now
                 values = torch.stack([scalar.double() for scalar in scalars]).tolist()
-                self._signs_and_bounds(built, scalars[0])
+                self._signs_and_bounds(built[:len(conditions)], scalars[0])
             start = 0
             for condition in built:
                 stop = start + len(condition.scalars)

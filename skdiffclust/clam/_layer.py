@@ -21,6 +21,7 @@ from torch import nn
 
 from skdiffclust._utils._torch_checks import (
     ValueChecks,
+    as_real,
     check_float_dtype,
     check_generator,
     check_matrix,
@@ -28,7 +29,6 @@ from skdiffclust._utils._torch_checks import (
     check_tensor,
     checked_device,
     finite,
-    is_real,
     same_device,
 )
 from skdiffclust.clam._dynamics import (
@@ -123,10 +123,13 @@ class ClAMLayer(nn.Module):
         for value, name in ((n_clusters, "n_clusters"), (n_features, "n_features"),
                             (n_steps, "n_steps")):
             check_positive_int(value, name)
-        if not is_real(beta) or not 0 < beta < np.inf:
+        beta_value = as_real(beta, "beta")
+        if beta_value is None or not 0 < beta_value < np.inf:
             raise ValueError(f"beta must be a positive finite number, got {beta!r}.")
-        if step_size is not None and (not is_real(step_size) or not 0 < step_size <= 1):
+        step_value = None if step_size is None else as_real(step_size, "step_size")
+        if step_size is not None and (step_value is None or not 0 < step_value <= 1):
             raise ValueError(f"step_size must be in (0, 1] or None, got {step_size!r}.")
+        beta, step_size = beta_value, step_value
         if metric not in (EUCLIDEAN, COSINE):
             raise ValueError(f"metric must be 'euclidean' or 'cosine', got {metric!r}.")
         check_float_dtype(dtype)
@@ -351,8 +354,10 @@ def clam_loss(layer, x, mask_prob=0.15, *, generator=None):
     """
     if not isinstance(layer, ClAMLayer):
         raise TypeError(f"layer must be a ClAMLayer, got {type(layer).__name__}.")
-    if not is_real(mask_prob) or not 0 <= mask_prob < 1:
+    mask_value = as_real(mask_prob, "mask_prob")
+    if mask_value is None or not 0 <= mask_value < 1:
         raise ValueError(f"mask_prob must be in [0, 1), got {mask_prob!r}.")
+    mask_prob = mask_value
     check_generator(generator)
     x = layer._prepared(x, "x")
     if generator is not None and not same_device(generator.device, x.device):

@@ -55,13 +55,21 @@ def similarity_to_numpy(S):
             f"S must be a square (n, n) similarity matrix, got shape {tuple(S.shape)}.")
     if not torch.is_floating_point(S):
         raise TypeError(f"S must be a floating point tensor, got dtype {S.dtype}.")
-    dtype = np.float64 if S.dtype == torch.float64 else np.float32
-    array = S.detach().to("cpu").numpy().astype(dtype, copy=False)
+    # half precisions (bfloat16 has no NumPy type) are solved in float32
+    torch_dtype = torch.float64 if S.dtype == torch.float64 else torch.float32
+    array = S.detach().to("cpu", torch_dtype).numpy()
     if not np.all(np.isfinite(array)):
         raise ValueError("S contains NaN or infinity.")
     if not is_symmetric(array):
         raise ValueError("S must be a symmetric similarity matrix.")
-    return np.ascontiguousarray(0.5 * (array + array.T), dtype=dtype)
+    # halves first: the sum of two entries near the dtype's largest overflows
+    symmetric = np.ascontiguousarray(0.5 * array + 0.5 * array.T)
+    # a forest's weight sums up to n of them
+    if array.size and float(np.abs(symmetric).max()) * array.shape[0] > \
+            float(np.finfo(symmetric.dtype).max):
+        raise ValueError(f"S holds values too large for {symmetric.dtype} (a forest's "
+                         "weight, a sum of up to n of them, overflows): rescale it.")
+    return symmetric
 
 
 def check_perturbation(epsilon, n_samples):
@@ -240,13 +248,18 @@ def _check_device_similarity(S):
         return  # check_n_clusters reports it
     A = S.detach() if S.dtype == torch.float64 else S.detach().to(torch.float32)
     finite = torch.isfinite(A).all()
-    tolerance = float(np.sqrt(torch.finfo(A.dtype).eps)) * A.abs().max()
+    largest = A.abs().max()
+    tolerance = float(np.sqrt(torch.finfo(A.dtype).eps)) * largest
     symmetric = ((A - A.T).abs() <= tolerance).all()
-    finite, symmetric = torch.stack([finite, symmetric]).tolist()
+    summable = largest * A.shape[0] <= torch.finfo(A.dtype).max  # a forest's weight
+    finite, symmetric, summable = torch.stack([finite, symmetric, summable]).tolist()
     if not finite:
         raise ValueError("S contains NaN or infinity.")
     if not symmetric:
         raise ValueError("S must be a symmetric similarity matrix.")
+    if not summable:
+        raise ValueError(f"S holds values too large for {A.dtype} (a forest's weight, "
+                         "a sum of up to n of them, overflows): rescale it.")
 
 
 def _device_constraints(S, n_clusters, epsilon, n_samples, constraints):

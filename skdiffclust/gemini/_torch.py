@@ -20,6 +20,7 @@ import numpy as np
 import torch
 
 from skdiffclust._utils._torch_checks import (
+    Condition,
     ValueChecks,
     check_full_precision,
     check_matrix,
@@ -120,15 +121,56 @@ def gemini_loss(proba, similarity, gemini="mmd_ovo"):
         return -_mutual_information(proba)
     similarity = _checked_similarity(similarity, proba, gemini)
     name = f"similarity (the {_kind(gemini)} matrix of gemini={gemini!r})"
+    kind = (lambda: matrix_kind(similarity, name, gemini),)
     if gemini.startswith("mmd"):
         value, gram = _mmd(proba, similarity, one_vs_one=gemini == "mmd_ovo")
         # alpha' K alpha is non-finite when K is: no pass over the n x n kernel
         _CHECKS(proba.device, lambda: probabilities(proba, "proba"),
-                lambda: finite(similarity, name, through=gram))
+                lambda: finite(similarity, name, through=gram), eager_only=kind)
         return -value
     _CHECKS(proba.device, lambda: probabilities(proba, "proba"),
-            lambda: non_negative(similarity, name, "distances"))
+            lambda: non_negative(similarity, name, "distances"), eager_only=kind)
+    if similarity.device.type == "meta":
+        raise ValueError(f"gemini={gemini!r} solves its transports on the host from the "
+                         "distances' values, which a meta tensor does not hold.")
     return -_wasserstein(proba, similarity, one_vs_one=gemini == "wasserstein_ovo")
+
+
+def matrix_kind(similarity, name, gemini):
+    """A kernel for the MMDs, a distance matrix for the Wasserstein GEMINIs.
+
+    Any positive semi-definite kernel has a mean diagonal entry at least its mean
+    entry: their difference, times 2, is the mean of ``K_ii + K_jj - 2 K_ij``, a
+    squared distance in the kernel's feature space. A distance matrix has a zero
+    diagonal under positive entries, so it fails that test, and a kernel passes
+    the opposite one. Passed in each other's place, they gave a loss near 0 and
+    no gradient (the squared MMDs, negative, were floored), without an error.
+    """
+    similarity = similarity.detach()
+    n = similarity.shape[0]
+    mean_diagonal = similarity.diagonal().sum() / n
+    mean_entry = similarity.sum() / n**2
+    # rounding: each sum is exact to a small multiple of eps times its magnitude
+    slack = float(torch.finfo(similarity.dtype).eps) ** 0.5 * (
+        mean_diagonal.abs() + mean_entry.abs())
+    excess = mean_diagonal - mean_entry
+    kernel = gemini.startswith("mmd")
+
+    def describe():
+        values = f"mean diagonal entry {float(mean_diagonal):.4g}, mean entry " \
+            f"{float(mean_entry):.4g}"
+        if kernel:
+            return (f"{name} is not a kernel ({values}; a positive semi-definite "
+                    "kernel's diagonal is at least its mean): a distance matrix? For "
+                    "distances use gemini='wasserstein_ovo' or 'wasserstein_ova', or "
+                    "turn them into a kernel, e.g. torch.exp(-D**2 / (2 * sigma**2)).")
+        return (f"{name} is not a distance matrix ({values}; distances have a zero "
+                "diagonal under non-negative entries): a kernel? For a kernel use "
+                "gemini='mmd_ovo' or 'mmd_ova'.")
+
+    if kernel:
+        return Condition((excess + slack,), (1.0,), (0.0,), describe)
+    return Condition((excess - slack,), (-1.0,), (0.0,), describe)
 
 
 def _kind(gemini):
@@ -150,7 +192,7 @@ def _checked_similarity(similarity, proba, gemini):
         raise TypeError(
             f"similarity must be a floating point tensor, got dtype {similarity.dtype}.")
     if similarity.device != proba.device:
-        raise ValueError(
+        raise TypeError(
             f"similarity is on {similarity.device} but proba on {proba.device}: move one.")
     return similarity.to(proba.dtype)
 

@@ -42,12 +42,13 @@ from torch import nn
 
 from skdiffclust._utils._torch_checks import (
     ValueChecks,
+    as_real,
     check_float_dtype,
     check_matrix,
     check_positive_int,
     check_tensor,
     checked_device,
-    is_real,
+    finite,
     non_negative,
 )
 from skdiffclust._utils._torch_checks import probabilities as on_simplex
@@ -64,7 +65,7 @@ class EdgeBlock:
 
     def __init__(self, rows, cols, weights, n_left, n_right, dtype):
         self.rows, self.cols = rows, cols
-        self.weights = normalised(weights).to(dtype)
+        self.weights, self.total = normalised(weights, dtype)
         self.n_left, self.n_right = n_left, n_right
 
     def _scatter(self, values, index, size):
@@ -94,7 +95,7 @@ class DenseBlock:
     (a dense precomputed affinity), divided by its total."""
 
     def __init__(self, block, dtype):
-        self.block = normalised(block).to(dtype)
+        self.block, self.total = normalised(block, dtype)
 
     def row_sums(self):
         return self.block.sum(1)
@@ -149,14 +150,17 @@ class WholeGraphBlock:
     times_left = times_right
 
 
-def normalised(weights):
-    """Weights over their total; all 0 for a block without edges.
+def normalised(weights, dtype):
+    """Weights over their total, in ``dtype``; all 0 for a block without edges.
+    Returns them and the total.
 
-    Written without a branch on the total, so that nothing waits for the device.
+    The total is summed in float32 at least: in half precision, a block of a few
+    thousand weights of order 10 overflows it, and every weight became 0. Written
+    without a branch on the total, so that nothing waits for the device.
     """
-    total = weights.sum()
+    total = weights.sum(dtype=torch.promote_types(weights.dtype, torch.float32))
     safe_total = torch.where(total > 0, total, torch.ones_like(total))
-    return weights / safe_total
+    return (weights / safe_total).to(dtype), total
 
 
 def block_bound_and_gradient(p_left, p_right, block, p_bar, n_rows, hardness=1.0):
@@ -227,7 +231,7 @@ def _edge_term(p_i, p_j, hardness):
 def bound_of_batch_mean(p_left, p_right, rows, cols, weights, hardness=1.0):
     """The bound with p_bar the mean of the pair, differentiable end to end,
     summed edge by edge: what eq. 8 differentiates, to check it against autograd."""
-    w = normalised(weights).to(p_left.dtype)[:, None]
+    w = normalised(weights, p_left.dtype)[0][:, None]
     p_i, p_j = p_left[rows], p_right[cols]
     cut = (w * _edge_term(p_i, p_j, hardness)).sum(0)
     p_bar = torch.cat([p_left, p_right]).mean(0)
@@ -333,12 +337,13 @@ class PRCutLoss(nn.Module):
     def __init__(self, n_clusters, *, gamma=1.0, momentum=0.8, device=None, dtype=None):
         super().__init__()
         check_positive_int(n_clusters, "n_clusters")
-        if not is_real(gamma) or not 0 <= gamma < float("inf"):
+        gamma_value, momentum_value = as_real(gamma, "gamma"), as_real(momentum, "momentum")
+        if gamma_value is None or not 0 <= gamma_value < float("inf"):
             raise ValueError(f"gamma must be a non-negative finite number, got {gamma!r}.")
-        if not is_real(momentum) or not 0 < momentum <= 1:
+        if momentum_value is None or not 0 < momentum_value <= 1:
             raise ValueError(f"momentum must be in (0, 1], got {momentum!r}.")
-        self.n_clusters, self.gamma = int(n_clusters), float(gamma)
-        self.momentum = float(momentum)
+        self.n_clusters, self.gamma = int(n_clusters), gamma_value
+        self.momentum = momentum_value
         self.floor = pbar_floor(n_clusters)
         check_float_dtype(dtype)
         device = checked_device(device)
@@ -380,10 +385,10 @@ class PRCutLoss(nn.Module):
             For inputs that are not tensors, or not in the loss's dtype and on its
             device.
         """
-        block = self._block(affinity, proba_left, proba_right, hardness)
+        block, hardness = self._block(affinity, proba_left, proba_right, hardness)
         probabilities = torch.cat([proba_left, proba_right])
         if block is not affinity:  # a user's tensor, not the engine's block
-            self._check_values(probabilities, proba_left, affinity)
+            self._check_values(probabilities, proba_left, affinity, block.total)
         batch_mean = probabilities.mean(0)
         p_bar = self._proportions(batch_mean)
         bound, grad_left, grad_right = block_bound_and_gradient(
@@ -405,8 +410,8 @@ class PRCutLoss(nn.Module):
         return self.p_bar.clamp_min(self.floor)
 
     def _block(self, affinity, proba_left, proba_right, hardness):
-        """The normalised block (``EdgeBlock`` / ``DenseBlock``), after the checks
-        that need no value read back from the device."""
+        """The normalised block (``EdgeBlock`` / ``DenseBlock``) and the hardness as
+        a float, after the checks that need no value read back from the device."""
         for name, proba in (("proba_left", proba_left), ("proba_right", proba_right)):
             _check_proba(proba, name, self.n_clusters)
         if (proba_right.dtype, proba_right.device) != (proba_left.dtype, proba_left.device):
@@ -419,25 +424,26 @@ class PRCutLoss(nn.Module):
                 f"PRCutLoss's p_bar is {self.p_bar.dtype} on {self.p_bar.device} but the "
                 f"probabilities are {proba_left.dtype} on {proba_left.device}: move the "
                 "loss with .to(device, dtype).")
-        if not is_real(hardness) or not 0 < hardness <= 1:
+        value = as_real(hardness, "hardness")
+        if value is None or not 0 < value <= 1:
             raise ValueError(f"hardness must be in (0, 1], got {hardness!r}.")
         if isinstance(affinity, (EdgeBlock, DenseBlock, WholeGraphBlock)):  # the engine's
-            return affinity
-        block = affinity_block(affinity, proba_left.shape[0], proba_right.shape[0],
-                               proba_left.dtype, proba_left.device)
-        if affinity.is_complex():
-            raise TypeError(f"affinity must hold real weights, got dtype {affinity.dtype}.")
-        return block
+            return affinity, value
+        return affinity_block(affinity, proba_left.shape[0], proba_right.shape[0],
+                              proba_left.dtype, proba_left.device), value
 
-    def _check_values(self, both, proba_left, affinity):
+    def _check_values(self, both, proba_left, affinity, total):
         """Probabilities on the simplex (both batches in one pass) and weights
-        finite and non-negative (see :func:`set_input_checks`)."""
+        finite and non-negative, their ``total`` finite too (see
+        :func:`set_input_checks`)."""
         weights = _stored_weights(affinity, both.dtype)
         n_left = proba_left.shape[0]
         checks = [lambda: on_simplex(both, "proba_left and proba_right", parts=(
             ("proba_left", both[:n_left]), ("proba_right", both[n_left:])))]
         if weights.numel():
             checks.append(lambda: non_negative(weights, "affinity", "weights"))
+            # weights too large to add up: normalised by an infinite total, all 0
+            checks.append(lambda: finite(weights, "affinity", through=total))
         self._value_checks(both.device, *checks)
 
 
@@ -463,13 +469,16 @@ def affinity_block(affinity, n_left, n_right, dtype, device):
         raise TypeError(
             f"affinity must be a torch.Tensor (dense, sparse COO or CSR), got "
             f"{type(affinity).__name__}.")
+    if affinity.is_complex():
+        raise TypeError(f"affinity must hold real weights, got dtype {affinity.dtype}.")
     if tuple(affinity.shape) != (n_left, n_right):
         raise ValueError(
             f"affinity must have shape (n_left, n_right) = ({n_left}, {n_right}), got "
             f"{tuple(affinity.shape)}.")
     if affinity.device != device:
-        raise ValueError(
-            f"affinity is on {affinity.device} but the probabilities on {device}.")
+        raise TypeError(
+            f"affinity is on {affinity.device} but the probabilities on {device}: move "
+            "one.")
     if affinity.layout == torch.strided:
         return DenseBlock(affinity.detach(), dtype)
     if affinity.layout == torch.sparse_csr:

@@ -257,6 +257,19 @@ def test_bad_parameters_get_a_clear_error(params, match):
         ClAMLayer(**params)
 
 
+def test_numbers_may_be_zero_dimensional_cpu_tensors():
+    # a schedule computed with torch ops was refused as out of range
+    X = torch.as_tensor(make_blobs(40, 2, centers=2, random_state=0)[0])
+    kwargs = dict(n_clusters=2, n_features=2, dtype=torch.float64)
+    as_tensors = ClAMLayer(beta=torch.tensor(2.0), step_size=torch.tensor(0.5), **kwargs)
+    as_floats = ClAMLayer(beta=2.0, step_size=0.5, **kwargs)
+    as_floats.load_state_dict(as_tensors.state_dict())
+    torch.testing.assert_close(as_tensors(X), as_floats(X))
+    losses = [clam_loss(as_floats, X, mask_prob=p, generator=torch.Generator().manual_seed(0))
+              for p in (torch.tensor(0.25), 0.25)]
+    torch.testing.assert_close(*losses)
+
+
 @pytest.mark.parametrize("call, error, match", [
     (lambda layer, x: layer(x[:, :3]), ValueError, "n_features=6"),
     (lambda layer, x: layer(x.float()), TypeError, "move one"),

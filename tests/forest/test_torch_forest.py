@@ -76,6 +76,17 @@ def test_float64_input_gives_float64_outputs():
     assert A.dtype == F.dtype == M.dtype == torch.float64
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_precision_is_solved_in_float32_and_returned_in_its_dtype(dtype):
+    # bfloat16 has no NumPy type: it failed inside the conversion to NumPy
+    S = _similarity()
+    half = perturbed_spanning_forest(S.to(dtype), 3, n_samples=10, generator=_gen())
+    full = perturbed_spanning_forest(S.to(dtype).float(), 3, n_samples=10, generator=_gen())
+    for a, b in zip(half, full):
+        assert a.dtype == dtype
+        torch.testing.assert_close(a, b.to(dtype))
+
+
 def test_partial_loss_is_nonnegative_and_vanishes_on_separated_embeddings():
     g = _gen(1)
     y = torch.tensor([0] * 5 + [1] * 5 + [2] * 5)
@@ -172,6 +183,8 @@ def test_control_variate_reduces_the_variance_of_the_gradient():
     (torch.zeros(3), "square"),
     (torch.tensor([[0.0, 1.0], [0.0, 0.0]]), "symmetric"),
     (torch.tensor([[0.0, float("nan")], [float("nan"), 0.0]]), "NaN"),
+    # a forest's weight overflows float32 (it came back as inf, with a NumPy warning)
+    (torch.full((4, 4), 3e38), "too large"),
 ])
 def test_bad_similarity_raises(S, match):
     with pytest.raises(ValueError, match=match):
