@@ -31,8 +31,8 @@ from skdiffclust.forest._inference import (
     NeighbourIndex,
     SimilarityIndex,
     gap_score,
+    embed,
     input_units,
-    numpy_embedding,
 )
 from skdiffclust.forest._settings import EmbeddingSettings, hold_out, solver_threads
 from skdiffclust.forest._solver import (
@@ -336,8 +336,8 @@ class SpanningForestClustering(ClusterMixin, _SetOutputMixin, BaseEstimator):
         with thread_limit(self.n_jobs):
             if self.embedding is not None:
                 fitted.update(self._train_embedding(X, y, sample_shape))
-                X = _embed(X, fitted["embedding_state_"], fitted["_embedding_template"],
-                           sample_shape)
+                X = embed(X, fitted["embedding_state_"], fitted["_embedding_template"],
+                          sample_shape)
                 fitted["_n_features_out"] = X.shape[1]
             if precomputed:
                 forest = forest_from_similarity(X, self.n_clusters, constraints=constraints)
@@ -364,6 +364,22 @@ class SpanningForestClustering(ClusterMixin, _SetOutputMixin, BaseEstimator):
         self.forest_edges_ = forest.edges
         self.forest_weights_ = forest.weights / units
         return self
+
+    def fit_predict(self, X, y=None, **fit_params):
+        """Fit (``y`` and ``must_link`` / ``cannot_link`` as in :meth:`fit`) and
+        return the clusters of the training samples.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features) or (n_samples, n_samples)
+        y : array-like of shape (n_samples,), default=None
+        **fit_params : dict
+
+        Returns
+        -------
+        labels : ndarray of shape (n_samples,)
+        """
+        return self.fit(X, y, **fit_params).labels_
 
     def _flatten_samples(self, X, reset=True):
         """X as rows, and the shape of a sample when X came in another shape (a
@@ -448,8 +464,8 @@ class SpanningForestClustering(ClusterMixin, _SetOutputMixin, BaseEstimator):
         check_magnitude(X)
         X = X if self._unit == 1.0 else X * self._unit  # the training's rescale
         if self.embedding is not None:
-            X = _embed(X, self.embedding_state_, self._embedding_template,
-                       getattr(self, "_sample_shape", None))
+            X = embed(X, self.embedding_state_, self._embedding_template,
+                      getattr(self, "_sample_shape", None))
         return X
 
     @available_if(_has_embedding)
@@ -570,15 +586,6 @@ SpanningForestClustering.transform = available_if(_has_embedding)(
     vars(SpanningForestClustering)["transform"])
 SpanningForestClustering.fit_transform = available_if(_has_embedding)(
     vars(SpanningForestClustering)["fit_transform"])
-
-
-def _embed(X, state, template, sample_shape=None):
-    """X embedded by the trained weights: NumPy for 'linear' / 'mlp', torch for a
-    user module (``template``, fed samples of ``sample_shape`` if not None)."""
-    if template is None:
-        return numpy_embedding(state, X)
-    embedding_module, _ = _import_torch_training()
-    return embedding_module.apply_module(template, state, X, sample_shape)
 
 
 def _import_torch_training():

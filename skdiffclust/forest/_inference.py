@@ -85,6 +85,16 @@ def numpy_embedding(state, X):
     return out
 
 
+def embed(X, state, template, sample_shape=None):
+    """X embedded by the trained weights: NumPy for 'linear' / 'mlp', torch for a
+    user module (``template``, fed samples of ``sample_shape`` if not None)."""
+    if template is None:
+        return numpy_embedding(state, X)
+    from skdiffclust.forest._embedding import apply_module  # torch: a user's module
+
+    return apply_module(template, state, X, sample_shape)
+
+
 def input_units(X, edges, weights, unit, metric, metric_params, raw):
     """What divides distances computed on ``X`` (the training features ``raw``
     times ``unit``, a power of two: ``_utils._validation.spread_unit``) to give

@@ -33,6 +33,18 @@ def test_contradictory_constraints_raise(must_link, cannot_link):
         )
 
 
+def test_fit_predict_takes_the_partial_labels_and_pairs_as_fit_does():
+    # ClusterMixin.fit_predict passes no y to fit: the labels were dropped, silently
+    X = np.array([[0.0, 0.0], [0.1, 0.0], [5.0, 5.0], [5.1, 5.0], [9.0, 0.0]])
+    y = np.array([0, 1, -1, -1, -1])
+    model = SpanningForestClustering(n_clusters=3)
+    labels = model.fit_predict(X, y)
+    np.testing.assert_array_equal(labels, model.fit(X, y).labels_)
+    assert labels[0] != labels[1]
+    np.testing.assert_array_equal(model.fit_predict(X, cannot_link=[[0, 1]]),
+                                  model.fit(X, cannot_link=[[0, 1]]).labels_)
+
+
 @given(st.lists(st.integers(-1, 4), min_size=1, max_size=30))
 def test_checked_labels_build_the_constraints_of_the_checked_path(labels):
     y = np.array(labels, dtype=np.int64)
