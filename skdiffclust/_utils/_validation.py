@@ -253,12 +253,23 @@ def center_and_scale(X):
     X = np.asarray(X, dtype=np.float64)
     shift = X.mean(axis=0)
     Z = X - shift
+    if Z.size:  # a constant feature's deviations are rounding: exactly 0 instead
+        Z[:, constant_features(Z.var(axis=0), shift, X.shape[0])] = 0.0
     # max-abs first, so that squaring cannot overflow before the mean is taken
     peak = float(np.max(np.abs(Z))) if Z.size else 0.0
     if peak == 0.0:
         return Z, shift, 1.0
     scale = peak * float(np.sqrt(np.mean((Z / peak) ** 2)))
     return Z / scale, shift, scale
+
+
+def constant_features(variance, mean, n_samples):
+    """Features whose variance is the rounding of a constant's (scikit-learn's
+    bound for its scalers): a column of 0.1 has a mean that is not exactly 0.1,
+    and deviations of 1e-17 that, divided by their own spread, became noise of
+    order 1."""
+    eps = np.finfo(np.float64).eps
+    return variance <= n_samples * eps * variance + (n_samples * mean * eps) ** 2
 
 
 def consistent_sparse_indices(X):

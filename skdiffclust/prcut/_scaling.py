@@ -12,7 +12,11 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils.sparsefuncs import mean_variance_axis
 
-from skdiffclust._utils._validation import center_and_scale, consistent_sparse_indices
+from skdiffclust._utils._validation import (
+    center_and_scale,
+    consistent_sparse_indices,
+    constant_features,
+)
 
 
 class FeatureScaling:
@@ -34,6 +38,7 @@ class FeatureScaling:
             # scikit-learn's mean_variance_axis needs indices and indptr alike
             X = consistent_sparse_indices(sp.csr_matrix(X, dtype=np.float64))
             self.mean, variance = mean_variance_axis(X, axis=0)
+            variance[constant_features(variance, self.mean, X.shape[0])] = 0.0
             self.metric_scale = float(np.sqrt(np.mean(variance))) or 1.0
             self.metric = X * (1.0 / self.metric_scale)
             unit_std = np.sqrt(variance) / self.metric_scale

@@ -254,6 +254,32 @@ def test_same_random_state_gives_the_same_fit(blobs):
     assert first.n_iter_ == second.n_iter_
 
 
+@pytest.mark.parametrize("sparse", [False, True])
+def test_a_constant_feature_changes_nothing(blobs, sparse):
+    # a column of 0.1 (whose mean is not exactly 0.1) had deviations of 1e-17,
+    # which standardising made noise of order 1: training diverged
+    X, _ = blobs
+    with_constant = np.column_stack([X, np.full(len(X), 0.1)])
+    if sparse:
+        with_constant = sp.csr_matrix(with_constant)
+    params = dict(n_clusters=3, random_state=0, **FAST)
+    np.testing.assert_array_equal(PRCut(**params).fit(with_constant).labels_,
+                                  PRCut(**params).fit(X).labels_)
+
+
+@pytest.mark.filterwarnings("ignore:PRCut found 1 non-empty cluster")
+def test_a_constant_feature_streams_and_identical_rows_are_said(blobs):
+    X, y = blobs
+    with_constant = np.column_stack([X, np.full(len(X), 1 / 3)])
+    stream = PRCut(n_clusters=3, random_state=0, **FAST)
+    for chunk in np.array_split(with_constant, 2):
+        stream.partial_fit(chunk)  # every sample went to one cluster, weights 1e31
+    assert adjusted_rand_score(y, stream.predict(with_constant)) > 0.9
+    assert max(np.abs(coefs).max() for coefs in stream.coefs_) < 1e3
+    with pytest.warns(UserWarning, match="All samples are identical"):
+        PRCut(n_clusters=2, **FAST).fit(np.tile([0.3, 0.7, 1.1], (12, 1)))
+
+
 def test_global_random_states_and_torch_threads_are_left_alone(blobs):
     X, _ = blobs
     torch_state = torch.get_rng_state()
