@@ -88,6 +88,21 @@ def test_a_chunk_with_other_features_is_refused_and_the_state_kept(entry, blobs)
 
 
 @pytest.mark.parametrize("entry", STREAMING)
+def test_a_changed_n_clusters_is_refused_mid_stream_and_the_state_kept(entry, blobs):
+    # PRCut failed loading a state dict of the wrong shape, SparseGEMINI indexed out
+    # of bounds, ClAM trained on with the first call's 5 clusters
+    X, _ = blobs
+    estimator = _make(entry).partial_fit(X[:500])
+    before = estimator.predict(X[:100])
+    estimator.set_params(n_clusters=3)
+    with pytest.raises(ValueError, match="cannot change n_clusters=3.*started with 5"):
+        estimator.partial_fit(X[500:1000])
+    np.testing.assert_array_equal(estimator.predict(X[:100]), before)
+    estimator.set_params(n_clusters=5).partial_fit(X[500:1000])  # the stream goes on
+    assert estimator.n_iter_ == 2
+
+
+@pytest.mark.parametrize("entry", STREAMING)
 def test_fit_starts_afresh_after_partial_fit(entry, blobs):
     X, _ = blobs
     X = X[:2000]

@@ -8,6 +8,12 @@ pickles mid-stream, and resumes, without torch objects. A call works on a
 :meth:`StreamState.copy`, stored only when the call succeeds (a failed call
 leaves the estimator as it was); :func:`keep_stream` stores it with the counts
 every streaming estimator exposes, :func:`forget_stream` (``fit``) drops them.
+
+A stream also records the estimator's parameters it froze at its start (its
+class's ``FIXED_PARAMETERS``: those that shape what it trains, ``n_clusters``...), and
+:func:`resumed_stream` refuses to go on after ``set_params`` changed one: the
+first versions failed deep inside (a state dict of the wrong shape, an index out
+of bounds) or trained on, ignoring the change.
 """
 
 import copy
@@ -21,11 +27,15 @@ STREAM_ATTRIBUTES = ("_stream", "n_steps_", "n_samples_seen_")
 
 @dataclass(kw_only=True)
 class StreamState:
-    """The work a stream has done: each pass's objective, steps, samples seen."""
+    """The work a stream has done: each pass's objective, steps, samples seen,
+    and the parameters it started with."""
+
+    FIXED_PARAMETERS = ()  # the estimator's parameters the stream freezes
 
     objectives: list = field(default_factory=list)  # each pass's objective
     n_steps: int = 0
     n_samples_seen: int = 0
+    started_with: dict = field(default_factory=dict)  # the frozen parameters
 
     def copy(self):
         """A deep copy, for a call to work on."""
@@ -45,9 +55,40 @@ class StreamState:
                           dtype=np.float64)
 
 
+def resumed_stream(estimator):
+    """The stream of the previous ``partial_fit`` calls (None before the first),
+    once its frozen parameters are checked unchanged."""
+    stream = getattr(estimator, "_stream", None)
+    if stream is None:
+        return None
+    changed = [f"{name}={getattr(estimator, name)!r} (the stream started with {value!r})"
+               for name, value in getattr(stream, "started_with", {}).items()
+               if not _same_parameter(value, getattr(estimator, name))]
+    if changed:
+        raise ValueError(
+            f"partial_fit cannot change {', '.join(changed)}: it shapes what the stream "
+            "trains. Call fit, or partial_fit on a new estimator (sklearn.base.clone), "
+            "to start a stream with it.")
+    return stream
+
+
+def _same_parameter(started, now):
+    if started is now:
+        return True
+    started, now = (tuple(v) if isinstance(v, list) else v for v in (started, now))
+    try:
+        return bool(started == now)
+    except (TypeError, ValueError):  # arrays, modules: only themselves are the same
+        return False
+
+
 def keep_stream(estimator, stream):
     """Store a call's stream on the estimator, with ``n_iter_`` (the calls),
-    ``n_steps_`` and ``n_samples_seen_``."""
+    ``n_steps_`` and ``n_samples_seen_``; a new stream records the parameters
+    it froze (its ``FIXED_PARAMETERS``)."""
+    if not stream.started_with:
+        stream.started_with = {name: getattr(estimator, name)
+                               for name in stream.FIXED_PARAMETERS}
     estimator.n_iter_ = len(stream.objectives)
     estimator.n_steps_ = stream.n_steps
     estimator.n_samples_seen_ = stream.n_samples_seen

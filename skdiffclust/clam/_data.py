@@ -94,6 +94,15 @@ class ScaledData:
         """Dense float32 copy for training (dense input), or None (sparse)."""
         return None if self._dense is None else self._dense.astype(np.float32)
 
+    def training_rows(self):
+        """float32 rows for training: an array (dense input), or this row source."""
+        rows = self.float32_rows()
+        return self if rows is None else rows
+
+    def inference_rows(self):
+        """float64 rows for inference: an array (dense input), or this row source."""
+        return self if self._dense is None else self._dense
+
     def column_reduction(self, name):
         """Column-wise mean, min or max of the transformed rows."""
         if name == "mean":

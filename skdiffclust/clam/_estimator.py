@@ -15,7 +15,7 @@ from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 from threadpoolctl import threadpool_limits
 
-from skdiffclust._training._stream import forget_stream, keep_stream
+from skdiffclust._training._stream import forget_stream, keep_stream, resumed_stream
 from skdiffclust._utils._random import derive_seeds
 from skdiffclust._utils._state import keeps_state_on_failure
 from skdiffclust._utils._validation import (ANY_INTEGER, NumberInterval, check_magnitude,
@@ -361,7 +361,7 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
         self : object
             Fitted estimator.
         """
-        stream = getattr(self, "_stream", None)
+        stream = resumed_stream(self)
         if stream is None:
             X = self._validate_first(X)
             stream = self._start_stream(X)
@@ -372,7 +372,7 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
             stream = stream.copy()  # a failed call leaves the estimator as it was
         n_threads = effective_n_jobs(self.n_jobs)
         data = stream.data(X)
-        rows = _inference_rows(data)
+        rows = data.inference_rows()
         stream.pass_over(data, weighted=self.weighted, mask_prob=self.mask_prob,
                          batch_size=self.batch_size, reseed=self.reseed,
                          n_threads=n_threads, clip=self.gradient_clip)
@@ -424,11 +424,11 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
             reseed=self.reseed, prune=self.prune)
         fill = data.column_reduction(self.mask_value)
         trained = train_where_resolved(lambda settings: train_restarts(
-            _training_rows(data), fill.astype(np.float32), initial.astype(np.float32),
+            data.training_rows(), fill.astype(np.float32), initial.astype(np.float32),
             dynamics, settings), settings, self.device)
         if self.max_iter == 0:  # untrained: the initial prototypes, not their float32 copy
             trained.prototypes = initial
-        rows = _inference_rows(data)
+        rows = data.inference_rows()
         kept = keep_best(rows, fill, trained, dynamics, score_seed, n_threads,
                          weighted=self.weighted, mask_prob=self.mask_prob,
                          cosine=self.metric == "cosine")
@@ -478,7 +478,7 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
                           reset=False)
         check_magnitude(X)
         data = ScaledData(X, self.metric == "cosine", self._shift, self._scale)
-        return X, _inference_rows(data)
+        return X, data.inference_rows()
 
     def _converge(self, X, proba=False):
         from skdiffclust.clam._inference import converge
@@ -584,15 +584,3 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
         tags.input_tags.sparse = True
         tags.transformer_tags.preserves_dtype = ["float64", "float32"]
         return tags
-
-
-def _training_rows(data):
-    """float32 rows for training: an array (dense input), or the row source (sparse)."""
-    rows = data.float32_rows()
-    return data if rows is None else rows
-
-
-def _inference_rows(data):
-    """float64 rows for inference: an array (dense input), or the row source."""
-    rows = data.dense()
-    return data if rows is None else rows

@@ -34,6 +34,10 @@ class ClamStream(StreamState):
     """What one ``partial_fit`` call hands the next (all NumPy: it pickles); the
     work done is counted by :class:`~skdiffclust._training._stream.StreamState`."""
 
+    # the estimator's parameters frozen at the first call (not a field)
+    FIXED_PARAMETERS = ("n_clusters", "n_init", "metric", "weighted", "beta", "n_steps",
+                        "step_size")
+
     shift: np.ndarray
     scale: float
     cosine: bool
@@ -64,9 +68,8 @@ class ClamStream(StreamState):
     def pass_over(self, data, *, weighted, mask_prob, batch_size, reseed, n_threads,
                   clip=None):
         """One pass of mini-batch Adam over the chunk, continuing the state."""
-        rows = data.float32_rows()
         trainer = CPUTrainer(
-            data if rows is None else rows, self.fill.astype(np.float32), self.dynamics,
+            data.training_rows(), self.fill.astype(np.float32), self.dynamics,
             self.trainer_state, weighted=weighted, mask_prob=mask_prob,
             batch_size=batch_size, n_threads=n_threads, clip=clip)
         guard = RestartGuard(trainer, reseed=reseed, prune=False, budget=self.budget)

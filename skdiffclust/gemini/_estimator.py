@@ -13,7 +13,7 @@ from sklearn.utils.validation import check_is_fitted
 from threadpoolctl import threadpool_limits
 
 from skdiffclust._training import TrainingSession
-from skdiffclust._training._stream import forget_stream, keep_stream
+from skdiffclust._training._stream import forget_stream, keep_stream, resumed_stream
 from skdiffclust._utils._random import derive_seeds
 from skdiffclust._utils._state import keeps_state_on_failure
 from skdiffclust._utils._validation import (
@@ -384,7 +384,7 @@ default='mmd_ovo'
         -------
         self : object
         """
-        stream, settings = getattr(self, "_stream", None), self._settings()
+        stream, settings = resumed_stream(self), self._settings()
         if stream is None:
             X, problem, params, rng = self._setup(X)
             problem.batch_size = stream_batch_size(self.batch_size, X.shape[0])

@@ -158,6 +158,10 @@ class GeminiStream(StreamState):
     (:class:`~skdiffclust._training._stream.StreamState`; ``objectives`` holds
     minus the GEMINI of each pass)."""
 
+    # the estimator's parameters frozen at the first call (not a field)
+    FIXED_PARAMETERS = ("n_clusters", "n_init", "hidden_layer_sizes", "gemini", "kernel",
+                        "kernel_params", "n_kernel_features", "metric")
+
     params: dict
     optimizer: object
     rng: np.random.Generator

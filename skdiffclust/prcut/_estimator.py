@@ -14,7 +14,7 @@ from sklearn.base import (
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from skdiffclust._training._stream import forget_stream, keep_stream
+from skdiffclust._training._stream import forget_stream, keep_stream, resumed_stream
 from skdiffclust._utils._state import keeps_state_on_failure
 from skdiffclust._utils._validation import (ANY_INTEGER, NumberInterval,
                                             check_hidden_layer_sizes, check_magnitude,
@@ -391,7 +391,7 @@ class PRCut(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Bas
             Fitted estimator.
         """
         check_stream_affinity(self.affinity)
-        stream = getattr(self, "_stream", None)
+        stream = resumed_stream(self)
         X = self._check_samples(X, reset=stream is None, ensure_min_samples=2)
         if stream is None:
             check_n_clusters(self.n_clusters, X.shape[0])

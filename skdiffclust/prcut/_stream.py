@@ -33,6 +33,10 @@ class PRCutStream(StreamState):
     (``n_steps``: steps of the ratio-cut training, not those of the fit to the
     first chunk's initial partition)."""
 
+    # the estimator's parameters frozen at the first call (not a field; not
+    # ``module``: the state keeps no torch object, and a pickled one is a copy)
+    FIXED_PARAMETERS = ("n_clusters", "n_init", "hidden_layer_sizes")
+
     scaling: object  # the first chunk's FeatureScaling, without its data
     network: dict  # the network's state_dict (float32 for the built-in one)
     optimizer: dict  # Adam's state_dict
