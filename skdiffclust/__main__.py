@@ -313,6 +313,8 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if not 0.0 <= args.label_fraction <= 1.0:
         parser.error("--label-fraction must be between 0 and 1")
+    if not 0 <= args.seed < 2**32:  # what a random_state may be
+        parser.error("--seed must be between 0 and 2**32 - 1")
     run(args.dataset, args.label_fraction, args.seed)
     return 0
 

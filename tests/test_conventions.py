@@ -108,6 +108,22 @@ def test_n_jobs_changes_nothing_but_the_threads(entry):
     np.testing.assert_array_equal(one, two)
 
 
+@pytest.mark.parametrize("entry", ALL)
+def test_the_users_openmp_threads_change_no_fitted_bit(entry):
+    # SparseGEMINI's k-means start ran on every OpenMP thread: its last bits
+    # hung on the machine's cores, OMP_NUM_THREADS or torch.set_num_threads
+    from threadpoolctl import threadpool_limits
+
+    data = make_blobs(400, n_features=4, centers=3, cluster_std=2.0, random_state=0)[0]
+    fits = []
+    for threads in (1, 2):
+        with threadpool_limits(threads, user_api="openmp"):
+            fits.append(_quiet_fit(_make(entry), data))
+    for name, value in vars(fits[0]).items():
+        if name.endswith("_") and isinstance(value, np.ndarray):
+            np.testing.assert_array_equal(value, getattr(fits[1], name), err_msg=name)
+
+
 @pytest.mark.parametrize("entry", each(_takes_sparse))
 def test_sparse_csr_features_give_the_dense_partition(entry):
     dense = _quiet_fit(_make(entry), X)

@@ -152,6 +152,11 @@ def test_quickstart_command_line_options(capsys):
         quickstart.main(["--label-fraction", "2"])
     assert exit_bad.value.code == 2
     assert "--label-fraction must be between 0 and 1" in capsys.readouterr().err
+    for seed in ("-1", str(2**32)):  # a traceback after the introduction, before
+        with pytest.raises(SystemExit) as exit_bad:
+            quickstart.main(["--seed", seed])
+        assert exit_bad.value.code == 2
+        assert "--seed must be between 0 and 2**32 - 1" in capsys.readouterr().err
 
 
 def test_quickstart_command_runs_one_part_of_the_tour():

@@ -16,6 +16,7 @@ import warnings
 import numpy as np
 from sklearn.cluster import KMeans, kmeans_plusplus
 from sklearn.exceptions import ConvergenceWarning
+from threadpoolctl import threadpool_limits
 
 from skdiffclust.gemini._data import per_restart, side_by_side
 
@@ -93,12 +94,14 @@ def lloyd_centres(coordinates, seeds):
     k-means++'s draws hang on the data's last bits where squared distances nearly
     tie (duplicated or rounded samples), and a GEMINI trained from a different
     seeding may end in another optimum; Lloyd's iterations take neighbouring
-    seedings to the same centres.
+    seedings to the same centres. On one OpenMP thread: scikit-learn's sums
+    depend on the number of threads, and so did the fit's last bits (on the
+    machine's cores, ``OMP_NUM_THREADS``, a user's ``torch.set_num_threads``).
     """
     kmeans = KMeans(n_clusters=seeds.shape[0], init=seeds, n_init=1,
                     max_iter=LLOYD_ITERATIONS, random_state=0)
-    with warnings.catch_warnings():  # fewer distinct points than seeds: kept as is
-        warnings.simplefilter("ignore", ConvergenceWarning)
+    with warnings.catch_warnings(), threadpool_limits(1, user_api="openmp"):
+        warnings.simplefilter("ignore", ConvergenceWarning)  # fewer distinct points
         return kmeans.fit(coordinates).cluster_centers_
 
 
