@@ -126,6 +126,14 @@ class ScaledData:
         return out
 
 
+def check_directions(X):
+    """Refuse data without a direction for ``metric='cosine'``: all zero rows
+    made training diverge, and the error blamed the learning rate."""
+    if not (X.nnz if sp.issparse(X) else np.any(X)):
+        raise ValueError("Every sample is a zero vector: metric='cosine' clusters "
+                         "directions, and zero vectors have none.")
+
+
 def dense_rows(X):
     """The training points as one float32 array, for a GPU: X itself (dense input)
     or a row source's blocks made dense (sparse input)."""

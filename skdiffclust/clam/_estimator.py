@@ -21,7 +21,7 @@ from skdiffclust._utils._state import keeps_state_on_failure
 from skdiffclust._utils._validation import (ANY_INTEGER, NumberInterval, check_magnitude,
                                             check_n_clusters, check_spread,
                                             validate_data, warn_empty_clusters)
-from skdiffclust.clam._data import ScaledData
+from skdiffclust.clam._data import ScaledData, check_directions
 from skdiffclust.clam._device import (FitShape, fit_threads, resolve_training_device,
                                       train_where_resolved)
 from skdiffclust.clam._settings import (
@@ -331,6 +331,8 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
         check_n_clusters(self.n_clusters, X.shape[0])
         check_magnitude(X)
         check_spread(X)
+        if self.metric == "cosine":
+            check_directions(X)
         return X
 
     @_fit_context(prefer_skip_nested_validation=True)

@@ -22,6 +22,7 @@ distances are n x n matrices of the samples of a batch.
 import numpy as np
 import scipy.sparse as sp
 from sklearn.metrics import pairwise_distances, pairwise_kernels
+from sklearn.metrics.pairwise import KERNEL_PARAMS
 
 # kernels that need non-negative inputs: scaled, never centred
 NON_NEGATIVE_KERNELS = ("chi2", "additive_chi2")
@@ -234,6 +235,20 @@ def per_restart(A, R):
     return A.reshape(A.shape[0], R, -1).transpose(1, 0, 2)
 
 
+def check_kernel_params(kernel, params):
+    """Refuse parameters a named kernel does not take: scikit-learn's kernels
+    drop them without a word (``filter_params``), so that a misspelt ``gamma``
+    fitted the default kernel. A callable kernel gets them all."""
+    if callable(kernel):
+        return
+    accepted = set(KERNEL_PARAMS.get(kernel, ()))
+    unknown = sorted(set(params) - accepted)
+    if unknown:
+        takes = ", ".join(sorted(accepted)) if accepted else "none"
+        raise ValueError(f"kernel_params has {unknown}, which kernel={kernel!r} does not "
+                         f"take (it takes: {takes}).")
+
+
 class Geometry:
     """The kernel (MMD) or distance (Wasserstein) of a GEMINI, on given rows.
 
@@ -252,6 +267,8 @@ class Geometry:
         self.objective = objective
         self.kernel = kernel
         self.kernel_params = dict(kernel_params or {})
+        if self.is_mmd:
+            check_kernel_params(kernel, self.kernel_params)
         if kernel == "rbf" and "gamma" not in self.kernel_params:
             # the inverse of the mean squared distance between two samples: the
             # scaled data have a total variance of n_features

@@ -211,6 +211,16 @@ def test_inference_on_values_whose_squares_overflow_raises(method):
         getattr(clam, method)(X * 1e300)
 
 
+@pytest.mark.parametrize("to_input", [np.asarray, sp.csr_matrix])
+def test_cosine_data_of_zero_vectors_only_are_refused_clearly(to_input):
+    # training diverged, and the error said to lower the learning rate
+    with pytest.raises(ValueError, match="zero vector.*cosine"):
+        ClAM(3, metric="cosine", random_state=0).fit(to_input(np.zeros((20, 4))))
+    X = np.random.default_rng(0).standard_normal((30, 3))
+    X[0] = 0.0  # one zero vector among others is clustered
+    assert ClAM(3, metric="cosine", random_state=0).fit(to_input(X)).n_clusters_ == 3
+
+
 def test_float32_in_float32_out_and_feature_names():
     X, _ = make_blobs(n_samples=120, n_features=4, centers=3, random_state=0)
     clam = ClAM(3, random_state=0).fit(X.astype(np.float32))

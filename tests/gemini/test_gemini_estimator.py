@@ -179,6 +179,15 @@ def test_bad_input_raises():
         SparseGEMINI(gemini="nope").fit(np.zeros((10, 2)))
 
 
+@pytest.mark.parametrize("kernel, params, takes", [
+    ("rbf", {"gama": 100.0}, "gamma"), ("linear", {"gamma": 1.0}, "none")])
+def test_kernel_params_the_kernel_does_not_take_are_refused(kernel, params, takes):
+    # scikit-learn's kernels drop them silently: the misspelt gamma fitted the default
+    X = np.random.default_rng(0).standard_normal((30, 2))
+    with pytest.raises(ValueError, match=f"kernel_params has .*takes: {takes}"):
+        SparseGEMINI(kernel=kernel, kernel_params=params).fit(X)
+
+
 def test_runs_without_torch():
     import subprocess
 
