@@ -253,12 +253,18 @@ def center_and_scale(X):
     X = np.asarray(X, dtype=np.float64)
     shift = X.mean(axis=0)
     Z = X - shift
-    if Z.size:  # a constant feature's deviations are rounding: exactly 0 instead
-        Z[:, constant_features(Z.var(axis=0), shift, X.shape[0])] = 0.0
     # max-abs first, so that squaring cannot overflow before the mean is taken
     peak = float(np.max(np.abs(Z))) if Z.size else 0.0
     if peak == 0.0:
         return Z, shift, 1.0
+    # a constant feature's deviations are rounding: exactly 0 instead (the test is
+    # the same on Z / peak, whose squares cannot underflow)
+    constant = constant_features((Z / peak).var(axis=0), shift / peak, X.shape[0])
+    if constant.any():
+        Z[:, constant] = 0.0
+        peak = float(np.max(np.abs(Z)))
+        if peak == 0.0:
+            return Z, shift, 1.0
     scale = peak * float(np.sqrt(np.mean((Z / peak) ** 2)))
     return Z / scale, shift, scale
 

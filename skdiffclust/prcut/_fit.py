@@ -123,8 +123,9 @@ class FeatureBatches:
     ``dense_rows=True`` (a user's module), dense tensors made on the device.
     """
 
-    def __init__(self, X, device, dtype, share=False, dense_rows=False):
+    def __init__(self, X, device, dtype, share=False, dense_rows=False, scale=1.0):
         self.device, self.dtype, self.dense_rows = device, dtype, dense_rows
+        self.inverse = 1.0 / scale  # the rows are read divided by scale (exact)
         # a user's module may read samples of any shape (images): n_inputs counts
         # the values of one sample
         self.n_samples, self.sample_shape = X.shape[0], tuple(X.shape[1:])
@@ -136,16 +137,17 @@ class FeatureBatches:
             X = sp.csr_matrix(X)
             self.indptr = X.indptr.astype(np.int64)
             self.indices = torch.as_tensor(X.indices.astype(np.int64), device=device)
-            self.values = torch.as_tensor(X.data, dtype=dtype, device=device)
-        elif self.shared:
+            # divided before the cast: in float32, weights of 1e-200 were 0
+            self.values = torch.as_tensor(self._divided(X.data), dtype=dtype, device=device)
+        elif self.shared:  # divided a batch at a time (no copy of the affinity)
             self.X = shared_tensor(np.asarray(X))
         else:
-            self.X = torch.as_tensor(np.asarray(X), device=device).to(dtype)
+            self.X = torch.as_tensor(self._divided(np.asarray(X)), device=device).to(dtype)
 
     def __call__(self, index):
         """Rows ``index`` (an index tensor on the device); sparse rows are gathered
         on the host."""
-        if self.shared and self.X.dtype != self.dtype:
+        if self.shared and (self.X.dtype != self.dtype or self.inverse != 1.0):
             return self._gather_and_cast(index)
         if not self.sparse:
             return self.X[index]
@@ -171,8 +173,12 @@ class FeatureBatches:
         rows = torch.empty((index.shape[0], *self.sample_shape), dtype=self.dtype)
         step = max(1, (1 << 20) // max(self.n_inputs, 1))  # 8 MiB of float64 at a time
         for start in range(0, index.shape[0], step):
-            rows[start:start + step] = self.X[index[start:start + step]]
+            rows[start:start + step] = self._divided(self.X[index[start:start + step]])
         return rows
+
+    def _divided(self, values):
+        """``values`` over the input scale, in their own precision."""
+        return values * self.inverse if self.inverse != 1.0 else values
 
 
 def hardness_schedule(n_annealing_steps):
@@ -323,7 +329,7 @@ def train_prcut(X, graph, settings, *, init_seed, batch_seed, name="PRCut",
                               module=module)
         dtype = module_dtype(network)
         features = FeatureBatches(X, device, dtype, share=settings.share_inputs,
-                                  dense_rows=module is not None)
+                                  dense_rows=module is not None, scale=settings.input_scale)
         return train_network(network.to(device), features, graph, settings,
                              batch_seed=batch_seed, name=name,
                              initial_labels=initial_labels, fit_target=fit_target)

@@ -316,7 +316,7 @@ def _check_dense_affinity(affinity, name):
             f"Negative values in data: the affinity matrix {name} "
             f"must be non-negative; its smallest entry is {smallest:.3g}."
         )
-    tolerance = np.sqrt(np.finfo(np.float32).eps) * scale
+    tolerance = float(np.sqrt(np.finfo(np.float32).eps)) * scale  # float32 would underflow
     excess = asymmetry - tolerance
     if excess > 0:
         raise ValueError(
@@ -335,7 +335,7 @@ def _checked_sparse(W, name):
         )
     asymmetry = abs(W - W.T)
     scale = float(W.data.max()) if W.data.size else 0.0
-    tolerance = np.sqrt(np.finfo(np.float32).eps) * scale
+    tolerance = float(np.sqrt(np.finfo(np.float32).eps)) * scale  # float32 would underflow
     if asymmetry.nnz and asymmetry.data.max() > tolerance:
         raise ValueError(
             f"The affinity matrix {name} must be symmetric; |{name} - {name}.T| "

@@ -18,7 +18,12 @@ from skdiffclust._utils._validation import (
     warn_if_looks_like_distances,
 )
 from skdiffclust.prcut._graph import check_precomputed_affinity
-from skdiffclust.prcut._scaling import AffinityRows, FeatureScaling
+from skdiffclust.prcut._scaling import (
+    AffinityRows,
+    FeatureScaling,
+    in_float32_range,
+    largest_entry,
+)
 
 DTYPES = [np.float64, np.float32]
 
@@ -116,10 +121,12 @@ def graph_source_and_input(X, graph_input, *, precomputed, builtin):
             fix="an affinity, such as np.exp(-D**2 / D.var()),", stacklevel=6)
     if graph_input is None:
         if precomputed:
-            return check_precomputed_affinity(X), AffinityRows(X)
+            graph, rows = check_precomputed_affinity(X), AffinityRows(X)
+            return in_float32_range(graph, rows.largest), rows
         scaling = FeatureScaling(flat(X))
         return scaling, scaling if builtin else AffinityRows(X)
-    graph_source = graph_input if precomputed else FeatureScaling(graph_input)
+    graph_source = in_float32_range(graph_input, largest_entry(graph_input)) \
+        if precomputed else FeatureScaling(graph_input)
     return graph_source, FeatureScaling(X) if builtin else AffinityRows(X)
 
 

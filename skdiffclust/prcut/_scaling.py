@@ -90,16 +90,58 @@ class FeatureScaling:
 
 
 class AffinityRows:
-    """The network's input with ``affinity='precomputed'``: the rows as they are."""
+    """The network's input with ``affinity='precomputed'``: the rows, read by the
+    built-in network divided by ``scale``, the power of two at their largest
+    entry. An affinity's units are arbitrary, but the network's first layer is
+    drawn for inputs of order 1: rows of weights of order 1e-5 gave it the same
+    output for every sample, and the fit one cluster (``settings.input_scale``;
+    ``FeatureBatches`` divides each batch)."""
 
     offset = None
     identical = False
 
     def __init__(self, X):
         self.X = X
+        self.largest = largest_entry(X)
+        self.scale = power_of_two_below(self.largest)
 
     def network_input(self):
         return self.X
 
     def on_raw_features(self, coefs, intercepts):
-        return coefs, intercepts
+        """The network read the rows divided by ``scale`` (a power of two: exact)."""
+        return [coefs[0] / self.scale, *coefs[1:]], intercepts
+
+
+# a graph whose largest weight is within 2**+-60 of 1 trains as it is: float32
+# adds up its blocks (up to 2**40 samples) without overflow or underflow
+GRAPH_RANGE = 2.0 ** 60
+
+
+def in_float32_range(graph, largest):
+    """A precomputed graph (CSR or dense) whose ``largest`` weight is extreme,
+    divided by a power of two (exact; a copy); others as they are. The training
+    casts blocks of weights to float32 before dividing them by their total:
+    weights of 1e100 became infinite, of 1e-200 zero."""
+    if 1.0 / GRAPH_RANGE <= largest <= GRAPH_RANGE or largest == 0.0:
+        return graph
+    return graph * (1.0 / power_of_two_below(largest))
+
+
+def power_of_two_below(value):
+    """The power of two in (value / 2, value], 1 for 0: dividing by it is exact,
+    and leaves weights whose largest is in [1, 2) (kernels, connectivities) as
+    they are."""
+    return float(2.0 ** np.floor(np.log2(value))) if value > 0 else 1.0
+
+
+def largest_entry(X):
+    """The largest absolute entry of a dense or sparse matrix, a block of rows at
+    a time (no temporary of the size of a dense affinity)."""
+    if sp.issparse(X):
+        return float(abs(X).max()) if X.nnz else 0.0
+    X = np.asarray(X)
+    step = max(1, (1 << 22) // max(X.shape[1] if X.ndim > 1 else 1, 1))
+    return max((float(np.abs(X[start:start + step]).max())
+                for start in range(0, X.shape[0], step) if X[start:start + step].size),
+               default=0.0)

@@ -15,7 +15,8 @@ class PRCutSettings:
     ``_fit.learning_rate_for`` and ``_fit.patience_for`` for the data's batches);
     ``module`` is the user's network (a copy is trained) or ``None`` for the
     built-in one (``hidden_layer_sizes``), whose first layer subtracts
-    ``input_offset`` (the centring of sparse features). ``share_inputs``: read a
+    ``input_offset`` (the centring of sparse features) and reads its input divided
+    by ``input_scale`` (a precomputed affinity's). ``share_inputs``: read a
     dense precomputed affinity in place on the CPU.
     """
 
@@ -35,6 +36,7 @@ class PRCutSettings:
     module: object = None
     input_offset: object = None
     share_inputs: bool = False
+    input_scale: float = 1.0  # the built-in network reads X / input_scale
 
     @property
     def annealing_epochs(self):

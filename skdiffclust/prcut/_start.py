@@ -94,8 +94,10 @@ def network_input(X, scaling, settings):
     (``share_inputs``). Call it after the graph is built: it standardises the
     scaled features in place."""
     builtin = settings.module is None
-    settings = settings.but(share_inputs=isinstance(scaling, AffinityRows),
-                            input_offset=scaling.offset if builtin else None)
+    rows = isinstance(scaling, AffinityRows)
+    settings = settings.but(share_inputs=rows,
+                            input_offset=scaling.offset if builtin else None,
+                            input_scale=scaling.scale if builtin and rows else 1.0)
     return (scaling.network_input() if builtin else X), settings
 
 

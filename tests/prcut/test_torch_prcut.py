@@ -323,6 +323,25 @@ def test_precomputed_affinity_dense_or_sparse_and_predict_from_affinity_rows(blo
         PRCut(affinity="precomputed", **FAST).fit(sp.triu(W).tocsr())
 
 
+@pytest.mark.parametrize("units", [1e-300, 1e-5, 3.0, 1e100])
+@pytest.mark.parametrize("layout", [np.asarray, sp.csr_matrix])
+def test_a_precomputed_affinity_in_any_units_gives_the_same_fit(blobs, units, layout):
+    # the network read the rows as they were: weights of order 1e-5 gave every
+    # sample the same output and the fit one cluster, 1e100 made it diverge, and a
+    # sparse affinity of 1e-200 failed the symmetry check (a float32 tolerance of 0)
+    X, _ = blobs
+    A = rbf_kernel(X, gamma=0.5)
+    params = dict(n_clusters=3, affinity="precomputed", random_state=0, **FAST)
+    reference = PRCut(**params).fit(layout(A))
+    scaled = PRCut(**params).fit(layout(A * units))
+    np.testing.assert_array_equal(scaled.labels_, reference.labels_)
+    np.testing.assert_array_equal(scaled.predict(layout(A * units)), scaled.labels_)
+    # the graph of features (graph_input) too
+    np.testing.assert_array_equal(
+        PRCut(**params).fit(X, graph_input=layout(A * units)).labels_,
+        PRCut(**params).fit(X, graph_input=layout(A)).labels_)
+
+
 def _user_warnings(fit):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
