@@ -25,6 +25,7 @@ from skdiffclust.clam._data import ScaledData, check_directions
 from skdiffclust.clam._device import (FitShape, fit_threads, resolve_training_device,
                                       train_where_resolved)
 from skdiffclust.clam._settings import (
+    MAX_BETA,
     PLATEAU_BOUNDS,
     PLATEAU_STEPS,
     Dynamics,
@@ -64,7 +65,9 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
         prototypes (k-means); small beta lets prototypes attract collectively.
         A float is in units of the data after centring and division by their
         root mean squared deviation (on standardised features, the paper's) and
-        gives the paper's single fit. ``'auto'`` is 8 over the scale at which
+        gives the paper's single fit, at most 1e15 (past k-means' hard
+        assignments already; float32 training overflowed at 1e25).
+        ``'auto'`` is 8 over the scale at which
         the initial prototypes compete for a point, so that the basins of
         attraction are the Voronoi cells of the prototypes but next to their
         boundaries (the paper's criterion, :ref:`clam_scale`). ``beta_`` holds the value
@@ -249,7 +252,7 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
 
     _parameter_constraints: dict = {
         "n_clusters": [NumberInterval(Integral, 1, None, closed="left")],
-        "beta": [NumberInterval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
+        "beta": [NumberInterval(Real, 0, MAX_BETA, closed="right"), StrOptions({"auto"})],
         "n_steps": [NumberInterval(Integral, 1, None, closed="left")],
         "step_size": [NumberInterval(Real, 0, 1, closed="right"), None],
         "metric": [StrOptions({"euclidean", "cosine"})],

@@ -17,6 +17,9 @@ from skdiffclust.clam._selection import relabel_by_first_appearance
 # epochs without a relative gain of 1e-3, down to 1e-5 (1e-4 times its 0.1)
 PLATEAU_SCHEDULE = dict(factor=0.8, patience=5, threshold=1e-3, min_lr=1e-5)
 MIN_LR_RATIO = 1e-4
+# the sharpest float beta (scaled units): far past k-means' hard assignments; float32
+# training trained at 1e20 and overflowed at 1e25 (blobs of 2 to 784 features)
+MAX_BETA = 1e15
 # 'auto' patiences span about this many Adam steps (in epochs, within bounds): an
 # epoch of 100,000 points is 6,250 steps, one of 300 points 19
 STOPPING_STEPS, STOPPING_BOUNDS = 2000, (2, 10)

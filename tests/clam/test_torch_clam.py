@@ -535,6 +535,8 @@ def test_fitted_state_is_numpy_and_pickles(blobs):
     (dict(n_clusters=2, init=np.zeros((3, 2))), np.zeros((4, 2)), "init must have shape"),
     (dict(n_clusters=1, init=[[np.nan, 0.0]]), np.zeros((4, 2)), "NaN"),
     (dict(beta=0.0), np.zeros((4, 2)), "beta"),
+    # float32 training overflowed, and the error blamed the learning rate
+    (dict(beta=1e300), np.zeros((4, 2)), "beta"),
     (dict(mask_prob=1.0), np.zeros((4, 2)), "mask_prob"),
     (dict(step_size=1.5), np.zeros((4, 2)), "step_size"),
     (dict(metric="manhattan"), np.zeros((4, 2)), "metric"),
