@@ -384,8 +384,8 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
         stream.keep_best_restart(rows, self.mask_prob, self.weighted, n_threads)
         kept = stream.kept(rows, self.mask_prob, self.weighted, n_threads)
         self._adopt(FittedState.of(kept, data, stream.dynamics, stream.fill,
-                                   stream.score_seed, X.dtype,
-                                   cosine=self.metric == "cosine", relabel=False))
+                                   stream.score_seed, X.dtype, weighted=self.weighted,
+                                   mask_prob=self.mask_prob, relabel=False))
         keep_stream(self, stream)
         self._warn_empty_clusters(relabelled=False)
         return self
@@ -438,7 +438,7 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
                          weighted=self.weighted, mask_prob=self.mask_prob,
                          cosine=self.metric == "cosine")
         return FittedState.of(kept, data, dynamics, fill, score_seed, X.dtype,
-                              cosine=self.metric == "cosine")
+                              weighted=self.weighted, mask_prob=self.mask_prob)
 
     def _adopt(self, state):
         """Take the fitted attributes (and private state) of ``state`` by name."""
@@ -446,7 +446,8 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
             setattr(self, name, value)
 
     def _in_input_units(self, prototypes):  # for ClAMLayer.from_estimator
-        return prototypes if self.metric == "cosine" else prototypes * self._scale + self._shift
+        cosine = self._fit_dynamics.metric == "cosine"
+        return prototypes if cosine else prototypes * self._scale + self._shift
 
     def _warn_empty_clusters(self, *, relabelled):
         # called by fit and partial_fit: its caller's caller's caller is the user's
@@ -474,7 +475,7 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
                         metric=self.metric)
 
     def _log_weights(self):
-        return np.log(self.cluster_weights_) if self.weighted else None
+        return np.log(self.cluster_weights_) if self._weighted else None
 
     def _scaled(self, X):
         """X validated, and its rows as ClAM sees them (centred and scaled)."""
@@ -482,7 +483,7 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
         X = validate_data(self, X, accept_sparse="csr", dtype=[np.float64, np.float32],
                           reset=False)
         check_magnitude(X)
-        data = ScaledData(X, self.metric == "cosine", self._shift, self._scale)
+        data = ScaledData(X, self._fit_dynamics.metric == "cosine", self._shift, self._scale)
         return X, data.inference_rows()
 
     def _converge(self, X, proba=False):
@@ -490,9 +491,9 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
 
         X, rows = self._scaled(X)
         labels, distances, *probabilities = converge(
-            rows, self._prototypes, self._log_weights(), self._dynamics(self._beta_scaled),
+            rows, self._prototypes, self._log_weights(), self._fit_dynamics,
             effective_n_jobs(self.n_jobs), proba=proba)
-        if self.metric != "cosine":
+        if self._fit_dynamics.metric != "cosine":
             distances = distances * self._scale
         return labels, distances.astype(X.dtype, copy=False), *probabilities
 
@@ -575,7 +576,7 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
         losses = evaluate_loss(
             rows, self._mask_fill, self._prototypes[None],
             None if log_weights is None else log_weights[None],
-            self._dynamics(self._beta_scaled), self.mask_prob, self._score_seed,
+            self._fit_dynamics, self._mask_prob, self._score_seed,
             effective_n_jobs(self.n_jobs),
         )
         return -float(losses[0]) * self._scale**2

@@ -272,15 +272,16 @@ class ClAMLayer(nn.Module):
             raise TypeError(
                 f"estimator must be a fitted skdiffclust.ClAM, got {type(estimator).__name__}.")
         check_is_fitted(estimator)
-        layer = cls(estimator.n_clusters, estimator.n_features_in_, beta=estimator.beta_,
-                    n_steps=estimator.n_steps, step_size=estimator.step_size,
-                    metric=estimator.metric, weighted=estimator.weighted, device=device,
+        dynamics = estimator._fit_dynamics  # the fit's, whatever set_params did since
+        layer = cls(estimator._prototypes.shape[0], estimator.n_features_in_,
+                    beta=estimator.beta_, n_steps=dynamics.n_steps, step_size=dynamics.alpha,
+                    metric=dynamics.metric, weighted=estimator._weighted, device=device,
                     dtype=dtype)
         # float64 prototypes and fill in the input's units (cluster_centers_ is in
         # the input's dtype, which may be float32)
         fitted = {"prototypes": estimator._in_input_units(estimator._prototypes),
                   "fill": estimator._in_input_units(estimator._mask_fill)}
-        if estimator.weighted:
+        if estimator._weighted:
             fitted["log_weights"] = np.log(estimator.cluster_weights_)
         with torch.no_grad():
             for name, value in fitted.items():

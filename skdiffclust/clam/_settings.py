@@ -139,13 +139,18 @@ class FittedState:
     _scale: float
     _mask_fill: np.ndarray
     _score_seed: int
-    _beta_scaled: float
+    # what inference reads (not the parameters, which set_params may have changed)
+    _fit_dynamics: Dynamics  # in ClAM's units
+    _weighted: bool
+    _mask_prob: float
 
     @classmethod
-    def of(cls, kept, data, dynamics, fill, score_seed, dtype, *, cosine, relabel=True):
+    def of(cls, kept, data, dynamics, fill, score_seed, dtype, *, weighted, mask_prob,
+           relabel=True):
         """The state of a fit whose kept restart is ``kept`` (``_selection.keep_best``,
         or ``partial_fit``'s): clusters numbered by first appearance in the labels
         (occupied first) unless not ``relabel``."""
+        cosine = dynamics.metric == "cosine"
         n_clusters = kept["prototypes"].shape[0]
         order, labels = np.arange(n_clusters), kept["labels"]
         if relabel:
@@ -159,7 +164,8 @@ class FittedState:
             beta_=dynamics.beta / squared_scale, n_iter_=kept["n_iter"],
             loss_=kept["loss"] * squared_scale, loss_curve_=kept["loss_curve"] * squared_scale,
             _prototypes=prototypes, _shift=data.shift, _scale=data.scale, _mask_fill=fill,
-            _score_seed=score_seed, _beta_scaled=dynamics.beta)
+            _score_seed=score_seed, _fit_dynamics=dynamics, _weighted=bool(weighted),
+            _mask_prob=float(mask_prob))
 
     def items(self):
         """(attribute name, value) pairs, in field order."""

@@ -172,8 +172,8 @@ class SpanningForestClustering(ClusterMixin, _SetOutputMixin, BaseEstimator):
         The similarity of each edge: the input similarity for
         ``metric='precomputed'``, minus the distance otherwise.
 
-    embedding_state_ : dict of str to ndarray
-        Trained weights of the embedding (NumPy arrays). Only with ``embedding``.
+    embedding_state_ : dict of str to ndarray or None
+        Trained weights of the embedding (NumPy arrays); None without ``embedding``.
 
     loss_curve_ : ndarray of shape (`n_iter_`,)
         Mean training loss of each epoch. Only with ``embedding``.
@@ -331,8 +331,9 @@ class SpanningForestClustering(ClusterMixin, _SetOutputMixin, BaseEstimator):
             raw, unit = X, spread_unit(X)
             X = X if unit == 1.0 else X * unit  # exact (a power of two): spread_unit
         constraints = build_constraints(y, n_samples, must_link, cannot_link)
+        # what inference reads (set_params may change the parameters after the fit)
         fitted = {"n_iter_": 1, "_embedding_template": None, "_sample_shape": sample_shape,
-                  "_unit": 1.0 if precomputed else unit}
+                  "_unit": 1.0 if precomputed else unit, "embedding_state_": None}
         with thread_limit(self.n_jobs):
             if self.embedding is not None:
                 fitted.update(self._train_embedding(X, y, sample_shape))
@@ -388,7 +389,8 @@ class SpanningForestClustering(ClusterMixin, _SetOutputMixin, BaseEstimator):
         ndim = getattr(X, "ndim", 2)
         if ndim <= 2:
             return X, None
-        if self.embedding is None or isinstance(self.embedding, str):
+        if (isinstance(self.embedding, (str, type(None))) if reset
+                else self._embedding_template is None):  # no module to take them
             raise ValueError(
                 f"X must be 2-D (n_samples, n_features), got an array of shape "
                 f"{tuple(X.shape)}; samples of another shape (images) need a torch "
@@ -459,11 +461,11 @@ class SpanningForestClustering(ClusterMixin, _SetOutputMixin, BaseEstimator):
         check_is_fitted(self)
         X, _ = self._flatten_samples(X, reset=False)
         X = validate_data(self, X, dtype=[np.float64, np.float32], reset=False)
-        if self.metric == "precomputed":
+        if self._fit_X is None:  # fitted on similarities (metric='precomputed')
             return X
         check_magnitude(X)
         X = X if self._unit == 1.0 else X * self._unit  # the training's rescale
-        if self.embedding is not None:
+        if self.embedding_state_ is not None:
             X = embed(X, self.embedding_state_, self._embedding_template,
                       getattr(self, "_sample_shape", None))
         return X

@@ -579,7 +579,8 @@ default='mmd_ovo'
         score : float
         """
         inputs = self._inputs(X)
-        problem = Problem(inputs=inputs, geometry=self._geometry, objective=self.gemini,
+        problem = Problem(inputs=inputs, geometry=self._geometry,  # the fit's GEMINI
+                          objective=self._geometry.objective,
                           group=None, n_groups=0, M=0.0,
                           batch_size=min(self._batch, inputs.n_samples))
         with self._threads():

@@ -211,6 +211,19 @@ def test_inference_on_values_whose_squares_overflow_raises(method):
         getattr(clam, method)(X * 1e300)
 
 
+def test_inference_reads_the_fit_not_parameters_set_since():
+    # predict, transform and score read metric, n_steps, step_size, weighted and
+    # mask_prob: after set_params, answers of a model that was never fitted
+    X, _ = make_blobs(n_samples=200, centers=3, random_state=0)
+    clam = ClAM(3, random_state=0).fit(X)
+    methods = ("predict", "predict_proba", "transform", "score")
+    before = {name: getattr(clam, name)(X) for name in methods}
+    clam.set_params(metric="cosine", n_steps=1, step_size=1.0, weighted=True,
+                    mask_prob=0.5)
+    for name in methods:
+        np.testing.assert_array_equal(getattr(clam, name)(X), before[name], err_msg=name)
+
+
 @pytest.mark.parametrize("to_input", [np.asarray, sp.csr_matrix])
 def test_cosine_data_of_zero_vectors_only_are_refused_clearly(to_input):
     # training diverged, and the error said to lower the learning rate

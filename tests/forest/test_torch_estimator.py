@@ -36,6 +36,22 @@ def _fit_denoising(X, y, **params):
     return SpanningForestClustering(n_clusters=4, **settings).fit(X, y)
 
 
+def test_inference_reads_the_fit_not_parameters_set_since(denoising):
+    # predict read self.embedding: after set_params, an AttributeError (no
+    # embedding_state_) or a search over the raw features of the embedded ones
+    X, y, X_val, _ = denoising
+    embedded = _fit_denoising(X, y, max_iter=3)
+    before = embedded.predict(X_val)
+    embedded.set_params(embedding=None)
+    np.testing.assert_array_equal(embedded.predict(X_val), before)
+    plain = SpanningForestClustering(n_clusters=4).fit(X)
+    before = plain.predict(X_val)
+    with pytest.raises(ValueError):  # a refit that fails leaves the fit as it was
+        plain.set_params(embedding="linear").fit(np.full_like(X, np.nan), y)
+    np.testing.assert_array_equal(plain.predict(X_val), before)
+    assert plain.embedding_state_ is None
+
+
 def test_denoising_reaches_perfect_validation_clustering(denoising):
     X, y, X_val, y_val = denoising
     raw = SpanningForestClustering(n_clusters=4).fit(X_val).labels_

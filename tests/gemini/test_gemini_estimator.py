@@ -179,6 +179,13 @@ def test_bad_input_raises():
         SparseGEMINI(gemini="nope").fit(np.zeros((10, 2)))
 
 
+def test_score_reads_the_fits_gemini_not_one_set_since():
+    X = np.random.default_rng(0).standard_normal((60, 3))
+    model = SparseGEMINI(n_clusters=2, max_iter=5, random_state=0).fit(X)
+    before = model.score(X)
+    assert model.set_params(gemini="mi").score(X) == before
+
+
 @pytest.mark.parametrize("kernel, params, takes", [
     ("rbf", {"gama": 100.0}, "gamma"), ("linear", {"gamma": 1.0}, "none")])
 def test_kernel_params_the_kernel_does_not_take_are_refused(kernel, params, takes):
