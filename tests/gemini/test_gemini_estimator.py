@@ -179,6 +179,7 @@ def test_bad_input_raises():
         SparseGEMINI(gemini="nope").fit(np.zeros((10, 2)))
 
 
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")  # 5 epochs
 def test_score_reads_the_fits_gemini_not_one_set_since():
     X = np.random.default_rng(0).standard_normal((60, 3))
     model = SparseGEMINI(n_clusters=2, max_iter=5, random_state=0).fit(X)
