@@ -464,11 +464,11 @@ class PRCut(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Bas
         """The fitted attributes (:func:`~._inference.fitted_attributes`)."""
         for name in NETWORK_ATTRIBUTES:  # an earlier fit's, of the other kind of network
             vars(self).pop(name, None)
-        for name, value in fitted_attributes(network, labels, graph, curve,
-                                             n_clusters=self.n_clusters, gamma=self.gamma,
-                                             module=self.module, stacklevel=5).items():
+        for name, value in fitted_attributes(
+                network, labels, graph, curve, n_clusters=self.n_clusters, gamma=self.gamma,
+                module=self.module, start=self._start_settings(),
+                shared_neighbours=shared_neighbours, stacklevel=5).items():
             setattr(self, name, value)
-        self._shared_neighbours = shared_neighbours  # score's graph: as the training's
 
     def predict_proba(self, X):
         """Cluster-assignment probabilities of new samples, from the network.
@@ -512,7 +512,8 @@ class PRCut(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Bas
     def _validate_queries(self, X):
         check_is_fitted(self)
         X = self._check_samples(X, reset=False)
-        if not x_is_affinity(self.affinity, getattr(self, "_graph_input_used", False)):
+        affinity = self._fitted_with.start.affinity
+        if not x_is_affinity(affinity, getattr(self, "_graph_input_used", False)):
             check_magnitude(X)
         return X
 
@@ -579,14 +580,13 @@ class PRCut(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Bas
         X = self._check_samples(X, reset=False)
         if X.shape[0] < 2:
             raise ValueError(f"score needs at least 2 samples, got {X.shape[0]}.")
+        fitted = self._fitted_with  # the fit's graph and objective, whatever set_params
         source = score_graph_source(
-            X, graph_input, precomputed=self.affinity == "precomputed",
+            X, graph_input, precomputed=fitted.start.affinity == "precomputed",
             graph_input_used=getattr(self, "_graph_input_used", False),
             n_train=self.labels_.shape[0])
         return 0.0 - float(query_objective(
-            source, labels, self._start_settings(), train_labels=self.labels_,
-            n_clusters=self.n_clusters, gamma=self.gamma,
-            shared_neighbours=getattr(self, "_shared_neighbours", False)))
+            source, labels, train_labels=self.labels_, **fitted._asdict()))
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -9,6 +9,7 @@ from scipy.special import softmax
 
 from skdiffclust._utils._numba import jit
 from skdiffclust._utils._validation import warn_empty_clusters
+from skdiffclust.prcut._settings import FittedWith
 
 
 def gelu(x):
@@ -73,13 +74,15 @@ def exported_network(weights, X, scaling, module, torch_utils):
 
 
 def fitted_attributes(network, labels, graph, curve, *, n_clusters, gamma, module,
-                      stacklevel=1):
+                      start, shared_neighbours, stacklevel=1):
     """PRCut's fitted attributes (by name) for a network and its ``labels`` of the
     samples of ``graph``, keeping the clusters some sample chose (the others are
     left out, with a warning; ``stacklevel`` counts from the caller, as
     ``warnings.warn``'s does): the built-in network's other output columns are
     dropped; a ``module``'s trained copy is kept whole, its outputs mapped to the
-    clusters (``module_outputs_``)."""
+    clusters (``module_outputs_``); what ``score`` reads of the fit, the graph's
+    ``start`` settings and whether training read its ``shared_neighbours``
+    (``_fitted_with``)."""
     from skdiffclust.prcut._graph import partition_objective
 
     used = np.unique(labels)
@@ -98,4 +101,5 @@ def fitted_attributes(network, labels, graph, curve, *, n_clusters, gamma, modul
     labels = np.searchsorted(used, labels).astype(np.int64)
     return dict(attributes, labels_=labels, affinity_matrix_=graph,
                 objective_=partition_objective(graph, labels, n_clusters, gamma),
-                loss_curve_=curve, n_iter_=int(curve.shape[0]), n_clusters_=int(used.size))
+                loss_curve_=curve, n_iter_=int(curve.shape[0]), n_clusters_=int(used.size),
+                _fitted_with=FittedWith(start, n_clusters, gamma, shared_neighbours))

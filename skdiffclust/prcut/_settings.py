@@ -1,10 +1,12 @@
 """How PRCut's networks train, and how its graph is built and training started:
 two frozen records, built once by ``PRCut.fit`` (or each ``partial_fit`` call)
 from the parameters, and passed down whole to the start (``_start``), the
-training (``_fit``) and the stream (``_stream``). Imports no torch."""
+training (``_fit``) and the stream (``_stream``); ``FittedWith``, what a fit
+keeps of them for ``score``. Imports no torch."""
 
 import os
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 
 @dataclass(frozen=True)
@@ -66,6 +68,18 @@ class StartSettings:
     n_eigenvectors: object
     keep_components: bool
     n_init: int
+
+
+class FittedWith(NamedTuple):
+    """What ``score`` and the queries read of a fit (``_fitted_with``), not the
+    parameters, which ``set_params`` may have changed since: how the graph was
+    built, the objective's ``n_clusters`` and ``gamma``, and whether training
+    read the graph's shared-neighbour weights."""
+
+    start: StartSettings
+    n_clusters: int
+    gamma: float
+    shared_neighbours: bool
 
 
 def n_threads(n_jobs):

@@ -323,6 +323,17 @@ def test_precomputed_affinity_dense_or_sparse_and_predict_from_affinity_rows(blo
         PRCut(affinity="precomputed", **FAST).fit(sp.triu(W).tocsr())
 
 
+def test_score_and_predict_read_the_fit_not_parameters_set_since(blobs):
+    # score built its graph and objective from the parameters: after
+    # set_params(affinity='precomputed'), a NumPy error; after others, another score
+    X, _ = blobs
+    model = PRCut(n_clusters=3, random_state=0, **FAST).fit(X)
+    before = model.score(X), model.predict(X)
+    model.set_params(affinity="precomputed", n_neighbors=30, gamma=5.0, n_clusters=5)
+    assert model.score(X) == before[0]
+    np.testing.assert_array_equal(model.predict(X), before[1])
+
+
 @pytest.mark.parametrize("units", [1e-300, 1e-5, 3.0, 1e100])
 @pytest.mark.parametrize("layout", [np.asarray, sp.csr_matrix])
 def test_a_precomputed_affinity_in_any_units_gives_the_same_fit(blobs, units, layout):
