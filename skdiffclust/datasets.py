@@ -2,10 +2,16 @@
 and a reader of the IDX files MNIST and Fashion-MNIST come in."""
 
 import gzip
+import math
+import zlib
+from numbers import Integral, Real
 from pathlib import Path
 
 import numpy as np
 from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import validate_params
+
+from skdiffclust._utils._validation import NumberInterval
 
 __all__ = ["make_celeux_one", "make_celeux_two", "make_denoising", "make_graph_case",
            "read_idx"]
@@ -19,6 +25,10 @@ DENOISING_MEANS = np.array([
 ])
 
 
+@validate_params({"n_per_cluster": [NumberInterval(Integral, 1, None, closed="left")],
+                  "cluster_std": [NumberInterval(Real, 0, None, closed="left")],
+                  "noise_high": [NumberInterval(Real, 0, None, closed="neither")],
+                  "random_state": ["random_state"]}, prefer_skip_nested_validation=True)
 def make_denoising(n_per_cluster=15, *, cluster_std=0.2, noise_high=10.0, random_state=None):
     """The linear denoising problem of Stewart et al. (2023, appendix 11).
 
@@ -107,7 +117,7 @@ def make_celeux_one(scenario=5, *, random_state=None):
     >>> X.shape, int(informative.sum())
     ((300, 100), 5)
     """
-    if scenario not in CELEUX_SCENARIOS:
+    if isinstance(scenario, (bool, np.bool_)) or scenario not in CELEUX_SCENARIOS:
         raise ValueError(f"scenario must be one of 1..5, got {scenario!r}.")
     n_samples, alpha, n_noise = CELEUX_SCENARIOS[scenario]
     rng = check_random_state(random_state)
@@ -124,6 +134,8 @@ def _rotation(angle):
     return np.array([[np.cos(angle), -np.sin(angle)], [np.sin(angle), np.cos(angle)]])
 
 
+@validate_params({"n_samples": [NumberInterval(Integral, 1, None, closed="left")],
+                  "random_state": ["random_state"]}, prefer_skip_nested_validation=True)
 def make_celeux_two(n_samples=2000, *, random_state=None):
     """Second synthetic dataset of Celeux et al. (2014) (Ohl et al., 2024, eq. 16-17).
 
@@ -258,6 +270,10 @@ _IDX_TYPES = {0x08: np.dtype("u1"), 0x09: np.dtype("i1"), 0x0B: np.dtype(">i2"),
               0x0C: np.dtype(">i4"), 0x0D: np.dtype(">f4"), 0x0E: np.dtype(">f8")}
 
 
+# more dimensions than NumPy's arrays have: a damaged header
+MAX_IDX_DIMENSIONS = 32
+
+
 def read_idx(path):
     """Read an IDX file, the format of MNIST and Fashion-MNIST, gzipped or not.
 
@@ -271,13 +287,13 @@ def read_idx(path):
     array : ndarray
         The file's array, of the shape and element type its header gives (uint8
         for MNIST's images, of shape (n, 28, 28), and labels, of shape (n,)),
-        in the machine's byte order.
+        in the machine's byte order; writable.
 
     Raises
     ------
     ValueError
-        If the file is not an IDX file, or holds fewer or more bytes than its
-        header announces.
+        If the file is not an IDX file, holds fewer or more bytes than its
+        header announces, or is a truncated or corrupt gzip file.
 
     Examples
     --------
@@ -291,19 +307,26 @@ def read_idx(path):
     array([7, 2, 1], dtype=uint8)
     """
     path = Path(path)
-    opener = gzip.open if path.name.endswith(".gz") else open
-    with opener(path, "rb") as f:
-        data = f.read()
-    if len(data) < 4 or data[0] != 0 or data[1] != 0 or data[2] not in _IDX_TYPES:
+    opener = gzip.open if path.name.lower().endswith(".gz") else open
+    try:
+        with opener(path, "rb") as f:
+            data = f.read()
+    except (EOFError, gzip.BadGzipFile, zlib.error) as error:  # an interrupted download
+        raise ValueError(f"{path} is not a whole gzip file ({error}): it is truncated "
+                         "or corrupt.") from error
+    if (len(data) < 4 or data[0] != 0 or data[1] != 0 or data[2] not in _IDX_TYPES
+            or data[3] > MAX_IDX_DIMENSIONS):
         raise ValueError(f"{path} is not an IDX file: it does not start with two zero "
                          "bytes and one of the IDX element types.")
     dtype, ndim = _IDX_TYPES[data[2]], data[3]
     header = 4 + 4 * ndim
     shape = tuple(int.from_bytes(data[4 + 4 * i:8 + 4 * i], "big") for i in range(ndim))
-    expected = header + dtype.itemsize * int(np.prod(shape, dtype=np.int64))
+    expected = header + dtype.itemsize * math.prod(shape)  # Python ints: no overflow
     if len(data) < header or len(data) != expected:
         raise ValueError(f"{path} holds {len(data)} bytes where its IDX header "
                          f"(shape {shape}, {dtype.name}) announces {expected}: the file "
                          "is truncated or not an IDX file.")
-    array = np.frombuffer(data, dtype, offset=header).reshape(shape)
-    return array if dtype.isnative else array.astype(dtype.newbyteorder("="))
+    # a writable array in the machine's byte order, whatever the element type
+    # (frombuffer's view of the bytes is read-only: MNIST's uint8 could not be shuffled)
+    return np.frombuffer(data, dtype, offset=header).reshape(shape).astype(
+        dtype.newbyteorder("="))

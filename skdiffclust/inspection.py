@@ -9,6 +9,7 @@ attributes. matplotlib is imported only when drawing.
 import numpy as np
 from sklearn.utils.validation import check_array, check_is_fitted
 
+from skdiffclust.forest import SpanningForestClustering
 from skdiffclust.gemini._path import GeminiPath
 
 __all__ = ["FeatureMaskDisplay", "GeminiPathDisplay", "SpanningForestDisplay"]
@@ -134,6 +135,9 @@ class SpanningForestDisplay:
         -------
         display : SpanningForestDisplay
         """
+        if not isinstance(estimator, SpanningForestClustering):  # KMeans: "not fitted"
+            raise TypeError("estimator must be a fitted SpanningForestClustering, got "
+                            f"{type(estimator).__name__}.")
         check_is_fitted(estimator, ["forest_edges_", "labels_"])
         X = check_array(X, dtype=np.float64)
         n_samples = estimator.labels_.shape[0]
@@ -435,7 +439,7 @@ class FeatureMaskDisplay:
         Whether each feature is kept (e.g. ``get_support()``).
 
     image_shape : tuple of int
-        The image's shape, whose product is ``n_features``.
+        The image's (height, width), whose product is ``n_features``.
 
     background : ndarray of shape (n_features,), default=None
         Values drawn in grey under the mask.
@@ -482,7 +486,7 @@ class FeatureMaskDisplay:
             features are drawn alike.
 
         image_shape : tuple of int
-            The image's shape; its product must be the number of features.
+            The image's (height, width); its product must be the number of features.
 
         background : array-like of shape (n_features,), default=None
             Values drawn in grey under the mask, e.g. the mean image.
@@ -497,11 +501,15 @@ class FeatureMaskDisplay:
         -------
         display : FeatureMaskDisplay
         """
+        if not hasattr(estimator, "get_support"):
+            raise TypeError("estimator must be a fitted feature selector (with "
+                            f"get_support, such as SparseGEMINI), got "
+                            f"{type(estimator).__name__}.")
         check_is_fitted(estimator)
         support = np.asarray(estimator.get_support(), dtype=bool)
         importances = np.asarray(getattr(estimator, "feature_importances_",
                                          support.astype(float)), dtype=float)
-        display = cls(importances, support, tuple(int(d) for d in image_shape),
+        display = cls(importances, support, _image_shape(image_shape),
                       background=background)
         return display.plot(ax=ax, imshow_kwargs=imshow_kwargs)
 
@@ -522,12 +530,15 @@ class FeatureMaskDisplay:
             The display, with the artists set.
         """
         plt = _import_pyplot("FeatureMaskDisplay.plot")
-        shape = tuple(self.image_shape)
+        shape = _image_shape(self.image_shape)
         support = np.asarray(self.support, dtype=bool).ravel()
         if int(np.prod(shape)) != support.size:
             raise ValueError(
                 f"image_shape {shape} holds {int(np.prod(shape))} features, but the "
                 f"selector has {support.size}.")
+        if self.background is not None and np.size(self.background) != support.size:
+            raise ValueError(f"background must hold one value per feature ({support.size}),"
+                             f" got {np.size(self.background)}.")
         if ax is None:
             _, ax = plt.subplots(figsize=(4, 4))
         self.background_image_ = None
@@ -544,3 +555,13 @@ class FeatureMaskDisplay:
         self.ax_ = ax
         self.figure_ = ax.figure
         return self
+
+
+def _image_shape(image_shape):
+    """``image_shape`` as (height, width), or a clear error."""
+    shape = (image_shape,) if np.isscalar(image_shape) else tuple(image_shape)
+    if len(shape) != 2 or not all(isinstance(d, (int, np.integer)) and d > 0
+                                  for d in shape):
+        raise ValueError(f"image_shape must be (height, width), two positive integers "
+                         f"such as (28, 28), got {image_shape!r}.")
+    return tuple(int(d) for d in shape)

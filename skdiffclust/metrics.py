@@ -1,12 +1,16 @@
 """Clustering metrics and scorers for unsupervised model selection."""
 
+from numbers import Integral
+
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 from sklearn.metrics import calinski_harabasz_score, silhouette_score
 from sklearn.metrics.cluster import contingency_matrix
 from sklearn.pipeline import Pipeline
+from sklearn.utils import check_array, check_scalar
 from sklearn.utils.validation import check_consistent_length, column_or_1d
 
+from skdiffclust._utils._validation import check_magnitude, spread_unit
 from skdiffclust.forest._scores import batch_error, pair_error
 from skdiffclust.prcut import ratio_cut
 
@@ -21,8 +25,12 @@ __all__ = [
 
 
 def _check_labelings(y_true, y_pred):
-    y_true = column_or_1d(y_true)
-    y_pred = column_or_1d(y_pred)
+    """1-D labels of one length, without NaN or infinity (a NaN class matched a
+    cluster: accuracy 1.0), as scikit-learn's clustering metrics check them."""
+    y_true, y_pred = (check_array(labels, ensure_2d=False, ensure_min_samples=0,
+                                  dtype=None, input_name=name)
+                      for labels, name in ((y_true, "y_true"), (y_pred, "y_pred")))
+    y_true, y_pred = column_or_1d(y_true), column_or_1d(y_pred)
     check_consistent_length(y_true, y_pred)
     return y_true, y_pred
 
@@ -126,11 +134,14 @@ def batch_clustering_error(y_true, X, *, n_clusters, batch_size=64):
     0.0
     """
     y_true = column_or_1d(y_true)
-    X = np.asarray(X, dtype=np.float64)
+    # finite (NaN gave a number, inf a C++ assertion), 2-D, dense; squares that
+    # neither overflow nor underflow (as SpanningForestClustering's input)
+    X = check_array(X, dtype=np.float64, ensure_min_samples=0, input_name="X")
+    check_magnitude(X)
+    X = X * spread_unit(X)  # a power of two: exact
     check_consistent_length(y_true, X)
-    if int(n_clusters) < 1 or int(batch_size) < 1:
-        raise ValueError(f"n_clusters and batch_size must be >= 1, got {n_clusters} "
-                         f"and {batch_size}.")
+    for name, value in (("n_clusters", n_clusters), ("batch_size", batch_size)):
+        check_scalar(value, name, Integral, min_val=1)
     return batch_error(y_true, X, int(n_clusters), int(batch_size))
 
 

@@ -99,6 +99,10 @@ def test_forest_display_errors(moons):
         SpanningForestDisplay.from_estimator(forest, X[:10])
     with pytest.raises(ValueError, match="partial label"):
         SpanningForestDisplay.from_estimator(forest, X, np.zeros(3))
+    from sklearn.cluster import KMeans  # said to be not fitted before
+
+    with pytest.raises(TypeError, match="SpanningForestClustering, got KMeans"):
+        SpanningForestDisplay.from_estimator(KMeans(2, n_init=1).fit(X), X)
 
 
 def test_gemini_path_display_lines_are_the_path(gemini_path):

@@ -117,3 +117,31 @@ def test_batch_clustering_error_is_zero_on_separated_classes_and_checks_input():
         batch_clustering_error(y[:-1], X, n_clusters=3)
     with pytest.raises(ValueError, match="batch_size"):
         batch_clustering_error(y, X, n_clusters=3, batch_size=0)
+
+
+def test_labels_with_nan_are_refused_by_every_label_metric():
+    # clustering_accuracy matched the NaN class to a cluster: 1.0
+    for metric in (clustering_accuracy, pair_confusion_error):
+        with pytest.raises(ValueError, match="NaN"):
+            metric([np.nan, np.nan, 1.0], [0, 0, 1])
+
+
+@pytest.mark.parametrize("spoil, error, match", [
+    (lambda X: np.where(X == X[0, 0], np.nan, X), ValueError, "NaN"),  # gave a number
+    (lambda X: np.where(X == X[0, 0], np.inf, X), ValueError, "infinity"),  # a C++ assert
+    (lambda X: X * 1e154, ValueError, "overflow"),  # the same assertion
+    (lambda X: X[:, 0], ValueError, "2D"),
+])
+def test_batch_clustering_error_refuses_what_it_cannot_cluster(spoil, error, match):
+    X, y = make_blobs(100, centers=3, random_state=1)
+    with pytest.raises(error, match=match):
+        batch_clustering_error(y, spoil(X), n_clusters=3)
+    with pytest.raises(TypeError, match="n_clusters must be an instance of int"):
+        batch_clustering_error(y, X, n_clusters=2.7)  # ran as 2
+
+
+def test_batch_clustering_error_of_tiny_values_is_that_of_the_values():
+    # squared distances that underflow to 0 made other single-linkage partitions
+    X, y = make_blobs(100, centers=3, cluster_std=2.0, random_state=1)
+    assert batch_clustering_error(y, X * 1e-200, n_clusters=3) == \
+        batch_clustering_error(y, X, n_clusters=3)

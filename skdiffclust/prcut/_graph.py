@@ -488,6 +488,17 @@ def _fill_block_edges(indptr, indices, data, position, left, rows, cols, weights
                 edge += 1
 
 
+def _check_symmetric(W, values):
+    """A ratio cut counts each edge from both ends: a one-sided graph (scikit-
+    learn's ``kneighbors_graph``) gave half its cuts, without a word."""
+    largest = float(values.max()) if values.size else 0.0
+    asymmetry = abs(W - W.T)
+    asymmetry = asymmetry.data if sp.issparse(asymmetry) else asymmetry
+    if asymmetry.size and asymmetry.max() > float(np.sqrt(np.finfo(np.float32).eps)) * largest:
+        raise ValueError("affinity must be symmetric (W equal to W.T): symmetrise a "
+                         "k-nearest-neighbour graph first, e.g. (W + W.T) / 2.")
+
+
 def ratio_cut(affinity, labels):
     """Ratio cut of a partition of a similarity graph.
 
@@ -511,8 +522,10 @@ def ratio_cut(affinity, labels):
     Raises
     ------
     ValueError
-        If the affinity is not square, has NaN, infinite or negative entries, or
-        if the labels do not match it.
+        If the affinity is not square or not symmetric, has NaN, infinite or
+        negative entries, or if the labels do not match it.
+    TypeError
+        If the affinity is complex.
 
     Examples
     --------
@@ -522,6 +535,8 @@ def ratio_cut(affinity, labels):
     >>> float(ratio_cut(W, [0, 0, 1, 1]))  # one edge of weight 0.1 is cut
     0.05
     """
+    if np.iscomplexobj(affinity.data if sp.issparse(affinity) else np.asarray(affinity)):
+        raise TypeError("affinity must hold real weights, got complex ones.")
     if sp.issparse(affinity):
         W = sp.csr_matrix(affinity)
         values = W.data
@@ -537,6 +552,7 @@ def ratio_cut(affinity, labels):
             "affinity must be non-negative (a similarity graph); its smallest entry "
             f"is {values.min():.3g}."
         )
+    _check_symmetric(W, values)
     labels = np.asarray(labels)
     if labels.ndim != 1 or labels.shape[0] != W.shape[0]:
         raise ValueError(

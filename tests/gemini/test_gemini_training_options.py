@@ -3,6 +3,7 @@ float32 for float32 input, and the selected features drawn as an image."""
 
 import numpy as np
 import pytest
+from sklearn.cluster import KMeans
 from sklearn.datasets import load_digits, make_blobs
 from sklearn.metrics import adjusted_rand_score
 
@@ -100,6 +101,14 @@ def test_feature_mask_display_draws_the_kept_features():
     assert display.background_image_ is not None
     with pytest.raises(ValueError, match="image_shape"):
         FeatureMaskDisplay.from_estimator(model, (7, 8))
+    # NumPy's and matplotlib's messages before, none naming the argument
+    for shape in (64, (-8, -8), (2, 4, 8)):
+        with pytest.raises(ValueError, match="image_shape must be .height, width."):
+            FeatureMaskDisplay.from_estimator(model, shape)
+    with pytest.raises(ValueError, match="background must hold one value per feature"):
+        FeatureMaskDisplay.from_estimator(model, (8, 8), background=np.zeros(10))
+    with pytest.raises(TypeError, match="feature selector"):  # an AttributeError before
+        FeatureMaskDisplay.from_estimator(KMeans(2, n_init=1).fit(X[:50]), (8, 8))
 
 
 def test_a_cascade_within_a_step_leaves_its_models(monkeypatch):
