@@ -159,6 +159,15 @@ def torch_threads(n_threads):
         torch.set_num_threads(previous)
 
 
+def refuse_inference_mode():
+    """A clear error for a fit inside ``torch.inference_mode()``: its tensors, the
+    data included, cannot be trained on (``torch.no_grad()`` is fine: training
+    turns gradients back on)."""
+    if torch.is_inference_mode_enabled():
+        raise RuntimeError("fit cannot train inside torch.inference_mode(), whose "
+                           "tensors autograd cannot use: call it outside.")
+
+
 @contextlib.contextmanager
 def flushed_denormals():
     """Flush denormal floats to zero on the CPU, then back to torch's default (off).
@@ -275,6 +284,7 @@ def train(task, sampler, *, learning_rate, max_iter, tol, n_iter_no_change, name
     -------
     TrainingResult
     """
+    refuse_inference_mode()
     device = torch.device(device)
     on_cuda = device.type == "cuda"
     if capture is None:
@@ -316,7 +326,10 @@ def train(task, sampler, *, learning_rate, max_iter, tol, n_iter_no_change, name
         None if validation is None else EarlyStopping(validation),
     ) if hook is not None]
     context = contextlib.nullcontext() if on_cuda else torch_threads(n_threads)
+    # gradients on, whatever the caller's mode (a fit inside torch.no_grad() failed
+    # with torch's "element 0 of tensors does not require grad")
     with context, contextlib.nullcontext() if on_cuda else flushed_denormals(), \
+            torch.enable_grad(), \
             TrainingSession(name, verbose=verbose, total=max_iter, warn=warn) as session:
         return run_epochs(
             epoch, max_iter=max_iter, tol=tol, n_iter_no_change=n_iter_no_change,

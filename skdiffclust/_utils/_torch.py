@@ -54,6 +54,18 @@ def seeded_global_rng(seed, device="cpu"):
         yield
 
 
+@contextlib.contextmanager
+def float32_by_default():
+    """Run with torch's default dtype float32, and restore the caller's: a built-in
+    network is float32, and draws the same weights, whatever the user set."""
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float32)
+    try:
+        yield
+    finally:
+        torch.set_default_dtype(previous)
+
+
 def _init_linear(layer, generator):
     # nn.Linear's default initialisation, drawn from a local generator
     nn.init.kaiming_uniform_(layer.weight, a=math.sqrt(5), generator=generator)

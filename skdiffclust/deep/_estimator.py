@@ -5,7 +5,13 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin, _fit_context
+from sklearn.base import (
+    BaseEstimator,
+    ClassNamePrefixFeaturesOutMixin,
+    ClusterMixin,
+    TransformerMixin,
+    _fit_context,
+)
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
@@ -26,7 +32,8 @@ MIN_EPOCHS = 3
 N_SEEDS = 6
 
 
-class DeepImageClustering(TransformerMixin, ClusterMixin, BaseEstimator):
+class DeepImageClustering(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin,
+                          BaseEstimator):
     """Clustering of images by a convolutional network trained without labels.
 
     A small convolutional network learns to assign images to clusters from the
@@ -272,8 +279,9 @@ class DeepImageClustering(TransformerMixin, ClusterMixin, BaseEstimator):
             scale(images), settings, seeds, type(self).__name__)
         self.module_ = network
         self.pixel_mean_, self.pixel_scale_ = scale.mean, scale.scale
-        proba, _ = fit.probabilities(network, scale(images), settings.n_threads)
+        proba, embedding = fit.probabilities(network, scale(images), settings.n_threads)
         self.labels_ = proba.argmax(1).astype(np.int64)
+        self._n_features_out = embedding.shape[1]  # get_feature_names_out, set_output
         self.start_labels_ = np.asarray(start, dtype=np.int64)
         self.affinity_matrix_ = graph
         self.head_ = kept

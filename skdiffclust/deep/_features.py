@@ -79,7 +79,8 @@ def _histograms(images, side, stride):
     upper_share = position - low
     low = low.long() % N_ORIENTATIONS
     high = (low + 1) % N_ORIENTATIONS
-    votes = torch.zeros((images.shape[0], N_ORIENTATIONS, *images.shape[2:]))
+    votes = torch.zeros((images.shape[0], N_ORIENTATIONS, *images.shape[2:]),
+                        dtype=images.dtype)  # not torch's default dtype, which a user may set
     votes.scatter_add_(1, low, magnitude * (1 - upper_share))
     votes.scatter_add_(1, high, magnitude * upper_share)
     cells = F.avg_pool2d(votes, side, stride=stride)

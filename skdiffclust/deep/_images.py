@@ -9,6 +9,7 @@ over the training set), so that it does not depend on the images' units.
 """
 
 import math
+from numbers import Integral
 
 import numpy as np
 from sklearn.utils import check_array
@@ -28,17 +29,16 @@ def image_shape_of(X_shape, image_shape):
     """
     sample = tuple(int(s) for s in X_shape[1:])
     if image_shape is not None:
-        shape = tuple(int(s) for s in image_shape)
-        if len(shape) == 2:
-            shape = (1, *shape)
-        if len(shape) != 3 or min(shape) < 1:
-            raise ValueError(
-                "image_shape must be (height, width) or (channels, height, width) of "
-                f"positive integers, got {image_shape!r}.")
+        shape = _checked_image_shape(image_shape)
         if math.prod(shape) != math.prod(sample):
             raise ValueError(
                 f"image_shape={image_shape!r} holds {math.prod(shape)} values, but each "
                 f"sample of X holds {math.prod(sample)} (X has shape {tuple(X_shape)}).")
+        if len(sample) > 1 and sample not in layouts(shape):  # images read another way
+            raise ValueError(
+                f"X holds images of shape {sample}, which image_shape={image_shape!r} "
+                "would read otherwise: image_shape is for rows of pixels (leave it None "
+                "for images).")
     elif len(sample) == 3:
         shape = sample
     elif len(sample) == 2:
@@ -58,6 +58,26 @@ def image_shape_of(X_shape, image_shape):
     return shape
 
 
+def _checked_image_shape(image_shape):
+    """``image_shape`` as (channels, height, width) of positive integers, or a
+    ValueError (fractions were truncated, nested sequences failed inside)."""
+    values = np.asarray(image_shape, dtype=object)
+    if values.ndim != 1 or len(values) not in (2, 3) or not all(
+            isinstance(v, Integral) and not isinstance(v, (bool, np.bool_)) and v >= 1
+            for v in values):
+        raise ValueError(
+            "image_shape must be (height, width) or (channels, height, width) of "
+            f"positive integers, got {image_shape!r}.")
+    shape = tuple(int(v) for v in values)
+    return (1, *shape) if len(shape) == 2 else shape
+
+
+def layouts(shape):
+    """The sample shapes that hold images of (channels, height, width) ``shape``:
+    itself, and (height, width) for grey images."""
+    return {shape, shape[1:]} if shape[0] == 1 else {shape}
+
+
 def check_images(estimator, X, *, reset, ensure_min_samples=1):
     """X validated (finite, float32 or float64) and reshaped to (n, C, H, W).
 
@@ -73,17 +93,23 @@ def check_images(estimator, X, *, reset, ensure_min_samples=1):
                         ensure_min_samples=ensure_min_samples)
         if reset:
             vars(estimator).pop("feature_names_in_", None)
-        elif X[0].size != estimator.n_features_in_:
+        elif tuple(X.shape[1:]) not in layouts(estimator.image_shape_):
+            # as many values in another layout (channels last, transposed) gave other
+            # images, silently
             raise ValueError(
-                f"X has {X[0].size} values per sample, but {type(estimator).__name__} "
-                f"was fitted on images of shape {estimator.image_shape_} "
-                f"({estimator.n_features_in_} values).")
+                f"X has samples of shape {tuple(X.shape[1:])}, but "
+                f"{type(estimator).__name__} was fitted on images of shape "
+                f"{estimator.image_shape_} ({estimator.n_features_in_} values).")
     check_magnitude(X)
     if reset:
         shape = image_shape_of(X.shape, estimator.image_shape)
         estimator.n_features_in_ = int(math.prod(shape))
         estimator.image_shape_ = shape
     return X.reshape(X.shape[0], *estimator.image_shape_)
+
+
+# a spread below which the pixels' squares may have lost their digits
+TINY_SPREAD = 1e-100
 
 
 class PixelScale:
@@ -97,6 +123,11 @@ class PixelScale:
         values = np.asarray(images, dtype=np.float64)
         self.mean = float(values.mean())
         spread = float(values.std())
+        if spread < TINY_SPREAD:  # over the largest deviation first: the squares of
+            # pixels of 1e-200 underflowed, and the images became all zeros
+            deviations = values - self.mean
+            peak = float(np.abs(deviations).max()) if values.size else 0.0
+            spread = peak * float((deviations / peak).std()) if peak > 0 else 0.0
         self.scale = spread if spread > 0 else 1.0
 
     def __call__(self, images):

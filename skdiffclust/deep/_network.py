@@ -24,7 +24,7 @@ the textbook order and layout.
 import torch
 from torch import nn
 
-from skdiffclust._utils._torch import seeded_global_rng
+from skdiffclust._utils._torch import float32_by_default, seeded_global_rng
 from skdiffclust.deep._images import MIN_SIDE
 
 EMBEDDING_DIM = 128
@@ -83,7 +83,7 @@ def build_network(image_shape, n_clusters, n_heads, seed, max_side=MAX_SIDE):
     first, second = CHANNELS
     side = reduced_side(image_shape, max_side)
     reduce = [nn.AdaptiveAvgPool2d(side)] if side != tuple(image_shape[1:]) else []
-    with seeded_global_rng(seed):
+    with seeded_global_rng(seed), float32_by_default():  # also for build_network alone
         body = nn.Sequential(
             *reduce,
             nn.Conv2d(channels, first, 5, padding=2, bias=False),

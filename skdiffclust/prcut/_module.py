@@ -44,6 +44,7 @@ def copy_module(module, X, n_clusters):
     under :func:`skdiffclust._utils._torch.seeded_global_rng`.
     """
     check_is_module(module)
+    _check_parameters(module)
     network = copy.deepcopy(module).to("cpu")
     rows = X[:N_PROBE_ROWS]
     rows = rows.toarray() if sp.issparse(rows) else np.asarray(rows)
@@ -71,6 +72,10 @@ def copy_module(module, X, n_clusters):
             f"module must return logits of shape {expected}; on a batch of shape "
             f"{tuple(probe.shape)} it returned {found}."
         )
+    if logits.dtype != probe.dtype:  # PRCut's loss is in the parameters' dtype
+        raise TypeError(
+            f"module returned {logits.dtype} logits from {probe.dtype} parameters: "
+            "return logits in the dtype of its parameters.")
     if not bool(torch.isfinite(logits).all()):
         raise ValueError("module returned non-finite logits (NaN or infinity) on the "
                          "first rows of X.")
@@ -78,3 +83,16 @@ def copy_module(module, X, n_clusters):
         raise ValueError("module has no parameter that requires a gradient: PRCut would "
                          "have nothing to train.")
     return network
+
+
+def _check_parameters(module):
+    """float32 or float64 parameters that hold values: half precision failed inside
+    L-BFGS (float16) or NumPy (bfloat16), a meta module inside the copy."""
+    for parameter in module.parameters():
+        if parameter.is_meta:
+            raise ValueError("module's parameters are on the meta device, without "
+                             "values: materialise them first (module.to_empty(device="
+                             "'cpu') and an initialisation).")
+        if parameter.dtype not in (torch.float32, torch.float64):
+            raise TypeError(f"module's parameters are {parameter.dtype}: PRCut trains "
+                            "float32 or float64 modules (module.float()).")

@@ -11,7 +11,13 @@ import torch
 from torch import nn
 
 from skdiffclust._training import TrainingResult
-from skdiffclust._training._torch import CosineDecay, UniformBatches, torch_threads, train
+from skdiffclust._training._torch import (
+    CosineDecay,
+    UniformBatches,
+    refuse_inference_mode,
+    torch_threads,
+    train,
+)
 from skdiffclust._utils._torch import make_generator
 
 
@@ -105,12 +111,14 @@ LBFGS_MAX_ROUNDS_UNLEARNT, UNLEARNT_ERROR = 30, 0.02
 
 def _fit_whole_batch(task, device, target):
     """Fit the task's partition on every sample at once by L-BFGS (deterministic)."""
+    refuse_inference_mode()
     every_sample = torch.arange(task.labels.shape[0], device=device)
     clusters = torch.unique(task.labels)
     optimizer = torch.optim.LBFGS(task.network.parameters(), lr=1.0, max_iter=LBFGS_ROUND,
                                   history_size=10, line_search_fn="strong_wolfe",
                                   tolerance_grad=1e-12, tolerance_change=1e-15)
 
+    @torch.enable_grad()  # whatever the caller's mode (see _training._torch.train)
     def closure():
         optimizer.zero_grad()
         loss, _ = task.loss(every_sample)

@@ -256,6 +256,10 @@ def test_pickle_round_trip():
     (np.zeros((20, 3, 3)), {}, "at least 4 x 4"),
     (np.zeros((20, 64)), {"image_shape": (7, 9)}, "holds 63 values"),
     (np.zeros((20, 64)), {"image_shape": (2, 2, 2, 8)}, "image_shape must be"),
+    # truncated to 8 x 8, or failed inside; images read in another layout
+    (np.zeros((20, 64)), {"image_shape": (8.9, 8.9)}, "image_shape must be"),
+    (np.zeros((20, 64)), {"image_shape": [[8, 8]]}, "image_shape must be"),
+    (np.zeros((20, 8, 8)), {"image_shape": (4, 16)}, "image_shape is for rows"),
     (np.full((20, 8, 8), np.nan), {}, "NaN"),
     (np.full((20, 8, 8), 1e200), {}, "overflow"),
     (np.zeros((5, 8, 8)), {"n_clusters": 10}, "n_clusters=10 must be <= n_samples=5"),
@@ -282,6 +286,42 @@ def test_queries_of_another_shape_are_refused():
         model.predict(np.zeros((3, 7, 7)))
     with pytest.raises(ValueError, match="features"):
         model.predict(np.zeros((3, 49)))
+    # as many values in another layout gave other images, silently
+    for shape in ((3, 16, 4), (3, 4, 4, 4), (3, 1, 1, 64)):
+        with pytest.raises(ValueError, match="fitted on images of shape"):
+            model.predict(np.zeros(shape))
+    labels = model.predict(SMALL[:5])  # the same images, in every layout of them
+    np.testing.assert_array_equal(model.predict(SMALL[:5, None]), labels)
+    np.testing.assert_array_equal(model.predict(SMALL[:5].reshape(5, 64)), labels)
+
+
+def test_the_caller_s_torch_modes_change_nothing():
+    # inside torch.no_grad() fit failed with torch's "does not require grad"; with
+    # float64 as torch's default dtype, inside the gradient histograms
+    reference = fit_fast().labels_
+    with torch.no_grad():
+        np.testing.assert_array_equal(fit_fast().labels_, reference)
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        np.testing.assert_array_equal(fit_fast().labels_, reference)
+        assert torch.get_default_dtype() == torch.float64
+    finally:
+        torch.set_default_dtype(previous)
+    with torch.inference_mode(), pytest.raises(RuntimeError, match="inference_mode"):
+        fit_fast()
+
+
+def test_tiny_pixel_values_give_the_same_partition():
+    # their squares underflowed: a scale of 1, the images all zeros, one cluster
+    np.testing.assert_array_equal(fit_fast(SMALL * 1e-200).labels_, fit_fast().labels_)
+
+
+def test_the_embedding_has_feature_names_and_set_output():
+    model = fit_fast()
+    names = model.get_feature_names_out()
+    assert names.shape == (model.transform(SMALL[:2]).shape[1],)
+    assert names[0] == "deepimageclustering0"
 
 
 def test_a_failed_fit_keeps_the_fitted_state():

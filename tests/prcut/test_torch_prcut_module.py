@@ -226,6 +226,11 @@ class Constant(nn.Module):
         return self.weight + torch.full((x.shape[0], self.n_clusters), self.value)
 
 
+class Float64(nn.Module):
+    def forward(self, x):
+        return x.double()
+
+
 @pytest.mark.parametrize("module, error, match", [
     (object(), TypeError, "module must be a torch.nn.Module"),
     (nn.Linear(4, 3).forward, TypeError, "got method"),
@@ -234,6 +239,11 @@ class Constant(nn.Module):
     (nn.Flatten(0), ValueError, r"shape \(batch, n_clusters=3\)"),
     (Constant(float("nan")), ValueError, "non-finite logits"),
     (nn.Linear(4, 3).requires_grad_(False), ValueError, "nothing to train"),
+    # torch's or NumPy's errors from inside the training before, or advice for PRCutLoss
+    (nn.Linear(4, 3).half(), TypeError, "parameters are torch.float16"),
+    (nn.Linear(4, 3).to(torch.bfloat16), TypeError, "parameters are torch.bfloat16"),
+    (nn.Sequential(nn.Linear(4, 3), Float64()), TypeError, "float64 logits from"),
+    (nn.Linear(4, 3, device="meta"), ValueError, "meta device"),
 ])
 def test_bad_modules_get_clear_errors(blobs, module, error, match):
     X, _ = blobs
