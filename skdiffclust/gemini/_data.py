@@ -303,7 +303,26 @@ class Geometry:
                 kernel=self.kernel, kernel_params=self.kernel_params or None,
                 n_components=n_landmarks, random_state=0,
             ).fit(self._coordinates(inputs.rows(np.sort(landmarks))))
+            self._landmarks_uncentred = self._uncentred(inputs)
         return self
+
+    def _uncentred(self, inputs):
+        """Whether ``_coordinates`` gives these inputs uncentred (a CSR matrix under a
+        translation-invariant kernel) rather than centred (dense)."""
+        return inputs.offset is not None and self._translation_invariant
+
+    def _in_landmarks_frame(self, coordinates, inputs):
+        """Coordinates in the frame of the Nyström landmarks: the same kernel in
+        another frame gave other features (dense and CSR chunks of one stream, or
+        CSR rows scored by a model fitted on dense ones)."""
+        landmarks = getattr(self, "_landmarks_uncentred", self._uncentred(inputs))
+        if not self._translation_invariant or landmarks == self._uncentred(inputs):
+            return coordinates
+        # uncentred = centred + origin, on the features the kernel sees (weight > 0)
+        shift = np.where(self.kernel_weights > 0, self.origin, 0.0)
+        if landmarks:  # centred rows, uncentred landmarks
+            return coordinates + shift
+        return coordinates.toarray() - shift
 
     def affinity(self, inputs):
         """The kernel operator, distance matrix, or None (``'mi'``) of ``inputs``."""
@@ -322,9 +341,10 @@ class Geometry:
 
     def kernel_features(self, inputs):
         """Nyström features of the rows, computed by blocks of CHUNK rows."""
-        blocks = [self.nystroem.transform(self._coordinates(inputs.rows(slice(i, i + CHUNK))))
-                  .astype(inputs.dtype, copy=False)
-                  for i in range(0, inputs.n_samples, CHUNK)]
+        blocks = [self.nystroem.transform(self._in_landmarks_frame(
+                      self._coordinates(rows), rows)).astype(inputs.dtype, copy=False)
+                  for rows in (inputs.rows(slice(i, i + CHUNK))
+                               for i in range(0, inputs.n_samples, CHUNK))]
         return (np.concatenate(blocks) if blocks
                 else np.empty((0, self.nystroem.n_components), dtype=inputs.dtype))
 
