@@ -95,6 +95,10 @@ def make_embedding(embedding, n_features, n_components, hidden_layer_sizes, gene
         return build_mlp(n_features, (), n_components, generator)
     if embedding == "mlp":
         return build_mlp(n_features, tuple(hidden_layer_sizes), n_components, generator)
+    if not any(parameter.requires_grad for parameter in embedding.parameters()):
+        raise ValueError(  # a bare StopIteration before (nn.Identity)
+            f"embedding has no parameter that requires a gradient "
+            f"({type(embedding).__name__}): there would be nothing to train.")
     return copy.deepcopy(embedding)
 
 

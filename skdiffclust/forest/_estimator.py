@@ -38,6 +38,7 @@ from skdiffclust.forest._settings import EmbeddingSettings, hold_out, solver_thr
 from skdiffclust.forest._solver import (
     forest_from_features,
     forest_from_similarity,
+    resolved_metric_params,
     thread_limit,
     warn_if_duplicates_split,
 )
@@ -208,9 +209,9 @@ class SpanningForestClustering(ClusterMixin, _SetOutputMixin, BaseEstimator):
     Without constraints the forest is exact, in O(n^2) time and O(n) memory
     (Prim) or faster (k-d tree); feature input never allocates an n x n matrix.
     With constraints, the solver is the greedy heuristic of Stewart et al. (2023,
-    section 9.1), exact when the constrained groups pairwise cannot link, as with
-    partial labels (see the User Guide). Ties between equal similarities are
-    broken by sample index, so results are deterministic.
+    section 9.1); with partial labels it is exact for the forest the User Guide
+    defines (each group's must-link edges kept), not always the best of all
+    forests that meet the constraints. Ties are broken by sample index.
 
     References
     ----------
@@ -334,6 +335,7 @@ class SpanningForestClustering(ClusterMixin, _SetOutputMixin, BaseEstimator):
         # what inference reads (set_params may change the parameters after the fit)
         fitted = {"n_iter_": 1, "_embedding_template": None, "_sample_shape": sample_shape,
                   "_unit": 1.0 if precomputed else unit, "embedding_state_": None}
+        params = None if precomputed else self._clustering_metric_params(X)
         with thread_limit(self.n_jobs):
             if self.embedding is not None:
                 fitted.update(self._train_embedding(X, y, sample_shape))
@@ -344,21 +346,18 @@ class SpanningForestClustering(ClusterMixin, _SetOutputMixin, BaseEstimator):
                 forest = forest_from_similarity(X, self.n_clusters, constraints=constraints)
             else:
                 forest = forest_from_features(
-                    X, self.n_clusters, metric=self._clustering_metric(),
-                    metric_params=self._clustering_metric_params(),
-                    algorithm=self.algorithm, constraints=constraints,
-                )
+                    X, self.n_clusters, metric=self._clustering_metric(), metric_params=params,
+                    algorithm=self.algorithm, constraints=constraints)
         # distances in the input's units (after a rescale of tiny data, spread_unit)
         units = 1.0 if precomputed or self.embedding is not None else input_units(
-            X, forest.edges, forest.weights, unit, self._clustering_metric(),
-            self._clustering_metric_params(), raw)
+            X, forest.edges, forest.weights, unit, self._clustering_metric(), params, raw)
         if constraints is None:
             warn_if_duplicates_split(X, forest, precomputed)
         for name, value in fitted.items():
             setattr(self, name, value)
         self._fit_X = None if precomputed else X
         self._index = SimilarityIndex() if precomputed else NeighbourIndex(
-            X, self._clustering_metric(), self._clustering_metric_params(), self.n_jobs)
+            X, self._clustering_metric(), params, self.n_jobs)
         self._separation, self._units = forest.separation / units, units
         self.labels_ = forest.labels
         self.n_clusters_ = forest.n_clusters
@@ -406,8 +405,9 @@ class SpanningForestClustering(ClusterMixin, _SetOutputMixin, BaseEstimator):
         # embeddings are trained for (squared) Euclidean similarities
         return "euclidean" if self.embedding is not None else self.metric
 
-    def _clustering_metric_params(self):
-        return None if self.embedding is not None else self.metric_params
+    def _clustering_metric_params(self, X):
+        return None if self.embedding is not None else resolved_metric_params(
+            self.metric, self.metric_params, X)  # seuclidean's V from X, as sklearn's
 
     def _train_embedding(self, X, y, sample_shape):
         """Train the embedding; returns its fitted attributes."""

@@ -228,7 +228,29 @@ def feature_tree(X, *, metric="euclidean", metric_params=None, algorithm="auto")
             src, dst, dist = _tree_by_numba_prim(X, *code)
     if metric == "sqeuclidean":  # every backend above measured Euclidean distances
         dist = dist**2
+    if not np.all(np.isfinite(dist)):  # gave an arbitrary forest and a NaN score
+        raise ValueError(
+            f"metric={metric!r} gives NaN or infinite distances on X (e.g. "
+            "'correlation' or 'cosine' of constant or zero rows): choose another "
+            "metric, or remove those rows.")
     return src, dst, dist
+
+
+def resolved_metric_params(metric, params, X):
+    """``metric_params`` completed as scikit-learn's ``pairwise_distances(X)``
+    completes them from X (seuclidean's ``V``, mahalanobis' ``VI``): the searches
+    here pass a second set of points, for which scikit-learn requires them, so
+    that these metrics failed without them; a Minkowski ``p`` must be positive
+    (0 divided by zero inside, a negative one failed only at ``predict``)."""
+    params = dict(params or {})
+    if metric == "seuclidean" and "V" not in params:
+        params["V"] = np.var(X, axis=0, ddof=1)
+    if metric == "mahalanobis" and "VI" not in params and "V" not in params:
+        params["VI"] = np.linalg.inv(np.cov(np.asarray(X, dtype=np.float64).T)).T
+    if metric == "minkowski" and not params.get("p", 2) > 0:
+        raise ValueError(f"metric_params['p'] must be > 0 for metric='minkowski', got "
+                         f"{params['p']!r}.")
+    return params or None
 
 
 def similarity_tree(S):

@@ -370,3 +370,28 @@ def test_host_forests_of_a_training_use_every_core_only_beside_cuda(n_jobs, devi
 
     assert solver_threads(n_jobs, device) == (effective_n_jobs(-1) if expected == "all"
                                               else expected)
+
+
+@pytest.mark.parametrize("metric", ["seuclidean", "mahalanobis"])
+def test_metrics_whose_parameters_come_from_the_data_match_scipy(metric):
+    # scikit-learn derives V (VI) from X alone, but not for a second set of points:
+    # every fit failed with "The 'V' parameter is required ... when Y is passed"
+    from scipy.cluster.hierarchy import fcluster, linkage
+
+    X = np.random.default_rng(0).random((60, 3))
+    model = SpanningForestClustering(3, metric=metric).fit(X)
+    reference = fcluster(linkage(X, "single", metric=metric), 3, "maxclust")
+    assert adjusted_rand_score(reference, model.labels_) == 1.0
+    np.testing.assert_array_equal(model.predict(X), model.labels_)
+
+
+@pytest.mark.parametrize("params, X, match", [
+    ({"metric": "minkowski", "metric_params": {"p": 0}}, None, "must be > 0"),  # 1/0
+    ({"metric": "minkowski", "metric_params": {"p": -1}}, None, "must be > 0"),
+    # NaN distances gave an arbitrary forest and a NaN score
+    ({"metric": "correlation"}, np.ones((10, 3)) * np.arange(1, 11)[:, None], "NaN"),
+])
+def test_metrics_that_cannot_measure_the_data_are_refused(params, X, match):
+    X = np.random.default_rng(0).random((30, 3)) if X is None else X
+    with pytest.raises(ValueError, match=match):
+        SpanningForestClustering(3, **params).fit(X)

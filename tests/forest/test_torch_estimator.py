@@ -36,6 +36,12 @@ def _fit_denoising(X, y, **params):
     return SpanningForestClustering(n_clusters=4, **settings).fit(X, y)
 
 
+def test_an_embedding_without_parameters_is_refused_clearly(denoising):
+    X, y, _, _ = denoising  # a bare StopIteration before
+    with pytest.raises(ValueError, match="nothing to train"):
+        SpanningForestClustering(n_clusters=4, embedding=torch.nn.Identity()).fit(X, y)
+
+
 def test_inference_reads_the_fit_not_parameters_set_since(denoising):
     # predict read self.embedding: after set_params, an AttributeError (no
     # embedding_state_) or a search over the raw features of the embedded ones
