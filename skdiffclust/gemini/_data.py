@@ -19,6 +19,8 @@ costs O(n d K) and no n x n matrix exists. Other kernels and the Wasserstein
 distances are n x n matrices of the samples of a batch.
 """
 
+from numbers import Real
+
 import numpy as np
 import scipy.sparse as sp
 from sklearn.metrics import pairwise_distances, pairwise_kernels
@@ -247,6 +249,11 @@ def check_kernel_params(kernel, params):
         takes = ", ".join(sorted(accepted)) if accepted else "none"
         raise ValueError(f"kernel_params has {unknown}, which kernel={kernel!r} does not "
                          f"take (it takes: {takes}).")
+    gamma = params.get("gamma")  # exp(+gamma d^2) grows with distance: no kernel
+    if gamma is not None and kernel in ("rbf", "laplacian", "chi2") and not (
+            isinstance(gamma, Real) and 0 < gamma < np.inf):
+        raise ValueError(f"kernel_params['gamma'] must be a positive number for "
+                         f"kernel={kernel!r}, got {gamma!r}.")
 
 
 class Geometry:

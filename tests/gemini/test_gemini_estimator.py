@@ -225,3 +225,11 @@ def test_runs_without_torch():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize("gamma", [-1.0, 0.0, "x", np.inf])
+def test_a_gamma_that_makes_no_kernel_is_refused(gamma):
+    # -1 fitted exp(+|x - y|^2) without a word; 'x' failed inside scikit-learn
+    X = np.random.default_rng(0).standard_normal((30, 2))
+    with pytest.raises(ValueError, match="gamma.*must be a positive number"):
+        SparseGEMINI(kernel_params={"gamma": gamma}).fit(X)
