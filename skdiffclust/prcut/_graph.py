@@ -492,9 +492,12 @@ def _check_symmetric(W, values):
     """A ratio cut counts each edge from both ends: a one-sided graph (scikit-
     learn's ``kneighbors_graph``) gave half its cuts, without a word."""
     largest = float(values.max()) if values.size else 0.0
-    asymmetry = abs(W - W.T)
-    asymmetry = asymmetry.data if sp.issparse(asymmetry) else asymmetry
-    if asymmetry.size and asymmetry.max() > float(np.sqrt(np.finfo(np.float32).eps)) * largest:
+    if sp.issparse(W):
+        asymmetry = abs(W - W.T).data
+        asymmetry = float(asymmetry.max()) if asymmetry.size else 0.0
+    else:  # one pass, no n x n temporary (the precomputed affinity's check)
+        asymmetry = summarise(np.ascontiguousarray(W))[0]
+    if asymmetry > float(np.sqrt(np.finfo(np.float32).eps)) * largest:
         raise ValueError("affinity must be symmetric (W equal to W.T): symmetrise a "
                          "k-nearest-neighbour graph first, e.g. (W + W.T) / 2.")
 
