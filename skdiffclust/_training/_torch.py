@@ -18,8 +18,9 @@ CUDA:
   (``task.capturable``) is captured once in a CUDA graph and replayed for every
   batch, which removes the per-kernel launch overhead that otherwise dominates
   small batches; the CPU always runs the plain step;
-* on the CPU, torch runs with a fixed number of threads (``n_jobs``), so that
-  results do not depend on the machine's default thread count.
+* on the CPU, torch steps on one thread (:func:`one_thread`), whatever the
+  machine's default or ``n_jobs``: some of its sums are split across threads in an
+  order that depends on their count, and so would the results be.
 
 The epoch loop, the stopping rule, ``ConvergenceWarning`` and the progress bar are
 :func:`skdiffclust._training._loop.run_epochs`, shared with the NumPy backend.
@@ -159,6 +160,22 @@ def torch_threads(n_threads):
         torch.set_num_threads(previous)
 
 
+# torch splits some sums across its CPU threads in an order that depends on their
+# count (a convolution's weight gradient, summed over the batch; a tensor's total;
+# the products of the spectral start's tall eigenvector blocks), so their last bits
+# do, and a fit's stopping epoch and labels with them: the same PRCut fit of 60,000
+# MNIST images stopped after 12 epochs on one thread and after 15, with other
+# labels, on two. Whatever a fit keeps is computed on one thread; only work whose
+# every output is summed by one thread (a sparse graph's row products, integer
+# counts, numba's kernels) takes ``n_jobs``.
+def one_thread(device=None):
+    """One torch CPU thread, restored afterwards (nothing on CUDA): the results of
+    torch's CPU computations then do not depend on the thread count."""
+    if device is not None and torch.device(device).type == "cuda":
+        return contextlib.nullcontext()
+    return torch_threads(1)
+
+
 def refuse_inference_mode():
     """A clear error for a fit inside ``torch.inference_mode()``: its tensors, the
     data included, cannot be trained on (``torch.no_grad()`` is fine: training
@@ -237,7 +254,7 @@ class _Stepper:
 
 
 def train(task, sampler, *, learning_rate, max_iter, tol, n_iter_no_change, name,
-          device, verbose=False, min_epochs=0, n_threads=1, capture=None, scheduler=None,
+          device, verbose=False, min_epochs=0, capture=None, scheduler=None,
           warn=True, target=None, cooldown=None, optimizer=None, weight_decay=0.0,
           validation=None):
     """Train a task with Adam, epoch by epoch, until it converges.
@@ -254,8 +271,6 @@ def train(task, sampler, *, learning_rate, max_iter, tol, n_iter_no_change, name
     max_iter, tol, n_iter_no_change, min_epochs, target, name, verbose :
         See :func:`skdiffclust._training._loop.run_epochs`.
     device : torch.device
-    n_threads : int, default=1
-        torch's CPU threads during training (ignored on CUDA).
     capture : bool or None, default=None
         Capture the step in a CUDA graph; ``None`` means when the device is CUDA
         and the task is capturable.
@@ -325,7 +340,7 @@ def train(task, sampler, *, learning_rate, max_iter, tol, n_iter_no_change, name
         None if getattr(task, "settled", None) is None else SettledWhen(task.settled),
         None if validation is None else EarlyStopping(validation),
     ) if hook is not None]
-    context = contextlib.nullcontext() if on_cuda else torch_threads(n_threads)
+    context = one_thread(device)
     # gradients on, whatever the caller's mode (a fit inside torch.no_grad() failed
     # with torch's "element 0 of tensors does not require grad")
     with context, contextlib.nullcontext() if on_cuda else flushed_denormals(), \

@@ -18,9 +18,10 @@ from sklearn.utils.validation import check_is_fitted
 from skdiffclust._utils._optional import import_optional
 from skdiffclust._utils._random import derive_seeds
 from skdiffclust._utils._state import keeps_state_on_failure
+from skdiffclust._utils._threads import host_threads
 from skdiffclust._utils._validation import ANY_INTEGER, NumberInterval
 from skdiffclust.deep._images import PixelScale, check_images
-from skdiffclust.deep._settings import Augmentation, DeepSettings, n_threads
+from skdiffclust.deep._settings import Augmentation, DeepSettings
 
 # 'auto' max_iter: about this many steps of the clustering phase in all (at
 # least MIN_EPOCHS epochs): 4 epochs of 60,000 images in batches of 256, 140 of
@@ -127,12 +128,15 @@ class DeepImageClustering(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Clu
         Where the network is trained; ``'auto'`` picks CUDA when available.
 
     n_jobs : int, default=None
-        CPU threads of torch and of the neighbour search (``None``: 1; ``-1``:
-        all). The labels depend on it (the floating-point sums do).
+        CPU threads of the graph's features, the neighbour search and the start's
+        graph products (``None``: 1; ``-1``: all), whose results do not depend on
+        it. The network trains and predicts on one CPU thread (torch splits a
+        convolution's weight gradient across its threads in an order that depends
+        on their count), so the labels do not depend on ``n_jobs``.
 
     random_state : int, RandomState instance or None, default=None
         Seeds every random draw (features, start, network, batches, views): the
-        same seed, data and ``n_jobs`` give the same labels on the CPU.
+        same seed and data give the same labels on the CPU, with any ``n_jobs``.
 
     verbose : bool, default=False
         Show a progress bar (tqdm) over the clustering phase's epochs.
@@ -279,7 +283,7 @@ class DeepImageClustering(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Clu
             scale(images), settings, seeds, type(self).__name__)
         self.module_ = network
         self.pixel_mean_, self.pixel_scale_ = scale.mean, scale.scale
-        proba, embedding = fit.probabilities(network, scale(images), settings.n_threads)
+        proba, embedding = fit.probabilities(network, scale(images))
         self.labels_ = proba.argmax(1).astype(np.int64)
         self._n_features_out = embedding.shape[1]  # get_feature_names_out, set_output
         self.start_labels_ = np.asarray(start, dtype=np.int64)
@@ -326,7 +330,7 @@ class DeepImageClustering(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Clu
                                       shift=float(self.max_shift)),
             max_side=None if self.max_side is None else int(self.max_side),
             device=torch_utils.resolve_device(self.device),
-            n_threads=n_threads(self.n_jobs), verbose=bool(self.verbose))
+            n_threads=host_threads(self.n_jobs, on_cuda=False), verbose=bool(self.verbose))
 
     def _scaled(self, X):
         check_is_fitted(self)
@@ -349,7 +353,7 @@ class DeepImageClustering(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Clu
         """
         images = self._scaled(X)
         fit, _ = _import_training()
-        proba, _ = fit.probabilities(self.module_, images, n_threads(self.n_jobs))
+        proba, _ = fit.probabilities(self.module_, images)
         return proba
 
     def predict(self, X):
@@ -381,7 +385,7 @@ class DeepImageClustering(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Clu
         """
         images = self._scaled(X)
         fit, _ = _import_training()
-        _, embedding = fit.probabilities(self.module_, images, n_threads(self.n_jobs))
+        _, embedding = fit.probabilities(self.module_, images)
         return embedding
 
     def __sklearn_tags__(self):

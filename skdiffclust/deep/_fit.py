@@ -37,7 +37,7 @@ import torch
 from torch.nn import functional as F
 
 from skdiffclust._neighbors import kneighbors
-from skdiffclust._training._torch import UniformBatches, torch_threads, train
+from skdiffclust._training._torch import UniformBatches, one_thread, torch_threads, train
 from skdiffclust._utils._torch import float32_by_default, make_generator
 from skdiffclust.deep._augment import strong_view, weak_view
 from skdiffclust.deep._features import graph_features
@@ -188,7 +188,6 @@ def start_of(images, settings, *, feature_seed, start_seed):
     _, labels = spectral_start(graph, settings.n_clusters, init="spectral_snn",
                                n_eigenvectors=settings.n_eigenvectors,
                                device=torch.device("cpu"), seed=start_seed,
-                               n_threads=settings.n_threads,
                                graph_threads=settings.n_threads, gamma=settings.gamma)
     return neighbours, graph, labels
 
@@ -215,8 +214,7 @@ def _fit_network(images, settings, seeds, name):
     data = torch.as_tensor(images, device=device)
     n = data.shape[0]
     common = dict(learning_rate=settings.learning_rate, tol=settings.tol,
-                  n_iter_no_change=settings.n_iter_no_change, name=name, device=device,
-                  n_threads=settings.n_threads)
+                  n_iter_no_change=settings.n_iter_no_change, name=name, device=device)
     generators = [make_generator(seed, device) for seed in batch_seeds]
 
     def batches(generator):
@@ -248,15 +246,15 @@ def _fit_network(images, settings, seeds, name):
 
 def _objective_of(network, data, graph, settings):
     """PRCut's objective on the graph of the partition the network gives the images."""
-    with torch_threads(settings.n_threads):
+    with one_thread(data.device):
         _, proba = evaluate(network, data)
     labels = proba[network.head].argmax(1).cpu().numpy()
     return partition_objective(graph, labels, settings.n_clusters, settings.gamma)
 
 
-def probabilities(network, images, n_threads, batch_size=2048):
+def probabilities(network, images, batch_size=2048):
     """The kept head's probabilities and the embeddings of (n, C, H, W) float32
-    images, NumPy float64, on the CPU."""
-    with torch_threads(n_threads):
+    images, NumPy float64, on the CPU (one thread: ``one_thread``)."""
+    with one_thread():
         embedding, proba = evaluate(network, torch.as_tensor(images), batch_size)
     return (proba[0].to(torch.float64).numpy(), embedding.to(torch.float64).numpy())

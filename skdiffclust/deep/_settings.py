@@ -1,7 +1,6 @@
 """How DeepImageClustering trains: one frozen record, built once by ``fit`` from the
 parameters and passed down whole to the training (``_fit``). Imports no torch."""
 
-import os
 from dataclasses import dataclass
 
 
@@ -49,13 +48,3 @@ class DeepSettings:
     device: object = "cpu"
     n_threads: int = 1
     verbose: bool = False
-
-
-def n_threads(n_jobs):
-    """torch's CPU threads for ``n_jobs`` (``None``: 1; negative counts back from
-    the number of CPUs)."""
-    if n_jobs is None:
-        return 1
-    if n_jobs < 0:
-        return max((os.cpu_count() or 1) + 1 + n_jobs, 1)
-    return max(int(n_jobs), 1)

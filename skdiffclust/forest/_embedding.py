@@ -306,7 +306,7 @@ def train_embedding(module, X, y, settings, *, validation_data=None, sample_shap
                        max_iter=settings.max_iter, tol=settings.tol,
                        n_iter_no_change=settings.n_iter_no_change,
                        name="SpanningForestClustering", device=device,
-                       verbose=settings.verbose, n_threads=settings.n_threads,
+                       verbose=settings.verbose,
                        weight_decay=settings.weight_decay, validation=validation,
                        scheduler=(CosineDecay.over(settings.max_iter) if cosine else None),
                        warn=not cosine)

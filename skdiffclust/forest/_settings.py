@@ -27,7 +27,8 @@ class EmbeddingSettings:
     runs on numba's CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``), which is how the
     CUDA path is tested without a GPU. ``steps_per_epoch``: batches per epoch
     (``None``: ``ceil(n / batch_size)``). ``solver_threads``: numba's threads for
-    the CPU solver; ``n_threads``: torch's.
+    the CPU solver (torch's CPU steps run on one thread,
+    :func:`~skdiffclust._training._torch.one_thread`).
     """
 
     n_clusters: int
@@ -45,7 +46,6 @@ class EmbeddingSettings:
     learning_rate_schedule: str = "constant"
     steps_per_epoch: int | None = None
     solver_threads: int = 1
-    n_threads: int = 1
     device_solver: bool | None = None
 
 

@@ -37,7 +37,7 @@ from skdiffclust.prcut._inputs import (
     score_graph_source,
     x_is_affinity,
 )
-from skdiffclust.prcut._settings import PRCutSettings, StartSettings, n_threads
+from skdiffclust.prcut._settings import PRCutSettings, StartSettings
 from skdiffclust.prcut._start import import_training, network_input, training_start
 from skdiffclust.prcut._stream import PRCutStream
 
@@ -166,14 +166,15 @@ class PRCut(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Bas
         Where the network is trained (and, on CUDA, the kNN graph built).
 
     n_jobs : int, default=None
-        CPU threads of the neighbour search, the start's graph products and counts,
-        and the training (``None``: 1 for the training, all cores for the rest).
-        Only the training's floating-point sums depend on it: the labels of
-        ``n_jobs=None`` (or 1) may differ slightly from those of more threads.
+        CPU threads of the neighbour search and of the start's graph products and
+        counts (``None``: all cores), whose results do not depend on it. The
+        network and the start's eigenvectors are computed on one CPU thread
+        (torch splits some sums across its threads in an order that depends on
+        their count), so the labels do not depend on ``n_jobs``.
 
     random_state : int, RandomState instance or None, default=None
-        Seeds every random draw: same seed, data and ``n_jobs``, same labels on
-        the CPU, on any machine.
+        Seeds every random draw: same seed and data, same labels on the CPU, with
+        any ``n_jobs``.
 
     verbose : bool, default=False
         Show a progress bar (tqdm) over the training epochs.
@@ -431,8 +432,7 @@ class PRCut(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Bas
             batch_size=self.batch_size, learning_rate=self.learning_rate,
             momentum=self.momentum, gamma=self.gamma, annealing=self.annealing,
             max_iter=self.max_iter, tol=self.tol, n_iter_no_change=self.n_iter_no_change,
-            device=device, verbose=verbose, n_threads=n_threads(self.n_jobs),
-            module=self.module)
+            device=device, verbose=verbose, module=self.module)
 
     def _start_settings(self):
         """How the graph is built and the training started (``_start``)."""

@@ -22,7 +22,7 @@ import torch
 from torch import nn
 
 from skdiffclust._training import TrainingResult
-from skdiffclust._training._torch import PairedBatches, adam, train
+from skdiffclust._training._torch import PairedBatches, adam, one_thread, train
 from skdiffclust._utils._torch import (
     build_mlp,
     make_generator,
@@ -41,7 +41,6 @@ from skdiffclust.prcut._selection import keep_best
 from skdiffclust.prcut._start_fit import (
     INIT_ERROR_TARGET,
     INIT_LEARNING_RATE,
-    device_threads,
     fit_to_partition,
     init_learning_rate,
 )
@@ -398,17 +397,17 @@ def train_network(network, features, graph, settings, *, batch_seed, name="PRCut
     result : TrainingResult
         Epochs run, the objective (bound + gamma * KL) of each, convergence.
     """
-    device, n_threads = torch.device(settings.device), settings.n_threads
+    device = torch.device(settings.device)
     batch_size, n_clusters = settings.batch_size, settings.n_clusters
     n_samples = features.n_samples
     initial_proportions, candidates = None, []
     if initial_labels is not None:
         builtin = isinstance(network, AssignmentNetwork)
         fit_to_partition(network, features, initial_labels, batch_size=batch_size,
-                         device=device, batch_seed=batch_seed + 1, n_threads=n_threads,
+                         device=device, batch_seed=batch_seed + 1,
                          target=fit_target, capturable=builtin,
                          learning_rate=_init_learning_rate(network))
-        candidates.append(_candidate(network, features, batch_size, device, n_threads))
+        candidates.append(_candidate(network, features, batch_size, device))
         if settings.max_iter == 0:
             return candidates, TrainingResult(n_iter=0, loss_curve=np.empty(0),
                                               converged=True)
@@ -430,9 +429,9 @@ def train_network(network, features, graph, settings, *, batch_seed, name="PRCut
                    n_iter_no_change=patience_for(settings.n_iter_no_change,
                                                  sampler.n_batches),
                    name=name, device=device, verbose=settings.verbose,
-                   min_epochs=n_annealing_epochs, n_threads=n_threads,
+                   min_epochs=n_annealing_epochs,
                    cooldown=cooldown_schedule(sampler.n_batches))
-    candidates.append(_candidate(network, features, batch_size, device, n_threads))
+    candidates.append(_candidate(network, features, batch_size, device))
     return candidates, result
 
 
@@ -520,7 +519,7 @@ def stream_pass(X, graph, settings, *, learning_rate, n_annealing_steps, steps_d
     StreamPass
     """
     n_clusters, hidden_layer_sizes = settings.n_clusters, settings.hidden_layer_sizes
-    batch_size, n_threads = settings.batch_size, settings.n_threads
+    batch_size = settings.batch_size
     module, input_offset = settings.module, settings.input_offset
     device = torch.device("cpu")
     with _global_rng(module, init_seed, device):
@@ -538,7 +537,7 @@ def stream_pass(X, graph, settings, *, learning_rate, n_annealing_steps, steps_d
         if initial_labels is not None:
             fit_to_partition(network, features, initial_labels, batch_size=batch_size,
                              device=device, batch_seed=batch_seed + 1,
-                             n_threads=n_threads, target=fit_target,
+                             target=fit_target,
                              learning_rate=_init_learning_rate(network))
             p_bar = np.bincount(initial_labels, minlength=n_clusters) / len(initial_labels)
         sampler = PairedBatches(features.n_samples, batch_size,
@@ -555,8 +554,8 @@ def stream_pass(X, graph, settings, *, learning_rate, n_annealing_steps, steps_d
         network.train()
         result = train(task, sampler, learning_rate=learning_rate, max_iter=1, tol=0.0,
                        n_iter_no_change=1, name="PRCut", device=device,
-                       n_threads=n_threads, warn=False, optimizer=optimizer)
-        weights, labels = _candidate(network, features, batch_size, device, n_threads)
+                       warn=False, optimizer=optimizer)
+        weights, labels = _candidate(network, features, batch_size, device)
     return StreamPass(state=state_to_numpy(network),
                       optimizer=optimizer_state_to_numpy(optimizer),
                       p_bar=task.criterion.p_bar.numpy().copy(),
@@ -633,13 +632,13 @@ def _init_learning_rate(network):
     return INIT_LEARNING_RATE
 
 
-def _candidate(network, features, batch_size, device, n_threads):
+def _candidate(network, features, batch_size, device):
     """The network's weights (NumPy) and the cluster it gives each training sample,
     computed on the training device, a few batches at a time (fewer rows when the
     rows are long, such as those of a dense affinity)."""
     network.eval()
     step = max(1, min(4 * batch_size, (1 << 22) // max(features.n_inputs, 1)))
-    with torch.no_grad(), device_threads(device, n_threads):
+    with torch.no_grad(), one_thread(device):
         labels = torch.cat([
             network(features(torch.arange(start, min(start + step, features.n_samples),
                                           device=device))).argmax(1)
@@ -649,7 +648,7 @@ def _candidate(network, features, batch_size, device, n_threads):
     return network_weights(network), labels.to("cpu").numpy()
 
 
-def narrow_eigengap(graph, n_clusters, *, device, seed, n_threads=1, product_threads=None):
+def narrow_eigengap(graph, n_clusters, *, device, seed, product_threads=None):
     """Whether the graph's Laplacian has a clear gap after ``n_clusters``
     (:func:`~skdiffclust.prcut._spectral.clear_eigengap`), and the top
     ``n_clusters`` eigenvectors it was read from (``initial_partition``'s
@@ -657,39 +656,41 @@ def narrow_eigengap(graph, n_clusters, *, device, seed, n_threads=1, product_thr
     ``product_threads`` CPU threads (their results do not depend on them)."""
     device = torch.device(device)
     dtype = torch.float32 if device.type == "cuda" else torch.float64
-    with device_threads(device, n_threads):
+    with one_thread(device):
         operator = NormalisedAdjacency(graph, device, dtype, product_threads)
         vectors, values = top_eigenvectors(operator, n_clusters, seed, with_values=True)
         return clear_eigengap(values, n_clusters), vectors
 
 
-def initial_partition(graph, n_clusters, components=None, *, device, seed, n_threads=1,
+def initial_partition(graph, n_clusters, components=None, *, device, seed,
                       n_eigenvectors=None, gamma=0.0, eigenvectors=None,
                       product_threads=None):
     """Spectral clustering's partition of the graph (``_spectral``), on ``device``.
 
-    In float64 on the CPU, float32 on CUDA; with ``n_threads`` torch threads on
-    the CPU, and as many OpenMP threads for the k-means of a wide embedding
-    (``n_eigenvectors``), the graph's products on ``product_threads``.
+    In float64 on the CPU, float32 on CUDA; on one torch thread on the CPU, and
+    one OpenMP thread for the k-means of a wide embedding (``n_eigenvectors``),
+    whose sums would otherwise depend on the count
+    (:func:`~skdiffclust._training._torch.one_thread`); the graph's products on
+    ``product_threads``.
     """
     from threadpoolctl import threadpool_limits
 
     device = torch.device(device)
     dtype = torch.float32 if device.type == "cuda" else torch.float64
-    with device_threads(device, n_threads), threadpool_limits(n_threads, user_api="openmp"):
+    with one_thread(device), threadpool_limits(1, user_api="openmp"):
         return spectral_partition(graph, n_clusters, components, device=device, dtype=dtype,
                                   seed=seed, n_eigenvectors=n_eigenvectors, gamma=gamma,
                                   eigenvectors=eigenvectors, product_threads=product_threads)
 
 
 def spectral_start(graph, n_clusters, components=None, *, init, n_eigenvectors, device, seed,
-                   n_threads=1, graph_threads=1, gamma=0.0):
+                   graph_threads=1, gamma=0.0):
     """The graph a spectral start reads and its partition: ``init`` ('spectral',
     'spectral_snn' or 'auto') picks the graph (:func:`~._graph.start_graph`; the
     eigengap it may ask for is solved once, its eigenvectors kept for the start),
     ``n_eigenvectors`` the width (:func:`~._graph.start_width`). The graph's
     integer counts and its products with the eigenvectors run on
-    ``graph_threads`` (neither depends on the count), the rest on ``n_threads``.
+    ``graph_threads`` (neither depends on the count), the rest on one thread.
 
     Returns
     -------
@@ -701,13 +702,13 @@ def spectral_start(graph, n_clusters, components=None, *, init, n_eigenvectors, 
 
     def clear_eigengap():  # the graph's narrow eigenvectors, kept for its start
         clear, vectors = narrow_eigengap(graph, n_clusters, device=device, seed=seed,
-                                         n_threads=n_threads, product_threads=graph_threads)
+                                         product_threads=graph_threads)
         solved.append(vectors)
         return clear
 
     reweighted = start_graph(graph, init, graph_threads, clear_eigengap, n_clusters)
     labels = initial_partition(
-        reweighted, n_clusters, components, device=device, seed=seed, n_threads=n_threads,
+        reweighted, n_clusters, components, device=device, seed=seed,
         n_eigenvectors=start_width(n_eigenvectors, reweighted is not graph), gamma=gamma,
         eigenvectors=solved[0] if solved and reweighted is graph else None,
         product_threads=graph_threads)

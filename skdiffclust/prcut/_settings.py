@@ -4,9 +4,10 @@ from the parameters, and passed down whole to the start (``_start``), the
 training (``_fit``) and the stream (``_stream``); ``FittedWith``, what a fit
 keeps of them for ``score``. Imports no torch."""
 
-import os
 from dataclasses import dataclass, replace
 from typing import NamedTuple
+
+from skdiffclust._utils._threads import host_threads
 
 
 @dataclass(frozen=True)
@@ -34,7 +35,6 @@ class PRCutSettings:
     n_iter_no_change: object
     device: object = "cpu"
     verbose: bool = False
-    n_threads: int = 1
     module: object = None
     input_offset: object = None
     share_inputs: bool = False
@@ -82,17 +82,11 @@ class FittedWith(NamedTuple):
     shared_neighbours: bool
 
 
-def n_threads(n_jobs):
-    """Threads of PRCut's CPU training for ``n_jobs`` (``None``: 1)."""
-    if n_jobs is None:
-        return 1
-    if n_jobs < 0:
-        return max((os.cpu_count() or 1) + 1 + n_jobs, 1)
-    return max(int(n_jobs), 1)
-
-
 def graph_threads(n_jobs):
-    """Threads of the graph's exact integer work (the shared-neighbour counts), as
-    the neighbour search's: all cores for ``None``. The counts do not depend on
-    them; at one thread MNIST's k=150 graph took 15 s of a 24 s fit on CUDA."""
-    return n_threads(-1 if n_jobs is None else n_jobs)
+    """Threads of the graph's exact work (the shared-neighbour counts, the sparse
+    products of the spectral start), as the neighbour search's: all cores for
+    ``None``. Their results do not depend on them (every output is summed by one
+    thread); at one thread MNIST's k=150 graph took 15 s of a 24 s fit on CUDA.
+    torch's other computations run on one thread
+    (:func:`skdiffclust._training._torch.one_thread`)."""
+    return host_threads(-1 if n_jobs is None else n_jobs, on_cuda=False)

@@ -27,8 +27,7 @@ def training_start(X, settings, start, *, training, n_seeds, graph_input=None,
     X : ndarray or sparse matrix
         The validated samples (or a precomputed affinity).
     settings : PRCutSettings
-        The training's (``n_clusters``, ``gamma``, ``module``, ``device``,
-        ``n_threads``).
+        The training's (``n_clusters``, ``gamma``, ``module``, ``device``).
     start : StartSettings
         The graph's and the start's.
     training : module
@@ -79,8 +78,8 @@ def training_start(X, settings, start, *, training, n_seeds, graph_input=None,
         reweighted, initial_labels = training.spectral_start(
             graph, n_clusters, components, init=start.init,
             n_eigenvectors=start.n_eigenvectors, device=settings.device,
-            seed=seeds[2 * start.n_init], n_threads=settings.n_threads,
-            graph_threads=graph_threads(start.n_jobs), gamma=settings.gamma)
+            seed=seeds[2 * start.n_init], graph_threads=graph_threads(start.n_jobs),
+            gamma=settings.gamma)
         shared = reweighted is not graph and not stream
         if shared:  # train on the graph the start read (see the user guide)
             graph = reweighted

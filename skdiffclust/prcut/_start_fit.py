@@ -4,7 +4,6 @@ partition (spectral clustering's, ``_spectral``) before the ratio-cut training
 (one batch of every sample), on all of them at once by L-BFGS.
 """
 
-import contextlib
 
 import numpy as np
 import torch
@@ -14,8 +13,8 @@ from skdiffclust._training import TrainingResult
 from skdiffclust._training._torch import (
     CosineDecay,
     UniformBatches,
+    one_thread,
     refuse_inference_mode,
-    torch_threads,
     train,
 )
 from skdiffclust._utils._torch import make_generator
@@ -67,7 +66,7 @@ def init_learning_rate(n_features):
 
 
 def fit_to_partition(network, features, labels, *, batch_size, device, batch_seed,
-                     n_threads, learning_rate=INIT_LEARNING_RATE,
+                     learning_rate=INIT_LEARNING_RATE,
                      max_steps=INIT_MAX_STEPS, target=INIT_ERROR_TARGET, capturable=False):
     """Train ``network`` to predict ``labels`` (cross-entropy), in place.
 
@@ -85,12 +84,12 @@ def fit_to_partition(network, features, labels, *, batch_size, device, batch_see
                          capturable)
     network.train()
     if sampler.batch_size == labels.shape[0]:
-        with device_threads(device, n_threads):
+        with one_thread(device):
             return _fit_whole_batch(task, device, target)
     max_epochs = max(max_steps // sampler.n_batches, 1)
     return train(task, sampler, learning_rate=learning_rate, max_iter=max_epochs, tol=0.0,
                  n_iter_no_change=max_epochs, name="PRCut initialisation", device=device,
-                 n_threads=n_threads, warn=False, target=target,
+                 warn=False, target=target,
                  # down to 0 over the budget: at a fixed 3e-2 the fit to Fashion-MNIST's
                  # start swung between 4% and 14% of misassigned images from epoch to
                  # epoch and ended on a bad one (8 times the start's objective)
@@ -136,11 +135,3 @@ def _fit_whole_batch(task, device, target):
             break
     return TrainingResult(n_iter=len(curve), loss_curve=np.asarray(curve),
                           converged=curve[-1] <= target)
-
-
-def device_threads(device, n_threads):
-    """``n_threads`` torch threads on the CPU (results do not depend on the
-    machine's default); nothing on CUDA."""
-    if device.type == "cuda":
-        return contextlib.nullcontext()
-    return torch_threads(n_threads)

@@ -113,6 +113,16 @@ def test_same_labels_in_another_process():
     assert float(objective) == here.loss_curve_[-1]
 
 
+def test_n_jobs_changes_no_fitted_bit():
+    """The network trains and predicts on one thread whatever n_jobs: with torch on
+    two threads the convolutions' weight gradients were summed in another order,
+    and the loss curve and labels differed."""
+    one, two = fit_fast(n_jobs=1), fit_fast(n_jobs=2)
+    np.testing.assert_array_equal(one.loss_curve_, two.loss_curve_)
+    np.testing.assert_array_equal(one.labels_, two.labels_)
+    np.testing.assert_array_equal(one.predict_proba(SMALL), two.predict_proba(SMALL))
+
+
 def test_global_random_state_untouched():
     # the fit neither reads nor advances the global generators (left as found)
     torch_state, numpy_state = torch.get_rng_state(), np.random.get_state()

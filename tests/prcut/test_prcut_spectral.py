@@ -145,7 +145,7 @@ def test_the_network_is_fitted_to_the_partition_until_it_reproduces_it():
     network = AssignmentNetwork(2, (64, 64), 2, make_generator(0))
     features = FeatureBatches((X - X.mean(0)) / X.std(0), CPU, torch.float32)
     result = fit_to_partition(network, features, y, batch_size=1024, device=CPU,
-                              batch_seed=0, n_threads=1)
+                              batch_seed=0)
     assert result.converged and result.loss_curve[-1] <= 1e-3
     assert result.n_iter < 2000  # one step per epoch here: it stopped early
     with torch.no_grad():
@@ -213,10 +213,15 @@ def test_auto_width_stays_narrow_where_the_laplacian_has_a_clear_eigengap():
 def test_the_wide_start_is_reproducible_and_independent_of_the_thread_count():
     from skdiffclust.prcut._fit import initial_partition
 
+    from skdiffclust._training._torch import torch_threads
+
     W, _ = _graph(900, 6, seed=3, std=2.0)
-    one = initial_partition(W, 6, device="cpu", seed=5, n_threads=1, n_eigenvectors=12)
-    two = initial_partition(W, 6, device="cpu", seed=5, n_threads=2, n_eigenvectors=12)
-    assert np.array_equal(one, two) and np.unique(one).size == 6
+    starts = []
+    for threads in (1, 2):  # the caller's torch threads and the graph's products'
+        with torch_threads(threads):
+            starts.append(initial_partition(W, 6, device="cpu", seed=5, n_eigenvectors=12,
+                                            product_threads=threads))
+    assert np.array_equal(*starts) and np.unique(starts[0]).size == 6
 
 
 def test_the_graphs_products_do_not_depend_on_their_thread_count():

@@ -291,6 +291,20 @@ def test_global_random_states_and_torch_threads_are_left_alone(blobs):
     assert torch.get_num_threads() == threads
 
 
+def test_n_jobs_changes_no_fitted_bit(digits):
+    """The network and the start's eigenvectors are computed on one torch thread
+    whatever n_jobs: on two, torch summed in another order, and the loss curve
+    (MNIST: 12 epochs against 15) and the labels differed."""
+    X, _ = digits
+    params = dict(n_clusters=10, batch_size=256, max_iter=8, n_eigenvectors=20,
+                  random_state=0)
+    one, two = PRCut(n_jobs=1, **params).fit(X), PRCut(n_jobs=2, **params).fit(X)
+    np.testing.assert_array_equal(one.loss_curve_, two.loss_curve_)
+    np.testing.assert_array_equal(one.labels_, two.labels_)
+    for a, b in zip(one.coefs_ + one.intercepts_, two.coefs_ + two.intercepts_):
+        np.testing.assert_array_equal(a, b)
+
+
 def test_n_init_keeps_the_lowest_objective(blobs):
     X, _ = blobs
     params = dict(n_clusters=3, random_state=1, gamma=1.0, **FAST)
