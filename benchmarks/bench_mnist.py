@@ -927,8 +927,8 @@ GEMINI_PATH_IMAGES = 12_000
 # coarser grid hides none from the selection, and the path takes half the time);
 # and relax=True: the selected model, caught in mid-shrinkage by the cascade,
 # trained on without the penalty on its own pixels (ARI 0.26 -> 0.38).
-# measured (both cores, idle): 83 pixels, ARI 0.384, 10 clusters, 6.0 min
-# (doc/user_guide/mnist.rst)
+# measured (one BLAS thread, as SparseGEMINI computes, idle): 82 pixels, ARI 0.388,
+# 10 clusters, 5.8 min (doc/user_guide/mnist.rst)
 GEMINI_PATH_SETTINGS = dict(hidden_layer_sizes=(1200, 1200), dropout=0.05, batch_size=1024,
                             learning_rate=0.003, lambda_start=150.0,
                             lambda_multiplier=1.3, n_iter_no_change=5, n_init=1,
@@ -938,12 +938,12 @@ GEMINI_PATH_SETTINGS = dict(hidden_layer_sizes=(1200, 1200), dropout=0.05, batch
 @case("gemini-path", "SparseGEMINI.path at the paper's MNIST settings: 12,000 images, "
       "MLP 2 x 1,200 with 5% dropout, stopped at 50 pixels; batches of 1,024, "
       "learning_rate=0.003, lambda_start=150 x 1.3 per step, n_iter_no_change=5, "
-      "n_init=1, relax=True; both cores")
+      "n_init=1, relax=True")
 def gemini_path(data):
     from skdiffclust import SparseGEMINI
 
     X, y = data.X_train[:GEMINI_PATH_IMAGES], data.train_labels[:GEMINI_PATH_IMAGES]
-    model = SparseGEMINI(10, random_state=0, n_jobs=-1, **GEMINI_PATH_SETTINGS)
+    model = SparseGEMINI(10, random_state=0, **GEMINI_PATH_SETTINGS)
     path = model.path(X)
     print("   the selected pixels (#):")
     for row in model.get_support().reshape(28, 28):

@@ -41,7 +41,12 @@ from skdiffclust._training._loop import (
     TrainingSession,
     run_epochs,
 )
-from skdiffclust._utils._torch import make_generator, resolve_device  # noqa: F401
+from skdiffclust._utils._torch import (  # noqa: F401
+    make_generator,
+    one_thread,
+    resolve_device,
+    torch_threads,
+)
 
 
 class TorchTask(Protocol):
@@ -141,39 +146,6 @@ class PairedBatches:
 
     def epoch(self):
         return torch.stack([self.left.epoch(), self.right.epoch()], dim=1)
-
-
-@contextlib.contextmanager
-def torch_threads(n_threads):
-    """Run with ``n_threads`` intra-op CPU threads, then restore the previous count.
-
-    Small batches gain nothing from more threads, and on a shared machine more
-    threads than free cores make every step wait for the slowest (measured: 20x
-    slower on 2 busy cores); a fixed count also keeps results independent of the
-    machine's default.
-    """
-    previous = torch.get_num_threads()
-    torch.set_num_threads(max(int(n_threads), 1))
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)
-
-
-# torch splits some sums across its CPU threads in an order that depends on their
-# count (a convolution's weight gradient, summed over the batch; a tensor's total;
-# the products of the spectral start's tall eigenvector blocks), so their last bits
-# do, and a fit's stopping epoch and labels with them: the same PRCut fit of 60,000
-# MNIST images stopped after 12 epochs on one thread and after 15, with other
-# labels, on two. Whatever a fit keeps is computed on one thread; only work whose
-# every output is summed by one thread (a sparse graph's row products, integer
-# counts, numba's kernels) takes ``n_jobs``.
-def one_thread(device=None):
-    """One torch CPU thread, restored afterwards (nothing on CUDA): the results of
-    torch's CPU computations then do not depend on the thread count."""
-    if device is not None and torch.device(device).type == "cuda":
-        return contextlib.nullcontext()
-    return torch_threads(1)
 
 
 def refuse_inference_mode():

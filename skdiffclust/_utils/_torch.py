@@ -33,6 +33,39 @@ def make_generator(seed, device="cpu"):
 
 
 @contextlib.contextmanager
+def torch_threads(n_threads):
+    """Run with ``n_threads`` intra-op CPU threads, then restore the previous count.
+
+    Small batches gain nothing from more threads, and on a shared machine more
+    threads than free cores make every step wait for the slowest (measured: 20x
+    slower on 2 busy cores); a fixed count also keeps results independent of the
+    machine's default.
+    """
+    previous = torch.get_num_threads()
+    torch.set_num_threads(max(int(n_threads), 1))
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
+
+
+# torch splits some sums across its CPU threads in an order that depends on their
+# count (a convolution's weight gradient, summed over the batch; a tensor's total;
+# the products of the spectral start's tall eigenvector blocks), so their last bits
+# do, and a fit's stopping epoch and labels with them: the same PRCut fit of 60,000
+# MNIST images stopped after 12 epochs on one thread and after 15, with other
+# labels, on two. Whatever a fit keeps is computed on one thread; only work whose
+# every output is summed by one thread (a sparse graph's row products, integer
+# counts, numba's kernels) takes ``n_jobs``.
+def one_thread(device=None):
+    """One torch CPU thread, restored afterwards (nothing on CUDA): the results of
+    torch's CPU computations then do not depend on the thread count."""
+    if device is not None and torch.device(device).type == "cuda":
+        return contextlib.nullcontext()
+    return torch_threads(1)
+
+
+@contextlib.contextmanager
 def seeded_global_rng(seed, device="cpu"):
     """Run with torch's global generators (the CPU's, and ``device``'s when it is
     CUDA) seeded from ``seed``, and restore their states afterwards.
@@ -150,12 +183,14 @@ def module_dtype(module):
 @torch.no_grad()
 def apply_in_batches(module, X, device, batch_size=4096):
     """``module(X)`` for a NumPy X (or a SciPy sparse matrix, densified a batch at a
-    time), in batches, returned as a float64 NumPy array."""
+    time), in batches, returned as a float64 NumPy array (one CPU thread:
+    :func:`one_thread`)."""
     dtype = module_dtype(module)
     outputs = []
-    for start in range(0, X.shape[0], batch_size):
-        rows = X[start : start + batch_size]
-        rows = rows.toarray() if sp.issparse(rows) else rows
-        outputs.append(module(tensor_from_numpy(rows, dtype, device))
-                       .to("cpu", torch.float64).numpy())
+    with one_thread(device):
+        for start in range(0, X.shape[0], batch_size):
+            rows = X[start : start + batch_size]
+            rows = rows.toarray() if sp.issparse(rows) else rows
+            outputs.append(module(tensor_from_numpy(rows, dtype, device))
+                           .to("cpu", torch.float64).numpy())
     return np.concatenate(outputs) if outputs else np.empty((0, 0))

@@ -153,7 +153,14 @@ class ClAMLayer(nn.Module):
         return 1.0 / self.n_steps if self.step_size is None else float(self.step_size)
 
     def memories(self):
-        """The prototypes prepared for the recursion (``_dynamics.Memories``)."""
+        """The prototypes prepared for the recursion.
+
+        Returns
+        -------
+        Memories
+            The prototypes, ``beta``, the metric and the log-weights, as the
+            recursion of ``clam._dynamics`` reads them.
+        """
         return Memories(self.prototypes, self.beta, self.metric, self.log_weights)
 
     def forward(self, x, mask=None):

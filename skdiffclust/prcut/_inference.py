@@ -8,6 +8,7 @@ from numba import prange
 from scipy.special import softmax
 
 from skdiffclust._utils._numba import jit
+from skdiffclust._utils._threads import one_blas_thread
 from skdiffclust._utils._validation import warn_empty_clusters
 from skdiffclust.prcut._settings import FittedWith
 
@@ -32,12 +33,14 @@ def _gelu_rows(x):
 
 
 def predict_logits(X, coefs, intercepts):
-    """Logits of the network for dense or sparse X, in float64."""
+    """Logits of the network for dense or sparse X, in float64 (BLAS on one thread,
+    whose results do not depend on the machine's thread count)."""
     hidden = X
-    for depth, (coef, intercept) in enumerate(zip(coefs, intercepts)):
-        hidden = np.asarray(hidden @ coef) + intercept
-        if depth < len(coefs) - 1:
-            hidden = gelu(hidden)
+    with one_blas_thread():
+        for depth, (coef, intercept) in enumerate(zip(coefs, intercepts)):
+            hidden = np.asarray(hidden @ coef) + intercept
+            if depth < len(coefs) - 1:
+                hidden = gelu(hidden)
     return hidden
 
 
