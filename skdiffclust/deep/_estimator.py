@@ -20,7 +20,8 @@ from skdiffclust._utils._random import derive_seeds
 from skdiffclust._utils._state import keeps_state_on_failure
 from skdiffclust._utils._threads import host_threads
 from skdiffclust._utils._validation import ANY_INTEGER, NumberInterval
-from skdiffclust.deep._images import PixelScale, check_images
+from skdiffclust.deep._images import PixelScale, check_images, reduced_side
+from skdiffclust.deep._inference import forward
 from skdiffclust.deep._settings import Augmentation, DeepSettings
 
 # 'auto' max_iter: about this many steps of the clustering phase in all (at
@@ -146,11 +147,21 @@ class DeepImageClustering(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Clu
     labels_ : ndarray of shape (n_samples,)
         Cluster of each training image (what ``predict`` gives for it).
 
+    network_state_ : dict of str to ndarray
+        The trained network's weights and normalisation statistics (its torch
+        ``state_dict`` as NumPy arrays, the kept head only), which ``predict``,
+        ``predict_proba`` and ``transform`` read in NumPy: they, and pickles, need
+        no torch.
+
     module_ : torch.nn.Module
-        The trained network (on the CPU, in evaluation mode), mapping float32
-        images of shape (batch, C, H, W), scaled by ``pixel_mean_`` and
-        ``pixel_scale_``, to the kept head's logits; ``module_.embed`` maps them to
-        the embedding.
+        The trained network rebuilt in torch from ``network_state_`` (on the CPU,
+        in evaluation mode; needs torch), mapping float32 images of shape (batch,
+        C, H, W), scaled by ``pixel_mean_`` and ``pixel_scale_``, to the kept
+        head's logits; ``module_.embed`` maps them to the embedding.
+
+    input_side_ : tuple of int
+        ``(height, width)`` of the images the convolutions read: the images',
+        or reduced to ``max_side`` on the longer side.
 
     start_labels_ : ndarray of shape (n_samples,)
         The spectral start's partition of the training images.
@@ -281,9 +292,12 @@ class DeepImageClustering(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Clu
         seeds = derive_seeds(self.random_state, N_SEEDS)
         network, graph, start, result, kept, self_labelled = fit.fit_network(
             scale(images), settings, seeds, type(self).__name__)
-        self.module_ = network
+        # the network as NumPy arrays: predict and pickles need no torch
+        self.network_state_ = torch_utils.state_to_numpy(network)
+        self.input_side_ = reduced_side(self.image_shape_, settings.max_side)
         self.pixel_mean_, self.pixel_scale_ = scale.mean, scale.scale
-        proba, embedding = fit.probabilities(network, scale(images))
+        embedding, proba = forward(self.network_state_, scale(images), self.input_side_,
+                                   settings.n_threads)
         self.labels_ = proba.argmax(1).astype(np.int64)
         self._n_features_out = embedding.shape[1]  # get_feature_names_out, set_output
         self.start_labels_ = np.asarray(start, dtype=np.int64)
@@ -301,7 +315,6 @@ class DeepImageClustering(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Clu
                 f"Only {used} of the n_clusters={self.n_clusters} clusters hold training "
                 "images" + (": the images are all identical." if identical else "."),
                 UserWarning, stacklevel=3)
-        del torch_utils
         return self
 
     def _settings(self, n_samples):
@@ -338,6 +351,12 @@ class DeepImageClustering(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Clu
         return ((np.asarray(images, dtype=np.float64) - self.pixel_mean_)
                 / self.pixel_scale_).astype(np.float32)
 
+    def _forward(self, X):
+        """The embeddings and probabilities of images X (the network, in NumPy)."""
+        images = self._scaled(X)  # checks that the model is fitted
+        return forward(self.network_state_, images, self.input_side_,
+                       host_threads(self.n_jobs, on_cuda=False))
+
     def predict_proba(self, X):
         """Cluster probabilities of images, from the trained network.
 
@@ -351,10 +370,7 @@ class DeepImageClustering(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Clu
         proba : ndarray of shape (n_queries, n_clusters)
             Each row sums to 1. In float64.
         """
-        images = self._scaled(X)
-        fit, _ = _import_training()
-        proba, _ = fit.probabilities(self.module_, images)
-        return proba
+        return self._forward(X)[1]
 
     def predict(self, X):
         """Cluster of each image.
@@ -383,10 +399,16 @@ class DeepImageClustering(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Clu
         embedding : ndarray of shape (n_queries, 128)
             In float64.
         """
-        images = self._scaled(X)
-        fit, _ = _import_training()
-        _, embedding = fit.probabilities(self.module_, images)
-        return embedding
+        return self._forward(X)[0]
+
+    @property
+    def module_(self):
+        """The trained network in torch, rebuilt from ``network_state_``."""
+        check_is_fitted(self)
+        _import_training()
+        from skdiffclust.deep._network import network_from_state
+
+        return network_from_state(self.network_state_, self.image_shape_, self.input_side_)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

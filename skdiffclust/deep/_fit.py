@@ -250,11 +250,3 @@ def _objective_of(network, data, graph, settings):
         _, proba = evaluate(network, data)
     labels = proba[network.head].argmax(1).cpu().numpy()
     return partition_objective(graph, labels, settings.n_clusters, settings.gamma)
-
-
-def probabilities(network, images, batch_size=2048):
-    """The kept head's probabilities and the embeddings of (n, C, H, W) float32
-    images, NumPy float64, on the CPU (one thread: ``one_thread``)."""
-    with one_thread():
-        embedding, proba = evaluate(network, torch.as_tensor(images), batch_size)
-    return (proba[0].to(torch.float64).numpy(), embedding.to(torch.float64).numpy())

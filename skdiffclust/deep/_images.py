@@ -20,6 +20,8 @@ from skdiffclust._utils._validation import array_ndim, check_magnitude
 # the smallest side the built-in network reads (two poolings of a 3 x 3 image
 # still leave a pixel)
 MIN_SIDE = 4
+# images larger on a side are reduced to it by the network's first layer
+MAX_SIDE = 32
 
 
 def image_shape_of(X_shape, image_shape):
@@ -134,3 +136,15 @@ class PixelScale:
         out = np.asarray(images, dtype=np.float64) - self.mean
         out /= self.scale
         return out.astype(np.float32)
+
+
+def reduced_side(image_shape, max_side=MAX_SIDE):
+    """(H, W) of the images the convolutions read: ``image_shape``'s, or reduced
+    to ``max_side`` on the longer side (the aspect kept; None: never reduced)."""
+    height, width = image_shape[1:]
+    longer = max(height, width)
+    if max_side is None or longer <= max_side:
+        return height, width
+    # a short side is kept at MIN_SIDE, the smallest the network reads
+    return tuple(max(min(side, MIN_SIDE), round(side * max_side / longer))
+                 for side in (height, width))

@@ -24,13 +24,16 @@ the textbook order and layout.
 import torch
 from torch import nn
 
-from skdiffclust._utils._torch import float32_by_default, seeded_global_rng
-from skdiffclust.deep._images import MIN_SIDE
+from skdiffclust._utils._torch import (
+    float32_by_default,
+    module_from_state,
+    seeded_global_rng,
+)
+from skdiffclust.deep._images import MAX_SIDE, reduced_side
+from skdiffclust.deep._inference import POOLED_SIDE
 
 EMBEDDING_DIM = 128
 CHANNELS = (16, 32)
-POOLED_SIDE = 4
-MAX_SIDE = 32
 
 
 class ClusteringNetwork(nn.Module):
@@ -63,18 +66,6 @@ class ClusteringNetwork(nn.Module):
         return self
 
 
-def reduced_side(image_shape, max_side=MAX_SIDE):
-    """(H, W) of the images the convolutions read: ``image_shape``'s, or reduced
-    to ``max_side`` on the longer side (the aspect kept; None: never reduced)."""
-    height, width = image_shape[1:]
-    longer = max(height, width)
-    if max_side is None or longer <= max_side:
-        return height, width
-    # a short side is kept at MIN_SIDE, the smallest the network reads
-    return tuple(max(min(side, MIN_SIDE), round(side * max_side / longer))
-                 for side in (height, width))
-
-
 def build_network(image_shape, n_clusters, n_heads, seed, max_side=MAX_SIDE):
     """The built-in network for images of shape (C, H, W), its weights drawn from
     ``seed`` (torch's global generators are restored afterwards); images larger
@@ -96,6 +87,15 @@ def build_network(image_shape, n_clusters, n_heads, seed, max_side=MAX_SIDE):
         )
         heads = [nn.Linear(EMBEDDING_DIM, n_clusters) for _ in range(n_heads)]
     return ClusteringNetwork(body, heads).to(memory_format=torch.channels_last)
+
+
+def network_from_state(state, image_shape, input_side):
+    """The fitted network (one head, evaluation mode, on the CPU) rebuilt from its
+    state as NumPy arrays, for images of ``image_shape`` read at ``input_side``."""
+    reduced = tuple(input_side) != tuple(image_shape[1:])
+    network = build_network(image_shape, state["heads.0.bias"].shape[0], 1, seed=0,
+                            max_side=max(input_side) if reduced else None)
+    return module_from_state(network, state)
 
 
 @torch.no_grad()

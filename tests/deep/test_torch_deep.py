@@ -14,6 +14,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from skdiffclust.deep import DeepImageClustering
 from skdiffclust.metrics import clustering_accuracy
+from tests._torchless import run_without_torch
 
 torch = pytest.importorskip("torch", reason="DeepImageClustering trains with torch")
 
@@ -214,7 +215,7 @@ def test_large_images_are_read_reduced_to_max_side():
     """The network reads images larger than ``max_side`` reduced to it on their
     longer side by area averaging (so that they cost what small ones do), in
     ``fit`` and ``predict`` alike; ``max_side=None`` reads them whole."""
-    from skdiffclust.deep._network import reduced_side
+    from skdiffclust.deep._images import reduced_side
 
     big = np.kron(SMALL[:120], np.ones((12, 12)))  # 96 x 96
     model = fit_fast(big, max_iter=1)
@@ -250,6 +251,40 @@ def test_identical_images_get_one_cluster_and_say_why():
 def test_float32_images():
     model = fit_fast(SMALL.astype(np.float32))
     assert model.predict(SMALL[:5].astype(np.float32)).shape == (5,)
+
+
+def test_the_numpy_forward_pass_is_the_networks():
+    """predict, predict_proba and transform run the network in NumPy (no torch);
+    torch's forward pass of module_ gives the same to float32's rounding, and
+    labels_ is what predict gives for the training images."""
+    from skdiffclust.deep._network import evaluate
+
+    model = fit_fast()
+    embedding, proba = evaluate(model.module_, torch.as_tensor(model._scaled(SMALL)))
+    torch_embedding, torch_proba = embedding.numpy(), proba[0].numpy()
+    np.testing.assert_allclose(model.predict_proba(SMALL), torch_proba, atol=1e-5)
+    np.testing.assert_allclose(model.transform(SMALL), torch_embedding, atol=1e-4, rtol=1e-4)
+    np.testing.assert_array_equal(model.predict(SMALL), model.labels_)
+    assert all(isinstance(value, np.ndarray) for value in model.network_state_.values())
+
+
+def test_a_pickled_model_predicts_without_torch(tmp_path):
+    model = fit_fast()
+    path = tmp_path / "model.pkl"
+    path.write_bytes(pickle.dumps(model))
+    np.save(tmp_path / "images.npy", IMAGES[200:260])
+    code = (
+        "import pickle, numpy as np\n"
+        "model = pickle.loads(open(sys.argv[1], 'rb').read())\n"
+        "images = np.load(sys.argv[2])\n"
+        "np.save(sys.argv[3], np.column_stack([model.predict_proba(images), "
+        "model.transform(images), model.predict(images)]))\n")
+    result = run_without_torch(code, path, tmp_path / "images.npy", tmp_path / "out.npy")
+    assert result.returncode == 0, result.stderr
+    out = np.load(tmp_path / "out.npy")
+    np.testing.assert_array_equal(out[:, :10], model.predict_proba(IMAGES[200:260]))
+    np.testing.assert_array_equal(out[:, 10:-1], model.transform(IMAGES[200:260]))
+    np.testing.assert_array_equal(out[:, -1], model.predict(IMAGES[200:260]))
 
 
 def test_pickle_round_trip():
