@@ -129,11 +129,12 @@ class DeepImageClustering(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Clu
         Where the network is trained; ``'auto'`` picks CUDA when available.
 
     n_jobs : int, default=None
-        CPU threads of the graph's features, the neighbour search and the start's
-        graph products (``None``: 1; ``-1``: all), whose results do not depend on
-        it. The network trains and predicts on one CPU thread (torch splits a
-        convolution's weight gradient across its threads in an order that depends
-        on their count), so the labels do not depend on ``n_jobs``.
+        CPU threads of the graph's features, the neighbour search, the start's
+        graph products and the network's NumPy forward pass (chunks of images,
+        each computed alike on any thread) (``None``: 1; ``-1``: all), whose
+        results do not depend on it. The network trains on one CPU thread (torch
+        splits a convolution's weight gradient across its threads in an order
+        that depends on their count), so the labels do not depend on ``n_jobs``.
 
     random_state : int, RandomState instance or None, default=None
         Seeds every random draw (features, start, network, batches, views): the
