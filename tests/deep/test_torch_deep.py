@@ -268,6 +268,21 @@ def test_the_numpy_forward_pass_is_the_networks():
     assert all(isinstance(value, np.ndarray) for value in model.network_state_.values())
 
 
+@pytest.mark.filterwarnings("ignore:Only .* clusters hold training images:UserWarning")
+@pytest.mark.parametrize("shape", [(4, 4), (5, 9), (3, 11, 10), (2, 33, 40), (1, 64, 17)])
+def test_the_numpy_forward_pass_reads_any_image_shape_as_torch(shape):
+    # odd sides meet ceil_mode's lone last row and the adaptive poolings' overlapping
+    # windows; larger images are reduced first (to 26 x 32 and 32 x 8 here)
+    from skdiffclust.deep._network import evaluate
+
+    X = np.random.default_rng(0).random((60, *shape)).astype(np.float32)
+    model = fit_fast(X, n_clusters=3, max_iter=1, n_heads=1, batch_size=32,
+                     self_labelling=0)
+    embedding, proba = evaluate(model.module_, torch.as_tensor(model._scaled(X)))
+    np.testing.assert_allclose(model.predict_proba(X), proba[0].numpy(), atol=1e-5)
+    np.testing.assert_allclose(model.transform(X), embedding.numpy(), atol=1e-4, rtol=1e-4)
+
+
 def test_a_pickled_model_predicts_without_torch(tmp_path):
     model = fit_fast()
     path = tmp_path / "model.pkl"
