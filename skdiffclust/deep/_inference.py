@@ -25,8 +25,11 @@ BATCH_NORM_EPS = 1e-5  # torch's BatchNorm default
 KERNEL = 5
 POOLED_SIDE = 4
 # images per chunk: the second convolution's windows are (chunk, 14, 14, 400)
-# float32 at 28 x 28, 160 MB at 512
+# float32 at 28 x 28, 160 MB at 512 (210 MB at 32 x 32)
 CHUNK = 512
+# chunks in flight at most, whatever n_jobs: their windows' memory adds up (64
+# threads would hold 13 GB), and inference is not a fit's bottleneck
+MAX_THREADS = 4
 
 
 def body_layers(state):
@@ -41,9 +44,10 @@ def forward(state, images, input_side, n_threads=1):
     """Embeddings (n, 128) and the kept head's probabilities (n, n_clusters) of
     (n, C, H, W) float32 images, NumPy float64.
 
-    Chunks of ``CHUNK`` images run on ``n_threads`` threads (NumPy releases the
-    GIL in its products and copies), each on one BLAS thread: a chunk's result
-    does not depend on the thread that computes it, nor on their number.
+    Chunks of ``CHUNK`` images run on ``n_threads`` threads (at most
+    ``MAX_THREADS``; NumPy releases the GIL in its products and copies), each on
+    one BLAS thread: a chunk's result does not depend on the thread that computes
+    it, nor on their number.
     """
     starts = range(0, images.shape[0], CHUNK)
 
@@ -52,7 +56,7 @@ def forward(state, images, input_side, n_threads=1):
 
     with one_blas_thread():
         if n_threads > 1 and len(starts) > 1:
-            with ThreadPoolExecutor(min(n_threads, len(starts))) as pool:
+            with ThreadPoolExecutor(min(n_threads, len(starts), MAX_THREADS)) as pool:
                 parts = list(pool.map(chunk, starts))
         else:
             parts = [chunk(start) for start in starts]
