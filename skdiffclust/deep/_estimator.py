@@ -384,6 +384,7 @@ class DeepImageClustering(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Clu
         Returns
         -------
         labels : ndarray of shape (n_queries,)
+            Cluster of each sample.
         """
         return self.predict_proba(X).argmax(1).astype(np.int64)
 
