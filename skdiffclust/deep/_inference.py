@@ -18,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
+from scipy.special import softmax
 
 from skdiffclust._utils._threads import one_blas_thread
 
@@ -33,11 +34,12 @@ MAX_THREADS = 4
 
 
 def body_layers(state):
-    """The state's names of the body's layers with weights, in order:
-    (first convolution, first norm, second convolution, second norm, linear, norm).
-    A reduced network has its pooling as layer 0, which shifts the others by one."""
-    first = 0 if "body.0.weight" in state else 1
-    return tuple(f"body.{first + offset}" for offset in (0, 2, 4, 6, 10, 11))
+    """The state's names of the body's layers with weights, in their order:
+    (first convolution, first norm, second convolution, second norm, linear, norm),
+    whichever indices the body gives them (a reduced network's pooling comes first)."""
+    names = {key.rsplit(".", 1)[0] for key in state
+             if key.startswith("body.") and key.endswith(".weight")}
+    return tuple(sorted(names, key=lambda name: int(name.split(".")[1])))
 
 
 def forward(state, images, input_side, n_threads=1):
@@ -83,9 +85,7 @@ def _forward_chunk(state, x, input_side):
     x = x.reshape(x.shape[0], -1) @ state[f"{linear}.weight"].T
     embedding = np.maximum(_batch_norm(x, state, norm3), 0.0)
     logits = embedding @ state["heads.0.weight"].T + state["heads.0.bias"]
-    logits = logits - logits.max(axis=1, keepdims=True)
-    exp = np.exp(logits)
-    return embedding, exp / exp.sum(axis=1, keepdims=True)
+    return embedding, softmax(logits, axis=1)
 
 
 def _pooling_matrix(size, out):

@@ -28,7 +28,7 @@ class EmbeddingSettings:
     CUDA path is tested without a GPU. ``steps_per_epoch``: batches per epoch
     (``None``: ``ceil(n / batch_size)``). ``solver_threads``: numba's threads for
     the CPU solver (torch's CPU steps run on one thread,
-    :func:`~skdiffclust._training._torch.one_thread`).
+    :func:`~skdiffclust._utils._torch.one_thread`).
     """
 
     n_clusters: int

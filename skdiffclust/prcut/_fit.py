@@ -670,7 +670,7 @@ def initial_partition(graph, n_clusters, components=None, *, device, seed,
     In float64 on the CPU, float32 on CUDA; on one torch thread on the CPU, and
     one OpenMP thread for the k-means of a wide embedding (``n_eigenvectors``),
     whose sums would otherwise depend on the count
-    (:func:`~skdiffclust._training._torch.one_thread`); the graph's products on
+    (:func:`~skdiffclust._utils._torch.one_thread`); the graph's products on
     ``product_threads``.
     """
     from threadpoolctl import threadpool_limits

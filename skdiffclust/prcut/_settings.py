@@ -88,5 +88,5 @@ def graph_threads(n_jobs):
     ``None``. Their results do not depend on them (every output is summed by one
     thread); at one thread MNIST's k=150 graph took 15 s of a 24 s fit on CUDA.
     torch's other computations run on one thread
-    (:func:`skdiffclust._training._torch.one_thread`)."""
+    (:func:`skdiffclust._utils._torch.one_thread`)."""
     return host_threads(-1 if n_jobs is None else n_jobs, on_cuda=False)
