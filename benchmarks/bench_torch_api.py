@@ -279,10 +279,10 @@ def time_in_checks(step, device, n_steps=20):
 
     spent, call = [0.0], ValueChecks.__call__
 
-    def timed(self, *args):
+    def timed(self, *args, **kwargs):
         start = time.perf_counter()
         try:
-            return call(self, *args)
+            return call(self, *args, **kwargs)
         finally:
             spent[0] += time.perf_counter() - start
 
