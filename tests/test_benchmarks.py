@@ -1,0 +1,59 @@
+"""The benchmarks' own measuring code, on small sizes: a benchmark that breaks when
+the package changes is found by the suite, not by the next GPU session.
+
+``benchmarks/gpu_session.sh`` runs ``bench_torch_api.py --only checks`` on a lent
+GPU, where a failure costs device time that cannot be had back; its timing of the
+input checks wraps :class:`~skdiffclust._utils._torch_checks.ValueChecks`, whose
+signature the blocks' checks extend.
+"""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+pytestmark = pytest.mark.torch
+
+
+@pytest.fixture(scope="module")
+def bench_torch_api():
+    pytest.importorskip("torch", reason="the benchmark times the torch blocks")
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        import bench_torch_api
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    return bench_torch_api
+
+
+def _small_check_cases(bench):
+    graph = bench.prcut_graph(n_samples=600)
+    return [bench.prcut_cases(graph, batch_size=64, n_clusters=5)[0],
+            bench.gemini_case("mmd_ovo", 64), bench.gemini_case("wasserstein_ova", 16),
+            bench.clam_case(batch_size=32, n_features=8, n_clusters=4, n_steps=2),
+            bench.clam_inference_case(batch_size=32, n_features=8, n_clusters=4, n_steps=2)]
+
+
+def test_the_checks_section_times_every_blocks_checks(bench_torch_api):
+    import torch
+
+    from skdiffclust._utils._torch_checks import ValueChecks
+
+    call = ValueChecks.__call__
+    cpu = torch.device("cpu")
+    for name, make_step in _small_check_cases(bench_torch_api):
+        spent = bench_torch_api.time_in_checks(make_step(cpu), cpu, n_steps=2)
+        assert spent > 0.0, name  # the step went through the timed checks
+        assert ValueChecks.__call__ is call  # and the checks are restored after
+
+
+def test_the_checks_section_times_each_mode(bench_torch_api):
+    import torch
+
+    cpu = torch.device("cpu")
+    name, make_step = bench_torch_api.gemini_case("mmd_ovo", 64)
+    times = bench_torch_api.interleaved_times(
+        make_step(cpu), cpu, ("off", "auto"), repeats=2, block_seconds=0.001)
+    assert set(times) == {"off", "auto"} and min(times.values()) > 0.0
