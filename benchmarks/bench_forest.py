@@ -24,6 +24,7 @@ Usage::
 """
 
 import argparse
+import importlib
 import pickle
 import time
 import tracemalloc
@@ -53,27 +54,40 @@ def best_time(fn, repeats):
     return best, result
 
 
+def _peer(module):
+    """The peer package ``module``, or None where it is not installed (its row then
+    says how to install it)."""
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        return None
+
+
+NOT_INSTALLED = "not installed: pip install 'skdiffclust[benchmark]'"
+
+
 def feature_peers(X, k):
-    import fastcluster
     import quitefastmst
 
+    fastcluster = _peer("fastcluster")
     return {
         "sklearn": lambda: AgglomerativeClustering(n_clusters=k, linkage="single").fit(X).labels_,
         "scipy": lambda: fcluster(linkage(X, "single"), k, criterion="maxclust"),
-        "fastcluster": lambda: fcluster(fastcluster.linkage_vector(X, "single"), k, "maxclust"),
+        "fastcluster": fastcluster and (
+            lambda: fcluster(fastcluster.linkage_vector(X, "single"), k, "maxclust")),
         "quitefastmst (tree only)": lambda: quitefastmst.mst_euclid(X) and None,
     }
 
 
 def precomputed_peers(D, k):
-    import fastcluster
-
+    fastcluster = _peer("fastcluster")
     condensed = squareform(D, checks=False)
     return {
         "sklearn": lambda: AgglomerativeClustering(
             n_clusters=k, linkage="single", metric="precomputed").fit(D).labels_,
         "scipy": lambda: fcluster(linkage(condensed, "single"), k, criterion="maxclust"),
-        "fastcluster": lambda: fcluster(fastcluster.linkage(condensed, "single"), k, "maxclust"),
+        "fastcluster": fastcluster and (
+            lambda: fcluster(fastcluster.linkage(condensed, "single"), k, "maxclust")),
     }
 
 
@@ -99,6 +113,9 @@ def run_case(X, title, peers, ours_fn, limits, repeats):
     peer_times, reference = {}, None
     for name, fn in peers.items():
         key = name.split()[0]
+        if fn is None:
+            peer_times[name] = (None, NOT_INSTALLED)
+            continue
         if n > limits.get(key, np.inf):
             peer_times[name] = (None, f"O(n^2) at n={n}; --full to try")
             continue
