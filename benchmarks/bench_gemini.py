@@ -25,6 +25,7 @@ Usage::
 """
 
 import argparse
+import importlib.util
 import json
 import resource
 import subprocess
@@ -82,7 +83,11 @@ def speed(args):
     runners = {name: (lambda X, seed, p=params: run_ours(X, seed, p))
                for name, params in OURS.items()}
     if not args.no_gemclus:
-        runners["gemclus"] = run_gemclus
+        if importlib.util.find_spec("gemclus") is None:
+            print("gemclus (the authors' package) is not installed: pip install "
+                  "'skdiffclust[benchmark]'; timing ours only")
+        else:
+            runners["gemclus"] = run_gemclus
     results = {name: [] for name in runners}
     for seed in range(args.seeds):
         X, y, informative = make_celeux_one(5, random_state=seed)
@@ -140,9 +145,17 @@ def memory(args):
               flush=True)
 
 
+def _positive(text):
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--seeds", type=_positive, default=5,
+                        help="number of seeds (random_state 0 .. SEEDS - 1)")
     parser.add_argument("--no-gemclus", action="store_true", help="time ours only")
     parser.add_argument("--memory", action="store_true", help="peak memory of one fit")
     parser.add_argument("--n-samples", type=int, default=20_000)
