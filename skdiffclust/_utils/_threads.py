@@ -28,3 +28,26 @@ def one_blas_thread():
 
         _BLAS.append(ThreadpoolController().select(user_api="blas"))
     return _BLAS[0].limit(limits=1)
+
+
+def in_order(function, items, n_threads=1, max_threads=None):
+    """``function(item)`` of each item, yielded in the items' order, computed on up
+    to ``n_threads`` threads (at most ``max_threads``; NumPy releases the GIL in
+    its products and copies).
+
+    For work split into pieces fixed by the data alone (rows in blocks of a set
+    size, never a share per thread), each piece computed on one BLAS thread (the
+    caller holds :func:`one_blas_thread`) and the pieces combined in their order:
+    the result is then the same on any number of threads. The pool's threads run
+    ahead of the caller by at most the pieces already submitted; combine each
+    piece as it comes (a running sum) to hold few at a time.
+    """
+    items = list(items)
+    n_threads = min(int(n_threads), len(items), max_threads or len(items))
+    if n_threads <= 1:
+        yield from map(function, items)
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(n_threads) as pool:
+        yield from pool.map(function, items)

@@ -14,13 +14,11 @@ results do not depend on the machine's thread count); the same probabilities as
 torch's to about 1e-6.
 """
 
-from concurrent.futures import ThreadPoolExecutor
-
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 from scipy.special import softmax
 
-from skdiffclust._utils._threads import one_blas_thread
+from skdiffclust._utils._threads import in_order, one_blas_thread
 
 BATCH_NORM_EPS = 1e-5  # torch's BatchNorm default
 KERNEL = 5
@@ -57,11 +55,7 @@ def forward(state, images, input_side, n_threads=1):
         return _forward_chunk(state, images[start:start + CHUNK], input_side)
 
     with one_blas_thread():
-        if n_threads > 1 and len(starts) > 1:
-            with ThreadPoolExecutor(min(n_threads, len(starts), MAX_THREADS)) as pool:
-                parts = list(pool.map(chunk, starts))
-        else:
-            parts = [chunk(start) for start in starts]
+        parts = list(in_order(chunk, starts, n_threads, MAX_THREADS))
     if not parts:
         return (np.empty((0, state["heads.0.weight"].shape[1])),
                 np.empty((0, state["heads.0.bias"].shape[0])))

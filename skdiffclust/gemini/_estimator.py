@@ -14,7 +14,7 @@ from skdiffclust._training import TrainingSession
 from skdiffclust._training._stream import forget_stream, keep_stream, resumed_stream
 from skdiffclust._utils._random import derive_seeds
 from skdiffclust._utils._state import keeps_state_on_failure
-from skdiffclust._utils._threads import one_blas_thread
+from skdiffclust._utils._threads import host_threads, one_blas_thread
 from skdiffclust._utils._validation import (
     ANY_INTEGER,
     NumberInterval,
@@ -176,11 +176,9 @@ default='mmd_ovo'
         Patience of the stopping rule, in epochs.
 
     n_jobs : int, default=None
-        Accepted as every estimator of the package accepts it, and ignored:
-        SparseGEMINI computes on one BLAS thread. OpenBLAS's products round
-        otherwise on other numbers of threads, and a long training amplified
-        those last bits (the 12,000-image MNIST path of the User Guide ended
-        elsewhere on two threads), so the results would depend on the machine.
+        Threads sharing the products with the data (``None``: one; -1: all
+        cores). They compute blocks of 256 rows, each on one BLAS thread, summed
+        in their order, so the results do not depend on ``n_jobs``.
 
     random_state : int, RandomState instance or None, default=None
         Seeds the initial weights, the k-means++ seedings and the batches.
@@ -446,7 +444,10 @@ default='mmd_ovo'
         return path
 
     def _threads(self):
-        return one_blas_thread()  # whatever n_jobs: see its description
+        return one_blas_thread()  # n_jobs shares fixed blocks of rows instead
+
+    def _n_threads(self):
+        return host_threads(self.n_jobs, on_cuda=False)
 
     def _settings(self):
         """The training settings of this call, from the validated parameters."""
@@ -490,11 +491,11 @@ default='mmd_ovo'
         return Problem(inputs=standardisation.inputs(X), geometry=geometry,
                        objective=self.gemini, group=group, n_groups=n_groups,
                        M=float(self.M), batch_size=batch_size,
-                       standardisation=standardisation)
+                       standardisation=standardisation, n_threads=self._n_threads())
 
     def _set_fitted(self, params, problem, loss_curve):
         """Store the fitted model (params of one restart); return the training labels."""
-        proba = predict_proba(params, problem.inputs)[0]
+        proba = predict_proba(params, problem.inputs, problem.n_threads)[0]
         if not np.all(np.isfinite(proba)):
             raise FloatingPointError(
                 "SparseGEMINI diverged (non-finite predictions); lower learning_rate."
@@ -546,7 +547,7 @@ default='mmd_ovo'
         """
         inputs = self._inputs(X)
         with self._threads():
-            proba = predict_proba(self._model, inputs)[0]
+            proba = predict_proba(self._model, inputs, self._n_threads())[0]
         return proba[:, self._cluster_order]
 
     def predict(self, X):
@@ -582,7 +583,8 @@ default='mmd_ovo'
         problem = Problem(inputs=inputs, geometry=self._geometry,  # the fit's GEMINI
                           objective=self._geometry.objective,
                           group=None, n_groups=0, M=0.0,
-                          batch_size=min(self._batch, inputs.n_samples))
+                          batch_size=min(self._batch, inputs.n_samples),
+                          n_threads=self._n_threads())
         with self._threads():
             return float(full_gemini(self._model, problem)[0])
 

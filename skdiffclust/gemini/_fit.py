@@ -60,6 +60,7 @@ class Problem:
     M: float
     batch_size: int
     standardisation: object = None  # _data.Standardisation of the training data
+    n_threads: int = 1  # threads of the products with the data (same bits on any)
     _full_affinity: object = field(default=None, repr=False)
 
     @property
@@ -92,11 +93,11 @@ def gemini_and_gradients(params, problem, rows, rng=None, dropout=0.0):
     the predictions (R, n_batch, K); ``rng`` draws the dropout masks, if any."""
     inputs = problem.inputs.rows(rows)
     dropout = dropout if rng is not None else 0.0
-    logits, activations = forward(params, inputs, dropout, rng)
+    logits, activations = forward(params, inputs, dropout, rng, problem.n_threads)
     proba = softmax(logits)
     values, grad_proba = batched_gemini(proba, problem.affinity(rows), problem.objective)
     grads = backward(params, inputs, activations, softmax_backward(proba, grad_proba),
-                     dropout)
+                     dropout, problem.n_threads)
     return values, grads, proba
 
 
@@ -107,7 +108,8 @@ def full_gemini(params, problem):
     """
     values = []
     for rows in problem.batches(np.random.default_rng(EVALUATION_SEED)):
-        proba = softmax(forward(params, problem.inputs.rows(rows))[0])
+        proba = softmax(forward(params, problem.inputs.rows(rows),
+                                n_threads=problem.n_threads)[0])
         values.append(batched_gemini(proba, problem.affinity(rows), problem.objective)[0])
     return np.mean(values, axis=0)
 
@@ -329,7 +331,8 @@ def representative_restart(params, problem, scores):
     # once take R * n * (K + hidden) floats, 270 MB for 100,000 samples
     inputs = problem.inputs
     labels = np.concatenate([
-        softmax(forward(params, inputs.rows(slice(i, i + CHUNK)))[0]).argmax(axis=2)
+        softmax(forward(params, inputs.rows(slice(i, i + CHUNK)),
+                        n_threads=problem.n_threads)[0]).argmax(axis=2)
         for i in range(0, inputs.n_samples, CHUNK)], axis=1)
     return best_reproduced_restart(labels, scores)
 

@@ -18,6 +18,7 @@ from sklearn.cluster import KMeans, kmeans_plusplus
 from sklearn.exceptions import ConvergenceWarning
 from threadpoolctl import threadpool_limits
 
+from skdiffclust._utils._threads import in_order
 from skdiffclust.gemini._data import per_restart, side_by_side
 
 SKIP = "skip"
@@ -117,13 +118,82 @@ def n_weight_layers(params):
     return sum(1 for name in params if name.startswith("W"))
 
 
-def forward(params, inputs, dropout=0.0, rng=None):
-    """Logits (R, n, K) and the hidden activations the backward pass needs.
+# rows per block of the products with the data: the blocks are fixed by the
+# number of rows alone, so that a product, summed block after block, has the same
+# bits on any number of threads (``n_threads`` computes blocks side by side)
+ROW_BLOCK = 256
+# products below this many multiply-adds per block run on the calling thread: a
+# thread pool's start costs more than they take
+PARALLEL_MIN_WORK = 2_000_000
+
+
+def forward(params, inputs, dropout=0.0, rng=None, n_threads=1):
+    """Logits (R, n, K) and what the backward pass needs of the hidden activations.
 
     With ``dropout`` (training), each hidden unit's activation is zeroed with that
     probability (masks drawn from ``rng``) and the others scaled by
-    ``1 / (1 - dropout)`` (inverted dropout: evaluation uses no mask).
+    ``1 / (1 - dropout)`` (inverted dropout: evaluation uses no mask). The rows
+    are computed in blocks of ``ROW_BLOCK`` (:func:`row_blocks`), on up to
+    ``n_threads`` threads: the same logits on any number of threads.
     """
+    masks = _dropout_masks(params, inputs.n_samples, dropout, rng)
+    blocks = row_blocks(inputs.n_samples)
+
+    def block(rows):
+        return _forward_rows(params, inputs.rows(rows), [mask[:, rows] for mask in masks],
+                             dropout)
+
+    parts = list(in_order(block, blocks, _threads_for(params, n_threads)))
+    logits = np.concatenate([logits for logits, _ in parts], axis=1)
+    return logits, list(zip(blocks, (activations for _, activations in parts)))
+
+
+def backward(params, inputs, activations, grad_logits, dropout=0.0, n_threads=1):
+    """Gradients of every parameter from the gradient of the logits (R, n, K)
+    (``activations``: :func:`forward`'s; ``dropout``: the rate it used), summed over
+    its row blocks in their order, on up to ``n_threads`` threads."""
+    def block(item):
+        rows, hidden = item
+        return _backward_rows(params, inputs.rows(rows), hidden, grad_logits[:, rows],
+                              dropout)
+
+    total = None
+    for grads in in_order(block, activations, _threads_for(params, n_threads)):
+        if total is None:
+            total = grads
+        else:
+            for name, value in grads.items():
+                total[name] += value
+    return total
+
+
+def row_blocks(n_samples):
+    """The row blocks of :func:`forward`: ``ROW_BLOCK`` rows each (one, empty, for no
+    rows)."""
+    return [slice(start, min(start + ROW_BLOCK, n_samples))
+            for start in range(0, max(n_samples, 1), ROW_BLOCK)]
+
+
+def _threads_for(params, n_threads):
+    """``n_threads``, or one where a block's products are too small to share."""
+    R, d, K = params[SKIP].shape
+    sizes = [d] + [params[f"W{i}"].shape[2] for i in range(n_weight_layers(params))]
+    work = ROW_BLOCK * R * (d * K + sum(a * b for a, b in zip(sizes[:-1], sizes[1:])))
+    return n_threads if work >= PARALLEL_MIN_WORK else 1
+
+
+def _dropout_masks(params, n_samples, dropout, rng):
+    """The kept units of each hidden layer after the first's ReLU, (R, n, width)
+    booleans, drawn in the layers' order (none without dropout)."""
+    if not dropout > 0 or rng is None:
+        return []
+    R = params[SKIP].shape[0]
+    return [rng.random((R, n_samples, params[f"W{i}"].shape[1]), dtype=np.float32) >= dropout
+            for i in range(1, n_weight_layers(params))]
+
+
+def _forward_rows(params, inputs, masks, dropout):
+    """:func:`forward` of one block of rows, with its dropout masks."""
     skip = params[SKIP]
     R, d, K = skip.shape
     n_layers = n_weight_layers(params)
@@ -136,17 +206,15 @@ def forward(params, inputs, dropout=0.0, rng=None):
     activations = []
     for i in range(1, n_layers):
         h = np.maximum(h, 0.0)
-        if dropout > 0:
-            h *= (rng.random(h.shape, dtype=np.float32) >= dropout) * h.dtype.type(
-                1.0 / (1.0 - dropout))
+        if masks:
+            h *= masks[i - 1] * h.dtype.type(1.0 / (1.0 - dropout))
         activations.append(h)
         h = h @ params[f"W{i}"] + params[f"b{i}"][:, None, :]
     return logits + h, activations
 
 
-def backward(params, inputs, activations, grad_logits, dropout=0.0):
-    """Gradients of every parameter from the gradient of the logits (R, n, K)
-    (``dropout``: the rate the forward pass used)."""
+def _backward_rows(params, inputs, activations, grad_logits, dropout):
+    """:func:`backward` of one block of rows: its share of every gradient."""
     R, _, K = grad_logits.shape
     n_layers = n_weight_layers(params)
     grads = {}
@@ -181,8 +249,8 @@ def softmax_backward(proba, grad_proba):
     return proba * (grad_proba - (proba * grad_proba).sum(axis=-1, keepdims=True))
 
 
-def predict_proba(params, inputs):
-    return softmax(forward(params, inputs)[0])
+def predict_proba(params, inputs, n_threads=1):
+    return softmax(forward(params, inputs, n_threads=n_threads)[0])
 
 
 def copy_params(params):

@@ -44,7 +44,8 @@ class EmptyClusterReseeder:
     def _reseed(self, params, optimizer, r, empty):
         inputs = self.problem.inputs
         weights = self.problem.standardisation.kernel_weights
-        labels = softmax(forward(restart(params, r), inputs)[0])[0].argmax(axis=1)
+        labels = softmax(forward(restart(params, r), inputs,
+                                 n_threads=self.problem.n_threads)[0])[0].argmax(axis=1)
         n, K = labels.size, params[output_parameters(params)[0]].shape[-1]
         counts = np.bincount(labels, minlength=K)
         onehot = np.zeros((n, K))

@@ -38,10 +38,47 @@ def test_dropout_backward_matches_finite_differences_with_the_same_masks():
         numeric = (objective(shifted) - objective(params)) / 1e-6
         assert grads[name][index] == pytest.approx(numeric, rel=1e-4, abs=1e-6)
     # about the rate of the active hidden units dropped, the others scaled up
-    plain = forward(params, inputs)[1][0]
-    kept = activations[0] > 0
-    assert 0.6 < kept.sum() / (plain > 0).sum() < 0.8
-    np.testing.assert_allclose(activations[0][kept], plain[kept] / (1 - rate))
+    (_, hidden), = activations  # 40 rows: one block
+    (_, plain), = forward(params, inputs)[1]
+    kept = hidden[0] > 0
+    assert 0.6 < kept.sum() / (plain[0] > 0).sum() < 0.8
+    np.testing.assert_allclose(hidden[0][kept], plain[0][kept] / (1 - rate))
+
+
+def test_blocks_of_rows_give_the_same_bits_on_any_number_of_threads():
+    """forward and backward compute blocks of ROW_BLOCK rows and sum them in their
+    order: the same bits on one thread and on three, the same values as one
+    product of all the rows (to rounding), and the dropout masks of the batch."""
+    from skdiffclust.gemini import _models
+
+    rng = np.random.default_rng(0)
+    n = 2 * _models.ROW_BLOCK + 37
+    X = rng.normal(size=(n, 300))
+    inputs = Inputs(X, np.zeros(300), np.ones(300))
+    params = init_random(300, (400, 50), 4, 2, rng)
+    grad_logits = rng.normal(size=(2, n, 4))
+    runs = []
+    for n_threads in (1, 3):
+        logits, activations = forward(params, inputs, 0.2, np.random.default_rng(5),
+                                      n_threads=n_threads)
+        assert len(activations) == 3  # blocks of 256, 256 and 37 rows
+        runs.append((logits, backward(params, inputs, activations, grad_logits, 0.2,
+                                      n_threads=n_threads)))
+    (logits, grads), (logits_3, grads_3) = runs
+    np.testing.assert_array_equal(logits, logits_3)
+    for name in grads:
+        np.testing.assert_array_equal(grads[name], grads_3[name])
+    # the same as one block of every row, with the batch's masks
+    blocks = _models.row_blocks
+    try:
+        _models.row_blocks = lambda n_samples: [slice(0, n_samples)]
+        whole, activations = forward(params, inputs, 0.2, np.random.default_rng(5))
+        whole_grads = backward(params, inputs, activations, grad_logits, 0.2)
+    finally:
+        _models.row_blocks = blocks
+    np.testing.assert_allclose(logits, whole, rtol=1e-12, atol=1e-12)
+    for name in grads:
+        np.testing.assert_allclose(grads[name], whole_grads[name], rtol=1e-10, atol=1e-10)
 
 
 def test_dropout_trains_but_never_predicts():
