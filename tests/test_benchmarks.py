@@ -7,6 +7,7 @@ input checks wraps :class:`~skdiffclust._utils._torch_checks.ValueChecks`, whose
 signature the blocks' checks extend.
 """
 
+import importlib
 import sys
 from pathlib import Path
 
@@ -17,15 +18,18 @@ BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 pytestmark = pytest.mark.torch
 
 
-@pytest.fixture(scope="module")
-def bench_torch_api():
-    pytest.importorskip("torch", reason="the benchmark times the torch blocks")
+def _benchmark(name):
+    pytest.importorskip("torch", reason="the benchmark fits torch estimators")
     sys.path.insert(0, str(BENCHMARKS))
     try:
-        import bench_torch_api
+        return importlib.import_module(name)
     finally:
         sys.path.remove(str(BENCHMARKS))
-    return bench_torch_api
+
+
+@pytest.fixture(scope="module")
+def bench_torch_api():
+    return _benchmark("bench_torch_api")
 
 
 def _small_check_cases(bench):
@@ -57,3 +61,17 @@ def test_the_checks_section_times_each_mode(bench_torch_api):
     times = bench_torch_api.interleaved_times(
         make_step(cpu), cpu, ("off", "auto"), repeats=2, block_seconds=0.001)
     assert set(times) == {"off", "auto"} and min(times.values()) > 0.0
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")  # 5 epochs
+def test_bench_prcut_compares_on_the_knn_graph_whatever_graph_prcut_trains_on(capsys):
+    """On the digits PRCut's default start reads the shared-neighbour weights and
+    trains on them; the case still scores every row on the kNN graph that
+    SpectralClustering clusters (it asserted that PRCut trained on that graph)."""
+    from sklearn.datasets import load_digits
+
+    bench_prcut = _benchmark("bench_prcut")
+    X, y = load_digits(return_X_y=True)
+    bench_prcut.run_case("digits", X[:600], y[:600], {"PRCut": dict(max_iter=5)}, True)
+    printed = capsys.readouterr().out
+    assert "shared neighbours" in printed and "SpectralClustering (+ graph)" in printed
