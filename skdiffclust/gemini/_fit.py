@@ -29,6 +29,7 @@ from skdiffclust.gemini._models import (
     backward,
     copy_params,
     forward,
+    logits_of,
     restart,
     softmax,
     softmax_backward,
@@ -108,8 +109,7 @@ def full_gemini(params, problem):
     """
     values = []
     for rows in problem.batches(np.random.default_rng(EVALUATION_SEED)):
-        proba = softmax(forward(params, problem.inputs.rows(rows),
-                                n_threads=problem.n_threads)[0])
+        proba = softmax(logits_of(params, problem.inputs.rows(rows), problem.n_threads))
         values.append(batched_gemini(proba, problem.affinity(rows), problem.objective)[0])
     return np.mean(values, axis=0)
 
@@ -331,8 +331,8 @@ def representative_restart(params, problem, scores):
     # once take R * n * (K + hidden) floats, 270 MB for 100,000 samples
     inputs = problem.inputs
     labels = np.concatenate([
-        softmax(forward(params, inputs.rows(slice(i, i + CHUNK)),
-                        n_threads=problem.n_threads)[0]).argmax(axis=2)
+        softmax(logits_of(params, inputs.rows(slice(i, i + CHUNK)),
+                          problem.n_threads)).argmax(axis=2)
         for i in range(0, inputs.n_samples, CHUNK)], axis=1)
     return best_reproduced_restart(labels, scores)
 

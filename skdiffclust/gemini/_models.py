@@ -148,6 +148,17 @@ def forward(params, inputs, dropout=0.0, rng=None, n_threads=1):
     return logits, list(zip(blocks, (activations for _, activations in parts)))
 
 
+def logits_of(params, inputs, n_threads=1):
+    """The logits (R, n, K) of :func:`forward` without dropout, keeping no hidden
+    activations: inference holds one block's at a time, not those of every row."""
+    def block(rows):
+        return _forward_rows(params, inputs.rows(rows), [], 0.0)[0]
+
+    blocks = row_blocks(inputs.n_samples)
+    return np.concatenate(list(in_order(block, blocks, _threads_for(params, n_threads))),
+                          axis=1)
+
+
 def backward(params, inputs, activations, grad_logits, dropout=0.0, n_threads=1):
     """Gradients of every parameter from the gradient of the logits (R, n, K)
     (``activations``: :func:`forward`'s; ``dropout``: the rate it used), summed over
@@ -250,7 +261,7 @@ def softmax_backward(proba, grad_proba):
 
 
 def predict_proba(params, inputs, n_threads=1):
-    return softmax(forward(params, inputs, n_threads=n_threads)[0])
+    return softmax(logits_of(params, inputs, n_threads))
 
 
 def copy_params(params):

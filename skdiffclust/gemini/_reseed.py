@@ -17,7 +17,7 @@ times, so that a cluster the objective really wants empty is eventually left so.
 import numpy as np
 
 from skdiffclust._utils._random import draw_in_proportion
-from skdiffclust.gemini._models import forward, output_parameters, restart, softmax
+from skdiffclust.gemini._models import logits_of, output_parameters, restart, softmax
 
 
 def cluster_counts(proba):
@@ -44,8 +44,8 @@ class EmptyClusterReseeder:
     def _reseed(self, params, optimizer, r, empty):
         inputs = self.problem.inputs
         weights = self.problem.standardisation.kernel_weights
-        labels = softmax(forward(restart(params, r), inputs,
-                                 n_threads=self.problem.n_threads)[0])[0].argmax(axis=1)
+        labels = softmax(logits_of(restart(params, r), inputs,
+                                   self.problem.n_threads))[0].argmax(axis=1)
         n, K = labels.size, params[output_parameters(params)[0]].shape[-1]
         counts = np.bincount(labels, minlength=K)
         onehot = np.zeros((n, K))

@@ -1,10 +1,13 @@
 """SparseGEMINI's MNIST settings on small stand-ins: dropout in the MLP, training in
-float32 for float32 input, and the selected features drawn as an image."""
+float32 for float32 input, the selected features drawn as an image, and the
+products with the data in blocks of rows (the same bits on any number of threads;
+inference holding one block's activations)."""
 
 import numpy as np
 import pytest
 from sklearn.cluster import KMeans
 from sklearn.datasets import load_digits, make_blobs
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import adjusted_rand_score
 
 from skdiffclust import SparseGEMINI
@@ -66,6 +69,9 @@ def test_blocks_of_rows_give_the_same_bits_on_any_number_of_threads():
                                       n_threads=n_threads)))
     (logits, grads), (logits_3, grads_3) = runs
     np.testing.assert_array_equal(logits, logits_3)
+    # inference keeps no activations, and computes the same bits without dropout
+    plain, _ = forward(params, inputs, n_threads=3)
+    np.testing.assert_array_equal(_models.logits_of(params, inputs, n_threads=1), plain)
     for name in grads:
         np.testing.assert_array_equal(grads[name], grads_3[name])
     # the same as one block of every row, with the batch's masks
@@ -223,3 +229,23 @@ def test_relax_after_a_penalised_fit_keeps_its_features():
     assert plain.get_support().sum() < X.shape[1]
     assert relaxed.n_iter_ > plain.n_iter_
     assert relaxed.score(X) > plain.score(X)
+
+
+def test_predict_holds_one_block_of_hidden_activations_at_a_time():
+    """predict_proba of 20,000 samples through 1,200 hidden units: the activations
+    of every sample would take 190 MB (float64); inference keeps one block's."""
+    import tracemalloc
+
+    rng = np.random.default_rng(0)
+    model = SparseGEMINI(5, hidden_layer_sizes=(1200,), max_iter=2, random_state=0)
+    with pytest.warns(ConvergenceWarning):  # two epochs
+        model.fit(rng.normal(size=(300, 20)))
+    X = rng.normal(size=(20_000, 20))
+    tracemalloc.start()
+    try:
+        proba = model.predict_proba(X)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert proba.shape == (20_000, model.n_clusters_)
+    assert peak < 40 * 2**20
