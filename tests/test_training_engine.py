@@ -396,3 +396,37 @@ def test_cosine_decay_brings_stochastic_training_to_rest_at_the_minimum():
               name="Quadratic", device="cpu", scheduler=scheduler, warn=False)
         distances[schedule] = float(torch.linalg.norm(task.point.detach() - data.mean(0)))
     assert distances["cosine"] < 0.2 * distances["constant"]
+
+
+def test_in_order_yields_in_order_with_few_pieces_waiting_and_raises_a_pieces_error():
+    """The threads of ``in_order`` (SparseGEMINI's row blocks, DeepImageClustering's
+    NumPy chunks) give the pieces back in their order whatever finishes first, hold
+    at most twice their count ahead of the caller, and pass on a piece's error."""
+    import threading
+    import time
+
+    from skdiffclust._utils._threads import in_order
+
+    started, lock = [], threading.Lock()
+
+    def piece(i):
+        with lock:
+            started.append(i)
+        time.sleep(0.002 * (i % 3 == 0))  # later pieces finish first
+        return i * i
+
+    taken = []
+    for value in in_order(piece, range(20), n_threads=3):
+        taken.append(value)
+        with lock:
+            assert len(started) - len(taken) <= 6  # 2 x 3 in flight or waiting
+    assert taken == [i * i for i in range(20)]
+    assert list(in_order(piece, [], n_threads=3)) == []
+
+    def failing(i):
+        if i == 4:
+            raise ValueError("piece 4")
+        return i
+
+    with pytest.raises(ValueError, match="piece 4"):
+        list(in_order(failing, range(10), n_threads=2))

@@ -1,5 +1,7 @@
 """How many CPU threads a fit's kernels take (no numba or torch import)."""
 
+import itertools
+
 from joblib import effective_n_jobs
 
 # the BLAS libraries' thread controls, found once (scanning the loaded libraries
@@ -38,16 +40,24 @@ def in_order(function, items, n_threads=1, max_threads=None):
     For work split into pieces fixed by the data alone (rows in blocks of a set
     size, never a share per thread), each piece computed on one BLAS thread (the
     caller holds :func:`one_blas_thread`) and the pieces combined in their order:
-    the result is then the same on any number of threads. The pool's threads run
-    ahead of the caller by at most the pieces already submitted; combine each
-    piece as it comes (a running sum) to hold few at a time.
+    the result is then the same on any number of threads. At most twice
+    ``n_threads`` pieces are in flight or waiting to be taken, so that a caller
+    combining each piece as it comes (a running sum) holds few at a time.
     """
     items = list(items)
     n_threads = min(int(n_threads), len(items), max_threads or len(items))
     if n_threads <= 1:
         yield from map(function, items)
         return
+    from collections import deque
     from concurrent.futures import ThreadPoolExecutor
 
+    pending = iter(items)
     with ThreadPoolExecutor(n_threads) as pool:
-        yield from pool.map(function, items)
+        futures = deque(pool.submit(function, item)
+                        for item in itertools.islice(pending, 2 * n_threads))
+        while futures:
+            result = futures.popleft().result()
+            for item in itertools.islice(pending, 1):
+                futures.append(pool.submit(function, item))
+            yield result
