@@ -33,6 +33,8 @@
 #   prcut      bench_gpu.py's PRCut case (1,000,000 x 32)
 #   mnist      bench_gpu.py's MNIST cases (PRCut's protocol and defaults)
 #   lenet      bench_mnist.py --only forest --device cuda (LeNet-5, 30,000 steps)
+#   deep       bench_mnist.py --only deep --device cuda (DeepImageClustering on
+#              MNIST's 60,000 images, random_state 0, 1, 2; not yet measured on a GPU)
 #   base       bench_perturbed.py and bench_gpu.py's ClAM case with an earlier
 #              version of the package, to compare a kernel's change on one machine;
 #              prepare it here first, e.g. for the version before the pruned Prim:
@@ -103,6 +105,8 @@ for step in ${steps//,/ }; do
         mnist) run_step mnist 240 python3 benchmarks/bench_gpu.py --only none \
             --mnist-dir "$mnist" ;;
         lenet) run_step lenet 500 python3 benchmarks/bench_mnist.py --only forest \
+            --device cuda --data-dir "$mnist" ;;
+        deep) run_step deep 400 python3 benchmarks/bench_mnist.py --only deep \
             --device cuda --data-dir "$mnist" ;;
         base) run_step base 160 env PYTHONPATH="$PWD/.gpudata/base:$PYTHONPATH" bash -c \
             "python3 benchmarks/bench_perturbed.py --sizes 4096 16384 --samples 100 \
