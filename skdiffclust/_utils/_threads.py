@@ -32,6 +32,9 @@ def one_blas_thread():
     return _BLAS[0].limit(limits=1)
 
 
+_NO_ITEM = object()
+
+
 def in_order(function, items, n_threads=1, max_threads=None):
     """``function(item)`` of each item, yielded in the items' order, computed on up
     to ``n_threads`` threads (at most ``max_threads``; NumPy releases the GIL in
@@ -58,6 +61,7 @@ def in_order(function, items, n_threads=1, max_threads=None):
                         for item in itertools.islice(pending, 2 * n_threads))
         while futures:
             result = futures.popleft().result()
-            for item in itertools.islice(pending, 1):
-                futures.append(pool.submit(function, item))
+            following = next(pending, _NO_ITEM)
+            if following is not _NO_ITEM:
+                futures.append(pool.submit(function, following))
             yield result
