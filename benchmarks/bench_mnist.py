@@ -16,6 +16,7 @@ Usage::
     python benchmarks/bench_mnist.py --device cuda    # torch training on a GPU
     python benchmarks/bench_mnist.py --only forest,forest-semi,gemini-path,clam,gemini
     python benchmarks/bench_mnist.py --only clam,clam-raw --data-dir ../shared/data/fashion-mnist
+    python benchmarks/bench_mnist.py --only kmeans,spectral,deep --imbalance 10
 
 The fifth is the papers' own MNIST experiments (doc/user_guide/mnist.rst): learning
 through spanning forests with LeNet-5 (Stewart et al.), its semi-supervised table,
@@ -23,6 +24,10 @@ Sparse GEMINI's pixel path (Ohl et al.), ClAM and SparseGEMINI against k-means o
 PCA-50 (``clam-layer``: ClAMLayer + clam_loss with an autoencoder). The last runs
 ClAM against k-means on Fashion-MNIST (the same IDX layout), on PCA-50 and on the
 raw pixels, the data of the ClAM paper's Table 1.
+
+``--imbalance R`` runs the cases on unbalanced copies of the data (:func:`unbalanced`):
+the classes' sizes fall geometrically by a factor ``R`` from the first class to the
+last, in the training and in the test images alike.
 
 A case is a function registered with :func:`case`; it gets the data (:class:`Mnist`)
 and returns a :class:`Fit` (the labels of the images it fitted, and optionally the
@@ -104,6 +109,26 @@ def load_mnist(data_dir):
         test_images=arrays["test_images"].astype(np.float32) / 255.0,
         test_labels=arrays["test_labels"].astype(np.int64),
     )
+
+
+def unbalanced(data, ratio, seed=0):
+    """A copy of ``data`` whose classes shrink geometrically, by ``ratio`` in all,
+    from the first class (in label order) to the last: class c keeps
+    ``m * ratio ** (-c / (K - 1))`` of its images, m the smallest class's count
+    (in the training and the test images alike), drawn at random (``seed``)."""
+    rng = np.random.default_rng(seed)
+
+    def keep(labels):
+        classes, counts = np.unique(labels, return_counts=True)
+        shares = ratio ** (-np.arange(classes.size) / max(classes.size - 1, 1))
+        sizes = np.round(counts.min() * shares)
+        chosen = [rng.choice(np.flatnonzero(labels == c), int(size), replace=False)
+                  for c, size in zip(classes, sizes)]
+        return np.sort(np.concatenate(chosen))
+
+    train, test = keep(data.train_labels), keep(data.test_labels)
+    return Mnist(data.train_images[train], data.train_labels[train],
+                 data.test_images[test], data.test_labels[test], device=data.device)
 
 
 @dataclass
@@ -1065,7 +1090,12 @@ def main():
     parser.add_argument("--seeds", default=None,
                         help="comma-separated random_state of the cases run over seeds "
                              "(deep and its peers; default: 0,1,2)")
+    parser.add_argument("--imbalance", type=float, default=None, metavar="R",
+                        help="unbalanced classes: their sizes fall geometrically by R "
+                             "from the first to the last (training and test images)")
     args = parser.parse_args()
+    if args.imbalance is not None and args.imbalance < 1:
+        sys.exit(f"--imbalance must be at least 1, got {args.imbalance}")
     if args.seeds is not None:
         global DEEP_SEEDS
         DEEP_SEEDS = tuple(int(seed) for seed in args.seeds.split(","))
@@ -1079,6 +1109,10 @@ def main():
         sys.exit(f"unknown case(s) {', '.join(unknown)}; the cases are {', '.join(CASES)}")
     data = load_mnist(args.data_dir)
     data.device = args.device
+    if args.imbalance is not None:
+        data = unbalanced(data, args.imbalance)
+        print(f"unbalanced (--imbalance {args.imbalance:g}): training images per class "
+              f"{np.bincount(data.train_labels).tolist()}")
     print(f"{Path(args.data_dir).resolve().name} ({Path(args.data_dir).resolve()}): "
           f"{data.train_images.shape[0]} training and {data.test_images.shape[0]} "
           f"test images; {os.cpu_count()} CPUs; torch training on {args.device}")

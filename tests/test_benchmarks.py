@@ -75,3 +75,23 @@ def test_bench_prcut_compares_on_the_knn_graph_whatever_graph_prcut_trains_on(ca
     bench_prcut.run_case("digits", X[:600], y[:600], {"PRCut": dict(max_iter=5)}, True)
     printed = capsys.readouterr().out
     assert "shared neighbours" in printed and "SpectralClustering (+ graph)" in printed
+
+
+def test_bench_mnist_unbalanced_copy_shrinks_the_classes_geometrically():
+    """``--imbalance R``: class c keeps m * R ** (-c / 9) of its images (m the
+    smallest class's count), in the training and the test images alike, and the
+    images kept are the class's own."""
+    import numpy as np
+
+    bench_mnist = _benchmark("bench_mnist")
+    rng = np.random.default_rng(0)
+    labels = np.repeat(np.arange(10), 50 + np.arange(10))  # the smallest class: 50
+    images = rng.random((labels.size, 4, 4)).astype(np.float32)
+    images[:, 0, 0] = labels  # each image says its class
+    data = bench_mnist.Mnist(images, labels, images[::2], labels[::2])
+    kept = bench_mnist.unbalanced(data, 10.0)
+    assert np.bincount(kept.train_labels).tolist() == [50, 39, 30, 23, 18, 14, 11, 8, 6, 5]
+    assert np.bincount(kept.test_labels).tolist() == [25, 19, 15, 12, 9, 7, 5, 4, 3, 2]
+    for x, y in ((kept.train_images, kept.train_labels), (kept.test_images, kept.test_labels)):
+        assert np.array_equal(x[:, 0, 0], y)
+        assert len(np.unique(x.reshape(len(x), -1), axis=0)) == len(x)  # no image twice
