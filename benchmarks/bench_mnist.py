@@ -1055,6 +1055,8 @@ def run_case(name, data):
     row.update(fit.extra)
     names = sorted({w.category.__name__ for w in caught})
     row["warnings"] = ", ".join(names) if names else ""
+    for message in dict.fromkeys(f"{w.category.__name__}: {w.message}" for w in caught):
+        print(f"   warned: {message.splitlines()[0][:300]}")
     return row
 
 
