@@ -28,6 +28,13 @@ and a row sees its cells in the same order; k-means sums its clusters in one
 sequential pass. The cost is ``n * N_PROBE * n / n_cells`` pairs: O(n^1.5) with
 sqrt(n) cells, the recall falling slowly with n (measured in
 ``doc/benchmarks.rst``).
+
+The kernels index their arrays without bounds checks, so what they are given is
+checked first: the rows finite, with float32 squares that cannot overflow
+(:func:`check_points`; ``skdiffclust._neighbors`` centres and scales them), each
+row's cells found (an infinite distance would leave a placeholder where a cell's
+number belongs), and the scan's cells, probes, chunks and heaps in range
+(:func:`_check_scan_inputs`). The tests also run with ``NUMBA_BOUNDSCHECK=1``.
 """
 
 import math
@@ -82,7 +89,17 @@ def ivf_kneighbors(points, n_neighbors, *, seed, n_threads=1, n_probe=None):
     neighbours : ndarray of shape (n_samples, n_neighbors), int64
         Row numbers, in no particular order; -1 where the probed cells held
         fewer than ``n_neighbors`` other rows.
+
+    Raises
+    ------
+    ValueError
+        For points that are not finite, or so large that their squared distances
+        overflow float32 (:func:`check_points`), and ``n_neighbors`` below 1.
     """
+    check_points(points)
+    if isinstance(n_neighbors, (bool, np.bool_)) or not isinstance(
+            n_neighbors, (int, np.integer)) or n_neighbors < 1:
+        raise ValueError(f"n_neighbors must be a positive integer; got {n_neighbors!r}.")
     n_samples = points.shape[0]
     if points.shape[1] == 0:  # every feature constant: all distances 0
         points = np.zeros((n_samples, 1), dtype=np.float32)
@@ -115,6 +132,34 @@ def ivf_kneighbors(points, n_neighbors, *, seed, n_threads=1, n_probe=None):
     neighbours = np.empty_like(found)
     neighbours[order] = np.where(complete, order[np.where(complete, found, 0)], -1)
     return neighbours
+
+
+def check_points(points):
+    """Refuse rows the kernels cannot search safely: they must be a C-contiguous
+    2-D float32 array of at least 2 rows, finite, with magnitudes whose squared
+    distances summed over the features stay below float32's largest value (a NaN
+    or an infinity would leave a placeholder where a cell's number belongs, and the
+    kernels index without bounds checks). ``skdiffclust._neighbors`` hands the
+    index centred rows scaled to at most 2**32."""
+    if not (isinstance(points, np.ndarray) and points.dtype == np.float32
+            and points.ndim == 2 and points.flags.c_contiguous):
+        raise TypeError("points must be a C-contiguous 2-D float32 array; got "
+                        f"{type(points).__name__} of dtype "
+                        f"{getattr(points, 'dtype', None)} and shape "
+                        f"{getattr(points, 'shape', None)}.")
+    if points.shape[0] < 2:
+        raise ValueError(f"points must hold at least 2 rows; got {points.shape[0]}.")
+    if points.size == 0:
+        return
+    peak = max(float(points.max()), -float(points.min()))
+    # a product (-2 q, 1) . (y, ||y||^2) is at most 3 * n_features * peak**2
+    limit = math.sqrt(float(np.finfo(np.float32).max) / (4 * (points.shape[1] + 1)))
+    if not peak <= limit:  # NaN too
+        raise ValueError(
+            f"points must be finite with magnitudes up to {limit:.3g} at "
+            f"{points.shape[1]} features (their squared distances overflow "
+            f"float32); got {peak:.3g}. Centre and scale them first, as "
+            "skdiffclust._neighbors.kneighbors does.")
 
 
 def cell_count(n_samples):
@@ -189,6 +234,12 @@ def _nearest_centres(points, centres, n_nearest):
                    np.array([0, centres.shape[0]], dtype=np.int64),
                    np.zeros((n_samples, 1), dtype=np.int32), chunk_start.astype(np.int64),
                    False, distances, nearest)
+    # every centre is at a finite distance (check_points), so none of the
+    # placeholders (centres.shape[0], infinitely far) is left: checked, as the
+    # cells' numbers index the kernels' arrays
+    if n_samples and (nearest.min() < 0 or nearest.max() >= centres.shape[0]):
+        raise RuntimeError("The approximate neighbour search did not find each row's "
+                           "nearest cells; its input was not checked.")
     best = np.argmin(distances, axis=1)
     return nearest, nearest[np.arange(n_samples), best]
 
@@ -196,11 +247,40 @@ def _nearest_centres(points, centres, n_nearest):
 def _scan_in_calls(queries, reference, cell_start, probes, chunk_start, exclude_self,
                    heap_distances, heap_rows):
     """:func:`_scan`, ``CHUNKS_PER_CALL`` chunks per call (Ctrl-C is seen between
-    calls)."""
+    calls), after :func:`_check_scan_inputs`."""
+    _check_scan_inputs(queries, reference, cell_start, probes, chunk_start,
+                       heap_distances, heap_rows)
     for first in range(0, chunk_start.size - 1, CHUNKS_PER_CALL):
         _scan(queries, reference, cell_start, probes,
               chunk_start[first:first + CHUNKS_PER_CALL + 1], exclude_self,
               heap_distances, heap_rows)
+
+
+def _check_scan_inputs(queries, reference, cell_start, probes, chunk_start,
+                       heap_distances, heap_rows):
+    """What :func:`_scan` needs to index in range (it has no bounds checks): cells
+    that tile the reference rows in order, probes naming cells, chunks within the
+    queries, one heap per query; a RuntimeError otherwise (a fault of the caller,
+    never of the data)."""
+    n_cells = cell_start.shape[0] - 1
+    problems = []
+    if n_cells < 1 or cell_start[0] != 0 or cell_start[-1] != reference.shape[0] \
+            or np.any(np.diff(cell_start) < 0):
+        problems.append("cells that do not tile the reference rows")
+    if probes.ndim != 2 or probes.shape[0] != queries.shape[0] or probes.shape[1] < 1 \
+            or probes.min() < 0 or probes.max() >= n_cells:
+        problems.append(f"probes that are not cell numbers from 0 to {n_cells - 1}")
+    if chunk_start.shape[0] < 1 or chunk_start[0] < 0 \
+            or chunk_start[-1] > queries.shape[0] or np.any(np.diff(chunk_start) < 0):
+        problems.append("chunks outside the queries")
+    if heap_rows.shape != heap_distances.shape or heap_rows.ndim != 2 \
+            or heap_rows.shape[0] != queries.shape[0] or heap_rows.shape[1] < 1:
+        problems.append("heaps that are not one non-empty row per query")
+    if queries.shape[1] < reference.shape[1] - 1:
+        problems.append("queries with fewer features than the reference rows")
+    if problems:
+        raise RuntimeError("The approximate neighbour search's scan was given "
+                           + "; ".join(problems) + ".")
 
 
 @jit(parallel=True)
@@ -236,7 +316,12 @@ def _scan(queries, reference, cell_start, probes, chunk_start, exclude_self,
                 p = probes[r, s]
                 rows_by_cell[fill[p]] = r
                 fill[p] += 1
-        gathered = np.ones((hi - lo, n_features + 1), dtype=reference.dtype)
+        # as many rows as the chunk's most probed cell takes (its rows, unless a
+        # row were to list a cell twice)
+        most = 0
+        for p in range(n_cells):
+            most = max(most, offsets[p + 1] - offsets[p])
+        gathered = np.ones((most, n_features + 1), dtype=reference.dtype)
         for p in range(n_cells):
             count = offsets[p + 1] - offsets[p]
             if count == 0:

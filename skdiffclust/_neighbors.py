@@ -20,6 +20,14 @@
   visited is missed. The distances returned are recomputed exactly, in float64,
   for the pairs found.
 
+Every path checks its arguments alike (:func:`check_kneighbors_arguments`: NaN
+and infinity refused, ``n_neighbors`` an integer in range), and every path works
+at any scale float64 holds: data whose squares would overflow or underflow the
+search's float type (float32 for the index and torch, beyond 2**-32 to 2**32
+after centring; float64 for scikit-learn's, beyond 2**-400 to 2**400) are searched
+times the power of two that brings their largest magnitude to [0.5, 1), which is
+exact, and the distances are divided by it. Other data are searched as they are.
+
 ``algorithm='auto'`` searches exactly up to ``AUTO_EXACT_MAX_SAMPLES`` samples,
 and above while the exact search is expected to cost at most
 ``EXACT_COST_FACTOR`` times the approximate one (:func:`exact_is_affordable`:
@@ -73,6 +81,8 @@ that depends on the threads' timing, and pynndescent's parallel updates
 likewise.
 """
 
+import math
+import numbers
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -83,7 +93,7 @@ from sklearn.neighbors import NearestNeighbors
 
 from skdiffclust._utils._numba import jit
 from skdiffclust._utils._random import derive_seeds
-from skdiffclust._utils._validation import consistent_sparse_indices
+from skdiffclust._utils._validation import check_array, consistent_sparse_indices
 
 ALGORITHMS = ("auto", "exact", "approximate")
 
@@ -105,6 +115,19 @@ EXACT_COST_FACTOR = 3.0
 # distances of the pairs found; per pair: the gather and the selection)
 EXACT_NS_PER_FEATURE, EXACT_NS_PER_PAIR = 0.017, 3.7
 INDEX_NS_PER_FEATURE, INDEX_NS_PER_PAIR = 0.07, 0.7
+
+# Magnitudes (powers of two) within which each search takes the data as they are;
+# outside, the data are multiplied by the power of two that brings their largest
+# magnitude to [0.5, 1) (exact: the same neighbours as exact arithmetic on the
+# given values would find) and the distances divided by it. float32 searches (the
+# index, torch): squares of 2**-32 to 2**32 neither underflow nor overflow, and
+# sums of them over any number of features stay finite; float64 (scikit-learn's):
+# 2**-400 to 2**400
+FLOAT32_SAFE_EXPONENTS = (-32, 32)
+FLOAT64_SAFE_EXPONENTS = (-400, 400)
+# values beyond 2**PRESCALE_EXPONENT are scaled before their mean is taken (a sum
+# of n of them could overflow float64)
+PRESCALE_EXPONENT = 500
 
 
 def kneighbors(X, n_neighbors, *, algorithm="auto", device=None, n_jobs=None,
@@ -153,24 +176,18 @@ def kneighbors(X, n_neighbors, *, algorithm="auto", device=None, n_jobs=None,
     Raises
     ------
     ValueError
-        For an unknown ``algorithm`` or ``n_neighbors`` out of range.
+        For NaN or infinite values in X, an X that is not 2-D or holds fewer than
+        2 samples, an unknown ``algorithm``, ``n_neighbors`` out of range, or
+        values so large that the distances exceed float64's range. Other scales
+        are searched on X times a power of two (exact) and the distances given in
+        X's units.
     TypeError
-        For ``algorithm='approximate'`` on sparse input.
+        For an ``n_neighbors`` that is not an integer, or
+        ``algorithm='approximate'`` on sparse input.
     """
-    if algorithm not in ALGORITHMS:
-        raise ValueError(
-            f"algorithm must be one of {', '.join(map(repr, ALGORITHMS))}; got "
-            f"{algorithm!r}."
-        )
+    X = check_kneighbors_arguments(X, n_neighbors, algorithm=algorithm, n_jobs=n_jobs)
     n_samples = X.shape[0]
-    if not 1 <= n_neighbors < n_samples:
-        raise ValueError(
-            f"n_neighbors={n_neighbors} must be between 1 and n_samples - 1 = "
-            f"{n_samples - 1}."
-        )
     sparse = sp.issparse(X)
-    if sparse:
-        X = consistent_sparse_indices(sp.csr_matrix(X))
     if algorithm == "approximate" and sparse:
         raise TypeError(
             "The approximate neighbour search needs dense features; X is sparse. "
@@ -183,13 +200,114 @@ def kneighbors(X, n_neighbors, *, algorithm="auto", device=None, n_jobs=None,
             algorithm == "auto" and not sparse and not cuda
             and not exact_is_affordable(n_samples, X.shape[1], n_neighbors)):
         seed = derive_seeds(random_state, 1)[0]
-        return approximate_kneighbors(X, n_neighbors, n_threads=threads, seed=seed)
+        return _approximate(X, n_neighbors, n_threads=threads, seed=seed)
     if not sparse and (cuda or (n_samples > AUTO_EXACT_MAX_SAMPLES and _has_torch())):
-        return torch_kneighbors(X, n_neighbors, device or "cpu", n_threads=threads)
+        return _torch_search(X, n_neighbors, device or "cpu", n_threads=threads)
+    return _scikit_learn_search(X, n_neighbors, n_jobs)
+
+
+def check_kneighbors_arguments(X, n_neighbors, *, algorithm="exact", n_jobs=None):
+    """The checks of every search, with one wording: ``X`` a 2-D numeric array
+    (or sparse matrix) of finite values and at least 2 samples, ``n_neighbors`` an
+    integer from 1 to ``n_samples - 1``, a known ``algorithm``, ``n_jobs`` None or
+    a non-zero integer. Returns X as the searches read it (sparse: CSR with
+    consistent index dtypes).
+
+    Raises
+    ------
+    TypeError
+        For an ``n_neighbors`` or ``n_jobs`` that is not an integer (a bool
+        included).
+    ValueError
+        For NaN or infinite values, an X that is not 2-D or holds fewer than 2
+        samples or no feature, non-numeric data, an unknown ``algorithm``,
+        ``n_neighbors`` out of range or ``n_jobs=0``.
+    """
+    if not isinstance(algorithm, str) or algorithm not in ALGORITHMS:
+        raise ValueError(
+            f"algorithm must be one of {', '.join(map(repr, ALGORITHMS))}; got "
+            f"{algorithm!r}."
+        )
+    if not _is_integer(n_neighbors):
+        raise TypeError(
+            f"n_neighbors must be an integer; got {n_neighbors!r} "
+            f"({type(n_neighbors).__name__})."
+        )
+    if n_jobs is not None and not _is_integer(n_jobs):
+        raise TypeError(
+            f"n_jobs must be None or an integer; got {n_jobs!r} "
+            f"({type(n_jobs).__name__})."
+        )
+    if n_jobs == 0:
+        raise ValueError("n_jobs=0 means no thread; use None, -1 (all cores) or a "
+                         "positive number of threads.")
+    # NaN or infinity: a ValueError naming it, in every search (the index and the
+    # torch search would drop a feature holding a NaN, or index out of range)
+    X = check_array(X, accept_sparse="csr", dtype="numeric", ensure_min_samples=2,
+                    input_name="X")
+    if sp.issparse(X):
+        X = consistent_sparse_indices(sp.csr_matrix(X))
+    n_samples = X.shape[0]
+    if not 1 <= n_neighbors < n_samples:
+        raise ValueError(
+            f"n_neighbors={n_neighbors} must be between 1 and n_samples - 1 = "
+            f"{n_samples - 1}."
+        )
+    return X
+
+
+def _is_integer(value):
+    return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
+
+
+def _power_of_two_shift(peak, exponents):
+    """0 where ``peak`` (a largest magnitude) lies in ``[2**low, 2**high]`` (or is
+    0), else the exponent e that brings ``peak * 2**e`` to [0.5, 1)."""
+    low, high = exponents
+    if peak == 0.0 or 2.0 ** low <= peak <= 2.0 ** high:
+        return 0
+    return -math.frexp(peak)[1]
+
+
+def _peak(values):
+    """The largest magnitude of an array's values (0 for none): max and min, no
+    temporary copy."""
+    return max(float(values.max()), -float(values.min())) if values.size else 0.0
+
+
+def _unscaled(distances, shift):
+    """Distances computed on data times ``2**shift``, in the data's units; a
+    ValueError where they exceed float64's range."""
+    if shift == 0:
+        return distances
+    with np.errstate(over="ignore"):
+        distances = np.ldexp(distances, -shift)
+    if not np.isfinite(distances).all():
+        raise ValueError(
+            "X's values are so large that the distances between samples exceed "
+            f"float64's range (up to {np.finfo(np.float64).max:.3g}). Rescale the "
+            "data first (for example with sklearn.preprocessing.StandardScaler or "
+            "MaxAbsScaler).")
+    return distances
+
+
+def _scikit_learn_search(X, n_neighbors, n_jobs):
+    """scikit-learn's exact search, on X times a power of two where its squares
+    would overflow or underflow."""
+    values = X.data if sp.issparse(X) else X
+    narrow = values.dtype in (np.float32, np.float16)
+    shift = _power_of_two_shift(
+        _peak(values), FLOAT32_SAFE_EXPONENTS if narrow else FLOAT64_SAFE_EXPONENTS)
+    if shift:
+        if sp.issparse(X):
+            X = sp.csr_matrix((np.ldexp(X.data, shift), X.indices, X.indptr),
+                              shape=X.shape)
+        else:
+            X = np.ldexp(X, shift)
     search = NearestNeighbors(n_neighbors=n_neighbors, n_jobs=n_jobs).fit(X)
     # kneighbors() without X leaves each sample out of its own neighbours
     distances, indices = search.kneighbors()
-    return distances, indices.astype(np.int64, copy=False)
+    return _unscaled(distances, shift), indices.astype(np.int64, copy=False)
 
 
 def exact_is_affordable(n_samples, n_features, n_neighbors):
@@ -224,13 +342,34 @@ def _device_type(device):
 def _centred_float32(X):
     """Rows centred in float64, then cast to float32 (an offset costs no precision),
     without the constant features (zero in every difference: 67 of MNIST's 784
-    pixels)."""
+    pixels); returns ``(X, points, shift)``: the float64 rows and their float32
+    copy, both times ``2**shift``.
+
+    ``shift`` is 0 unless the centred values' largest magnitude lies outside
+    ``2**FLOAT32_SAFE_EXPONENTS``; then it brings it to [0.5, 1), so that the
+    float32 squares neither overflow nor underflow (a power of two: the float32
+    products are those of the given values, scaled). X must be finite.
+    """
     X = np.asarray(X, dtype=np.float64)
-    varying = X.max(axis=0) > X.min(axis=0)
+    highest, lowest = X.max(axis=0), X.min(axis=0)
+    varying = highest > lowest
     if not varying.all():
-        X = X[:, varying]
-    X = X - X.mean(axis=0)
-    return X, np.ascontiguousarray(X, dtype=np.float32)
+        X, highest, lowest = X[:, varying], highest[varying], lowest[varying]
+    shift = 0
+    if X.size and max(highest.max(), -lowest.min()) > 2.0 ** PRESCALE_EXPONENT:
+        # scaled before the mean, whose sum could overflow
+        shift = -math.frexp(max(highest.max(), -lowest.min()))[1]
+        X = np.ldexp(X, shift)
+        highest, lowest = X.max(axis=0), X.min(axis=0)
+    mean = X.mean(axis=0)
+    X = X - mean
+    # the centred values' extremes, as the subtraction rounds them
+    peak = max((highest - mean).max(), (mean - lowest).max()) if X.size else 0.0
+    extra = _power_of_two_shift(float(peak), FLOAT32_SAFE_EXPONENTS)
+    if extra:
+        X = np.ldexp(X, extra)
+        shift += extra
+    return X, np.ascontiguousarray(X, dtype=np.float32), shift
 
 
 def approximate_kneighbors(X, n_neighbors, *, n_threads=1, seed=0, n_probe=None):
@@ -240,11 +379,20 @@ def approximate_kneighbors(X, n_neighbors, *, n_threads=1, seed=0, n_probe=None)
     sqrt(n_samples) cells found by k-means (seeded by ``seed``); each row is
     searched in its ``n_probe`` nearest cells (``None``:
     ``skdiffclust._ivf.probed_cells``). A row whose cells hold too few others
-    (tiny data) is searched exactly instead.
+    (tiny data) is searched exactly instead. X and ``n_neighbors`` are checked
+    as :func:`kneighbors` checks them.
     """
+    X = check_kneighbors_arguments(X, n_neighbors, algorithm="approximate")
+    if sp.issparse(X):
+        raise TypeError("The approximate neighbour search needs dense features; X "
+                        "is sparse.")
+    return _approximate(X, n_neighbors, n_threads=n_threads, seed=seed, n_probe=n_probe)
+
+
+def _approximate(X, n_neighbors, *, n_threads=1, seed=0, n_probe=None):
     from skdiffclust._ivf import ivf_kneighbors  # numba kernels: compiled on first use
 
-    X, points = _centred_float32(X)
+    X, points, shift = _centred_float32(X)
     indices = ivf_kneighbors(points, n_neighbors, seed=seed, n_threads=n_threads,
                              n_probe=n_probe)
     incomplete = np.flatnonzero((indices < 0).any(1))
@@ -252,7 +400,8 @@ def approximate_kneighbors(X, n_neighbors, *, n_threads=1, seed=0, n_probe=None)
         search = NearestNeighbors(n_neighbors=n_neighbors + 1).fit(X)
         rows = search.kneighbors(X[incomplete], return_distance=False)
         indices[incomplete] = _without_self(rows, n_neighbors, incomplete)
-    return _sorted_by_exact_distance(X, indices, n_threads)
+    distances, indices = _sorted_by_exact_distance(X, indices, n_threads)
+    return _unscaled(distances, shift), indices
 
 
 def _without_self(found, n_neighbors, rows=None):
@@ -278,11 +427,23 @@ def torch_kneighbors(X, n_neighbors, device, block_rows=None, n_threads=1):
     and ``topk`` running on one thread: the neighbours found do not depend on the
     thread count (a multi-threaded product may split its sums differently).
 
+    X and ``n_neighbors`` are checked as :func:`kneighbors` checks them; data far
+    from unit scale are searched times a power of two (exact), the distances
+    given in X's units.
+
     Returns ``(distances, neighbours)`` as NumPy arrays of shape (n, n_neighbors).
     """
+    X = check_kneighbors_arguments(X, n_neighbors)
+    if sp.issparse(X):
+        raise TypeError("The blockwise torch search needs dense features; X is sparse.")
+    return _torch_search(X, n_neighbors, device, block_rows=block_rows,
+                         n_threads=n_threads)
+
+
+def _torch_search(X, n_neighbors, device, block_rows=None, n_threads=1):
     import torch
 
-    X, points = _centred_float32(X)
+    X, points, shift = _centred_float32(X)
     n = X.shape[0]
     device = torch.device(device)
     points = torch.as_tensor(points, device=device)
@@ -307,7 +468,9 @@ def torch_kneighbors(X, n_neighbors, device, block_rows=None, n_threads=1):
             search(start)
     else:
         _run_single_threaded_blocks(search, starts, n_threads)
-    return _sorted_by_exact_distance(X, neighbours.to("cpu").numpy(), n_threads)
+    distances, neighbours = _sorted_by_exact_distance(X, neighbours.to("cpu").numpy(),
+                                                      n_threads)
+    return _unscaled(distances, shift), neighbours
 
 
 def _run_single_threaded_blocks(function, starts, n_threads):
@@ -366,12 +529,14 @@ def _sorted_by_exact_distance(X, neighbours, n_threads=1):
 
     A numba kernel reads the rows in place (a NumPy difference of each row with
     its neighbours made temporaries of n_neighbors times the data: 70 s of CPU at
-    60,000 x 784 and 150 neighbours, against 2 s).
+    60,000 x 784 and 150 neighbours, against 2 s). Its inputs are checked first
+    (:func:`_check_distance_inputs`): it indexes without bounds checks.
     """
     import numba
 
     X = np.ascontiguousarray(X, dtype=np.float64)
     neighbours = np.ascontiguousarray(neighbours, dtype=np.int64)
+    _check_distance_inputs(X, neighbours)
     squared = np.empty(neighbours.shape)
     previous = numba.get_num_threads()
     numba.set_num_threads(max(1, min(int(n_threads), numba.config.NUMBA_NUM_THREADS)))
@@ -385,6 +550,25 @@ def _sorted_by_exact_distance(X, neighbours, n_threads=1):
     order = np.argsort(distances, axis=1, kind="stable")
     return (np.take_along_axis(distances, order, 1),
             np.take_along_axis(neighbours, order, 1))
+
+
+def _check_distance_inputs(X, neighbours):
+    """What :func:`_squared_distances_to` needs to index in range and to sum
+    finite squares: one list of neighbours per row, each a row number, and finite
+    values whose squared differences summed over the features stay below
+    float64's largest (the searches hand it their centred, scaled rows)."""
+    n_samples, n_features = X.shape
+    if neighbours.ndim != 2 or neighbours.shape[0] != n_samples:
+        raise ValueError(f"neighbours must have one row per sample ({n_samples}); got "
+                         f"shape {neighbours.shape}.")
+    if neighbours.size and (neighbours.min() < 0 or neighbours.max() >= n_samples):
+        raise ValueError(f"neighbours must be row numbers from 0 to {n_samples - 1}; "
+                         f"got {neighbours.min()} to {neighbours.max()}.")
+    peak = _peak(X)
+    limit = math.sqrt(np.finfo(np.float64).max / (4 * max(n_features, 1)))
+    if not peak <= limit:  # NaN too
+        raise ValueError(f"X must be finite with magnitudes up to {limit:.3g} (their "
+                         f"squared distances overflow float64); got {peak:.3g}.")
 
 
 def recall(found, exact):

@@ -196,8 +196,8 @@ def test_approximate_recall_with_many_features_and_150_neighbours():
 
 def test_auto_searches_approximately_above_the_threshold(monkeypatch):
     calls = []
-    search = _neighbors.approximate_kneighbors
-    monkeypatch.setattr(_neighbors, "approximate_kneighbors",
+    search = _neighbors._approximate
+    monkeypatch.setattr(_neighbors, "_approximate",
                         lambda *args, **kwargs: calls.append(1) or search(*args, **kwargs))
     monkeypatch.setattr(_neighbors, "AUTO_EXACT_MAX_SAMPLES", 500)
     monkeypatch.setattr(_neighbors, "EXACT_COST_FACTOR", 0.0)  # exact never affordable
