@@ -20,7 +20,8 @@ from skdiffclust._utils._random import derive_seeds
 from skdiffclust._utils._state import keeps_state_on_failure
 from skdiffclust._utils._threads import host_threads
 from skdiffclust._utils._validation import ANY_INTEGER, NumberInterval
-from skdiffclust.deep._images import PixelScale, check_images, reduced_side
+from skdiffclust.deep._images import (
+    PixelScale, check_images, float32_precision, reduced_side)
 from skdiffclust.deep._inference import forward
 from skdiffclust.deep._settings import Augmentation, DeepSettings
 
@@ -184,7 +185,15 @@ class DeepImageClustering(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Clu
         Epochs of the clustering phase.
 
     pixel_mean_, pixel_scale_ : float
-        The centring and scale of the pixels (over the training images).
+        The centring and scale of the pixels (their mean and standard deviation
+        over the training images, outliers clipped).
+
+    pixel_range_ : ndarray of shape (3,)
+        The 0.1th and 99.9th percentiles of the training images' pixels, and the
+        1st percentile of the images' own ranges (largest minus smallest pixel).
+        Pixels farther beyond the first two than 3 times their difference are
+        outliers: clipped to that bound, with a warning, in ``fit`` and
+        ``predict`` alike.
 
     image_shape_ : tuple of int
         ``(channels, height, width)`` of the images.
@@ -199,6 +208,19 @@ class DeepImageClustering(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Clu
     See Also
     --------
     skdiffclust.prcut.PRCut : The ratio cut of a graph, with the user's network.
+
+    Notes
+    -----
+    The network reads the pixels centred and scaled by the training images'
+    ``pixel_mean_`` and ``pixel_scale_``: a fit does not depend on the images'
+    units (a rescaled and shifted copy of the images gives the same labels, up to
+    the rounding of its pixels), but ``predict``, ``predict_proba`` and
+    ``transform`` read new images in the training images' units, and warn when
+    their pixels are on another scale (their range beyond the outliers' bounds,
+    more than 4 times wider than the training pixels', or 4 times narrower than
+    most training images'; see ``pixel_range_``). The pixels are rounded to
+    float32's precision first: float32 and float64 copies of the same images
+    give the same labels.
 
     Examples
     --------
@@ -289,15 +311,19 @@ class DeepImageClustering(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Clu
                 f"n_clusters={self.n_clusters} must be <= n_samples={n_samples}.")
         settings = self._settings(n_samples)
         fit, torch_utils = _import_training()
-        scale = PixelScale(images)
+        pixels = float32_precision(images)  # float32 and float64 copies read alike
+        scale = PixelScale(pixels, stacklevel=4)
+        scaled = scale(pixels)
+        del pixels
         seeds = derive_seeds(self.random_state, N_SEEDS)
         network, graph, start, result, kept, self_labelled = fit.fit_network(
-            scale(images), settings, seeds, type(self).__name__)
+            scaled, settings, seeds, type(self).__name__)
         # the network as NumPy arrays: predict and pickles need no torch
         self.network_state_ = torch_utils.state_to_numpy(network)
         self.input_side_ = reduced_side(self.image_shape_, settings.max_side)
         self.pixel_mean_, self.pixel_scale_ = scale.mean, scale.scale
-        embedding, proba = forward(self.network_state_, scale(images), self.input_side_,
+        self.pixel_range_ = scale.range
+        embedding, proba = forward(self.network_state_, scaled, self.input_side_,
                                    settings.n_threads)
         self.labels_ = proba.argmax(1).astype(np.int64)
         self._n_features_out = embedding.shape[1]  # get_feature_names_out, set_output
@@ -315,7 +341,7 @@ class DeepImageClustering(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Clu
             warnings.warn(
                 f"Only {used} of the n_clusters={self.n_clusters} clusters hold training "
                 "images" + (": the images are all identical." if identical else "."),
-                UserWarning, stacklevel=3)
+                UserWarning, stacklevel=4)
         return self
 
     def _settings(self, n_samples):
@@ -346,15 +372,19 @@ class DeepImageClustering(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Clu
             device=torch_utils.resolve_device(self.device),
             n_threads=host_threads(self.n_jobs, on_cuda=False), verbose=bool(self.verbose))
 
-    def _scaled(self, X):
+    def _scaled(self, X, stacklevel=1):
+        """Images X as the network reads them: in the training images' units (a
+        warning when they are on another scale; ``stacklevel`` from the caller)."""
         check_is_fitted(self)
-        images = check_images(self, X, reset=False)
-        return ((np.asarray(images, dtype=np.float64) - self.pixel_mean_)
-                / self.pixel_scale_).astype(np.float32)
+        pixels = float32_precision(check_images(self, X, reset=False))
+        scale = PixelScale.fitted(self.pixel_mean_, self.pixel_scale_, self.pixel_range_)
+        scale.check(pixels, type(self).__name__, stacklevel=stacklevel + 1)
+        return scale(pixels)
 
-    def _forward(self, X):
-        """The embeddings and probabilities of images X (the network, in NumPy)."""
-        images = self._scaled(X)  # checks that the model is fitted
+    def _forward(self, X, stacklevel=2):
+        """The embeddings and probabilities of images X (the network, in NumPy);
+        ``stacklevel`` of its warnings counts from the caller."""
+        images = self._scaled(X, stacklevel + 1)  # checks that the model is fitted
         return forward(self.network_state_, images, self.input_side_,
                        host_threads(self.n_jobs, on_cuda=False))
 
@@ -386,7 +416,7 @@ class DeepImageClustering(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Clu
         labels : ndarray of shape (n_queries,)
             Cluster of each sample.
         """
-        return self.predict_proba(X).argmax(1).astype(np.int64)
+        return self._forward(X)[1].argmax(1).astype(np.int64)
 
     def transform(self, X):
         """The network's embedding of images (its layer before the heads).
@@ -401,7 +431,7 @@ class DeepImageClustering(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Clu
         embedding : ndarray of shape (n_queries, 128)
             In float64.
         """
-        return self._forward(X)[0]
+        return self._forward(X, stacklevel=3)[0]  # under set_output's wrapper
 
     @property
     def module_(self):
