@@ -5,6 +5,7 @@ kernels (they compile on first use and are cached on disk).
 """
 
 from skdiffclust.clam import ClAM
+from skdiffclust.deep import DeepImageClustering
 from skdiffclust.forest import (
     SpanningForestClustering,
     constraints_from_labels,
@@ -17,6 +18,7 @@ __version__ = "0.1.0.dev0"
 
 __all__ = [
     "ClAM",
+    "DeepImageClustering",
     "PRCut",
     "SparseGEMINI",
     "SpanningForestClustering",

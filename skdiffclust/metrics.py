@@ -10,7 +10,7 @@ from sklearn.pipeline import Pipeline
 from sklearn.utils import check_array, check_scalar
 from sklearn.utils.validation import check_consistent_length, column_or_1d
 
-from skdiffclust._utils._validation import check_magnitude, spread_unit
+from skdiffclust._utils._validation import array_ndim, check_magnitude, spread_unit
 from skdiffclust.forest._scores import batch_error, pair_error
 from skdiffclust.prcut import ratio_cut
 
@@ -150,7 +150,9 @@ def _labels_and_space(estimator, X):
 
     Uses ``predict`` when the estimator has it, else ``fit_predict`` on X (for
     clusterers such as AgglomerativeClustering). In a pipeline, the score is
-    computed on X transformed by the steps before the clusterer.
+    computed on X transformed by the steps before the clusterer. Images (X of
+    more than two axes, as DeepImageClustering reads them) are scored as rows of
+    their pixels: Euclidean distances between images, whatever their layout.
     """
     space = X
     if isinstance(estimator, Pipeline) and len(estimator.steps) > 1:
@@ -159,6 +161,9 @@ def _labels_and_space(estimator, X):
         labels = estimator.predict(X)
     else:
         labels = estimator.fit_predict(X)
+    if array_ndim(space) > 2:
+        space = np.asarray(space)
+        space = space.reshape(space.shape[0], -1)
     return np.asarray(labels), space
 
 
@@ -179,7 +184,8 @@ def silhouette_scorer(estimator, X, y=None):
     Parameters
     ----------
     estimator : fitted clusterer or pipeline
-    X : array-like of shape (n_samples, n_features)
+    X : array-like of shape (n_samples, n_features) or (n_samples, ...)
+        Samples, or images (scored as rows of their pixels).
     y : ignored
 
     Returns
@@ -201,7 +207,8 @@ def calinski_harabasz_scorer(estimator, X, y=None):
     Parameters
     ----------
     estimator : fitted clusterer or pipeline
-    X : array-like of shape (n_samples, n_features)
+    X : array-like of shape (n_samples, n_features) or (n_samples, ...)
+        Samples, or images (scored as rows of their pixels).
     y : ignored
 
     Returns

@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from sklearn.cluster import AgglomerativeClustering, KMeans
 from sklearn.datasets import make_blobs
-from sklearn.metrics import silhouette_score
+from sklearn.metrics import calinski_harabasz_score, silhouette_score
 from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
@@ -145,3 +145,24 @@ def test_batch_clustering_error_of_tiny_values_is_that_of_the_values():
     X, y = make_blobs(100, centers=3, cluster_std=2.0, random_state=1)
     assert batch_clustering_error(y, X * 1e-200, n_clusters=3) == \
         batch_clustering_error(y, X, n_clusters=3)
+
+
+class _Brightness:
+    """A fitted clusterer of images (n, ...): cluster 1 for the brighter half."""
+
+    def predict(self, X):
+        means = np.asarray(X).reshape(len(X), -1).mean(1)
+        return (means > np.median(means)).astype(int)
+
+
+def test_scorers_read_images_as_rows_of_pixels():
+    # images of 3 or 4 axes (grey, channels first or last) reached scikit-learn's
+    # scores, which refuse arrays of more than 2 dimensions
+    images = np.random.default_rng(0).random((30, 3, 5, 4))
+    for X in (images, images.transpose(0, 2, 3, 1), images.tolist(), images[:, 0]):
+        pixels = np.reshape(X, (30, -1))
+        labels = _Brightness().predict(pixels)
+        assert silhouette_scorer(_Brightness(), X) == pytest.approx(
+            silhouette_score(pixels, labels), rel=1e-12)
+        assert calinski_harabasz_scorer(_Brightness(), X) == pytest.approx(
+            calinski_harabasz_score(pixels, labels), rel=1e-12)

@@ -56,10 +56,22 @@ class DeepImageClustering(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Clu
         Number of clusters.
 
     image_shape : tuple of int, default=None
-        ``(height, width)`` or ``(channels, height, width)`` of each image when X
-        holds rows of pixels. ``None``: X of shape ``(n, height, width)`` or
-        ``(n, channels, height, width)``, or rows of a square number of pixels
-        (grey images: 784 values are 28 x 28).
+        ``(height, width)``, ``(channels, height, width)`` or ``(height, width,
+        channels)`` (read as ``channels`` says) of each image when X holds rows
+        of pixels. ``None``: X of shape ``(n, height, width)``, ``(n, channels,
+        height, width)`` or ``(n, height, width, channels)``, or rows of a
+        square number of pixels (grey images: 784 values are 28 x 28).
+
+    channels : {'auto', 'first', 'last'}, default='auto'
+        Where the channels are in X of four axes (and in an ``image_shape`` of
+        three values): ``'first'`` (``(n, channels, height, width)``),
+        ``'last'`` (``(n, height, width, channels)``, as PIL, imageio and
+        matplotlib give images), or ``'auto'``: last when the last axis has 1,
+        3 or 4 values and the second does not, first when the last does not; a
+        shape both could describe, such as
+        ``(n, 3, 8, 3)`` or ``(n, 4, 4, 4)``, is refused with a message naming
+        both readings. The same images give the same labels in either layout;
+        new images must come in the training images' layout (``channels_``).
 
     n_neighbors : int, default=10
         Neighbours of each image in the graph.
@@ -198,6 +210,10 @@ class DeepImageClustering(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Clu
     image_shape_ : tuple of int
         ``(channels, height, width)`` of the images.
 
+    channels_ : {'first', 'last'}
+        Where the training images held their channels (the layout ``predict``,
+        ``predict_proba``, ``transform`` and ``score`` read).
+
     n_features_in_ : int
         Values per image.
 
@@ -234,6 +250,7 @@ class DeepImageClustering(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Clu
     _parameter_constraints: dict = {
         "n_clusters": [NumberInterval(Integral, 2, None, closed="left")],
         "image_shape": ["array-like", None],
+        "channels": [StrOptions({"auto", "first", "last"})],
         "n_neighbors": [NumberInterval(Integral, 1, None, closed="left")],
         "n_eigenvectors": [NumberInterval(Integral, 1, None, closed="left"),
                            StrOptions({"auto"})],
@@ -256,7 +273,7 @@ class DeepImageClustering(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Clu
         "verbose": ["verbose"],
     }
 
-    def __init__(self, n_clusters=8, *, image_shape=None, n_neighbors=10,
+    def __init__(self, n_clusters=8, *, image_shape=None, channels="auto", n_neighbors=10,
                  n_eigenvectors="auto", n_heads=5, gamma=1.0, self_labelling=0,
                  confidence=0.99, max_rotation=15.0, max_scale=0.1, max_shift=0.1,
                  max_side=32, batch_size=256, learning_rate=1e-3, max_iter="auto", tol=1e-3,
@@ -264,6 +281,7 @@ class DeepImageClustering(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Clu
                  verbose=False):
         self.n_clusters = n_clusters
         self.image_shape = image_shape
+        self.channels = channels
         self.n_neighbors = n_neighbors
         self.n_eigenvectors = n_eigenvectors
         self.n_heads = n_heads
@@ -292,9 +310,10 @@ class DeepImageClustering(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Clu
         Parameters
         ----------
         X : array-like of shape (n_samples, height, width), (n_samples, channels, \
-                height, width) or (n_samples, n_pixels)
+                height, width), (n_samples, height, width, channels) or \
+                (n_samples, n_pixels)
             Training images (rows of pixels need ``image_shape`` unless they are
-            square grey images).
+            square grey images; ``channels`` says where the channels are).
 
         y : Ignored
             Not used, present for API consistency by convention.
@@ -331,6 +350,10 @@ class DeepImageClustering(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Clu
         self.affinity_matrix_ = graph
         self.head_ = kept
         self.self_labelled_ = bool(self_labelled)
+        # score's graph and objective: the fit's, whatever set_params changes later
+        self._graph_with = dict(n_clusters=settings.n_clusters,
+                                n_neighbors=settings.n_neighbors, gamma=settings.gamma,
+                                feature_seed=seeds[0])
         curve = np.atleast_2d(result.loss_curve.T).T if result.loss_curve.size else \
             np.empty((0, settings.n_heads))
         self.loss_curve_ = np.asarray(curve[:, kept], dtype=np.float64)
@@ -432,6 +455,44 @@ class DeepImageClustering(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Clu
             In float64.
         """
         return self._forward(X, stacklevel=3)[0]  # under set_output's wrapper
+
+    def score(self, X, y=None):
+        """Minus the objective of the partition ``predict`` gives X (higher is better).
+
+        The objective by which ``fit`` judges a partition of its images (PRCut's,
+        at hard assignments): the ratio cut of the kNN graph of the images'
+        gradient histograms, built as ``fit`` builds it, in units of the graph's
+        total weight, plus ``gamma`` times the KL divergence of the cluster
+        proportions from uniform; on the training images, that of ``labels_`` on
+        ``affinity_matrix_``. Like :meth:`PRCut.score
+        <skdiffclust.prcut.PRCut.score>` and k-means' inertia, it compares fits
+        with the same number of clusters; ``GridSearchCV`` uses it when given no
+        scorer. Needs PyTorch (the gradient histograms).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_queries, ...)
+            At least two images, shaped as in ``fit``.
+
+        y : Ignored
+            Not used, present for API consistency by convention.
+
+        Returns
+        -------
+        score : float
+            Minus the objective; 0 for a partition that cuts no edge into clusters
+            of equal sizes.
+        """
+        images = self._scaled(X, stacklevel=2)  # checks that the model is fitted
+        if images.shape[0] < 2:
+            raise ValueError(f"score needs at least 2 samples, got {images.shape[0]}.")
+        n_threads = host_threads(self.n_jobs, on_cuda=False)
+        labels = forward(self.network_state_, images, self.input_side_, n_threads)[1]
+        _import_training()
+        from skdiffclust.deep._fit import graph_objective
+
+        return 0.0 - float(graph_objective(images, labels.argmax(1), n_threads=n_threads,
+                                           **self._graph_with))
 
     @property
     def module_(self):

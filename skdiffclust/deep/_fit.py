@@ -175,16 +175,33 @@ class SelfLabelTask:
         return total, total.detach()
 
 
+def graph_of(images, n_neighbors, feature_seed, n_threads):
+    """The neighbour lists (n, n_neighbors) of the images' graph features (at most
+    n - 1 neighbours) and the symmetric kNN graph."""
+    features = graph_features(images, feature_seed)
+    n_neighbors = min(n_neighbors, images.shape[0] - 1)
+    _, neighbours = kneighbors(features, n_neighbors, algorithm="exact", n_jobs=n_threads)
+    return neighbours, affinity_from_neighbors(np.zeros(neighbours.shape), neighbours)
+
+
+def graph_objective(images, labels, *, n_clusters, n_neighbors, gamma, feature_seed,
+                    n_threads):
+    """PRCut's objective, at hard assignments, of the partition ``labels`` of the
+    (n, C, H, W) float32 images (scaled) on their graph, built as ``fit`` builds
+    it (``score``; on the training images, that of ``labels_`` on
+    ``affinity_matrix_``)."""
+    with float32_by_default(), torch_threads(n_threads):
+        _, graph = graph_of(images, n_neighbors, feature_seed, n_threads)
+    return partition_objective(graph, labels, n_clusters, gamma)
+
+
 def start_of(images, settings, *, feature_seed, start_seed):
     """The neighbour lists (n, n_neighbors) of the images' graph features, the
     symmetric kNN graph and the spectral start's labels (PRCut's start from the
     graph's shared-neighbour weights, which undo the hubs of features in many
     dimensions, its width chosen by the objective for ``'auto'``)."""
-    features = graph_features(images, feature_seed)
-    n_neighbors = min(settings.n_neighbors, images.shape[0] - 1)
-    _, neighbours = kneighbors(features, n_neighbors, algorithm="exact",
-                               n_jobs=settings.n_threads)
-    graph = affinity_from_neighbors(np.zeros(neighbours.shape), neighbours)
+    neighbours, graph = graph_of(images, settings.n_neighbors, feature_seed,
+                                 settings.n_threads)
     _, labels = spectral_start(graph, settings.n_clusters, init="spectral_snn",
                                n_eigenvectors=settings.n_eigenvectors,
                                device=torch.device("cpu"), seed=start_seed,

@@ -1,9 +1,13 @@
 """How the images reach the network: their shape, their scale (no torch).
 
-X holds images as ``(n, height, width)``, ``(n, channels, height, width)``, or
-rows of ``n_features`` values together with ``image_shape``; square grey images
-may come flattened without it (``(n, 784)`` is read as 28 x 28, ``(n, 64)`` as
-8 x 8). The network reads ``(n, channels, height, width)`` float32 images,
+X holds images as ``(n, height, width)``, ``(n, channels, height, width)``,
+``(n, height, width, channels)``, or rows of ``n_features`` values together with
+``image_shape``; square grey images may come flattened without it (``(n, 784)``
+is read as 28 x 28, ``(n, 64)`` as 8 x 8). ``channels='auto'`` reads an image's
+last axis as its channels when it is 1, 3 or 4 (grey, RGB, RGBA, as PIL, imageio
+and matplotlib give images) and its first is not, and refuses a shape it could
+read both ways (``(n, 3, 8, 3)``); the fit's layout is the one new images must
+come in. The network reads ``(n, channels, height, width)`` float32 images,
 centred and divided by one global scale (the pixels' mean and standard deviation
 over the training set), so that a fit does not depend on the images' units; new
 images are read in the training images' units, and a warning says when they
@@ -32,25 +36,62 @@ MIN_SIDE = 4
 MAX_SIDE = 32
 
 
-def image_shape_of(X_shape, image_shape):
-    """The ``(channels, height, width)`` of one image of X (the shape of X given).
+# the channel counts that ``channels='auto'`` reads on an image's last axis (grey,
+# RGB, RGBA: as PIL, imageio and matplotlib give images)
+LAST_AXIS_CHANNELS = (1, 3, 4)
 
-    Raises a ValueError when X and ``image_shape`` do not describe images.
+
+def _pixels(count):
+    return f"{count} channel{'' if count == 1 else 's'}"
+
+
+def _describe(shape, channels):
+    """Words for images of (channels, height, width) ``shape`` in a layout."""
+    words = f"{_pixels(shape[0])} of {shape[1]} x {shape[2]} pixels"
+    return words + (", channels last" if channels == "last" else "")
+
+
+def _reading(axes, channels, what):
+    """The (channels, height, width) of a 3-axis image shape ``axes`` and its
+    layout, 'first' or 'last' (``channels='auto'``: last when the last axis is 1,
+    3 or 4 and the first is not; both: a ValueError naming both readings)."""
+    if channels == "auto":
+        first, last = (axes[i] in LAST_AXIS_CHANNELS for i in (0, 2))
+        if first and last:
+            readings = (_describe(axes, "first"), _describe((axes[2], *axes[:2]), "last"))
+            raise ValueError(
+                f"{what} can be read as {readings[0]} (channels first) or as "
+                f"{readings[1]}: pass channels='first' or channels='last' to say which.")
+        channels = "last" if last else "first"
+    return ((axes[2], *axes[:2]) if channels == "last" else axes), channels
+
+
+def image_shape_of(X_shape, image_shape, channels="auto"):
+    """The ``(channels, height, width)`` of one image of X (the shape of X given)
+    and their layout in X, ``'first'`` or ``'last'`` (``channels``' reading).
+
+    Raises a ValueError when X and ``image_shape`` do not describe images, or when
+    ``channels='auto'`` could read them both ways.
     """
     sample = tuple(int(s) for s in X_shape[1:])
+    layout = "first"
     if image_shape is not None:
-        shape = _checked_image_shape(image_shape)
+        given = _checked_image_shape(image_shape)
+        if len(given) == 3:
+            shape, layout = _reading(given, channels, f"image_shape={image_shape!r}")
+        else:
+            shape = (1, *given)
         if math.prod(shape) != math.prod(sample):
             raise ValueError(
                 f"image_shape={image_shape!r} holds {math.prod(shape)} values, but each "
                 f"sample of X holds {math.prod(sample)} (X has shape {tuple(X_shape)}).")
-        if len(sample) > 1 and sample not in layouts(shape):  # images read another way
+        if len(sample) > 1 and sample not in layouts(shape, layout):  # read otherwise
             raise ValueError(
                 f"X holds images of shape {sample}, which image_shape={image_shape!r} "
                 "would read otherwise: image_shape is for rows of pixels (leave it None "
                 "for images).")
     elif len(sample) == 3:
-        shape = sample
+        shape, layout = _reading(sample, channels, f"X of shape {tuple(X_shape)}")
     elif len(sample) == 2:
         shape = (1, *sample)
     else:
@@ -58,42 +99,55 @@ def image_shape_of(X_shape, image_shape):
         if len(sample) != 1 or side * side != sample[0]:
             raise ValueError(
                 f"X has shape {tuple(X_shape)}: give images of shape (n_samples, height, "
-                "width) or (n_samples, channels, height, width), or rows of pixels with "
-                "image_shape=(height, width) or (channels, height, width).")
+                "width), (n_samples, channels, height, width) or (n_samples, height, "
+                "width, channels), or rows of pixels with image_shape=(height, width) "
+                "or (channels, height, width).")
         shape = (1, side, side)
     if min(shape[1:]) < MIN_SIDE:
+        read = ""
+        if len(sample) == 3 or (image_shape is not None and len(given) == 3):
+            read = (f" (read as {_describe(shape, layout)}; channels='first' or "
+                    "channels='last' says where the channels are)")
         raise ValueError(
             f"The images are {shape[1]} x {shape[2]} pixels; the network needs at "
-            f"least {MIN_SIDE} x {MIN_SIDE}.")
-    return shape
+            f"least {MIN_SIDE} x {MIN_SIDE}{read}.")
+    return shape, layout
 
 
 def _checked_image_shape(image_shape):
-    """``image_shape`` as (channels, height, width) of positive integers, or a
-    ValueError (fractions were truncated, nested sequences failed inside)."""
+    """``image_shape`` as a tuple of 2 or 3 positive integers, or a ValueError
+    (fractions were truncated, nested sequences failed inside)."""
     values = np.asarray(image_shape, dtype=object)
     if values.ndim != 1 or len(values) not in (2, 3) or not all(
             isinstance(v, Integral) and not isinstance(v, (bool, np.bool_)) and v >= 1
             for v in values):
         raise ValueError(
-            "image_shape must be (height, width) or (channels, height, width) of "
-            f"positive integers, got {image_shape!r}.")
-    shape = tuple(int(v) for v in values)
-    return (1, *shape) if len(shape) == 2 else shape
+            "image_shape must be (height, width), (channels, height, width) or "
+            f"(height, width, channels) of positive integers, got {image_shape!r}.")
+    return tuple(int(v) for v in values)
 
 
-def layouts(shape):
-    """The sample shapes that hold images of (channels, height, width) ``shape``:
-    itself, and (height, width) for grey images."""
-    return {shape, shape[1:]} if shape[0] == 1 else {shape}
+def layouts(shape, channels="first"):
+    """The sample shapes that hold images of (channels, height, width) ``shape``
+    in the layout ``channels``: (height, width, channels) or (channels, height,
+    width); grey images in any of these or as (height, width)."""
+    if shape[0] == 1:
+        return {shape, shape[1:], (*shape[1:], 1)}
+    return {(*shape[1:], shape[0])} if channels == "last" else {shape}
+
+
+def sample_shape(shape, channels):
+    """One image's shape in X: (channels, height, width) or (height, width, channels)."""
+    return (*shape[1:], shape[0]) if channels == "last" and shape[0] > 1 else shape
 
 
 def check_images(estimator, X, *, reset, ensure_min_samples=1):
-    """X validated (finite, float32 or float64) and reshaped to (n, C, H, W).
+    """X validated (finite, float32 or float64) and reshaped to (n, C, H, W),
+    C-contiguous (images given channels last are transposed).
 
-    ``reset`` (in ``fit``): records ``n_features_in_`` (values per image) and the
-    image shape; later calls must give images of the same shape (or rows of as
-    many values).
+    ``reset`` (in ``fit``): records ``n_features_in_`` (values per image), the
+    image shape and its layout (``channels_``); later calls must give images of
+    the same shape in the same layout (or rows of as many values, in that layout).
     """
     if array_ndim(X) == 2:
         X = validate_data(estimator, X, dtype=[np.float32, np.float64],
@@ -103,19 +157,39 @@ def check_images(estimator, X, *, reset, ensure_min_samples=1):
                         ensure_min_samples=ensure_min_samples)
         if reset:
             vars(estimator).pop("feature_names_in_", None)
-        elif tuple(X.shape[1:]) not in layouts(estimator.image_shape_):
-            # as many values in another layout (channels last, transposed) gave other
-            # images, silently
-            raise ValueError(
-                f"X has samples of shape {tuple(X.shape[1:])}, but "
-                f"{type(estimator).__name__} was fitted on images of shape "
-                f"{estimator.image_shape_} ({estimator.n_features_in_} values).")
+        else:
+            _check_layout(estimator, tuple(X.shape[1:]))
     check_magnitude(X)
     if reset:
-        shape = image_shape_of(X.shape, estimator.image_shape)
+        shape, channels = image_shape_of(X.shape, estimator.image_shape,
+                                         estimator.channels)
         estimator.n_features_in_ = int(math.prod(shape))
         estimator.image_shape_ = shape
-    return X.reshape(X.shape[0], *estimator.image_shape_)
+        estimator.channels_ = channels
+    shape = estimator.image_shape_
+    if getattr(estimator, "channels_", "first") == "last" and shape[0] > 1:
+        return np.ascontiguousarray(
+            X.reshape(X.shape[0], *shape[1:], shape[0]).transpose(0, 3, 1, 2))
+    return X.reshape(X.shape[0], *shape)
+
+
+def _check_layout(estimator, sample):
+    """Refuse new images of another shape or layout than the training images' (as
+    many values in another layout, channels last or transposed, gave other images)."""
+    shape, channels = estimator.image_shape_, getattr(estimator, "channels_", "first")
+    if sample in layouts(shape, channels):
+        return
+    fitted = sample_shape(shape, channels)
+    hint = ""
+    if shape[0] > 1 and sample == sample_shape(shape, "first" if channels == "last"
+                                               else "last"):
+        order = (0, 2, 3, 1) if channels == "last" else (0, 3, 1, 2)
+        hint = f": X.transpose{order} gives them in the training images' layout"
+    raise ValueError(
+        f"X has samples of shape {sample}, but {type(estimator).__name__} was fitted "
+        f"on images of shape {fitted} ("
+        + ("channels last, " if channels == "last" and shape[0] > 1 else "")
+        + f"{estimator.n_features_in_} values){hint}.")
 
 
 # a spread below which the pixels' squares may have lost their digits
