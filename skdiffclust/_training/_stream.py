@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from skdiffclust._utils._validation import column_extremes
+
 # the attributes a stream sets on its estimator, besides the fitted ones
 STREAM_ATTRIBUTES = ("_stream", "n_steps_", "n_samples_seen_")
 
@@ -53,6 +55,49 @@ class StreamState:
         restart: ``loss_curve_``."""
         return np.asarray([np.ravel(values)[0] for values in self.objectives],
                           dtype=np.float64)
+
+
+# A later chunk, centred and scaled as the first one was, is trained on in float32
+# (ClAM's prototypes, PRCut's network and its approximate neighbour search): its
+# squares overflow float32 beyond sqrt(3.4e38) = 1.8e19, sums over features sooner.
+# Values beyond this bound, in the first chunk's units, are refused.
+MAX_CHUNK_UNITS = 1e15
+# At the other end, a chunk whose values differ by less than this, in the first
+# chunk's units, collapses to one point (float32 keeps 7 digits of a value, and the
+# squares of its differences underflow): a chunk on another scale too, refused
+MIN_CHUNK_SPREAD = 1e-15
+
+
+def check_chunk_units(X, shift, scale, *, stream, name):
+    """Raise a ValueError, naming the call, when a chunk ``X`` (dense or sparse, finite)
+    holds values that the first chunk's centring ``shift`` and scales ``scale`` (per
+    feature, or one) take beyond :data:`MAX_CHUNK_UNITS`, or whose samples they bring
+    closer than :data:`MIN_CHUNK_SPREAD` (though not all equal): a chunk on another scale,
+    which the stream cannot represent (``name``: the estimator's). Reads each
+    feature's extremes only."""
+    if X.shape[0] == 0 or X.shape[1] == 0:
+        return
+    lowest, highest = column_extremes(X)
+    with np.errstate(over="ignore", under="ignore"):
+        largest = float(np.max(np.maximum(highest - shift, shift - lowest) / scale))
+        spread = float(np.max((highest - lowest) / scale))
+    call = len(stream.objectives) + 1
+    advice = ("it is not on the first chunk's scale. Bring it to that scale, or start "
+              "a new stream from a representative chunk (fit, or partial_fit on a new "
+              "estimator). The estimator is left as it was.")
+    if not largest <= MAX_CHUNK_UNITS:
+        raise ValueError(
+            f"The chunk passed to partial_fit (call {call}) holds values up to "
+            f"{largest:.3g} in the units of the first chunk (centred and scaled as it "
+            f"was: the stream keeps its units), beyond the {MAX_CHUNK_UNITS:.0e} that "
+            f"{name} can train on: {advice}")
+    if 0.0 < spread < MIN_CHUNK_SPREAD:
+        raise ValueError(
+            f"The samples of the chunk passed to partial_fit (call {call}) differ by "
+            f"at most {spread:.3g} in the units of the first chunk (centred and scaled "
+            f"as it was: the stream keeps its units), under the {MIN_CHUNK_SPREAD:.0e} "
+            f"that {name} can tell apart, so that they would be trained on as one "
+            f"point: {advice}")
 
 
 def resumed_stream(estimator):

@@ -45,15 +45,58 @@ def check_host_array(X, name="X"):
             f"arrays, its device parameter says where it trains. Pass {name}.cpu().")
 
 
+def check_sparse_structure(X, name="X"):
+    """Refuse, clearly, a scipy sparse matrix whose index arrays are inconsistent
+    (an index beyond its shape, a decreasing ``indptr``): SciPy's own routines read
+    them unchecked, and a column index of 10**7 in a 30 x 30 CSR matrix crashed the
+    interpreter in its subtraction. O(nnz); the matrix is not modified."""
+    if not sp.issparse(X):
+        return
+    n_rows, n_cols = X.shape
+    if X.format in ("csr", "csc"):
+        n_major, n_minor = (n_rows, n_cols) if X.format == "csr" else (n_cols, n_rows)
+        indptr, indices = np.asarray(X.indptr), np.asarray(X.indices)
+        problem = None
+        if indptr.ndim != 1 or indptr.size != n_major + 1:
+            problem = f"indptr has {indptr.size} entries, not {n_major + 1}"
+        elif indptr[0] != 0 or np.any(np.diff(indptr) < 0):
+            problem = "indptr does not start at 0 and increase"
+        elif indptr[-1] > min(indices.size, np.size(X.data)):
+            problem = f"indptr ends at {indptr[-1]}, beyond the {indices.size} stored entries"
+        elif indptr[-1] and (indices[:indptr[-1]].min() < 0
+                             or indices[:indptr[-1]].max() >= n_minor):
+            problem = f"an index is outside [0, {n_minor})"
+    elif X.format == "coo":
+        row, col = np.asarray(X.row), np.asarray(X.col)
+        problem = None
+        if row.size != col.size or row.size != np.size(X.data):
+            problem = "row, col and data have different lengths"
+        elif row.size and (row.min() < 0 or row.max() >= n_rows
+                           or col.min() < 0 or col.max() >= n_cols):
+            problem = "an index is outside the matrix's shape"
+    else:
+        return
+    if problem is not None:
+        raise ValueError(
+            f"{name} is a malformed {X.format.upper()} sparse matrix of shape {X.shape}: "
+            f"{problem}. Build it again (for example with scipy.sparse.csr_matrix"
+            "((data, (row, col)), shape=...)).")
+
+
 def validate_data(estimator, X, **params):
-    """scikit-learn's ``validate_data``, after :func:`check_host_array`."""
+    """scikit-learn's ``validate_data``, after :func:`check_host_array` and
+    :func:`check_sparse_structure`."""
     check_host_array(X)
+    check_sparse_structure(X)
     return sklearn_validate_data(estimator, X, **params)
 
 
 def check_array(array, **params):
-    """scikit-learn's ``check_array``, after :func:`check_host_array`."""
-    check_host_array(array, params.get("input_name") or "X")
+    """scikit-learn's ``check_array``, after :func:`check_host_array` and
+    :func:`check_sparse_structure`."""
+    name = params.get("input_name") or "X"
+    check_host_array(array, name)
+    check_sparse_structure(array, name)
     return sklearn_check_array(array, **params)
 
 
@@ -101,16 +144,23 @@ N_TRIPLETS = 1000
 def looks_like_distances(S):
     """Whether a dense square matrix looks like distances rather than similarities.
 
-    Zero diagonal, positive elsewhere, and square roots that satisfy the triangle
-    inequality on sampled triplets (those of a metric's distances and of squared
-    Euclidean distances do; a kernel with its diagonal set to zero, as some papers
-    ask of an affinity, does not: two close samples and a far one break it).
+    Each sample strictly nearer itself than any other (every off-diagonal entry of
+    a row above its diagonal entry, which is non-negative: zero for distances, a
+    constant for distances plus one), and square roots of the off-diagonal entries
+    that satisfy the triangle inequality on sampled triplets (those of a metric's
+    distances, of squared Euclidean distances, and of either plus a constant do; a
+    kernel with its diagonal set to zero, as some papers ask of an affinity, does
+    not: two close samples and a far one break it). Similarities put the diagonal
+    at the top of its row instead (an RBF kernel, cosine similarities, a kNN
+    graph with self-loops), or have zeros off the diagonal (a kNN graph).
     """
     n = S.shape[0]
     # cheap tests first: most similarity matrices fail them on their first row
-    if n < 2 or np.any(np.diagonal(S) != 0) or S[0].min() < 0 or S.min() < 0:
+    if n < 2 or not _nearest_itself(S, 0, 1) or S.min() < 0:
         return False
-    if np.count_nonzero(S) != n * (n - 1):
+    step = max(1, (1 << 20) // n)  # rows per block: 8 MiB of float64
+    if not all(_nearest_itself(S, start, min(start + step, n))
+               for start in range(0, n, step)):
         return False
     i, j, k = np.random.default_rng(0).integers(0, n, size=(3, N_TRIPLETS))
     distinct = (i != j) & (j != k) & (i != k)
@@ -121,6 +171,16 @@ def looks_like_distances(S):
     return not np.any(excess > tolerance)
 
 
+def _nearest_itself(S, start, stop):
+    """Whether each row of S[start:stop] has a non-negative diagonal entry below
+    every other entry of the row."""
+    rows = np.array(S[start:stop], dtype=np.float64)
+    positions = np.arange(start, stop)
+    diagonal = rows[positions - start, positions].copy()
+    rows[positions - start, positions] = np.inf
+    return bool(np.all(diagonal >= 0) and np.all(rows.min(axis=1) > diagonal))
+
+
 def warn_if_looks_like_distances(S, name, *, kind, consequence, fix, stacklevel):
     """Warn when ``S``, where ``kind`` of matrix is expected (larger means more
     similar), looks like distances (:func:`looks_like_distances`): say what the
@@ -128,8 +188,9 @@ def warn_if_looks_like_distances(S, name, *, kind, consequence, fix, stacklevel)
     Dense matrices only. ``stacklevel`` counts from the caller."""
     if isinstance(S, np.ndarray) and looks_like_distances(S):
         warnings.warn(
-            f"{name} looks like a distance matrix (zero diagonal, positive elsewhere), "
-            f"but {kind} matrix is expected (larger means more similar): {consequence}. "
+            f"{name} looks like a distance matrix (each sample is nearer itself than "
+            f"any other: its diagonal is the smallest entry of each row), but {kind} "
+            f"matrix is expected (larger means more similar): {consequence}. "
             f"Pass {fix} instead of D; silence this warning if {name} really is "
             f"{kind} matrix.",
             UserWarning, stacklevel=stacklevel + 1,
@@ -257,9 +318,8 @@ def center_and_scale(X):
     peak = float(np.max(np.abs(Z))) if Z.size else 0.0
     if peak == 0.0:
         return Z, shift, 1.0
-    # a constant feature's deviations are rounding: exactly 0 instead (the test is
-    # the same on Z / peak, whose squares cannot underflow)
-    constant = constant_features((Z / peak).var(axis=0), shift / peak, X.shape[0])
+    # a constant feature's deviations are rounding: exactly 0 instead
+    constant = constant_features(X)
     if constant.any():
         Z[:, constant] = 0.0
         peak = float(np.max(np.abs(Z)))
@@ -269,13 +329,40 @@ def center_and_scale(X):
     return Z / scale, shift, scale
 
 
-def constant_features(variance, mean, n_samples):
-    """Features whose variance is the rounding of a constant's (scikit-learn's
-    bound for its scalers): a column of 0.1 has a mean that is not exactly 0.1,
-    and deviations of 1e-17 that, divided by their own spread, became noise of
-    order 1."""
-    eps = np.finfo(np.float64).eps
-    return variance <= n_samples * eps * variance + (n_samples * mean * eps) ** 2
+# the relative range of a feature that is a constant's rounding
+CONSTANT_EPS = 2 * float(np.finfo(np.float64).eps)
+
+
+def constant_features(X):
+    """The features of X (dense or sparse; finite) that are constant up to rounding:
+    their range (largest minus smallest value) is at most :data:`CONSTANT_EPS`
+    times their largest magnitude, two to four units in the last place of float64
+    (0.1 and 0.3 - 0.2 differ by two).
+
+    Centred by their computed mean, such features have deviations of 1e-17 that,
+    divided by their own spread, would be noise of order 1. The test reads the
+    values themselves, not the mean and the variance: a bound on the variance that
+    grew with ``n_samples * |mean| * eps`` (scikit-learn's, for its scalers) took
+    300 distinct samples shifted by 1e14, whose differences float64 still holds,
+    for identical.
+    """
+    lowest, highest = column_extremes(X)
+    magnitude = np.maximum(np.abs(lowest), np.abs(highest))
+    return highest - lowest <= CONSTANT_EPS * magnitude
+
+
+def column_extremes(X):
+    """Each column's smallest and largest value, float64 (implicit zeros count)."""
+    if X.shape[0] == 0:
+        return np.zeros(X.shape[1]), np.zeros(X.shape[1])
+    if hasattr(X, "toarray"):
+        return (np.asarray(X.min(axis=0).toarray(), dtype=np.float64).ravel(),
+                np.asarray(X.max(axis=0).toarray(), dtype=np.float64).ravel())
+    if X.shape[1] <= COLUMNWISE_MAX_FEATURES:
+        return (np.array([X[:, j].min() for j in range(X.shape[1])], dtype=np.float64),
+                np.array([X[:, j].max() for j in range(X.shape[1])], dtype=np.float64))
+    return (np.asarray(X.min(axis=0), dtype=np.float64),
+            np.asarray(X.max(axis=0), dtype=np.float64))
 
 
 def consistent_sparse_indices(X):

@@ -374,6 +374,7 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
             X = validate_data(self, X, accept_sparse="csr", dtype=[np.float64, np.float32],
                               reset=False)
             check_magnitude(X)
+            stream.check_chunk(X)
             stream = stream.copy()  # a failed call leaves the estimator as it was
         n_threads = effective_n_jobs(self.n_jobs)
         data = stream.data(X)

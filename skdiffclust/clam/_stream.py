@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from skdiffclust._training._optim import ReduceOnPlateau
-from skdiffclust._training._stream import StreamState
+from skdiffclust._training._stream import StreamState, check_chunk_units
 from skdiffclust.clam._data import ScaledData
 from skdiffclust.clam._trainer import (
     AdamState,
@@ -60,6 +60,13 @@ class ClamStream(StreamState):
                    dynamics=dynamics, trainer_state=trainer_state, schedule=schedule,
                    budget=np.full(initial.shape[0], initial.shape[1]),
                    score_seed=score_seed)
+
+    def check_chunk(self, X):
+        """Refuse a later chunk (validated) that the first chunk's centring and scale
+        cannot hold (:func:`~skdiffclust._training._stream.check_chunk_units`);
+        unit rows (``cosine``) have no units."""
+        if not self.cosine:
+            check_chunk_units(X, self.shift, self.scale, stream=self, name="ClAM")
 
     def data(self, X):
         """A chunk in the first chunk's coordinates."""

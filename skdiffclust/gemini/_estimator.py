@@ -391,8 +391,8 @@ default='mmd_ovo'
             X = validate_data(self, X, accept_sparse="csr", dtype=[np.float64, np.float32],
                               reset=False)
             check_magnitude(X)
+            stream.check_chunk(X)  # in the first chunk's standardisation and geometry
             stream = stream.copy()  # a failed call leaves the estimator as it was
-            # in the first chunk's standardisation and geometry
             problem = self._problem(X, stream.standardisation, stream.geometry,
                                     stream_batch_size(self.batch_size, X.shape[0]))
         with self._threads():

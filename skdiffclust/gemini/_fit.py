@@ -22,7 +22,7 @@ from sklearn.metrics import adjusted_rand_score
 
 from skdiffclust._training import EveryEpoch, run_epochs
 from skdiffclust._training._optim import Adam, SGDMomentum
-from skdiffclust._training._stream import StreamState
+from skdiffclust._training._stream import StreamState, check_chunk_units
 from skdiffclust.gemini._data import CHUNK
 from skdiffclust.gemini._models import (
     SKIP,
@@ -179,6 +179,15 @@ class GeminiStream(StreamState):
                    reseeder=EmptyClusterReseeder(problem, R, K, rng) if settings.reseed
                    else None, standardisation=problem.standardisation,
                    geometry=problem.geometry)
+
+    def check_chunk(self, X):
+        """Refuse a later chunk (validated) that the first chunk's units cannot hold
+        (:func:`~skdiffclust._training._stream.check_chunk_units`): the model's
+        (per feature) and the kernel's (one scale, for the features it reads)."""
+        units = self.standardisation
+        scale = np.where(units.kernel_weights > 0,
+                         np.minimum(units.scale, units.global_scale), units.scale)
+        check_chunk_units(X, units.mean, scale, stream=self, name="SparseGEMINI")
 
     def pass_over(self, problem, settings):
         """One pass over a chunk (``problem``, in the first chunk's standardisation and

@@ -19,7 +19,7 @@ from skdiffclust._utils._state import keeps_state_on_failure
 from skdiffclust._utils._validation import (ANY_INTEGER, NumberInterval,
                                             check_hidden_layer_sizes, check_magnitude,
                                             check_n_clusters, validate_data)
-from skdiffclust.prcut._graph import build_graph, query_objective
+from skdiffclust.prcut._graph import query_objective
 from skdiffclust.prcut._inference import (
     NETWORK_ATTRIBUTES,
     exported_network,
@@ -32,7 +32,6 @@ from skdiffclust.prcut._inputs import (
     check_fit_inputs,
     check_nd_samples,
     check_stream_affinity,
-    flat,
     reads_rows,
     score_graph_source,
     x_is_affinity,
@@ -71,8 +70,9 @@ class PRCut(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Bas
         sparse, and the network reads its rows (:ref:`prcut_parameters`).
 
     n_neighbors : int, default=10
-        Neighbours per sample of the graph. Clipped, with a warning, to
-        ``n_samples - 1``.
+        Neighbours per sample of the graph, among the distinct samples: each copy
+        of a duplicated sample has its own, and is joined to its copies. Clipped,
+        with a warning, to the distinct samples less one.
 
     neighbors_algorithm : {'auto', 'exact', 'approximate'}, default='auto'
         How the graph's neighbours are searched: ``'exact'`` (scikit-learn or
@@ -371,11 +371,12 @@ class PRCut(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Bas
         """One pass over a chunk of the data, continuing the previous calls' training.
 
         The first call starts from its chunk as ``fit`` does and freezes the
-        centring and scales of its features (feed a representative first chunk).
-        Each call builds its chunk's own kNN graph and makes one pass over it,
-        continuing the network, Adam's state, P-bar and the annealing; the stream,
-        not ``max_iter``, decides how long training lasts. ``n_iter_`` counts the
-        calls. Trains on the CPU, whatever ``device`` (:ref:`streaming`).
+        centring and scales of its features (feed a representative first chunk;
+        a later chunk beyond 1e15 of those units is refused). Each call builds its
+        chunk's own kNN graph and makes one pass over it, continuing the network,
+        Adam's state, P-bar and the annealing; the stream, not ``max_iter``, decides
+        how long training lasts. ``n_iter_`` counts the calls. Trains on the CPU,
+        whatever ``device`` (:ref:`streaming`).
 
         Parameters
         ----------
@@ -412,12 +413,8 @@ class PRCut(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Bas
                 stream_seed=seeds[-1],
                 seeds=[seeds[2 * i:2 * i + 2] for i in range(self.n_init)],
                 fit_target=0.0 if whole else training.INIT_ERROR_TARGET)
-        else:
-            scaling = stream.scaling.applied_to(flat(X))
-            graph = build_graph(scaling, start, settings.device)
-            stream = stream.copy()  # a failed call leaves the estimator as it was
-            inputs, settings = network_input(X, scaling, settings)
-            weights = stream.pass_over(inputs, graph, settings=settings)
+        else:  # on a copy: a failed call leaves the estimator as it was
+            stream, scaling, graph, weights = stream.continued(X, start, settings)
         network, labels = exported_network(weights, X, scaling, self.module, torch_utils)
         self._set_fitted(network, labels, graph, stream.curve())
         keep_stream(self, stream)

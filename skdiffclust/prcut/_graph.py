@@ -18,6 +18,7 @@ from scipy.sparse.csgraph import connected_components
 from skdiffclust._neighbors import kneighbors
 from skdiffclust._utils._numba import jit
 from skdiffclust._utils._symmetry import summarise
+from skdiffclust._utils._validation import check_sparse_structure
 from skdiffclust.prcut._scaling import FeatureScaling
 from skdiffclust.prcut._settings import graph_threads
 
@@ -83,24 +84,69 @@ def scaled_knn_graph(scaling, *, n_neighbors, affinity, rbf_gamma, algorithm, de
                      n_jobs, random_state, warn=True, stacklevel=2):
     """PRCut's graph of features: :func:`knn_affinity` of the globally centred and
     scaled data (``scaling.metric``, see ``_scaling.FeatureScaling``), with
-    ``rbf_gamma`` given in the units of X. ``n_neighbors`` is clipped to
-    ``n_samples - 1``, with a warning when ``warn`` (``stacklevel`` above the
-    caller)."""
+    ``rbf_gamma`` given in the units of X. Duplicated samples are searched once
+    and joined (``_duplicates``). ``n_neighbors`` is clipped to the distinct
+    samples less one, with a warning when ``warn`` (``stacklevel`` above the
+    caller), as is a graph that is complete or nearly so."""
+    from skdiffclust.prcut._duplicates import find_copies
+
     Z = scaling.metric
-    if n_neighbors >= Z.shape[0] and warn:
-        warnings.warn(
-            f"n_neighbors={n_neighbors} >= n_samples={Z.shape[0]}; using "
-            f"n_neighbors={Z.shape[0] - 1} (every other sample).",
-            UserWarning, stacklevel=stacklevel,
-        )
-    n_neighbors = min(n_neighbors, Z.shape[0] - 1)
+    copies = find_copies(Z)
+    n_points = Z.shape[0] if copies is None else copies.n_distinct
+    if warn:
+        warn_on_neighbourhoods(n_neighbors, n_points, Z.shape[0], affinity=affinity,
+                               identical=scaling.identical, stacklevel=stacklevel + 1)
+    n_neighbors = min(n_neighbors, n_points - 1)
     kernel = "connectivity" if affinity == "nearest_neighbors" else "rbf"
     # rbf_gamma is in the units of X; the distances are in those of Z
     if rbf_gamma is not None:
         rbf_gamma = rbf_gamma * scaling.metric_scale ** 2
-    return knn_affinity(Z, n_neighbors, kernel=kernel, rbf_gamma=rbf_gamma,
-                        algorithm=algorithm, device=device, n_jobs=n_jobs,
-                        random_state=random_state)
+    if copies is None:
+        return knn_affinity(Z, n_neighbors, kernel=kernel, rbf_gamma=rbf_gamma,
+                            algorithm=algorithm, device=device, n_jobs=n_jobs,
+                            random_state=random_state)
+    distances, neighbors = kneighbors(Z[copies.first], n_neighbors, algorithm=algorithm,
+                                      device=device, n_jobs=n_jobs,
+                                      random_state=random_state)
+    distances, neighbors = copies.each_copy(distances, neighbors)
+    return copies.joined(affinity_from_neighbors(distances, neighbors, kernel=kernel,
+                                                 rbf_gamma=rbf_gamma))
+
+
+# a kNN graph whose samples each reach at least this fraction of the others is
+# nearly complete: no two clusters of balanced sizes then hold their members'
+# neighbour lists, and connectivity weights (1 or 1/2) say little more
+NEARLY_COMPLETE = 0.5
+
+
+def warn_on_neighbourhoods(n_neighbors, n_points, n_samples, *, affinity, identical,
+                           stacklevel):
+    """Warn when ``n_neighbors`` exceeds the ``n_points`` distinct samples less one
+    (it is clipped), and when the connectivity graph is complete or nearly so
+    (:data:`NEARLY_COMPLETE`): its edges then join samples whatever their clusters.
+    An RBF graph's weights still decrease with the distance: no warning."""
+    if identical:  # warned about as such
+        return
+    distinct = "" if n_points == n_samples else f" ({n_points} distinct)"
+    if n_neighbors >= n_points:
+        warnings.warn(
+            f"n_neighbors={n_neighbors} >= n_samples={n_samples}{distinct}; using "
+            f"n_neighbors={n_points - 1} (every other sample).",
+            UserWarning, stacklevel=stacklevel,
+        )
+    n_neighbors = min(n_neighbors, n_points - 1)
+    if affinity == "nearest_neighbors" and n_points > 2 and \
+            n_neighbors >= NEARLY_COMPLETE * (n_points - 1):
+        share = ("every other sample" if n_neighbors == n_points - 1 else
+                 f"{n_neighbors} of the {n_points - 1} others")
+        warnings.warn(
+            f"The kNN graph joins each of the {n_samples} samples{distinct} to "
+            f"{share}: it is complete or nearly so, and its edges hardly depend on "
+            "which samples are close, so its ratio cut cannot tell clusters apart. "
+            "Use fewer neighbours (n_neighbors well below the size of a cluster), or "
+            "affinity='rbf', whose weights decrease with the distance.",
+            UserWarning, stacklevel=stacklevel,
+        )
 
 
 def build_graph(scaling, start, device=None, *, warn=True, stacklevel=5):
@@ -290,6 +336,7 @@ def check_precomputed_affinity(affinity, name="X"):
             f"n_samples) affinity matrix, got shape {affinity.shape}."
         )
     if sp.issparse(affinity):
+        check_sparse_structure(affinity, name)  # SciPy reads its indices unchecked
         return _checked_sparse(sp.csr_matrix(affinity, dtype=np.float64), name)
     affinity = np.asarray(affinity)
     _check_dense_affinity(affinity, name)
@@ -541,6 +588,7 @@ def ratio_cut(affinity, labels):
     if np.iscomplexobj(affinity.data if sp.issparse(affinity) else np.asarray(affinity)):
         raise TypeError("affinity must hold real weights, got complex ones.")
     if sp.issparse(affinity):
+        check_sparse_structure(affinity, "affinity")
         W = sp.csr_matrix(affinity)
         values = W.data
     else:
@@ -693,7 +741,8 @@ def warn_on_degenerate_graph(components, identical, n_clusters, keep_components,
         )
     if identical:
         warnings.warn(
-            "All samples are identical: they all get the same cluster.",
+            "All samples are identical (up to float64's rounding): they all get "
+            "the same cluster.",
             UserWarning, stacklevel=stacklevel,
         )
     isolated = np.flatnonzero(np.bincount(components)[components] == 1)

@@ -38,7 +38,7 @@ class FeatureScaling:
             # scikit-learn's mean_variance_axis needs indices and indptr alike
             X = consistent_sparse_indices(sp.csr_matrix(X, dtype=np.float64))
             self.mean, variance = mean_variance_axis(X, axis=0)
-            variance[constant_features(variance, self.mean, X.shape[0])] = 0.0
+            variance[constant_features(X)] = 0.0
             self.metric_scale = float(np.sqrt(np.mean(variance))) or 1.0
             self.metric = X * (1.0 / self.metric_scale)
             unit_std = np.sqrt(variance) / self.metric_scale

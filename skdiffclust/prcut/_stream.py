@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from skdiffclust._training._stream import StreamState
+from skdiffclust._training._stream import StreamState, check_chunk_units
 from skdiffclust._utils._random import MAX_SEED
 from skdiffclust.prcut._selection import check_finite, keep_best
 
@@ -81,6 +81,27 @@ class PRCutStream(StreamState):
                      n_annealing_steps=int(n_annealing_steps))
         stream.count_pass(done.objective, done.n_steps, n_samples)
         return stream, done.weights
+
+    def continued(self, X, start, settings):
+        """A later call on the chunk X (validated): a copy of the stream that made
+        one pass over it (:meth:`pass_over`), the chunk's scaling and graph (in the
+        first chunk's units, with ``start``'s settings), the network's exported
+        weights. A chunk those units cannot hold is refused first (a ValueError
+        naming the call); this stream is left as it was."""
+        from skdiffclust.prcut._graph import build_graph
+        from skdiffclust.prcut._inputs import flat
+        from skdiffclust.prcut._start import network_input
+
+        rows, first = flat(X), self.scaling
+        # the graph reads the rows in one global scale, the built-in network per feature
+        scale = first.metric_scale if settings.module is not None else \
+            np.minimum(first.std, first.metric_scale)
+        check_chunk_units(rows, first.mean, scale, stream=self, name="PRCut")
+        scaling = first.applied_to(rows)
+        graph = build_graph(scaling, start, settings.device, stacklevel=6)
+        stream = self.copy()
+        inputs, settings = network_input(X, scaling, settings)
+        return stream, scaling, graph, stream.pass_over(inputs, graph, settings=settings)
 
     def pass_over(self, inputs, graph, *, settings):
         """A later call: one pass over the chunk (``inputs``, the network's input,

@@ -411,8 +411,12 @@ def test_fitted_state_is_numpy_and_pickles(blobs):
 
 def test_too_many_neighbours_are_clipped_with_a_warning():
     X = np.random.default_rng(0).normal(size=(12, 2))
-    with pytest.warns(UserWarning, match="n_neighbors=20 >= n_samples=12"):
+    with pytest.warns(UserWarning) as caught:
         model = PRCut(n_clusters=2, n_neighbors=20, random_state=0, **FAST).fit(X)
+    messages = [str(w.message) for w in caught]
+    assert any(m.startswith("n_neighbors=20 >= n_samples=12; using n_neighbors=11")
+               for m in messages)
+    assert any("12 samples to every other sample: it is complete" in m for m in messages)
     assert model.affinity_matrix_.nnz == 12 * 11
 
 
