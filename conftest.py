@@ -21,11 +21,11 @@ REASON = 'needs PyTorch, which is not installed (pip install ".[test,torch]")'
 # a top-level import of torch, or of it through skdiffclust's optional-import helper
 _TOP_LEVEL_TORCH_IMPORT = re.compile(
     r"^(import torch\b|from torch\b|import_optional\(\"torch\")", re.MULTILINE)
-_ROOT = Path(__file__).resolve().parent
 
-# Package modules without a top-level torch import whose doctests still fit a torch model.
+# Package modules without a top-level torch import whose doctests still fit a torch
+# model, by their path in the package (the checkout's or an installed copy's).
 _DOCTESTS_NEEDING_TORCH = {
-    _ROOT / "skdiffclust" / "prcut" / "_estimator.py",
+    ("skdiffclust", "prcut", "_estimator.py"),
 }
 
 
@@ -46,7 +46,7 @@ def pytest_ignore_collect(collection_path, config):
     if HAS_TORCH or collection_path.suffix != ".py" or _is_test_module(collection_path):
         return None
     path = collection_path.resolve()
-    if path in _DOCTESTS_NEEDING_TORCH or _imports_torch_at_top(path):
+    if path.parts[-3:] in _DOCTESTS_NEEDING_TORCH or _imports_torch_at_top(path):
         return True
     return None
 

@@ -27,7 +27,9 @@ raw pixels, the data of the ClAM paper's Table 1.
 
 ``--imbalance R`` runs the cases on unbalanced copies of the data (:func:`unbalanced`):
 the classes' sizes fall geometrically by a factor ``R`` from the first class to the
-last, in the training and in the test images alike.
+last, in the training and in the test images alike. ``R`` is a finite number at
+least 1 that leaves every class an image (below twice the smallest class's count:
+1784 on MNIST's test images); any other stops the script with a usage error.
 
 A case is a function registered with :func:`case`; it gets the data (:class:`Mnist`)
 and returns a :class:`Fit` (the labels of the images it fitted, and optionally the
@@ -42,6 +44,7 @@ import threading
 import time
 import warnings
 from dataclasses import dataclass, field
+from numbers import Real
 from pathlib import Path
 
 import numpy as np
@@ -111,17 +114,44 @@ def load_mnist(data_dir):
     )
 
 
+def unbalanced_sizes(counts, ratio):
+    """The images :func:`unbalanced` keeps of classes of ``counts`` images (in label
+    order): ``round(m * ratio ** (-c / (K - 1)))`` for class c, m the smallest count."""
+    counts = np.asarray(counts)
+    shares = ratio ** (-np.arange(counts.size) / max(counts.size - 1, 1))
+    return np.round(counts.min() * shares).astype(np.int64)
+
+
+def check_imbalance(ratio, *label_sets):
+    """Refuse an ``--imbalance`` that is not a finite number at least 1, or that
+    leaves a class of any of ``label_sets`` (the training and test labels) without
+    an image; the message names the option and the largest ratio allowed."""
+    if not isinstance(ratio, Real) or not np.isfinite(ratio) or ratio < 1:
+        raise ValueError(f"--imbalance must be a finite number at least 1, got {ratio}")
+    for labels in label_sets:
+        _, counts = np.unique(labels, return_counts=True)
+        if counts.size and unbalanced_sizes(counts, ratio).min() < 1:
+            # the last class keeps round(m / ratio): one image or more while m / ratio > 1/2
+            raise ValueError(
+                f"--imbalance {ratio:g} leaves the last class without an image: it keeps "
+                f"round(m / R) of them, m = {counts.min()} the smallest class's count "
+                f"(of {labels.size} images); --imbalance must be below 2 m = "
+                f"{2 * counts.min()}")
+
+
 def unbalanced(data, ratio, seed=0):
     """A copy of ``data`` whose classes shrink geometrically, by ``ratio`` in all,
     from the first class (in label order) to the last: class c keeps
-    ``m * ratio ** (-c / (K - 1))`` of its images, m the smallest class's count
-    (in the training and the test images alike), drawn at random (``seed``)."""
+    ``m * ratio ** (-c / (K - 1))`` of its images (:func:`unbalanced_sizes`), m the
+    smallest class's count (in the training and the test images alike), drawn at
+    random (``seed``). A ratio that empties a class is refused
+    (:func:`check_imbalance`)."""
+    check_imbalance(ratio, data.train_labels, data.test_labels)
     rng = np.random.default_rng(seed)
 
     def keep(labels):
         classes, counts = np.unique(labels, return_counts=True)
-        shares = ratio ** (-np.arange(classes.size) / max(classes.size - 1, 1))
-        sizes = np.round(counts.min() * shares)
+        sizes = unbalanced_sizes(counts, ratio)
         chosen = [rng.choice(np.flatnonzero(labels == c), int(size), replace=False)
                   for c, size in zip(classes, sizes)]
         return np.sort(np.concatenate(chosen))
@@ -129,6 +159,19 @@ def unbalanced(data, ratio, seed=0):
     train, test = keep(data.train_labels), keep(data.test_labels)
     return Mnist(data.train_images[train], data.train_labels[train],
                  data.test_images[test], data.test_labels[test], device=data.device)
+
+
+def imbalance_ratio(text):
+    """``--imbalance``'s type: a finite number at least 1 (NaN and inf refused)."""
+    try:
+        ratio = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    try:
+        check_imbalance(ratio)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error).removeprefix("--imbalance ")) from None
+    return ratio
 
 
 @dataclass
@@ -1092,12 +1135,10 @@ def main():
     parser.add_argument("--seeds", default=None,
                         help="comma-separated random_state of the cases run over seeds "
                              "(deep and its peers; default: 0,1,2)")
-    parser.add_argument("--imbalance", type=float, default=None, metavar="R",
+    parser.add_argument("--imbalance", type=imbalance_ratio, default=None, metavar="R",
                         help="unbalanced classes: their sizes fall geometrically by R "
                              "from the first to the last (training and test images)")
     args = parser.parse_args()
-    if args.imbalance is not None and args.imbalance < 1:
-        sys.exit(f"--imbalance must be at least 1, got {args.imbalance}")
     if args.seeds is not None:
         global DEEP_SEEDS
         DEEP_SEEDS = tuple(int(seed) for seed in args.seeds.split(","))
@@ -1112,6 +1153,10 @@ def main():
     data = load_mnist(args.data_dir)
     data.device = args.device
     if args.imbalance is not None:
+        try:
+            check_imbalance(args.imbalance, data.train_labels, data.test_labels)
+        except ValueError as error:
+            parser.error(str(error))
         data = unbalanced(data, args.imbalance)
         print(f"unbalanced (--imbalance {args.imbalance:g}): training images per class "
               f"{np.bincount(data.train_labels).tolist()}")

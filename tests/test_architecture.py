@@ -12,8 +12,13 @@ from pathlib import Path
 
 import pytest
 
+import skdiffclust
+
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGE = ROOT / "skdiffclust"
+# the sources of the package under test: the checkout's, or the installed ones in
+# site-packages (CI's run against the installed package has no skdiffclust/ here)
+SOURCES = Path(skdiffclust.__file__).resolve().parents[1]
+PACKAGE = SOURCES / "skdiffclust"
 ARCHITECTURE = (ROOT / "ARCHITECTURE.md").read_text(encoding="utf-8")
 
 # ARCHITECTURE.md's floors: a module imports from its floor or below, never above
@@ -39,7 +44,7 @@ def _modules():
 
 
 def _name(path):
-    parts = path.relative_to(ROOT).with_suffix("").parts
+    parts = path.relative_to(SOURCES).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
@@ -69,7 +74,7 @@ def _imports(path, top_level_only=False):
 
 
 def _is_module(name):
-    path = ROOT.joinpath(*name.split("."))
+    path = SOURCES.joinpath(*name.split("."))
     return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
 
 
@@ -83,7 +88,7 @@ def test_imports_run_down_the_floors_and_never_between_method_folders(path):
     room = _room(_name(path))
     for line, module in _imports(path):
         target = _room(module)
-        where = f"{path.relative_to(ROOT)}:{line} imports {module}"
+        where = f"{path.relative_to(SOURCES)}:{line} imports {module}"
         assert FLOORS[target] <= FLOORS[room], f"{where}, a floor above"
         assert not (room in METHODS and target in METHODS and target != room), \
             f"{where}: method folders never import each other"
@@ -124,7 +129,7 @@ def test_import_skdiffclust_loads_no_module_that_imports_torch():
         if module in loaded:
             continue
         loaded.add(module)
-        path = ROOT.joinpath(*module.split("."))
+        path = SOURCES.joinpath(*module.split("."))
         path = path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
         assert not _TOP_LEVEL_TORCH.search(path.read_text(encoding="utf-8")), \
             f"import skdiffclust loads {module}, which imports torch at its top"
@@ -146,7 +151,7 @@ def _limit(path):
 def test_modules_stay_within_their_size(path):
     n_lines = len(path.read_text(encoding="utf-8").splitlines())
     assert n_lines < _limit(path), (
-        f"{path.relative_to(ROOT)} has {n_lines} lines (limit {_limit(path)}): split it "
+        f"{path.relative_to(SOURCES)} has {n_lines} lines (limit {_limit(path)}): split it "
         "by moving whole functions into a module of their own")
 
 

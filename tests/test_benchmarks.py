@@ -7,6 +7,7 @@ input checks wraps :class:`~skdiffclust._utils._torch_checks.ValueChecks`, whose
 signature the blocks' checks extend.
 """
 
+import contextlib
 import importlib
 import sys
 from pathlib import Path
@@ -40,27 +41,70 @@ def _small_check_cases(bench):
             bench.clam_inference_case(batch_size=32, n_features=8, n_clusters=4, n_steps=2)]
 
 
-def test_the_checks_section_times_every_blocks_checks(bench_torch_api):
+class _Clock:
+    """A stand-in for ``time.perf_counter`` that moves only when told: the timings
+    of the benchmark's code become exact."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def perf_counter(self):
+        return self.now
+
+
+def test_the_checks_section_times_every_blocks_checks(bench_torch_api, monkeypatch):
+    """``time_in_checks`` is the time spent inside the value checks per step: each
+    check call taking one second of a fake clock, the number of calls per step."""
     import torch
 
     from skdiffclust._utils._torch_checks import ValueChecks
 
-    call = ValueChecks.__call__
+    clock = _Clock()
+    monkeypatch.setattr(bench_torch_api, "time", clock)
+    checks, calls = ValueChecks.__call__, [0]
+
+    def one_second(self, *args, **kwargs):  # a check that takes a second
+        calls[0] += 1
+        clock.now += 1.0
+        return checks(self, *args, **kwargs)
+
+    monkeypatch.setattr(ValueChecks, "__call__", one_second)
     cpu = torch.device("cpu")
     for name, make_step in _small_check_cases(bench_torch_api):
-        spent = bench_torch_api.time_in_checks(make_step(cpu), cpu, n_steps=2)
-        assert spent > 0.0, name  # the step went through the timed checks
-        assert ValueChecks.__call__ is call  # and the checks are restored after
+        step = make_step(cpu)
+        with bench_torch_api.input_checks("auto"):  # the checks of one step, counted
+            step()
+            calls[0] = 0
+            step()
+        per_step = calls[0]
+        assert per_step >= 1, name  # the step goes through the checks
+        spent = bench_torch_api.time_in_checks(step, cpu, n_steps=3)
+        assert spent == float(per_step), name
+        assert ValueChecks.__call__ is one_second  # and the checks are restored after
 
 
-def test_the_checks_section_times_each_mode(bench_torch_api):
+def test_the_checks_section_times_each_mode(bench_torch_api, monkeypatch):
+    """``interleaved_times``: a step costing 2 s of a fake clock without checks and 3 s
+    with them is timed at exactly that, one step or several per block."""
     import torch
 
+    from skdiffclust._utils import _torch_checks
+
+    clock = _Clock()
+    monkeypatch.setattr(bench_torch_api, "time", clock)
+    cost = {"off": 2.0, "auto": 3.0}
     cpu = torch.device("cpu")
     name, make_step = bench_torch_api.gemini_case("mmd_ovo", 64)
-    times = bench_torch_api.interleaved_times(
-        make_step(cpu), cpu, ("off", "auto"), repeats=2, block_seconds=0.001)
-    assert set(times) == {"off", "auto"} and min(times.values()) > 0.0
+    real_step = make_step(cpu)
+
+    def step():  # the real step, under the mode the benchmark set
+        real_step()
+        clock.now += cost[_torch_checks._MODE["value"]]
+
+    for block_seconds in (0.001, 10.0):  # 1 step per block, then 3
+        times = bench_torch_api.interleaved_times(
+            step, cpu, ("off", "auto"), repeats=2, block_seconds=block_seconds)
+        assert times == cost
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")  # 5 epochs
@@ -95,3 +139,75 @@ def test_bench_mnist_unbalanced_copy_shrinks_the_classes_geometrically():
     for x, y in ((kept.train_images, kept.train_labels), (kept.test_images, kept.test_labels)):
         assert np.array_equal(x[:, 0, 0], y)
         assert len(np.unique(x.reshape(len(x), -1), axis=0)) == len(x)  # no image twice
+
+
+def _fake_mnist(bench_mnist):
+    """Ten classes of 50 to 59 training images, 25 to 30 test images."""
+    import numpy as np
+
+    labels = np.repeat(np.arange(10), 50 + np.arange(10))
+    images = np.zeros((labels.size, 2, 2), dtype=np.float32)
+    return bench_mnist.Mnist(images, labels, images[::2], labels[::2])
+
+
+@pytest.mark.parametrize("ratio", [float("nan"), float("inf"), -float("inf"), 0.5, 0.0])
+def test_bench_mnist_refuses_an_imbalance_that_is_not_a_finite_ratio(ratio):
+    bench_mnist = _benchmark("bench_mnist")
+    with pytest.raises(ValueError, match="--imbalance must be a finite number at least 1"):
+        bench_mnist.unbalanced(_fake_mnist(bench_mnist), ratio)
+
+
+def test_bench_mnist_refuses_exactly_the_imbalances_that_empty_a_class(monkeypatch):
+    """The last class keeps round(m / R) images: one while R < 2 m (m = 50 training
+    images, 25 test images here). Over a grid of ratios, the check refuses exactly
+    those for which the copy, made without it, has an empty class."""
+    import numpy as np
+
+    bench_mnist = _benchmark("bench_mnist")
+    data = _fake_mnist(bench_mnist)
+    assert np.bincount(data.test_labels).min() == 25
+    for ratio, refused in ((49.99, False), (50.0, True), (99.99, True), (1e6, True)):
+        with pytest.raises(ValueError) if refused else contextlib.nullcontext():
+            bench_mnist.check_imbalance(ratio, data.train_labels, data.test_labels)
+    # the training labels alone: refused from 2 m = 100 (round(0.5) = 0)
+    bench_mnist.check_imbalance(99.99, data.train_labels)
+    with pytest.raises(ValueError, match=r"--imbalance 100 leaves the last class without an "
+                                         r"image.*m = 50.*must be below 2 m = 100"):
+        bench_mnist.check_imbalance(100.0, data.train_labels)
+    check = bench_mnist.check_imbalance
+    monkeypatch.setattr(bench_mnist, "check_imbalance", lambda *args: None)
+    ratios = np.concatenate([np.linspace(1, 120, 239), [49.999999, 50.000001, 1e3, 1e300]])
+    for ratio in ratios:
+        copy = bench_mnist.unbalanced(data, float(ratio))
+        empty = any(np.bincount(labels, minlength=10).min() == 0
+                    for labels in (copy.train_labels, copy.test_labels))
+        try:
+            check(float(ratio), data.train_labels, data.test_labels)
+        except ValueError:
+            assert empty, ratio
+        else:
+            assert not empty, ratio
+
+
+def test_bench_mnist_command_line_names_the_imbalance_it_refuses(monkeypatch, capsys):
+    """``--imbalance nan`` stops at the arguments, ``--imbalance 1e6`` once the data's
+    class counts are known: both with argparse's usage error, naming the option."""
+    bench_mnist = _benchmark("bench_mnist")
+    monkeypatch.setattr(bench_mnist, "load_mnist", lambda data_dir: _fake_mnist(bench_mnist))
+    monkeypatch.setattr(bench_mnist, "run_case", _never_called)
+    for value, message in (("nan", "argument --imbalance: must be a finite number at "
+                                    "least 1, got nan"),
+                           ("inf", "must be a finite number at least 1, got inf"),
+                           ("ten", "argument --imbalance: not a number: 'ten'"),
+                           ("1e6", "--imbalance 1e+06 leaves the last class without an "
+                                   "image")):
+        monkeypatch.setattr(sys, "argv", ["bench_mnist.py", "--only", "kmeans",
+                                          "--imbalance", value])
+        with pytest.raises(SystemExit) as stopped:
+            bench_mnist.main()
+        assert stopped.value.code == 2
+        assert message in capsys.readouterr().err
+
+
+def _never_called(*args):
+    raise AssertionError("a case ran")

@@ -1,9 +1,18 @@
 """The package as a whole: light import, quickstart."""
 
+import importlib
+import importlib.metadata
+import os
 import subprocess
 import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
 
 import skdiffclust
+
+CHECKOUT = Path(__file__).resolve().parents[1]
 
 
 def _run_python(code):
@@ -37,8 +46,46 @@ def test_clam_trains_and_predicts_on_the_cpu_without_importing_torch():
 
 
 def test_public_names():
-    assert set(skdiffclust.__all__) >= {
-        "SpanningForestClustering", "spanning_forest", "constraints_from_labels"
+    """Each public name is the object of the method's folder that defines it, and the
+    version is the one the installed distribution carries."""
+    homes = {
+        "ClAM": "skdiffclust.clam",
+        "DeepImageClustering": "skdiffclust.deep",
+        "PRCut": "skdiffclust.prcut",
+        "SparseGEMINI": "skdiffclust.gemini",
+        "gemini_value_and_grad": "skdiffclust.gemini",
+        "SpanningForestClustering": "skdiffclust.forest",
+        "constraints_from_labels": "skdiffclust.forest",
+        "spanning_forest": "skdiffclust.forest",
     }
-    for name in skdiffclust.__all__:
-        assert getattr(skdiffclust, name) is not None
+    assert sorted(skdiffclust.__all__) == sorted([*homes, "__version__"])
+    for name, home in homes.items():
+        public = getattr(skdiffclust, name)
+        assert public is getattr(importlib.import_module(home), name)
+        assert public.__name__ == name and public.__module__.startswith(home + ".")
+    assert skdiffclust.__version__ == importlib.metadata.version("skdiffclust")
+
+
+@pytest.mark.skipif(os.environ.get("SKDIFFCLUST_TEST_INSTALLED") != "1",
+                    reason="the suite tests the checkout here; .ci/run sets "
+                           "SKDIFFCLUST_TEST_INSTALLED=1 where it tests the installed package")
+def test_the_suite_runs_against_the_installed_package():
+    """CI's second run: ``import skdiffclust`` finds the package installed in the
+    environment's site-packages (a wheel's files, not an editable link to sources),
+    never a checkout's folder beside the tests."""
+    package = Path(skdiffclust.__file__).resolve()
+    site_packages = {Path(sysconfig.get_paths()[key]).resolve() for key in ("purelib", "platlib")}
+    assert any(package.is_relative_to(folder) for folder in site_packages), package
+    assert not package.is_relative_to(CHECKOUT), package
+    assert not (CHECKOUT / "skdiffclust").exists()
+
+
+def test_importing_deep_image_clustering_is_light():
+    """The exported DeepImageClustering imports no torch and none of its training
+    modules until a fit needs them."""
+    out = _run_python(
+        "import sys\n"
+        "from skdiffclust import DeepImageClustering\n"
+        "print('torch' in sys.modules, 'skdiffclust.deep._fit' in sys.modules)\n"
+    )
+    assert out.split() == ["False", "False"]

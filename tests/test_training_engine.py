@@ -51,9 +51,14 @@ def test_tol_is_relative_to_the_objectives_scale():
 
 
 def test_a_loss_decaying_to_zero_converges():
-    # relative to |best| alone, a geometric decay would never converge
+    # relative to |best| alone, a geometric decay would never converge (each gain is
+    # half of best); relative to the first objective, 10, the gain 10 * 0.5**t of
+    # epoch t + 1 falls below tol * 10 = 0.01 from t = 10 (0.0098; 0.0195 at t = 9):
+    # epochs 11 to 15 are the 5 without improvement
     objectives = [10.0 * 0.5**t for t in range(40)]
-    assert _stop_epoch(objectives, tol=1e-3, n_iter_no_change=5) is not None
+    first_small_gain = next(t for t in range(1, 40) if 10.0 * 0.5**t < 1e-3 * 10.0)
+    assert first_small_gain == 10
+    assert _stop_epoch(objectives, tol=1e-3, n_iter_no_change=5) == first_small_gain + 5
 
 
 def test_negative_objectives_improve_downwards():
@@ -224,7 +229,11 @@ def test_adam_follows_kingma_and_ba():
 def test_maximising_optimisers_ascend():
     params = {"w": np.zeros(2)}
     Adam(params, 0.1, maximize=True).step(params, {"w": np.array([1.0, -1.0])})
-    assert params["w"][0] > 0 > params["w"][1]
+    # a step up the gradient: Kingma and Ba's first step, lr g / (|g| + eps), added
+    np.testing.assert_allclose(params["w"], [0.1 / (1 + 1e-8), -0.1 / (1 + 1e-8)],
+                               rtol=1e-14)
+    descent = _reference_adam(np.zeros(2), [np.array([1.0, -1.0])], 0.1)
+    np.testing.assert_allclose(params["w"], -descent, rtol=1e-14)
     params = {"w": np.zeros(2)}
     sgd = SGDMomentum(params, 0.1, maximize=True)
     sgd.step(params, {"w": np.array([1.0, -1.0])})

@@ -87,15 +87,45 @@ def test_blocks_of_rows_give_the_same_bits_on_any_number_of_threads():
         np.testing.assert_allclose(grads[name], whole_grads[name], rtol=1e-10, atol=1e-10)
 
 
+def _mlp_logits(params, X, dropout=0.0, rng=None):
+    """X skip + MLP(X), the MLP's hidden units (after the first layer's ReLU)
+    dropped at the rate ``dropout`` and the others scaled, where ``rng``."""
+    n_layers = sum(name.startswith("W") for name in params)
+    h = X @ params["W0"] + params["b0"]
+    for i in range(1, n_layers):
+        h = np.maximum(h, 0.0)
+        if rng is not None:
+            h = h * (rng.random(h.shape) >= dropout) / (1.0 - dropout)
+        h = h @ params[f"W{i}"] + params[f"b{i}"]
+    return X @ params["skip"] + h
+
+
+def _centred_sorted(logits):
+    """Each row's logits less their mean, sorted: what softmax keeps of them, in any
+    column order."""
+    return np.sort(logits - logits.mean(axis=1, keepdims=True), axis=1)
+
+
 def test_dropout_trains_but_never_predicts():
+    # init='random': the MLP's last layer starts away from zero (k-means++ starts it at
+    # zero and it stays near there), so that the hidden units dropout masks weigh in
     X, y = make_blobs(300, centers=3, n_features=8, random_state=0)
-    model = SparseGEMINI(3, hidden_layer_sizes=(32, 32), dropout=0.2, random_state=0).fit(X)
+    params = dict(hidden_layer_sizes=(32, 32), init="random", random_state=0)
+    model = SparseGEMINI(3, dropout=0.2, **params).fit(X)
     assert adjusted_rand_score(y, model.labels_) > 0.95
-    np.testing.assert_array_equal(model.predict(X), model.predict(X))  # no masks
+    # predict is the network without masks: the MLP of params_ (raw features) by
+    # hand, compared through the logits up to a constant per row (in any column order)
+    logits = _mlp_logits(model.params_, X)
+    np.testing.assert_allclose(_centred_sorted(np.log(model.predict_proba(X))),
+                               _centred_sorted(logits), rtol=0, atol=1e-8)
+    assert adjusted_rand_score(model.predict(X), logits.argmax(axis=1)) == 1.0
+    # (the masks of a training pass move the logits far beyond that tolerance)
+    masked = _mlp_logits(model.params_, X, dropout=0.2, rng=np.random.default_rng(0))
+    assert np.abs(_centred_sorted(masked) - _centred_sorted(logits)).max() > 1.0
     np.testing.assert_array_equal(model.predict(X), model.labels_)
-    again = SparseGEMINI(3, hidden_layer_sizes=(32, 32), dropout=0.2, random_state=0).fit(X)
+    again = SparseGEMINI(3, dropout=0.2, **params).fit(X)
     np.testing.assert_array_equal(again.labels_, model.labels_)
-    without = SparseGEMINI(3, hidden_layer_sizes=(32, 32), random_state=0).fit(X)
+    without = SparseGEMINI(3, **params).fit(X)
     assert not np.allclose(without.params_["W2"], model.params_["W2"])
     with pytest.raises(ValueError, match="dropout"):
         SparseGEMINI(3, dropout=1.0).fit(X)
@@ -141,7 +171,9 @@ def test_feature_mask_display_draws_the_kept_features():
     np.testing.assert_array_equal(~shown.mask.ravel(), model.get_support())
     np.testing.assert_allclose(shown.compressed(),
                                model.feature_importances_[model.get_support()])
-    assert display.background_image_ is not None
+    np.testing.assert_array_equal(display.background_image_.get_array(),
+                                  X.mean(0).reshape(8, 8))
+    assert FeatureMaskDisplay.from_estimator(model, (8, 8)).background_image_ is None
     with pytest.raises(ValueError, match="image_shape"):
         FeatureMaskDisplay.from_estimator(model, (7, 8))
     # NumPy's and matplotlib's messages before, none naming the argument
