@@ -12,42 +12,29 @@ selected model keeps, as a 28 x 28 mask over the mean image, with
 It runs a light version of the paper's experiment (about 25 s of CPU): 2,000
 images and a 64-unit MLP (the paper: 12,000 images, two hidden
 layers of 1,200 units; ``python benchmarks/bench_mnist.py --only gemini-path``
-runs that, see :doc:`/user_guide/mnist`). MNIST is read from
-``../shared/data/mnist`` (the original IDX files; set ``SKDIFFCLUST_MNIST`` to
-another folder); without it, scikit-learn's 8 x 8 digits stand in.
+runs that, see :doc:`/user_guide/mnist`).
+
+MNIST is read by :func:`~skdiffclust.datasets.load_mnist` from its original IDX
+files, in the folder ``mnist/`` of the data folder that the environment variable
+``SKDIFFCLUST_DATA_HOME`` names (else ``~/skdiffclust_data``); nothing is
+downloaded. Without the files the example stops at once with a message that
+says where to get them.
 """
 
 # %%
 # The data
 # --------
-import os
-from pathlib import Path
-
 import matplotlib.pyplot as plt
 import numpy as np
-from sklearn.datasets import load_digits
 from sklearn.metrics import adjusted_rand_score
 
 from skdiffclust import SparseGEMINI
-from skdiffclust.datasets import read_idx
+from skdiffclust.datasets import load_mnist
 from skdiffclust.inspection import FeatureMaskDisplay, GeminiPathDisplay
 
-
-def mnist_folder():
-    here = Path(globals().get("__file__", "examples/plot_sparse_gemini_mnist.py")).resolve()
-    default = here.parents[1].parent / "shared" / "data" / "mnist"
-    return Path(os.environ.get("SKDIFFCLUST_MNIST", default))
-
-
-folder = mnist_folder()
-if (folder / "train-images-idx3-ubyte.gz").exists():
-    images = read_idx(folder / "train-images-idx3-ubyte.gz")[:2000]
-    y = read_idx(folder / "train-labels-idx1-ubyte.gz")[:2000].astype(int)
-    X, shape, lambda_start = images.reshape(len(images), -1) / np.float32(255), (28, 28), 10.0
-else:  # the stand-in: scikit-learn's digits
-    X, y = load_digits(return_X_y=True)
-    X, shape, lambda_start = X[:600].astype(np.float32) / 16, (8, 8), 1.0
-    y = y[:600]
+X, y = load_mnist(kind="mnist", subset="train", return_X_y=True)
+X, y = X[:2000] / np.float32(255), y[:2000]  # pixels in [0, 1], float32
+shape = (28, 28)
 print(f"{X.shape[0]} images of {shape[0]} x {shape[1]} pixels")
 
 # %%
@@ -57,7 +44,7 @@ print(f"{X.shape[0]} images of {shape[0]} x {shape[1]} pixels")
 # most 50 pixels remain (the paper stops there too); the estimator keeps the
 # sparsest model whose GEMINI stays within 90% of the best. Float32 images train
 # in float32.
-model = SparseGEMINI(10, hidden_layer_sizes=(64,), dropout=0.05, lambda_start=lambda_start,
+model = SparseGEMINI(10, hidden_layer_sizes=(64,), dropout=0.05, lambda_start=10.0,
                      n_features_stop=50, random_state=0)
 path = model.path(X)
 print(f"selected model: {int(model.get_support().sum())} pixels, "

@@ -1,20 +1,22 @@
-"""Datasets of the papers' experiments, generated on the fly (nothing is downloaded),
-and a reader of the IDX files MNIST and Fashion-MNIST come in."""
+"""Datasets of the papers' experiments, generated on the fly, a reader of the IDX
+files MNIST and Fashion-MNIST come in, and a loader of those two from a folder on
+disk. Nothing is downloaded."""
 
 import gzip
 import math
+import os
 import zlib
 from numbers import Integral, Real
 from pathlib import Path
 
 import numpy as np
-from sklearn.utils import check_random_state
-from sklearn.utils._param_validation import validate_params
+from sklearn.utils import Bunch, check_random_state
+from sklearn.utils._param_validation import StrOptions, validate_params
 
 from skdiffclust._utils._validation import NumberInterval
 
-__all__ = ["make_celeux_one", "make_celeux_two", "make_denoising", "make_graph_case",
-           "read_idx"]
+__all__ = ["load_mnist", "make_celeux_one", "make_celeux_two", "make_denoising",
+           "make_graph_case", "read_idx"]
 
 # the four means sampled in Stewart et al. (2023), appendix 11
 DENOISING_MEANS = np.array([
@@ -330,3 +332,205 @@ def read_idx(path):
     # (frombuffer's view of the bytes is read-only: MNIST's uint8 could not be shuffled)
     return np.frombuffer(data, dtype, offset=header).reshape(shape).astype(
         dtype.newbyteorder("="))
+
+
+# where load_mnist looks: the data_home argument, else this environment variable,
+# else this folder; each data set in a subfolder named as the kind
+DATA_HOME_VARIABLE = "SKDIFFCLUST_DATA_HOME"
+DEFAULT_DATA_HOME = "~/skdiffclust_data"
+
+# each subset's (images, labels) files, under the names both data sets are published with
+_SUBSET_FILES = {
+    "train": ("train-images-idx3-ubyte", "train-labels-idx1-ubyte"),
+    "test": ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"),
+}
+
+_IDX_DATA_SETS = {
+    "mnist": dict(
+        title="MNIST",
+        urls=("https://ossci-datasets.s3.amazonaws.com/mnist/",
+              "http://yann.lecun.com/exdb/mnist/"),
+        openml="mnist_784",
+        target_names=tuple(range(10)),
+        description=(
+            "MNIST, the database of handwritten digits (Y. LeCun, C. Cortes and "
+            "C. J. C. Burges): 60,000 training and 10,000 test images of 28 x 28 "
+            "grey pixels (0 to 255), labels 0 to 9. Licence CC BY-SA 3.0; cite LeCun "
+            "et al., \"Gradient-based learning applied to document recognition\", "
+            "Proc. IEEE 86(11), 1998."),
+    ),
+    "fashion-mnist": dict(
+        title="Fashion-MNIST",
+        urls=("http://fashion-mnist.s3-website.eu-central-1.amazonaws.com/",
+              "https://github.com/zalandoresearch/fashion-mnist"),
+        openml="Fashion-MNIST",
+        target_names=("T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal",
+                      "Shirt", "Sneaker", "Bag", "Ankle boot"),
+        description=(
+            "Fashion-MNIST (Zalando SE, MIT licence): 60,000 training and 10,000 test "
+            "images of clothing, 28 x 28 grey pixels (0 to 255), 10 classes. Cite H. "
+            "Xiao, K. Rasul and R. Vollgraf, \"Fashion-MNIST: a novel image dataset for "
+            "benchmarking machine learning algorithms\", arXiv:1708.07747, 2017."),
+    ),
+}
+
+
+def _data_home(data_home):
+    """The folder of the data sets, and a phrase saying where it came from."""
+    if data_home is not None:
+        return Path(data_home).expanduser().absolute(), "the data_home argument"
+    variable = os.environ.get(DATA_HOME_VARIABLE, "")
+    if variable:
+        return (Path(variable).expanduser().absolute(),
+                f"the {DATA_HOME_VARIABLE} environment variable")
+    return (Path(DEFAULT_DATA_HOME).expanduser().absolute(),
+            f"the default, {DEFAULT_DATA_HOME}: neither data_home nor the "
+            f"{DATA_HOME_VARIABLE} environment variable is set")
+
+
+def _idx_files(kind, subset, data_home=None):
+    """The (images, labels) files of each part of ``subset``, plain or gzipped.
+
+    Raises FileNotFoundError, saying where it looked and how to get the files,
+    when one is missing.
+    """
+    home, source = _data_home(data_home)
+    folder = home / kind
+    parts = ("train", "test") if subset == "all" else (subset,)
+    found, missing = [], []
+    for part in parts:
+        pair = []
+        for name in _SUBSET_FILES[part]:
+            # the plain file first: torchvision's raw/ folders hold both
+            path = next((folder / (name + suffix) for suffix in ("", ".gz")
+                         if (folder / (name + suffix)).is_file()), None)
+            if path is None:
+                missing.append(name)
+            pair.append(path)
+        found.append(tuple(pair))
+    if missing:
+        raise FileNotFoundError(_missing_message(kind, home, folder, source, missing))
+    return found
+
+
+def _missing_message(kind, home, folder, source, missing):
+    spec = _IDX_DATA_SETS[kind]
+    what = ("does not exist" if not folder.is_dir() else
+            "lacks " + ", ".join(f"{name}[.gz]" for name in missing))
+    hint = ""
+    if any((home / (name + suffix)).is_file() for name in missing for suffix in ("", ".gz")):
+        hint = (f" {home} holds such files itself: the data folder is the one that "
+                f"holds {kind}/, not {kind}/ itself.")
+    names = [f"{name}.gz" for pair in _SUBSET_FILES.values() for name in pair]
+    return (
+        f"{spec['title']}'s IDX files were not found: load_mnist looked in {folder}, "
+        f"which {what} (the data folder {home} is {source}).{hint}\n"
+        f"To get them, download {', '.join(names[:-1])} and {names[-1]} from "
+        f"{spec['urls'][0]} (or {spec['urls'][1]}) into {folder}, gzipped or not; "
+        f"or set the {DATA_HOME_VARIABLE} environment variable, or data_home, to a "
+        f"folder that holds {kind}/ with these files. Nothing is downloaded here.\n"
+        f"With a network, scikit-learn gives the same 70,000 images (the training and "
+        f"the test set together) as one table of 784 pixels a row: "
+        f"sklearn.datasets.fetch_openml({spec['openml']!r}, return_X_y=True).")
+
+
+def _read_pair(images_path, labels_path):
+    images, labels = read_idx(images_path), read_idx(labels_path)
+    if images.ndim != 3 or labels.ndim != 1 or len(images) != len(labels):
+        raise ValueError(
+            f"{images_path} and {labels_path} are not a set of images and their labels: "
+            f"their arrays have the shapes {images.shape} and {labels.shape}, where "
+            "(n, height, width) and (n,) are expected.")
+    return images, labels
+
+
+@validate_params({"kind": [StrOptions({"mnist", "fashion-mnist"})],
+                  "subset": [StrOptions({"train", "test", "all"})],
+                  "data_home": [str, os.PathLike, None],
+                  "return_X_y": ["boolean"]}, prefer_skip_nested_validation=True)
+def load_mnist(*, kind="mnist", subset="train", data_home=None, return_X_y=False):
+    """Load MNIST or Fashion-MNIST from their original IDX files on disk.
+
+    Nothing is downloaded: the four files are read from the folder named
+    ``kind`` (``mnist/`` or ``fashion-mnist/``) in the data folder, which is
+    ``data_home`` when given, else the folder the environment variable
+    ``SKDIFFCLUST_DATA_HOME`` names, else ``~/skdiffclust_data``. The files keep
+    the names they are published under, gzipped or not::
+
+        <data folder>/mnist/train-images-idx3-ubyte.gz
+        <data folder>/mnist/train-labels-idx1-ubyte.gz
+        <data folder>/mnist/t10k-images-idx3-ubyte.gz
+        <data folder>/mnist/t10k-labels-idx1-ubyte.gz
+        <data folder>/fashion-mnist/...  (the same four names)
+
+    MNIST's are at https://ossci-datasets.s3.amazonaws.com/mnist/ (copies of
+    http://yann.lecun.com/exdb/mnist/), Fashion-MNIST's at
+    http://fashion-mnist.s3-website.eu-central-1.amazonaws.com/. Where there is a
+    network, scikit-learn's ``fetch_openml("mnist_784")`` and
+    ``fetch_openml("Fashion-MNIST")`` give the same images as flat tables, without
+    these files. The gallery's MNIST examples read MNIST with this function: set
+    ``SKDIFFCLUST_DATA_HOME`` before running them.
+
+    Parameters
+    ----------
+    kind : {'mnist', 'fashion-mnist'}, default='mnist'
+        The data set: handwritten digits, or images of clothing.
+    subset : {'train', 'test', 'all'}, default='train'
+        The 60,000 training images, the 10,000 test images, or all 70,000
+        (the training images first).
+    data_home : str or path-like, default=None
+        The folder holding ``mnist/`` and ``fashion-mnist/``. None: the
+        environment variable ``SKDIFFCLUST_DATA_HOME``, else
+        ``~/skdiffclust_data``.
+    return_X_y : bool, default=False
+        Return ``(data, target)`` instead of a Bunch.
+
+    Returns
+    -------
+    data : :class:`~sklearn.utils.Bunch`
+        Dictionary-like object, with the following attributes.
+
+        data : ndarray of shape (n_samples, 784), uint8
+            The images, one row of 28 x 28 pixels each, 0 (the background)
+            to 255; divide by 255 for pixels in [0, 1].
+        images : ndarray of shape (n_samples, 28, 28), uint8
+            The same images as arrays (a view of ``data``).
+        target : ndarray of shape (n_samples,), int64
+            The class of each image, 0 to 9.
+        target_names : ndarray of shape (10,)
+            The name of each class: the digits 0 to 9, or the garments of
+            Fashion-MNIST ('T-shirt/top', 'Trouser', ...).
+        DESCR : str
+            The data set, its licence and the reference to cite.
+
+    (data, target) : tuple if ``return_X_y`` is True
+        ``data`` of shape (n_samples, 784) and ``target`` of shape (n_samples,).
+
+    Raises
+    ------
+    FileNotFoundError
+        If a file of ``subset`` is not in the folder: the message names the
+        folder looked in, where its name came from, and how to get the files.
+    ValueError
+        If a file is not a whole IDX file, or the images and labels do not match.
+
+    Examples
+    --------
+    >>> from skdiffclust.datasets import load_mnist
+    >>> mnist = load_mnist(subset="test")  # doctest: +SKIP
+    >>> mnist.images.shape, mnist.target[:5]  # doctest: +SKIP
+    ((10000, 28, 28), array([7, 2, 1, 0, 4]))
+    >>> X, y = load_mnist(kind="fashion-mnist", return_X_y=True)  # doctest: +SKIP
+    >>> X.shape  # doctest: +SKIP
+    (60000, 784)
+    """
+    spec = _IDX_DATA_SETS[kind]
+    pairs = [_read_pair(*paths) for paths in _idx_files(kind, subset, data_home)]
+    images = np.concatenate([images for images, _ in pairs]) if len(pairs) > 1 \
+        else pairs[0][0]
+    target = np.concatenate([labels for _, labels in pairs]).astype(np.int64)
+    data = images.reshape(len(images), -1)
+    if return_X_y:
+        return data, target
+    return Bunch(data=data, images=data.reshape(images.shape), target=target,
+                 target_names=np.array(spec["target_names"]), DESCR=spec["description"])

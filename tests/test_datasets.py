@@ -1,12 +1,20 @@
 """The IDX reader (``skdiffclust.datasets.read_idx``): MNIST's file format; the
-generators' parameter checks."""
+MNIST / Fashion-MNIST loader (``load_mnist``): where it looks, what it returns,
+what it says when the files are missing; the generators' parameter checks."""
 
 import gzip
 
 import numpy as np
 import pytest
 
-from skdiffclust.datasets import make_celeux_one, make_celeux_two, make_denoising, read_idx
+from skdiffclust.datasets import (
+    DATA_HOME_VARIABLE,
+    load_mnist,
+    make_celeux_one,
+    make_celeux_two,
+    make_denoising,
+    read_idx,
+)
 
 TYPE_BYTES = {"u1": 0x08, "i1": 0x09, ">i2": 0x0B, ">i4": 0x0C, ">f4": 0x0D, ">f8": 0x0E}
 
@@ -86,3 +94,140 @@ def test_a_file_that_is_not_a_whole_idx_file_is_refused(tmp_path, data, message)
 def test_generators_refuse_bad_parameters_by_name(make, params):
     with pytest.raises(ValueError, match=next(iter(params))):
         make(**params)
+
+
+# --- load_mnist, on tiny data sets written in the published layout ---------------
+
+def _write_set(folder, *, n_train=4, n_test=3, gzipped=True, seed=0):
+    """Four IDX files of random 28 x 28 images and labels in ``folder``; returns them."""
+    rng = np.random.default_rng(seed)
+    folder.mkdir(parents=True, exist_ok=True)
+    written = {}
+    for part, n in (("train", n_train), ("t10k", n_test)):
+        images = rng.integers(0, 256, (n, 28, 28), dtype=np.uint8)
+        labels = rng.integers(0, 10, n, dtype=np.uint8)
+        for name, array in ((f"{part}-images-idx3-ubyte", images),
+                            (f"{part}-labels-idx1-ubyte", labels)):
+            data = _idx_bytes(array, 0x08)
+            path = folder / (name + (".gz" if gzipped else ""))
+            path.write_bytes(gzip.compress(data) if gzipped else data)
+        written[part] = images, labels
+    return written
+
+
+@pytest.fixture
+def no_data_home(monkeypatch, tmp_path):
+    """Neither the variable nor anything in the default folder (a new HOME)."""
+    monkeypatch.delenv(DATA_HOME_VARIABLE, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+
+
+@pytest.mark.parametrize("gzipped", [True, False])
+def test_load_mnist_returns_the_files_images_and_labels(tmp_path, no_data_home, gzipped):
+    written = _write_set(tmp_path / "data" / "mnist", gzipped=gzipped)
+    mnist = load_mnist(data_home=tmp_path / "data")
+    images, labels = written["train"]
+    assert mnist.data.shape == (4, 784) and mnist.data.dtype == np.uint8
+    np.testing.assert_array_equal(mnist.images, images)
+    np.testing.assert_array_equal(mnist.data, images.reshape(4, -1))
+    assert np.shares_memory(mnist.images, mnist.data)
+    assert mnist.target.dtype == np.int64
+    np.testing.assert_array_equal(mnist.target, labels)
+    np.testing.assert_array_equal(mnist.target_names, np.arange(10))
+    assert "LeCun" in mnist.DESCR
+
+    X, y = load_mnist(subset="test", data_home=str(tmp_path / "data"), return_X_y=True)
+    np.testing.assert_array_equal(X, written["t10k"][0].reshape(3, -1))
+    np.testing.assert_array_equal(y, written["t10k"][1])
+
+
+def test_subset_all_is_the_training_images_then_the_test_images(tmp_path, no_data_home):
+    written = _write_set(tmp_path / "mnist")
+    mnist = load_mnist(subset="all", data_home=tmp_path)
+    np.testing.assert_array_equal(
+        mnist.images, np.concatenate([written["train"][0], written["t10k"][0]]))
+    np.testing.assert_array_equal(
+        mnist.target, np.concatenate([written["train"][1], written["t10k"][1]]))
+
+
+def test_fashion_mnist_is_read_from_its_own_folder(tmp_path, no_data_home):
+    _write_set(tmp_path / "mnist", seed=0)
+    fashion = _write_set(tmp_path / "fashion-mnist", seed=1, gzipped=False)
+    data = load_mnist(kind="fashion-mnist", subset="test", data_home=tmp_path)
+    np.testing.assert_array_equal(data.images, fashion["t10k"][0])
+    assert list(data.target_names[[0, 9]]) == ["T-shirt/top", "Ankle boot"]
+    assert "Fashion-MNIST" in data.DESCR
+
+
+def test_the_variable_then_the_default_folder(tmp_path, monkeypatch, no_data_home):
+    """data_home first, else the environment variable's folder, else
+    ~/skdiffclust_data."""
+    default = _write_set(tmp_path / "home" / "skdiffclust_data" / "mnist", seed=0)
+    from_variable = _write_set(tmp_path / "variable" / "mnist", seed=1)
+    argument = _write_set(tmp_path / "argument" / "mnist", seed=2)
+
+    def first_label(**kwargs):
+        return load_mnist(subset="test", **kwargs).target
+
+    np.testing.assert_array_equal(first_label(), default["t10k"][1])
+    monkeypatch.setenv(DATA_HOME_VARIABLE, str(tmp_path / "variable"))
+    np.testing.assert_array_equal(first_label(), from_variable["t10k"][1])
+    np.testing.assert_array_equal(first_label(data_home=tmp_path / "argument"),
+                                  argument["t10k"][1])
+    monkeypatch.setenv(DATA_HOME_VARIABLE, "")  # empty: not set
+    np.testing.assert_array_equal(first_label(), default["t10k"][1])
+
+
+@pytest.mark.parametrize("given, source", [
+    ("argument", "is the data_home argument"),
+    ("variable", f"is the {DATA_HOME_VARIABLE} environment variable"),
+    ("default", "is the default, ~/skdiffclust_data"),
+])
+def test_missing_files_are_named_with_the_folder_and_how_to_get_them(
+        tmp_path, monkeypatch, no_data_home, given, source):
+    home = tmp_path / "home" / "skdiffclust_data" if given == "default" else tmp_path / given
+    if given == "variable":
+        monkeypatch.setenv(DATA_HOME_VARIABLE, str(home))
+    kwargs = {"data_home": home} if given == "argument" else {}
+    with pytest.raises(FileNotFoundError) as error:
+        load_mnist(**kwargs)
+    message = str(error.value)
+    for told in (f"looked in {home / 'mnist'}, which does not exist", source,
+                 "train-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz",
+                 "https://ossci-datasets.s3.amazonaws.com/mnist/",
+                 "http://yann.lecun.com/exdb/mnist/", DATA_HOME_VARIABLE,
+                 "fetch_openml('mnist_784', return_X_y=True)"):
+        assert told in message, told
+
+
+def test_a_partial_folder_names_the_files_it_lacks(tmp_path, no_data_home):
+    _write_set(tmp_path / "fashion-mnist")
+    (tmp_path / "fashion-mnist" / "t10k-labels-idx1-ubyte.gz").unlink()
+    assert load_mnist(kind="fashion-mnist", data_home=tmp_path).target.shape == (4,)
+    with pytest.raises(FileNotFoundError) as error:
+        load_mnist(kind="fashion-mnist", subset="test", data_home=tmp_path)
+    message = str(error.value)
+    assert "lacks t10k-labels-idx1-ubyte[.gz]" in message
+    assert "t10k-images-idx3-ubyte[.gz]" not in message
+    assert "fashion-mnist.s3-website" in message and "fetch_openml('Fashion-MNIST'" in message
+
+
+def test_the_data_set_folder_itself_given_as_data_home_is_explained(tmp_path, no_data_home):
+    _write_set(tmp_path / "mnist")
+    with pytest.raises(FileNotFoundError, match="the data folder is the one that holds mnist/"):
+        load_mnist(data_home=tmp_path / "mnist")
+
+
+def test_images_and_labels_that_do_not_match_are_refused(tmp_path, no_data_home):
+    _write_set(tmp_path / "mnist", n_train=4)
+    labels = _idx_bytes(np.arange(5, dtype=np.uint8), 0x08)
+    (tmp_path / "mnist" / "train-labels-idx1-ubyte.gz").write_bytes(gzip.compress(labels))
+    with pytest.raises(ValueError, match=r"\(4, 28, 28\) and \(5,\)"):
+        load_mnist(data_home=tmp_path)
+
+
+@pytest.mark.parametrize("params", [dict(kind="MNIST"), dict(subset="validation"),
+                                    dict(data_home=3), dict(return_X_y="yes")])
+def test_load_mnist_refuses_bad_parameters_by_name(params):
+    with pytest.raises(ValueError, match=next(iter(params))):
+        load_mnist(**params)

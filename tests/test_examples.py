@@ -1,11 +1,25 @@
-"""Every gallery example runs to the end (figures drawn off-screen)."""
+"""Every gallery example runs to the end (figures drawn off-screen); the MNIST ones
+need the data folder, and without it stop with the loader's message."""
 
+import os
+import re
 import runpy
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-EXAMPLES = sorted((Path(__file__).resolve().parents[1] / "examples").glob("plot_*.py"))
+from skdiffclust.datasets import DATA_HOME_VARIABLE, _idx_files
+
+CHECKOUT = Path(__file__).resolve().parents[1]
+EXAMPLES = sorted((CHECKOUT / "examples").glob("plot_*.py"))
+
+# the examples that read MNIST or Fashion-MNIST with load_mnist, and the data folder
+# they are given here: the environment variable's, else ../shared/data beside the
+# checkout (where CI's data sets are)
+MNIST_EXAMPLES = {path.name for path in EXAMPLES if "load_mnist(" in path.read_text()}
+DATA_HOME = Path(os.environ.get(DATA_HOME_VARIABLE) or CHECKOUT.parent / "shared" / "data")
 
 
 TORCH_MARKERS = ("import torch", "embedding=", "PRCut(", "DeepImageClustering(")
@@ -14,11 +28,9 @@ OPTIONAL = {"dask_ml": 'needs dask-ml (pip install "skdiffclust[dask]")'}
 
 # examples that take more than about 20 s on two CPU cores (their docstrings say how
 # long); CI runs them through the documentation build. plot_sparse_gemini_mnist.py
-# takes about 25 s of CPU on MNIST; test_mnist_example_without_mnist runs it on its
-# stand-in, the digits, in a few seconds. plot_prcut_mnist.py takes about 15 s with
-# ../shared/data/mnist beside the repository (a few seconds on the digits without it).
-# plot_deep_clustering_images.py takes about 45 s with MNIST beside the repository
-# (30 s on the digits); DeepImageClustering has its own tests (tests/deep).
+# takes about 25 s of CPU, plot_deep_clustering_images.py about 45 s
+# (DeepImageClustering has its own tests, tests/deep); plot_prcut_mnist.py, about
+# 15 s, runs here.
 SLOW = {"plot_sparse_gemini_mnist.py", "plot_deep_clustering_images.py"}
 
 # warnings an example expects: a quick grid (max_iter=30) has points that stop
@@ -46,12 +58,25 @@ def _marks(path):
 PARAMS = [pytest.param(path, id=path.name, marks=_marks(path)) for path in EXAMPLES]
 
 
+def _kinds(source):
+    """The data sets an example loads with load_mnist."""
+    return set(re.findall(r'kind="([\w-]+)"', source)) or {"mnist"}
+
+
 @pytest.mark.parametrize("path", PARAMS)
 def test_example_runs(path, monkeypatch):
     source = path.read_text()
     for module, reason in OPTIONAL.items():
         if f"import {module}" in source or f"from {module}" in source:
             pytest.importorskip(module, reason=reason)
+    if path.name in MNIST_EXAMPLES:
+        for kind in _kinds(source):
+            try:
+                _idx_files(kind, "train", DATA_HOME)
+            except FileNotFoundError:
+                pytest.skip(f"needs the {kind} IDX files: set {DATA_HOME_VARIABLE} to the "
+                            f"folder that holds {kind}/ (nothing found under {DATA_HOME})")
+        monkeypatch.setenv(DATA_HOME_VARIABLE, str(DATA_HOME))
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -68,21 +93,48 @@ def test_examples_exist():
     assert SLOW <= {path.name for path in EXAMPLES}
 
 
-def test_mnist_example_without_mnist(tmp_path, monkeypatch):
-    """Without the MNIST folder the MNIST example runs on scikit-learn's digits and
-    draws its two figures (the path, then the 8 x 8 mask the user guide shows)."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+def _mnist_params():
+    return [pytest.param(path, id=path.name, marks=[pytest.mark.torch] if _needs_torch(path)
+                         else []) for path in EXAMPLES if path.name in MNIST_EXAMPLES]
 
-    monkeypatch.setenv("SKDIFFCLUST_MNIST", str(tmp_path))
-    monkeypatch.setattr(plt, "show", lambda *args, **kwargs: None)
-    path = next(path for path in EXAMPLES if path.name == "plot_sparse_gemini_mnist.py")
-    plt.close("all")
-    try:
-        namespace = runpy.run_path(str(path), run_name="__main__")
-        assert namespace["shape"] == (8, 8)
-        assert len(plt.get_fignums()) == 2
-        assert 0 < namespace["model"].get_support().sum() < 64
-    finally:
-        plt.close("all")
+
+def _assert_tells_how_to_get_mnist(message, home):
+    for told in (f"looked in {home / 'skdiffclust_data' / 'mnist'}, which does not exist",
+                 DATA_HOME_VARIABLE, "train-images-idx3-ubyte.gz",
+                 "https://ossci-datasets.s3.amazonaws.com/mnist/",
+                 "fetch_openml('mnist_784'"):
+        assert told in message, told
+
+
+def test_an_mnist_example_run_without_the_data_stops_with_the_message(tmp_path):
+    """As a user runs it, in a new process: without the variable and with nothing in
+    the default folder, the example stops at the loading, before it fits or prints
+    anything, with the message that says where the loader looked and how to get
+    the files."""
+    import matplotlib
+
+    path = CHECKOUT / "examples" / "plot_sparse_gemini_mnist.py"
+    env = {key: value for key, value in os.environ.items() if key != DATA_HOME_VARIABLE}
+    # matplotlib's configuration (its font cache) stays where it is: a new HOME
+    # would rebuild it
+    env.update(HOME=str(tmp_path), MPLBACKEND="Agg",
+               MPLCONFIGDIR=env.get("MPLCONFIGDIR", matplotlib.get_configdir()))
+    result = subprocess.run([sys.executable, str(path)], cwd=tmp_path, env=env,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode != 0
+    assert result.stdout == ""  # stopped before its first print, so before any fit
+    assert result.stderr.strip().splitlines()[-1].startswith(
+        "With a network, scikit-learn gives the same")
+    _assert_tells_how_to_get_mnist(
+        result.stderr[result.stderr.rindex("FileNotFoundError: "):], tmp_path)
+
+
+@pytest.mark.parametrize("path", _mnist_params())
+def test_every_mnist_example_without_the_data_stops_with_the_message(
+        path, tmp_path, monkeypatch, capsys):
+    monkeypatch.delenv(DATA_HOME_VARIABLE, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    with pytest.raises(FileNotFoundError) as error:
+        runpy.run_path(str(path), run_name="__main__")
+    assert capsys.readouterr().out == ""  # nothing printed, nothing fitted
+    _assert_tells_how_to_get_mnist(str(error.value), tmp_path)
