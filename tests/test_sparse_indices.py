@@ -84,8 +84,12 @@ def test_prcut_nearest_neighbors_fits_a_csr_matrix_with_int64_indices(features):
     X = _with_int64(features)
     assert X.indices.dtype == X.indptr.dtype == np.int64
     model = _fit(_prcut(affinity="nearest_neighbors"), X)
-    assert model.labels_.shape == (X.shape[0],)
-    assert model.affinity_matrix_.nnz > 0
+    reference = _fit(_prcut(affinity="nearest_neighbors"), features)  # 32-bit indices
+    # a graph to compare: each sample joined to at least its 10 nearest neighbours
+    assert np.all(reference.affinity_matrix_.getnnz(axis=1) >= 10)
+    np.testing.assert_array_equal(model.affinity_matrix_.toarray(),
+                                  reference.affinity_matrix_.toarray())
+    np.testing.assert_array_equal(model.labels_, reference.labels_)
 
 
 @pytest.mark.parametrize("kind", INDEX_KINDS)

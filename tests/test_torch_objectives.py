@@ -101,15 +101,22 @@ def test_gemini_loss_trains_a_softmax_head_to_find_blobs():
 
 
 def test_gemini_loss_takes_no_similarity_for_the_mutual_information():
-    proba = torch.softmax(torch.randn(6, 2, generator=_generator(0)), 1)
-    assert torch.isfinite(gemini_loss(proba, None, "mi"))
+    proba = torch.softmax(torch.randn(6, 2, generator=_generator(0), dtype=torch.float64), 1)
+    # I(x; y) = 1/n sum_i sum_k p_ik log(p_ik / pi_k), pi the mean of the rows
+    p = proba.numpy()
+    mutual_information = np.mean(np.sum(p * np.log(p / p.mean(0)), axis=1))
+    assert gemini_loss(proba, None, "mi").item() == pytest.approx(-mutual_information,
+                                                                   rel=1e-12)
 
 
 def test_gemini_loss_gradient_flows_into_a_learned_kernel():
-    embedding = torch.randn(12, 3, generator=_generator(1), requires_grad=True)
-    proba = torch.softmax(torch.randn(12, 3, generator=_generator(2)), 1)
-    gemini_loss(proba, embedding @ embedding.T, "mmd_ova").backward()
-    assert embedding.grad.abs().sum() > 0
+    embedding = torch.randn(12, 3, generator=_generator(1), dtype=torch.float64,
+                            requires_grad=True)
+    proba = torch.softmax(torch.randn(12, 3, generator=_generator(2), dtype=torch.float64), 1)
+    # the gradient that reaches the embedding through the kernel is the loss's
+    # (checked against central finite differences)
+    assert torch.autograd.gradcheck(
+        lambda E: gemini_loss(proba, E @ E.T, "mmd_ova"), (embedding,))
 
 
 @pytest.mark.parametrize("args, error, match", [
@@ -162,10 +169,20 @@ def test_gemini_loss_refuses_a_kernel_for_distances(gemini):
 
 def test_gemini_loss_takes_kernels_that_are_not_gaussian():
     # linear, negated distances (the energy distance's kernel), constant: all pass
+    # and give the one-vs-one MMD GEMINI, sum_kl pi_k pi_l MMD(k, l), with the MMD
+    # of two weighted samples, w_k' K w_k + w_l' K w_l - 2 w_k' K w_l squared (w_k the
+    # column k of the probabilities divided by its sum; the constant kernel's is 0, up
+    # to the loss's floor of 1e-6 on each MMD)
     x, proba = _points_and_probabilities()
     D = torch.cdist(x, x)
+    P = proba.numpy()
+    pi, w = P.mean(0), P / P.sum(0)
     for kernel in (x @ x.T, -D, torch.ones_like(D), torch.exp(-D ** 2 / 1e8)):
-        assert torch.isfinite(gemini_loss(proba, kernel, "mmd_ovo"))
+        gram = w.T @ kernel.numpy() @ w
+        squared = np.diag(gram)[:, None] + np.diag(gram)[None, :] - 2.0 * gram
+        expected = pi @ np.sqrt(np.maximum(squared, 0.0)) @ pi
+        assert gemini_loss(proba, kernel, "mmd_ovo").item() == pytest.approx(
+            -expected, rel=1e-9, abs=1e-6)
 
 
 def test_gemini_loss_says_why_a_meta_tensor_cannot_be_transported():
@@ -310,7 +327,13 @@ def test_an_emptied_cluster_keeps_the_loss_finite():
     loss = criterion(P, Q, W)
     loss.backward()
     assert criterion.p_bar[2] == 0 and torch.isfinite(loss) and torch.isfinite(P.grad).all()
-    assert criterion.p_bar.clamp_min(pbar_floor(3))[2] > 0  # what eq. 8 divides by
+    # eq. 8 divides by P-bar floored at 1% of 1 / k: P-bar_2 = 0 becomes 0.01 / 3; with
+    # P_i2 = Q_j2 = 0 the cut of cluster 2 is 0, and sample i's gradient is its share of
+    # the weight over that floor plus gamma = 1 times the KL term's log(k * floor) / n
+    assert pbar_floor(3) == 0.01 / 3
+    weights = W / W.sum()
+    expected = weights.sum(1) / (0.01 / 3) + np.log(3 * (0.01 / 3)) / (P.shape[0] + Q.shape[0])
+    torch.testing.assert_close(P.grad[:, 2], expected, rtol=1e-12, atol=0.0)
 
 
 @pytest.mark.parametrize("call, error, match", [

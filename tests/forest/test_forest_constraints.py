@@ -98,7 +98,8 @@ def test_bad_partial_labels_raise():
 
 def test_labels_make_the_rooted_exact_solver_apply():
     c = Constraints.from_labels(np.array([0, 1, 2, -1, 0]), 5)
-    assert c.rooted_samples() is not None
+    # three labels, pairwise apart: every labelled sample is tied to the root
+    np.testing.assert_array_equal(c.rooted_samples(), [True, True, True, False, True])
     chain = Constraints.from_pairs(4, cannot_link=[[0, 1], [1, 2]])
     assert chain.rooted_samples() is None
 

@@ -170,7 +170,9 @@ def test_ratio_cut_ignores_label_names_and_accepts_dense_input():
 def test_ratio_cut_is_zero_for_connected_components():
     W = sp.block_diag([np.ones((3, 3)), np.ones((4, 4))]).tocsr()
     assert ratio_cut(W, [0, 0, 0, 1, 1, 1, 1]) == 0.0
-    assert ratio_cut(W, [0, 0, 1, 1, 1, 1, 1]) > 0.0
+    # sample 2 moved to the second cluster: A = {0, 1}, B = {2, ..., 6}; the edges
+    # 0-2 and 1-2 are cut, cut(A, B) = 2, so RatioCut = 1/2 (2 / |A| + 2 / |B|)
+    assert ratio_cut(W, [0, 0, 1, 1, 1, 1, 1]) == pytest.approx(0.5 * (2 / 2 + 2 / 5))
 
 
 def test_ratio_cut_checks_shapes():
