@@ -69,6 +69,10 @@ class Adam:
 
     def step(self, params, grads):
         """Update ``params[name]`` from ``grads[name]`` for every name in ``grads``."""
+        for name, grad in grads.items():  # the kernel reads one index per entry
+            if np.shape(grad) != params[name].shape:
+                raise ValueError(f"the gradient of {name!r} has shape {np.shape(grad)}, "
+                                 f"its parameter {params[name].shape}.")
         self.t += 1
         correction1, correction2 = bias_corrections(self.t)
         step_size = self.learning_rate / correction1

@@ -57,8 +57,12 @@ def _summarise_tile_rows(S, first, last, asymmetry, lowest, highest):
 def summarise(S):
     """``(max |S - S.T|, S.min(), S.max())`` of a finite square matrix, in one pass.
 
-    Runs on numba's current number of threads; an empty matrix gives zeros.
+    Runs on numba's current number of threads; an empty matrix gives zeros. A
+    matrix that is not square is refused (the kernel reads ``S[j, i]`` for every
+    ``S[i, j]``).
     """
+    if S.ndim != 2 or S.shape[0] != S.shape[1]:
+        raise ValueError(f"a square matrix is expected, got shape {S.shape}.")
     n = S.shape[0]
     if n == 0:
         return 0.0, 0.0, 0.0

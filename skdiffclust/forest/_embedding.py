@@ -40,6 +40,7 @@ from skdiffclust.forest._solver import thread_limit
 from skdiffclust.forest._torch import (
     PartialFenchelYoungFunction,
     PerturbedProblem,
+    check_scale,
     on_device_or_none,
     similarity_to_numpy,
 )
@@ -266,6 +267,23 @@ def as_samples(tensor, sample_shape):
     return tensor if sample_shape is None else tensor.view(tensor.shape[0], *sample_shape)
 
 
+def check_noise_scale(settings, n_samples, dtype):
+    """Raise when ``epsilon`` makes the perturbed forests' weights of a batch overflow
+    the precision they are solved in (``dtype``, the module's): a batch's standardised
+    similarities are less than its size in magnitude."""
+    size = min(settings.batch_size, n_samples)
+    solved_in = np.float64 if dtype == torch.float64 else np.float32
+    try:
+        check_scale(float(size), size, solved_in, settings.epsilon,
+                    settings.n_perturbations)
+    except ValueError:
+        raise ValueError(
+            f"epsilon={settings.epsilon!r} is too large: the perturbed forests of a batch "
+            f"(standardised similarities, less than {size} in magnitude) overflow "
+            f"{np.dtype(solved_in)}. The similarities are standardised: epsilon of the "
+            "order of 0.1 to 1 perturbs them.") from None
+
+
 def train_embedding(module, X, y, settings, *, validation_data=None, sample_shape=None):
     """Adam on the partial Fenchel-Young loss; returns (state, TrainingResult).
 
@@ -281,6 +299,7 @@ def train_embedding(module, X, y, settings, *, validation_data=None, sample_shap
     module = module.to(device)
     module.train()
     dtype = next(module.parameters()).dtype
+    check_noise_scale(settings, X.shape[0], dtype)
     task = PartialFenchelYoungTask(
         module, as_samples(tensor_from_numpy(X, dtype, device), sample_shape), y,
         n_clusters=settings.n_clusters, epsilon=settings.epsilon,

@@ -191,7 +191,34 @@ def _sweep_in_parts(n_threads, *args):
     feature_sweep_in_parts(*args, n_threads, PARALLEL_PRIM_MIN_TERMS)
 
 
+# float32 features are swept in float32 unless their squares could leave its range:
+# values beyond this (times sqrt(n_features)) could overflow a square or a squared
+# norm, and Euclidean differences below ``F32_SMALLEST_SPREAD`` (or cosine rows
+# below it) have squares under float32's smallest normal number. Such data are
+# swept in float64 (no rounding: float32 values are float64 values).
+F32_LARGEST = 2.0**62
+F32_SMALLEST_SPREAD = 2.0**-60
+
+
+def _float32_squares_unsafe(X, code):
+    """Whether the float32 features ``X`` give squared differences or squared norms
+    that overflow or underflow float32 in the sweep (``code``: its metric)."""
+    if X.shape[0] == 0 or X.shape[1] == 0:
+        return False
+    largest = max(float(X.max()), -float(X.min()))
+    if largest * np.sqrt(X.shape[1]) > F32_LARGEST:
+        return True
+    if code == SQEUCLIDEAN:
+        return 0.0 < float(np.ptp(X, axis=0).max()) < F32_SMALLEST_SPREAD
+    if code == COSINE:
+        rows = np.abs(X).max(axis=1)
+        return bool(np.any((rows > 0.0) & (rows < F32_SMALLEST_SPREAD)))
+    return False
+
+
 def _tree_by_numba_prim(X, code, p):
+    if X.dtype == np.float32 and _float32_squares_unsafe(X, code):
+        X = X.astype(np.float64)
     if code == COSINE:
         norms = np.linalg.norm(X, axis=1, keepdims=True)
         X = X / np.where(norms > 0, norms, 1.0)
@@ -230,9 +257,10 @@ def feature_tree(X, *, metric="euclidean", metric_params=None, algorithm="auto")
         dist = dist**2
     if not np.all(np.isfinite(dist)):  # gave an arbitrary forest and a NaN score
         raise ValueError(
-            f"metric={metric!r} gives NaN or infinite distances on X (e.g. "
-            "'correlation' or 'cosine' of constant or zero rows): choose another "
-            "metric, or remove those rows.")
+            f"metric={metric!r} gives NaN or infinite distances on X (values whose "
+            "distances overflow, e.g. a large Minkowski power p, or 'correlation' or "
+            "'cosine' of constant or zero rows): rescale X, choose another metric, or "
+            "remove those rows.")
     return src, dst, dist
 
 

@@ -63,13 +63,13 @@ def similarity_to_numpy(S):
     if not is_symmetric(array):
         raise ValueError("S must be a symmetric similarity matrix.")
     # halves first: the sum of two entries near the dtype's largest overflows
-    symmetric = np.ascontiguousarray(0.5 * array + 0.5 * array.T)
-    # a forest's weight sums up to n of them
-    if array.size and float(np.abs(symmetric).max()) * array.shape[0] > \
-            float(np.finfo(symmetric.dtype).max):
-        raise ValueError(f"S holds values too large for {symmetric.dtype} (a forest's "
-                         "weight, a sum of up to n of them, overflows): rescale it.")
-    return symmetric
+    return np.ascontiguousarray(0.5 * array + 0.5 * array.T)
+
+
+# below it, 1 / (2 epsilon n_samples) of the score-function gradient overflows
+SMALLEST_EPSILON = float(np.finfo(np.float64).tiny)
+# the kernels' standard normals come from 24-bit uniforms: |Z| <= sqrt(48 ln 2) = 5.77
+NOISE_BOUND = 6.0
 
 
 def check_perturbation(epsilon, n_samples):
@@ -77,10 +77,34 @@ def check_perturbation(epsilon, n_samples):
         raise TypeError(f"epsilon must be a positive float, got {epsilon!r}.")
     if not np.isfinite(epsilon) or epsilon <= 0:
         raise ValueError(f"epsilon must be > 0, got {epsilon!r}.")
+    if epsilon < SMALLEST_EPSILON:
+        raise ValueError(
+            f"epsilon must be at least {SMALLEST_EPSILON:.3g} (float64's smallest normal "
+            f"number; the gradients divide by it), got {epsilon!r}.")
     if isinstance(n_samples, bool) or not isinstance(n_samples, (int, np.integer)):
         raise TypeError(f"n_samples must be an integer, got {n_samples!r}.")
     if n_samples < 1:
         raise ValueError(f"n_samples must be >= 1, got {n_samples}.")
+
+
+def check_scale(largest, n, dtype, epsilon, n_samples):
+    """Raise when the forests' weights of ``S + epsilon Z`` could overflow.
+
+    ``largest`` is max |S| of the n x n matrix, solved in ``dtype``. A sample's
+    forest weight counts at most 2 (n - 1) entries of at most ``largest + 6
+    epsilon`` (both triangles); it is returned in ``dtype``, the means add
+    ``n_samples`` of them in float64, and the partial Fenchel-Young loss subtracts
+    two means.
+    """
+    weight = 2.0 * max(n - 1, 0) * (largest + NOISE_BOUND * float(epsilon))
+    if 2.0 * weight <= float(np.finfo(dtype).max) and \
+            weight * n_samples <= float(np.finfo(np.float64).max):
+        return
+    raise ValueError(
+        f"S (max |S| = {largest:.3g}) and epsilon={epsilon!r} are too large for "
+        f"{np.dtype(dtype)}: the perturbed forests' weights, each up to 2 (n - 1) "
+        f"(max |S| + 6 epsilon) = {weight:.3g}, overflow (in {np.dtype(dtype)}, or "
+        f"summed over n_samples={n_samples}). Rescale S, or lower epsilon.")
 
 
 def parse_constraints(constraints, n):
@@ -231,6 +255,8 @@ def _problem(S, n_clusters, epsilon, n_samples, constraints, generator):
     array = similarity_to_numpy(S)
     check_n_clusters(n_clusters, array.shape[0])
     check_perturbation(epsilon, n_samples)
+    largest = max(float(array.max()), -float(array.min()))  # n >= 1: checked
+    check_scale(largest, array.shape[0], array.dtype, epsilon, n_samples)
     parsed = _parse_constraints(constraints, array.shape[0])
     check_feasible(parsed, n_clusters)
     seed = seed_from_generator(generator)
@@ -238,28 +264,27 @@ def _problem(S, n_clusters, epsilon, n_samples, constraints, generator):
 
 
 def _check_device_similarity(S):
-    """The checks of ``similarity_to_numpy`` on the device, with one flag read back."""
+    """The checks of ``similarity_to_numpy`` on the device, with one read back;
+    returns max |S| (0.0 for an empty S)."""
     if S.ndim != 2 or S.shape[0] != S.shape[1]:
         raise ValueError(
             f"S must be a square (n, n) similarity matrix, got shape {tuple(S.shape)}.")
     if not torch.is_floating_point(S):
         raise TypeError(f"S must be a floating point tensor, got dtype {S.dtype}.")
     if S.numel() == 0:
-        return  # check_n_clusters reports it
+        return 0.0  # check_n_clusters reports it
     A = S.detach() if S.dtype == torch.float64 else S.detach().to(torch.float32)
     finite = torch.isfinite(A).all()
     largest = A.abs().max()
     tolerance = float(np.sqrt(torch.finfo(A.dtype).eps)) * largest
     symmetric = ((A - A.T).abs() <= tolerance).all()
-    summable = largest * A.shape[0] <= torch.finfo(A.dtype).max  # a forest's weight
-    finite, symmetric, summable = torch.stack([finite, symmetric, summable]).tolist()
+    finite, symmetric, largest = torch.stack(
+        [finite.to(A.dtype), symmetric.to(A.dtype), largest]).tolist()
     if not finite:
         raise ValueError("S contains NaN or infinity.")
     if not symmetric:
         raise ValueError("S must be a symmetric similarity matrix.")
-    if not summable:
-        raise ValueError(f"S holds values too large for {A.dtype} (a forest's weight, "
-                         "a sum of up to n of them, overflows): rescale it.")
+    return largest
 
 
 def _device_constraints(S, n_clusters, epsilon, n_samples, constraints):
@@ -268,10 +293,12 @@ def _device_constraints(S, n_clusters, epsilon, n_samples, constraints):
     The CPU solver takes problems the device solver does not: general cannot-link
     structures, and single points.
     """
-    _check_device_similarity(S)
+    largest = _check_device_similarity(S)
     n = S.shape[0]
     check_n_clusters(n_clusters, n)
     check_perturbation(epsilon, n_samples)
+    check_scale(largest, n, np.float64 if S.dtype == torch.float64 else np.float32, epsilon,
+                n_samples)
     parsed = _parse_constraints(constraints, n)
     check_feasible(parsed, n_clusters)
     if n < 2 or (parsed is not None and parsed.rooted_samples() is None):
