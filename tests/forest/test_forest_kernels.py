@@ -152,6 +152,9 @@ def _root(parent, i):
     return i
 
 
+# random symmetric matrices: some are non-negative, smallest on their diagonal and
+# metric under square roots, as distances plus a constant are, and rightly warned of
+@pytest.mark.filterwarnings("ignore:S looks like a distance matrix")
 @given(
     n=st.integers(2, 8),
     data=st.data(),
