@@ -196,7 +196,7 @@ def test_bench_mnist_command_line_names_the_imbalance_it_refuses(monkeypatch, ca
     monkeypatch.setattr(bench_mnist, "load_mnist", lambda data_dir: _fake_mnist(bench_mnist))
     monkeypatch.setattr(bench_mnist, "run_case", _never_called)
     for value, message in (("nan", "argument --imbalance: must be a finite number at "
-                                    "least 1, got nan"),
+                                   "least 1, got nan"),
                            ("inf", "must be a finite number at least 1, got inf"),
                            ("ten", "argument --imbalance: not a number: 'ten'"),
                            ("1e6", "--imbalance 1e+06 leaves the last class without an "

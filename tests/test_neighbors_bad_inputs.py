@@ -148,7 +148,7 @@ def test_huge_values_get_their_exact_neighbours_from_the_index(dangerous, name):
     ("distances of NaN", "ValueError: X must be finite with magnitudes up to"),
 ])
 def test_the_kernels_entries_refuse_what_they_cannot_index_safely(dangerous, name,
-                                                                   expected):
+                                                                  expected):
     line = dangerous[1].get(name, "not reached: " + dangerous[0].stderr[-500:])
     assert line.startswith(expected), line
 
@@ -281,7 +281,7 @@ def test_an_integer_of_numpy_is_a_number_of_neighbours():
 ])
 @pytest.mark.parametrize("path", ALL_PATHS)
 def test_samples_that_are_not_a_table_of_numbers_are_refused(path, data, message,
-                                                              monkeypatch):
+                                                             monkeypatch):
     with pytest.raises(ValueError, match=message):
         _search(path, monkeypatch, data, 1)
 

@@ -106,7 +106,7 @@ def test_gemini_loss_takes_no_similarity_for_the_mutual_information():
     p = proba.numpy()
     mutual_information = np.mean(np.sum(p * np.log(p / p.mean(0)), axis=1))
     assert gemini_loss(proba, None, "mi").item() == pytest.approx(-mutual_information,
-                                                                   rel=1e-12)
+                                                                  rel=1e-12)
 
 
 def test_gemini_loss_gradient_flows_into_a_learned_kernel():

@@ -145,7 +145,7 @@ def _soft_predictions(n, n_clusters, seed):
     ("wasserstein_ova", None), ("wasserstein_ovo", None), ("mi", None)])
 @pytest.mark.parametrize("n, n_clusters, seed", [(7, 2, 0), (9, 3, 1), (12, 4, 2)])
 def test_values_equal_the_definitions_on_soft_predictions(objective, kernel, n, n_clusters,
-                                                         seed):
+                                                          seed):
     rng = np.random.default_rng(100 + seed)
     X = rng.normal(size=(n, 2))
     T = _soft_predictions(n, n_clusters, seed)
