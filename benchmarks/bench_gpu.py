@@ -181,6 +181,19 @@ def forest_batch_table(scale, devices):
         print("CUDA unavailable: the GPU figures are not measured.")
 
 
+def profiled(fit, n_functions, title):
+    """``timed(fit)`` under cProfile, printing the ``n_functions`` of the most
+    cumulative time (the time includes the profiler's overhead)."""
+    import cProfile
+    import pstats
+
+    profile = cProfile.Profile()
+    result = profile.runcall(timed, fit)
+    print(f"-- profile: {title} ({result[0]:.2f} s under the profiler)")
+    pstats.Stats(profile).sort_stats("cumulative").print_stats(n_functions)
+    return result
+
+
 def cuda_device_name():
     try:
         import torch
@@ -199,6 +212,9 @@ def main():
                         help="bench_mnist.py's cases for --mnist-dir (e.g. prcut,forest)")
     parser.add_argument("--cuda-only", action="store_true",
                         help="skip the CPU fits (their column says n/a)")
+    parser.add_argument("--profile", type=int, default=0, metavar="N",
+                        help="profile each timed fit (cProfile) and print its N functions "
+                             "of the most cumulative time")
     args = parser.parse_args()
     scale = 20 if args.quick else 1
     gpu = cuda_device_name()
@@ -223,7 +239,9 @@ def main():
         times, scores, epochs = {}, {}, {}
         for device in devices:
             timed(lambda: run(device, warm_data))  # compile / initialise, not timed
-            times[device], (scores[device], epochs[device]) = timed(lambda: run(device))
+            times[device], (scores[device], epochs[device]) = (
+                profiled(lambda: run(device), args.profile, f"{name}, {device}")
+                if args.profile else timed(lambda: run(device)))
         ratio = (f"{times['cpu'] / times['cuda']:8.1f}x" if len(times) == 2 else f"{'n/a':>9}")
         print(f"{name:<48} {_cell(times, 'cpu', '8.2f')} {_cell(times, 'cuda', '8.2f')} "
               f"{ratio} {_cell(scores, 'cpu', '8.3f')} {_cell(scores, 'cuda', '9.3f')} "

@@ -1123,6 +1123,31 @@ def print_rows(rows):
         print("  ".join(c.ljust(w) for c, w in zip(r, widths)))
 
 
+def time_deep_phases():
+    """Wrap DeepImageClustering's start and trainings so that each prints its
+    seconds (after the device's queued work, so that CUDA's are complete)."""
+    from skdiffclust.deep import _fit
+
+    def synchronised():
+        import torch
+
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()
+        return time.perf_counter()
+
+    def timed(name, function):
+        def wrapper(*args, **kwargs):
+            start = synchronised()
+            result = function(*args, **kwargs)
+            label = name if name != "train" else type(args[0]).__name__
+            print(f"   phase {label}: {synchronised() - start:.2f} s", flush=True)
+            return result
+        return wrapper
+
+    _fit.start_of = timed("graph and start", _fit.start_of)
+    _fit.train = timed("train", _fit.train)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data-dir", default=str(DEFAULT_DATA_DIR),
@@ -1138,7 +1163,12 @@ def main():
     parser.add_argument("--imbalance", type=imbalance_ratio, default=None, metavar="R",
                         help="unbalanced classes: their sizes fall geometrically by R "
                              "from the first to the last (training and test images)")
+    parser.add_argument("--phases", action="store_true",
+                        help="print the seconds of each phase of DeepImageClustering's fits "
+                             "(the graph and the start, then each training)")
     args = parser.parse_args()
+    if args.phases:
+        time_deep_phases()
     if args.seeds is not None:
         global DEEP_SEEDS
         DEEP_SEEDS = tuple(int(seed) for seed in args.seeds.split(","))

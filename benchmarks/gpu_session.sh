@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 42's checks on a lent GPU machine, in one call of the device tool.
+# The GPU checks, on a machine with a GPU, in one call of the device tool.
 #
 # The machine starts bare, cannot reach a package registry, and has torch,
 # numba, numba-cuda, scikit-learn, pytest, pytest-xdist and hypothesis, but not
@@ -31,10 +31,11 @@
 #   perturbed  bench_perturbed.py at n = 4,096 and 16,384, 100 samples
 #   checks     bench_torch_api.py --only checks (the input checks' cost)
 #   prcut      bench_gpu.py's PRCut case (1,000,000 x 32)
+#   prcut-profile  the same case's CUDA fit under cProfile (where its time goes)
 #   mnist      bench_gpu.py's MNIST cases (PRCut's protocol and defaults)
 #   lenet      bench_mnist.py --only forest --device cuda (LeNet-5, 30,000 steps)
-#   deep       bench_mnist.py --only deep --device cuda (DeepImageClustering on
-#              MNIST's 60,000 images, random_state 0, 1, 2; not yet measured on a GPU)
+#   deep       bench_mnist.py --only deep --device cuda --phases (DeepImageClustering
+#              on MNIST's 60,000 images, random_state 0, 1, 2, each phase timed)
 #   base       bench_perturbed.py and bench_gpu.py's ClAM case with an earlier
 #              version of the package, to compare a kernel's change on one machine;
 #              prepare it here first, e.g. for the version before the pruned Prim:
@@ -102,12 +103,14 @@ for step in ${steps//,/ }; do
             --sizes 4096 16384 --samples 100 --cpu-budget 5 ;;
         checks) run_step checks 100 python3 benchmarks/bench_torch_api.py --only checks ;;
         prcut) run_step prcut 150 python3 benchmarks/bench_gpu.py --only prcut ;;
+        prcut-profile) run_step prcut-profile 90 python3 benchmarks/bench_gpu.py --only prcut \
+            --cuda-only --profile 40 ;;
         mnist) run_step mnist 240 python3 benchmarks/bench_gpu.py --only none \
             --mnist-dir "$mnist" ;;
         lenet) run_step lenet 500 python3 benchmarks/bench_mnist.py --only forest \
             --device cuda --data-dir "$mnist" ;;
         deep) run_step deep 400 python3 benchmarks/bench_mnist.py --only deep \
-            --device cuda --data-dir "$mnist" ;;
+            --device cuda --phases --data-dir "$mnist" ;;
         base) run_step base 160 env PYTHONPATH="$PWD/.gpudata/base:$PYTHONPATH" bash -c \
             "python3 benchmarks/bench_perturbed.py --sizes 4096 16384 --samples 100 \
             --cpu-budget 5 && python3 benchmarks/bench_gpu.py --only clam --cuda-only" ;;

@@ -175,12 +175,14 @@ class SelfLabelTask:
         return total, total.detach()
 
 
-def graph_of(images, n_neighbors, feature_seed, n_threads):
+def graph_of(images, n_neighbors, feature_seed, n_threads, device=None):
     """The neighbour lists (n, n_neighbors) of the images' graph features (at most
-    n - 1 neighbours) and the symmetric kNN graph."""
+    n - 1 neighbours) and the symmetric kNN graph; the exact search runs on
+    ``device`` when it is CUDA (torch, blockwise), else on the host."""
     features = graph_features(images, feature_seed)
     n_neighbors = min(n_neighbors, images.shape[0] - 1)
-    _, neighbours = kneighbors(features, n_neighbors, algorithm="exact", n_jobs=n_threads)
+    _, neighbours = kneighbors(features, n_neighbors, algorithm="exact", device=device,
+                               n_jobs=n_threads)
     return neighbours, affinity_from_neighbors(np.zeros(neighbours.shape), neighbours)
 
 
@@ -199,12 +201,15 @@ def start_of(images, settings, *, feature_seed, start_seed):
     """The neighbour lists (n, n_neighbors) of the images' graph features, the
     symmetric kNN graph and the spectral start's labels (PRCut's start from the
     graph's shared-neighbour weights, which undo the hubs of features in many
-    dimensions, its width chosen by the objective for ``'auto'``)."""
+    dimensions, its width chosen by the objective for ``'auto'``). On CUDA the
+    neighbour search and the start's eigenproblem run on the device, as PRCut's
+    do."""
+    device = torch.device(settings.device)
     neighbours, graph = graph_of(images, settings.n_neighbors, feature_seed,
-                                 settings.n_threads)
+                                 settings.n_threads, device=device)
     _, labels = spectral_start(graph, settings.n_clusters, init="spectral_snn",
                                n_eigenvectors=settings.n_eigenvectors,
-                               device=torch.device("cpu"), seed=start_seed,
+                               device=device, seed=start_seed,
                                graph_threads=settings.n_threads, gamma=settings.gamma)
     return neighbours, graph, labels
 
