@@ -43,15 +43,10 @@ sends them to the CPU solver.
 
 Cost model (n points, N samples, B threads per block)
 -----------------------------------------------------
-Prim costs n - 1 iterations per sample, each relaxing up to n entries in
-ceil(m / B) steps, then an argmin by warp shuffles with one barrier. An entry's
-noise is a splitmix64 hash and a float32 Box-Muller (straight-line, so that the
-lanes of a warp never run it twice); the hash alone bounds the normal (by the
-exponent of its radius bits), and an entry whose bound cannot beat its key keeps
-it without the Box-Muller (all but a few percent once the keys are good, on
-large n). The rest wait for a second pass, where each lane runs its own, so that
-a warp runs the Box-Muller about as often as its busiest lane needs it, not
-whenever one of its 32 lanes does. Total work
+Prim costs n - 1 iterations per sample, each relaxing up to n entries (one
+noise evaluation each: two splitmix64 hashes and a float32 Box-Muller, ~150
+instructions, straight-line so that the lanes of a warp never run it twice) in
+ceil(m / B) steps, then an argmin by warp shuffles with one barrier. Total work
 N n^2 / 2 noise evaluations; latency about n (n / (2B) * c_noise + c_sync).
 Samples run concurrently when N * B threads fit on the device (1024 threads per SM
 at 64 registers per thread), so B is chosen from N and the SM count (up to 1024

@@ -24,8 +24,7 @@ import numpy as np
 from numba import config, cuda, float64
 
 from skdiffclust.forest._gpu_noise import (fill_row_keys, noise, perturbed,
-                                           perturbed_bound_from_row, perturbed_from_row,
-                                           splitmix64)
+                                           perturbed_from_row, splitmix64)
 
 # the simulator's jit takes no max_registers; on a GPU, 64 registers per thread let
 # a block of 1024 threads launch (65536 registers per SM)
@@ -42,9 +41,6 @@ INF = np.float64(np.inf)
 NO_POSITION = np.int32(2**31 - 1)
 WARP = 32
 FULL_WARP = np.int32(-1)  # the shuffles' member mask 0xFFFFFFFF, typed int32 as numba wants
-# Prim's positions a thread may defer in an iteration (bits of a uint32 mask); the
-# tests' simulator run lowers it, so that its small problems defer and overflow
-DEFERRED_POSITIONS = 32
 
 
 # ------------------------------------------------------------------- the noise
@@ -209,33 +205,6 @@ def warp_argmin(key, pos, vertex, width, mask):
     return key, pos, vertex
 
 
-@cuda.jit(device=True)
-def relax(S, epsilon, single, row_keys, verts, vstart, use_verts, idx, key, parent, r, k,
-          gcur, cur):
-    """Position r's key after the relaxation by the tree's new vertex ``gcur``
-    (packed position ``cur``): its distance -(S + eps Z_s) if below the key ``k``."""
-    local = idx[r]
-    g = verts[np.uint32(vstart + local)] if use_verts else local
-    d = -perturbed_from_row(S, epsilon, single, row_keys[np.uint32(gcur if gcur < g else g)],
-                            gcur, g)
-    if d < k:
-        key[r] = d
-        parent[r] = cur
-        return d
-    return k
-
-
-@cuda.jit(device=True)
-def better(k, r, local, parent, best, best_pos, best_vertex, best_parent):
-    """The thread's best candidate with position r's: the lexicographic minimum of
-    (key, position), whatever the order in which the positions come (the CPU's scan
-    keeps the earliest of equal keys; the first position is a candidate even at +inf,
-    as position 0 is in the CPU's loop)."""
-    if k < best or (k == best and np.int32(r) < best_pos):
-        return k, np.int32(r), np.int32(local), parent[r]
-    return best, best_pos, best_vertex, best_parent
-
-
 def prim_shared_floats(n_threads):
     """float64 slots of dynamic shared memory that :func:`block_prim` needs."""
     return 2 * REDUCTION_FIELDS * ((n_threads + WARP - 1) // WARP)
@@ -292,47 +261,25 @@ def block_prim(S, epsilon, single, row_keys, verts, vstart, size, use_verts,
         best_pos = NO_POSITION
         best_vertex = np.int32(0)
         best_parent = 0
-        # First pass: a position whose perturbed entry cannot beat its key, by the
-        # bound of the entry's draw (:func:`perturbed_bound_from_row`), keeps it
-        # without the Box-Muller; the others (a few percent once the keys are good)
-        # are deferred, up to DEFERRED_POSITIONS, to a second pass, where the lanes
-        # of a warp run their n-th deferred position together, rather than the
-        # Box-Muller whenever one of 32 lanes needs it. The first iterations (keys
-        # at +inf) and the unperturbed sample relax at once.
-        deferred = np.uint32(0)
-        q = np.uint32(0)
         r = first
         while r < m:
             local = idx[r]
+            g = verts[np.uint32(vstart + local)] if use_verts else local
+            d = -perturbed_from_row(S, epsilon, single,
+                                    row_keys[np.uint32(gcur if gcur < g else g)], gcur, g)
             k = key[r]
-            waiting = False
-            if epsilon != 0.0 and k != INF:
-                g = verts[np.uint32(vstart + local)] if use_verts else local
-                bound = perturbed_bound_from_row(
-                    S, epsilon, single, row_keys[np.uint32(gcur if gcur < g else g)], gcur, g)
-                if -bound < k:  # the entry may beat the key
-                    waiting = q < DEFERRED_POSITIONS
-                    if waiting:
-                        deferred |= np.uint32(1) << q
-                    else:
-                        k = relax(S, epsilon, single, row_keys, verts, vstart, use_verts,
-                                  idx, key, parent, r, k, gcur, cur)
-            else:
-                k = relax(S, epsilon, single, row_keys, verts, vstart, use_verts, idx, key,
-                          parent, r, k, gcur, cur)
-            if not waiting:
-                best, best_pos, best_vertex, best_parent = better(
-                    k, r, local, parent, best, best_pos, best_vertex, best_parent)
+            if d < k:
+                k = d
+                key[r] = d
+                parent[r] = cur
+            # the first position a thread sees is a candidate even at +inf, as
+            # position 0 is in the CPU's loop (no finite key: position 0 wins)
+            if k < best or best_pos == NO_POSITION:
+                best = k
+                best_pos = np.int32(r)
+                best_vertex = np.int32(local)
+                best_parent = parent[r]
             r += step
-            q += np.uint32(1)
-        while deferred != 0:  # the second pass, highest position first
-            q = np.uint32(31) - np.uint32(cuda.clz(deferred))
-            deferred ^= np.uint32(1) << q
-            r = first + q * step
-            k = relax(S, epsilon, single, row_keys, verts, vstart, use_verts, idx, key,
-                      parent, r, key[r], gcur, cur)
-            best, best_pos, best_vertex, best_parent = better(
-                k, r, idx[r], parent, best, best_pos, best_vertex, best_parent)
         win_key, win_pos, win_vertex = warp_argmin(best, best_pos, best_vertex, width, mask)
         slots = (it % 2) * REDUCTION_FIELDS * n_warps
         if lane == 0:

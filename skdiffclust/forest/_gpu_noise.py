@@ -59,12 +59,6 @@ _K4 = np.float32(1 / 24)
 _K6 = np.float32(-1 / 720)
 _K8 = np.float32(1 / 40320)
 _K10 = np.float32(-1 / 3628800)
-_TWO_LN2 = np.float32(2.0 * np.log(2.0))
-# |a normal of the draw| <= sqrt(2 (24 - e) ln 2) for radius bits in [2^e, 2^(e+1)):
-# the bound is widened by these for the float32 rounding of the log series, the
-# square root and the sine and cosine polynomials (all under 1e-5 relative)
-BOUND_SCALE = 1.001
-BOUND_MARGIN = 1e-3
 
 
 # ------------------------------------------------------------------------ noise
@@ -145,58 +139,20 @@ def row_key_of(sample_key, i):
 
 
 @cuda.jit(device=True)
-def draw_in_row(row_key, i, j, n):
-    """The 64-bit draw of entry (i, j), i < j, of the CPU's noise Z_s (``noise_row``
-    of row i) from the row's key, and whether the entry is its sine.
+def noise_in_row(row_key, i, j, n):
+    """Entry (i, j), i < j, of the CPU's noise Z_s (``noise_row`` of row i), from the
+    row's key.
 
     Row i holds n - i - 1 entries from (n - i) // 2 draws: the cosines first, then the
-    sines.
+    sines. One call of :func:`normal_from_bits` for both halves (not one per branch):
+    the lanes of a warp fall on both sides, and would run the Box-Muller once per side.
     """
     length = n - i - 1
     n_pairs = (length + 1) // 2
     t = j - i - 1
     sine = t >= n_pairs
     draw = t - n_pairs if sine else t
-    return splitmix64(row_key + np.uint64(draw)), sine
-
-
-@cuda.jit(device=True)
-def noise_in_row(row_key, i, j, n):
-    """Entry (i, j), i < j, of the CPU's noise Z_s, from the row's key.
-
-    One call of :func:`normal_from_bits` for both halves (not one per branch): the
-    lanes of a warp fall on both sides, and would run the Box-Muller once per side.
-    """
-    bits, sine = draw_in_row(row_key, i, j, n)
-    return normal_from_bits(bits, sine)
-
-
-@cuda.jit(device=True)
-def noise_bound(bits):
-    """A bound (float64) of the absolute value of either normal of the draw ``bits``,
-    from the exponent e of its radius bits r alone: r >= 2^e, so the radius
-    sqrt(-2 ln(r / 2^24)) is at most sqrt(2 (24 - e) ln 2). A few instructions
-    against the Box-Muller's hundred."""
-    x = np.uint32((bits >> _SHIFT40) + _U1)  # the radius bits, 1 .. 2^24
-    # floor(log2(x)) by halving steps (not cuda.clz: numba's simulator, which tests
-    # this code, swaps a device function's ``cuda`` global per call and thread)
-    exponent = np.int32(0)
-    if x >= np.uint32(1 << 16):
-        x >>= np.uint32(16)
-        exponent += np.int32(16)
-    if x >= np.uint32(1 << 8):
-        x >>= np.uint32(8)
-        exponent += np.int32(8)
-    if x >= np.uint32(1 << 4):
-        x >>= np.uint32(4)
-        exponent += np.int32(4)
-    if x >= np.uint32(1 << 2):
-        x >>= np.uint32(2)
-        exponent += np.int32(2)
-    if x >= np.uint32(2):
-        exponent += np.int32(1)
-    radius = math.sqrt(np.float32(np.int32(24) - exponent) * _TWO_LN2)
-    return np.float64(radius) * BOUND_SCALE + BOUND_MARGIN
+    return normal_from_bits(splitmix64(row_key + np.uint64(draw)), sine)
 
 
 @cuda.jit(device=True)
@@ -233,21 +189,6 @@ def perturbed_from_row(S, epsilon, single, row_key, a, b):
     i = a if lower else b
     j = b if lower else a
     value = value + epsilon * np.float64(noise_in_row(row_key, i, j, S.shape[0]))
-    if single:
-        value = np.float64(np.float32(value))
-    return value
-
-
-@cuda.jit(device=True)
-def perturbed_bound_from_row(S, epsilon, single, row_key, a, b):
-    """An upper bound of :func:`perturbed_from_row` (epsilon > 0), rounded as it is:
-    S[a, b] + epsilon * :func:`noise_bound` of the entry's draw. Rounding is monotone,
-    so the entry is at most this bound, bit for bit."""
-    lower = a < b
-    i = a if lower else b
-    j = b if lower else a
-    bits, _ = draw_in_row(row_key, i, j, S.shape[0])
-    value = np.float64(S[np.uint32(a), np.uint32(b)]) + epsilon * noise_bound(bits)
     if single:
         value = np.float64(np.float32(value))
     return value

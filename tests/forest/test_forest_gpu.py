@@ -161,11 +161,8 @@ def _device_results(path):
     while the scenarios run.
     """
     from skdiffclust import torch as cpu_api
-    from skdiffclust.forest import _gpu, _gpu_kernels
+    from skdiffclust.forest import _gpu
 
-    # Prim defers up to 32 positions a thread; at 2, these small problems both defer
-    # positions and relax the others at once (the simulator reads the global per call)
-    _gpu_kernels.DEFERRED_POSITIONS = np.uint32(2)
     signatures = {}
     _record_kernel_signatures(_gpu, signatures)
     _exercise_every_kernel(_gpu)
@@ -188,42 +185,9 @@ def _device_results(path):
     seed = torch.full((1,), SEED, dtype=torch.int64)
     problem = _gpu.DeviceProblem(zeros, 2, 1.0, 3, None, seed, threads=2)
     out["noise"] = np.stack([problem.perturbed_matrix(s).numpy() for s in range(3)])
-    out["noise_bounds"] = _noise_bounds()
     out.update(_device_gradients(_gpu, cpu_api))
     _dump(signatures, f"{path}.all_signatures")
     np.savez(path, **out)
-
-
-def noise_draws():
-    """64-bit draws at the largest radius of each exponent of the radius bits (radius
-    bits 2^e), with angles at the quadrants' edges, then random draws."""
-    rng = np.random.default_rng(0)
-    radius_bits = np.concatenate([2 ** np.arange(25), rng.integers(1, 2**24 + 1, 100)])
-    edges = np.array([0, 2**22 - 1, 2**22, 2**23 - 1, 2**23, 3 * 2**22, 2**24 - 1])
-    angle_bits = np.concatenate([np.tile(edges, 4)[:25], rng.integers(0, 2**24, 100)])
-    return ((radius_bits.astype(np.uint64) - np.uint64(1)) << np.uint64(40)) \
-        | (angle_bits.astype(np.uint64) << np.uint64(16)) | np.uint64(0xBEEF)
-
-
-def _noise_bounds():
-    """Both normals of each of :func:`noise_draws` and their :func:`noise_bound`."""
-    global cuda  # the simulator runs a kernel with its module's global ``cuda`` swapped
-    from numba import cuda
-
-    from skdiffclust.forest import _gpu_noise
-
-    @cuda.jit
-    def kernel(bits, out):
-        i = cuda.grid(1)
-        if i < bits.size:
-            out[i, 0] = _gpu_noise.normal_from_bits(bits[i], False)
-            out[i, 1] = _gpu_noise.normal_from_bits(bits[i], True)
-            out[i, 2] = _gpu_noise.noise_bound(bits[i])
-
-    bits = noise_draws()
-    out = np.zeros((bits.size, 3))
-    kernel[(bits.size + 63) // 64, 64](bits, out)
-    return out
 
 
 def _device_gradients(_gpu, cpu_api):
@@ -397,20 +361,6 @@ def test_the_device_noise_is_the_cpu_noise(simulated):
         np.testing.assert_array_equal(Z, Z.T)
         assert np.all(np.diagonal(Z) == 0)
     assert np.std(simulated["noise"]) == pytest.approx(1.0, abs=0.25)
-
-
-def test_the_noise_bound_holds_and_is_tight(simulated):
-    # Prim skips the Box-Muller of an entry whose bound cannot beat its key: a bound
-    # below a normal would change the forests, a loose one would skip nothing
-    normals, bounds = simulated["noise_bounds"][:, :2], simulated["noise_bounds"][:, 2]
-    assert np.all(np.abs(normals).max(axis=1) <= bounds)
-    radius_bits = (noise_draws() >> np.uint64(40)).astype(np.int64) + 1
-    exponent = np.floor(np.log2(radius_bits))
-    exact = np.sqrt(2 * (24 - exponent) * np.log(2))
-    assert np.all(bounds <= 1.002 * exact + 2e-3)
-    # at radius bits 2^e and an angle on an axis the normal reaches its bound
-    np.testing.assert_allclose(np.abs(normals[:25]).max(axis=1)[::7], exact[:25:7],
-                               rtol=2e-3, atol=2e-3)
 
 
 def test_ties_are_broken_as_on_the_cpu(simulated):
