@@ -210,13 +210,13 @@ def kmeans_pixels(data):
 # ---------------------------------------------------------------- PRCut
 # The paper's protocol (Table 2): the 60,000 training images' raw pixels, a k=150
 # nearest-neighbour graph on them, ten clusters, the paper's balance weight
-# gamma=100 (its Table 5). Our start: spectral clustering of the graph's edges
-# reweighted by their shared neighbours (init='spectral_snn'; the graph's own
+# gamma=100 (its Table 5; our balance=100). Our start: spectral clustering of
+# the graph's edges reweighted by their shared neighbours (init='spectral_snn'; the graph's own
 # spectral partition, at k=150, has ACC 0.585 and NMI 0.650), read off 20
 # eigenvectors by k-means (n_eigenvectors=20: ten split the 1s, whose slant spans
 # a direction of its own, and merge the 4s with the 9s); Adam at 0.01, 50 epochs
 # (the partition settles after about 30).
-PRCUT_MNIST = dict(n_neighbors=150, gamma=100.0, init="spectral_snn", n_eigenvectors=20,
+PRCUT_MNIST = dict(n_neighbors=150, balance=100.0, init="spectral_snn", n_eigenvectors=20,
                    learning_rate=0.01, max_iter=50, random_state=0)
 
 
@@ -240,12 +240,12 @@ class PhaseTimer:
         return timed
 
     def __enter__(self):
-        from skdiffclust.prcut import _fit, _start
+        from skdiffclust.prcut import _spectral, _start
 
         self._restore = [(_start, "build_graph", _start.build_graph),
-                         (_fit, "spectral_start", _fit.spectral_start)]
+                         (_spectral, "spectral_start", _spectral.spectral_start)]
         _start.build_graph = self._timed("graph", _start.build_graph)
-        _fit.spectral_start = self._timed("start", _fit.spectral_start)
+        _spectral.spectral_start = self._timed("start", _spectral.spectral_start)
         self.begin = time.perf_counter()
         return self
 
@@ -260,7 +260,7 @@ class PhaseTimer:
         return {f"{phase} %": 100 * share for phase, share in self.shares.items()}
 
 
-@case("prcut", "PRCut(10, n_neighbors=150, gamma=100, init='spectral_snn', "
+@case("prcut", "PRCut(10, n_neighbors=150, balance=100, init='spectral_snn', "
                "n_eigenvectors=20, learning_rate=0.01, max_iter=50) on the 60,000 "
                "training images' raw pixels (the paper's Table 2)")
 def prcut_pixels(data):

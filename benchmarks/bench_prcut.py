@@ -69,11 +69,11 @@ from skdiffclust.prcut._graph import knn_affinity
 N_NEIGHBORS = 10
 N_CLUSTERS = 10
 BLOB_SIZES = [10_000, 70_000, 200_000]
-# the paper's settings, then annealing with a small gamma (the lower ratio cut)
+# the paper's settings, then annealing with a small balance (the lower ratio cut)
 DIGITS_SETTINGS = {
     "PRCut": {},
-    "PRCut, the paper's (random, linear, gamma=100)": {
-        "init": "random", "hidden_layer_sizes": (), "gamma": 100.0},
+    "PRCut, the paper's (random, linear, balance=100)": {
+        "init": "random", "hidden_layer_sizes": (), "balance": 100.0},
     "PRCut annealed (random init, linear)": {
         "init": "random", "hidden_layer_sizes": (), "annealing": 0.8, "n_init": 10},
 }

@@ -20,7 +20,7 @@ and the ratio cut on the graph, for two settings of PRCut:
   clustering's, at a ratio cut of the plain graph a little above spectral
   clustering's (the lowest of the three: the true digits' is higher still, so
   the lowest cut is not the digits);
-* the paper's algorithm: a random start, a linear model and ``gamma=100``,
+* the paper's algorithm: a random start, a linear model and ``balance=100`` (its gamma),
   which forces nearly equal cluster sizes, on the plain graph: its ratio cut is
   more than three times spectral clustering's, its accuracy the lowest.
 
@@ -43,7 +43,7 @@ X, y = load_digits(return_X_y=True)
 models = {
     "PRCut (default)": PRCut(n_clusters=10, random_state=0).fit(X),
     "PRCut, the paper's": PRCut(n_clusters=10, init="random", hidden_layer_sizes=(),
-                                gamma=100.0, random_state=0).fit(X),
+                                balance=100.0, random_state=0).fit(X),
 }
 # the plain 10-NN graph (the paper's setting trains on it; the defaults train
 # on its shared-neighbour weights, their own affinity_matrix_)

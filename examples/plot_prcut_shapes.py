@@ -11,7 +11,7 @@ fail, and two moons and two circles, where the graph has one component per shape
 (or nearly so) and the ratio cut of the right partition is 0.
 
 Gradient descent on the ratio-cut bound only improves a partition locally. The
-paper's algorithm (``init='random'``, a linear network, ``gamma=100``) starts
+paper's algorithm (``init='random'``, a linear network, ``balance=100``) starts
 from a random network and settles on the first cut it meets: a straight cut
 across the moons and the circles. By default PRCut starts from the partition
 spectral clustering finds on the same graph, fitted by an MLP, and lowers its
@@ -46,7 +46,7 @@ for name, (X, y, k) in datasets.items():
         # moons and circles make graphs with one component per shape: PRCut says so
         warnings.simplefilter("ignore", UserWarning)
         prcut = PRCut(n_clusters=k, random_state=0).fit(X)
-        paper = PRCut(n_clusters=k, init="random", hidden_layer_sizes=(), gamma=100.0,
+        paper = PRCut(n_clusters=k, init="random", hidden_layer_sizes=(), balance=100.0,
                       random_state=0).fit(X)
         W = prcut.affinity_matrix_
         spectral = SpectralClustering(k, affinity="precomputed", random_state=0).fit(W)

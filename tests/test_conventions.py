@@ -1,4 +1,4 @@
-"""scikit-learn conventions across the estimators (issue 11, item 5).
+"""scikit-learn conventions across the estimators.
 
 Transformers name their output features and follow ``set_output``; float32 in
 gives float32 out; every estimator with an objective has ``score`` (higher is
@@ -106,6 +106,61 @@ def test_n_jobs_changes_nothing_but_the_threads(entry):
     one = _quiet_fit(_make(entry).set_params(n_jobs=1), X).labels_
     two = _quiet_fit(_make(entry).set_params(n_jobs=2), X).labels_
     np.testing.assert_array_equal(one, two)
+
+
+@pytest.mark.parametrize("entry", ALL)
+def test_n_jobs_none_means_every_core_in_every_estimator(entry, monkeypatch):
+    # one meaning of n_jobs=None in the five estimators, said in the same words:
+    # every core, as scikit-learn's OpenMP estimators (KMeans) take; no path may
+    # hand None to joblib, whose effective_n_jobs(None) is one thread
+    import joblib
+
+    from skdiffclust import _neighbors
+    from skdiffclust._utils import _threads
+
+    asked = []
+
+    def spy(n_jobs=-1):
+        asked.append(n_jobs)
+        return joblib.effective_n_jobs(n_jobs)
+
+    for module in (_threads, _neighbors):
+        monkeypatch.setattr(module, "effective_n_jobs", spy)
+    _quiet_fit(_make(entry).set_params(n_jobs=None), X, _y(entry))
+    assert None not in asked
+    assert _threads.host_threads(None) == _threads.host_threads(-1) == joblib.cpu_count()
+    described = entry.estimator.__doc__.split("n_jobs : int, default=None")[1]
+    assert "``None`` or ``-1``: every core" in " ".join(described.split()[:60])
+
+
+@pytest.mark.parametrize("entry", ALL)
+def test_the_conventions_table_holds(entry):
+    # doc/user_guide/conventions.rst: labels_, n_clusters_ and score everywhere,
+    # the methods where its table says so
+    table = {"SpanningForestClustering": {"transform"},
+             "ClAM": {"predict_proba", "transform", "partial_fit"},
+             "PRCut": {"predict_proba", "transform", "partial_fit"},
+             "SparseGEMINI": {"predict_proba", "transform", "partial_fit"}}
+    optional = {"predict_proba", "transform", "partial_fit"}
+    assert {name for name in optional if hasattr(entry.estimator, name)} == table[entry.name]
+    model = _quiet_fit(_make(entry), X, _y(entry))
+    assert 1 <= model.n_clusters_ <= 3 and model.labels_.shape == (X.shape[0],)
+    assert np.unique(model.labels_).size == model.n_clusters_
+    assert isinstance(model.score(X), float)
+
+
+@pytest.mark.parametrize("entry", ALL)
+def test_former_parameter_names_are_refused_with_the_new_name(entry):
+    # parameters renamed so that none means something else than scikit-learn's
+    # parameter of the same name (SpectralClustering's gamma is an RBF width)
+    for former, new in getattr(entry.estimator, "_renamed_parameters", {}).items():
+        for call in (lambda: entry.estimator(**{former: 1.0}),
+                     lambda: entry.make().set_params(**{former: 1.0})):
+            with pytest.raises(TypeError, match=f"'{former}' is now named '{new}'"):
+                call()
+        assert new in entry.make().get_params()
+    with pytest.raises(TypeError, match="unexpected keyword argument 'no_such'"):
+        entry.estimator(no_such=1)
 
 
 def _outputs(model, data):

@@ -9,14 +9,12 @@ from joblib import effective_n_jobs
 _BLAS = []
 
 
-def host_threads(n_jobs, on_cuda):
-    """``n_jobs``'s threads; for ``None``, one, or every core when the training runs
-    on CUDA: its steps leave the host idle, so the work a fit still does there (the
-    forests of small batches, ClAM's start and labels) takes all of it. The callers'
-    kernels give the same result on any number of threads."""
-    if n_jobs is None and on_cuda:
-        return effective_n_jobs(-1)
-    return max(int(effective_n_jobs(n_jobs)), 1)
+def host_threads(n_jobs):
+    """The CPU threads of ``n_jobs``, the same in every estimator: ``None`` and
+    ``-1`` mean every core (as in scikit-learn's OpenMP estimators, such as
+    KMeans), ``-2`` all but one, and so on (joblib's rule). The callers' kernels
+    give the same result on any number of threads."""
+    return max(int(effective_n_jobs(-1 if n_jobs is None else n_jobs)), 1)
 
 
 def one_blas_thread():

@@ -409,3 +409,32 @@ def array_ndim(X):
         return np.asarray(X).ndim
     except (TypeError, ValueError):
         return 2
+
+
+class RenamedParameters:
+    """Refuses a parameter's former name with a message naming its new one, in
+    ``__init__`` (which takes them as ``**former``) and in ``set_params``.
+
+    A subclass lists them in ``_renamed_parameters`` (former name: new name).
+    Without it, ``PRCut(gamma=1)`` would raise Python's bare "unexpected keyword"
+    error, and a setting copied from another estimator (SpectralClustering's
+    ``gamma`` is an RBF width) could not be told from a typo.
+    """
+
+    _renamed_parameters = {}
+
+    def _refuse_former_names(self, names):
+        for name in names:
+            new = self._renamed_parameters.get(name)
+            if new is not None:
+                raise TypeError(
+                    f"{type(self).__name__}'s parameter {name!r} is now named {new!r}; "
+                    f"pass {new}= instead.")
+        if names:
+            raise TypeError(f"{type(self).__name__}.__init__() got an unexpected keyword "
+                            f"argument {next(iter(names))!r}")
+
+    def set_params(self, **params):
+        self._refuse_former_names([name for name in params
+                                   if name in self._renamed_parameters])
+        return super().set_params(**params)

@@ -10,7 +10,6 @@ from typing import NamedTuple
 
 from skdiffclust._utils._cuda import is_numba_error
 from skdiffclust._utils._optional import import_optional
-from skdiffclust._utils._threads import host_threads
 
 # settings.device of the fused kernel (``_cuda_fit``): numba.cuda, no torch needed
 NUMBA_CUDA = "numba-cuda"
@@ -104,16 +103,6 @@ def _torch_cuda_or_raise(error):
     from skdiffclust._utils._torch import resolve_device
 
     return resolve_device("cuda")
-
-
-def fit_threads(n_jobs, training_device):
-    """Threads of the CPU kernels in ``fit``
-    (:func:`~skdiffclust._utils._threads.host_threads`): every core for
-    ``n_jobs=None`` when the training runs on CUDA (``training_device``, from
-    :func:`resolve_training_device`, is not ``'cpu'``), since the start, the choice
-    of the restart and the labels still run on the host (on an H200's 16-core host,
-    2026-11-27: 1.3 s of a CUDA fit of 7.2 s at 200,000 x 32, the kernel 5.2 s)."""
-    return host_threads(n_jobs, n_jobs is None and training_device != "cpu")
 
 
 def _numba_cuda_available():

@@ -3,7 +3,6 @@
 from numbers import Integral, Real
 
 import numpy as np
-from joblib import effective_n_jobs
 from sklearn.base import (
     BaseEstimator,
     ClassNamePrefixFeaturesOutMixin,
@@ -18,11 +17,12 @@ from threadpoolctl import threadpool_limits
 from skdiffclust._training._stream import forget_stream, keep_stream, resumed_stream
 from skdiffclust._utils._random import derive_seeds
 from skdiffclust._utils._state import keeps_state_on_failure
+from skdiffclust._utils._threads import host_threads
 from skdiffclust._utils._validation import (ANY_INTEGER, NumberInterval, check_magnitude,
                                             check_n_clusters, check_spread,
                                             validate_data, warn_empty_clusters)
 from skdiffclust.clam._data import ScaledData, check_directions
-from skdiffclust.clam._device import (FitShape, fit_threads, resolve_training_device,
+from skdiffclust.clam._device import (FitShape, resolve_training_device,
                                       train_where_resolved)
 from skdiffclust.clam._settings import (
     MAX_BETA,
@@ -170,8 +170,8 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
         a warning, where numba.cuda fails). Inference always runs on the CPU.
 
     n_jobs : int, default=None
-        Threads of the CPU kernels (``-1``: all processors; ``None``: 1, or all
-        for the host's part of a fit on CUDA). The result does not depend on it.
+        Threads of the CPU kernels (``None`` or ``-1``: every core). The result
+        does not depend on it.
 
     random_state : int, RandomState instance or None, default=None
         Seeds every random draw: same seed and data, same labels, in any process
@@ -376,7 +376,7 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
             check_magnitude(X)
             stream.check_chunk(X)
             stream = stream.copy()  # a failed call leaves the estimator as it was
-        n_threads = effective_n_jobs(self.n_jobs)
+        n_threads = host_threads(self.n_jobs)
         data = stream.data(X)
         rows = data.inference_rows()
         stream.pass_over(data, weighted=self.weighted, mask_prob=self.mask_prob,
@@ -396,7 +396,7 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
         from skdiffclust.clam._stream import ClamStream
 
         init_seed, train_seed, score_seed = derive_seeds(self.random_state, 3)
-        n_threads = effective_n_jobs(self.n_jobs)  # partial_fit trains on the CPU
+        n_threads = host_threads(self.n_jobs)  # partial_fit trains on the CPU
         data, initial = self._data_and_initial_prototypes(X, init_seed, n_threads)
         dynamics, learning_rate = self._dynamics_and_rate(data, initial, n_threads)
         return ClamStream.start(
@@ -418,7 +418,7 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
 
         device = resolve_training_device(self.device, self.batch_size, FitShape(
             X.shape[0], self.n_clusters, X.shape[1], self.mask_prob, self.n_steps))
-        n_threads = fit_threads(self.n_jobs, device)
+        n_threads = host_threads(self.n_jobs)
         init_seed, train_seed, score_seed = seeds
         data, initial = self._data_and_initial_prototypes(X, init_seed, n_threads)
         dynamics, learning_rate = self._dynamics_and_rate(data, initial, n_threads)
@@ -493,7 +493,7 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
         X, rows = self._scaled(X)
         labels, distances, *probabilities = converge(
             rows, self._prototypes, self._log_weights(), self._fit_dynamics,
-            effective_n_jobs(self.n_jobs), proba=proba)
+            host_threads(self.n_jobs), proba=proba)
         if self._fit_dynamics.metric != "cosine":
             distances = distances * self._scale
         return labels, distances.astype(X.dtype, copy=False), *probabilities
@@ -578,7 +578,7 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
             rows, self._mask_fill, self._prototypes[None],
             None if log_weights is None else log_weights[None],
             self._fit_dynamics, self._mask_prob, self._score_seed,
-            effective_n_jobs(self.n_jobs),
+            host_threads(self.n_jobs),
         )
         return -float(losses[0]) * self._scale**2
 

@@ -1,7 +1,6 @@
 """DeepImageClustering: images clustered by a network that learns its own representation."""
 
 import math
-import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -19,7 +18,8 @@ from skdiffclust._utils._optional import import_optional
 from skdiffclust._utils._random import derive_seeds
 from skdiffclust._utils._state import keeps_state_on_failure
 from skdiffclust._utils._threads import host_threads
-from skdiffclust._utils._validation import ANY_INTEGER, NumberInterval
+from skdiffclust._utils._validation import (ANY_INTEGER, NumberInterval, RenamedParameters,
+                                            check_n_clusters, warn_empty_clusters)
 from skdiffclust.deep._images import (
     PixelScale, check_images, float32_precision, reduced_side)
 from skdiffclust.deep._inference import forward
@@ -35,8 +35,8 @@ MIN_EPOCHS = 3
 N_SEEDS = 6
 
 
-class DeepImageClustering(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin,
-                          BaseEstimator):
+class DeepImageClustering(RenamedParameters, ClassNamePrefixFeaturesOutMixin,
+                          TransformerMixin, ClusterMixin, BaseEstimator):
     """Clustering of images by a convolutional network trained without labels.
 
     A small convolutional network learns to assign images to clusters from the
@@ -87,9 +87,9 @@ class DeepImageClustering(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Clu
         Clustering heads trained together on the shared network; the one of
         lowest objective is kept.
 
-    gamma : float, default=1.0
+    balance : float, default=1.0
         Weight of the KL divergence of the cluster proportions from uniform (the
-        balance prior of :class:`~skdiffclust.prcut.PRCut`).
+        ``balance`` of :class:`~skdiffclust.prcut.PRCut`).
 
     self_labelling : int, default=0
         Epochs of self-labelling after the clustering phase (0: none); its network
@@ -144,8 +144,8 @@ class DeepImageClustering(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Clu
     n_jobs : int, default=None
         CPU threads of the graph's features, the neighbour search, the start's
         graph products and the network's NumPy forward pass (chunks of images,
-        each computed alike on any thread) (``None``: 1; ``-1``: all), whose
-        results do not depend on it. The network trains on one CPU thread (torch
+        each computed alike on any thread) (``None`` or ``-1``: every core),
+        whose results do not depend on it. The network trains on one CPU thread (torch
         splits a convolution's weight gradient across its threads in an order
         that depends on their count), so the labels do not depend on ``n_jobs``.
 
@@ -160,6 +160,10 @@ class DeepImageClustering(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Clu
     ----------
     labels_ : ndarray of shape (n_samples,)
         Cluster of each training image (what ``predict`` gives for it).
+
+    n_clusters_ : int
+        Number of clusters with at least one training image (at most
+        ``n_clusters``).
 
     network_state_ : dict of str to ndarray
         The trained network's weights and normalisation statistics (its torch
@@ -247,6 +251,8 @@ class DeepImageClustering(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Clu
     >>> labels = model.fit_predict(X[:400] / 16)  # doctest: +SKIP
     """
 
+    _renamed_parameters = {"gamma": "balance"}
+
     _parameter_constraints: dict = {
         "n_clusters": [NumberInterval(Integral, 2, None, closed="left")],
         "image_shape": ["array-like", None],
@@ -255,7 +261,7 @@ class DeepImageClustering(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Clu
         "n_eigenvectors": [NumberInterval(Integral, 1, None, closed="left"),
                            StrOptions({"auto"})],
         "n_heads": [NumberInterval(Integral, 1, None, closed="left")],
-        "gamma": [NumberInterval(Real, 0, None, closed="left")],
+        "balance": [NumberInterval(Real, 0, None, closed="left")],
         "self_labelling": [NumberInterval(Integral, 0, None, closed="left")],
         "confidence": [NumberInterval(Real, 0, 1, closed="neither")],
         "max_rotation": [NumberInterval(Real, 0, 180, closed="both")],
@@ -274,18 +280,19 @@ class DeepImageClustering(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Clu
     }
 
     def __init__(self, n_clusters=8, *, image_shape=None, channels="auto", n_neighbors=10,
-                 n_eigenvectors="auto", n_heads=5, gamma=1.0, self_labelling=0,
+                 n_eigenvectors="auto", n_heads=5, balance=1.0, self_labelling=0,
                  confidence=0.99, max_rotation=15.0, max_scale=0.1, max_shift=0.1,
                  max_side=32, batch_size=256, learning_rate=1e-3, max_iter="auto", tol=1e-3,
                  n_iter_no_change=5, device="auto", n_jobs=None, random_state=None,
-                 verbose=False):
+                 verbose=False, **former):
+        self._refuse_former_names(former)
         self.n_clusters = n_clusters
         self.image_shape = image_shape
         self.channels = channels
         self.n_neighbors = n_neighbors
         self.n_eigenvectors = n_eigenvectors
         self.n_heads = n_heads
-        self.gamma = gamma
+        self.balance = balance
         self.self_labelling = self_labelling
         self.confidence = confidence
         self.max_rotation = max_rotation
@@ -325,26 +332,28 @@ class DeepImageClustering(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Clu
         """
         images = check_images(self, X, reset=True, ensure_min_samples=2)
         n_samples = images.shape[0]
-        if self.n_clusters > n_samples:
-            raise ValueError(
-                f"n_clusters={self.n_clusters} must be <= n_samples={n_samples}.")
+        check_n_clusters(self.n_clusters, n_samples)
         settings = self._settings(n_samples)
-        fit, torch_utils = _import_training()
+        _require_torch()
+        from skdiffclust._utils._torch import state_to_numpy
+        from skdiffclust.deep._fit import fit_network
+
         pixels = float32_precision(images)  # float32 and float64 copies read alike
         scale = PixelScale(pixels, stacklevel=4)
         scaled = scale(pixels)
         del pixels
         seeds = derive_seeds(self.random_state, N_SEEDS)
-        network, graph, start, result, kept, self_labelled = fit.fit_network(
+        network, graph, start, result, kept, self_labelled = fit_network(
             scaled, settings, seeds, type(self).__name__)
         # the network as NumPy arrays: predict and pickles need no torch
-        self.network_state_ = torch_utils.state_to_numpy(network)
+        self.network_state_ = state_to_numpy(network)
         self.input_side_ = reduced_side(self.image_shape_, settings.max_side)
         self.pixel_mean_, self.pixel_scale_ = scale.mean, scale.scale
         self.pixel_range_ = scale.range
         embedding, proba = forward(self.network_state_, scaled, self.input_side_,
                                    settings.n_threads)
         self.labels_ = proba.argmax(1).astype(np.int64)
+        self.n_clusters_ = int(np.unique(self.labels_).size)
         self._n_features_out = embedding.shape[1]  # get_feature_names_out, set_output
         self.start_labels_ = np.asarray(start, dtype=np.int64)
         self.affinity_matrix_ = graph
@@ -358,13 +367,14 @@ class DeepImageClustering(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Clu
             np.empty((0, settings.n_heads))
         self.loss_curve_ = np.asarray(curve[:, kept], dtype=np.float64)
         self.n_iter_ = int(result.n_iter)
-        used = np.unique(self.labels_).size
-        if used < self.n_clusters:
+        if self.n_clusters_ < self.n_clusters:
             identical = np.ptp(images.reshape(n_samples, -1), axis=0).max() == 0
-            warnings.warn(
-                f"Only {used} of the n_clusters={self.n_clusters} clusters hold training "
-                "images" + (": the images are all identical." if identical else "."),
-                UserWarning, stacklevel=4)
+            warn_empty_clusters(
+                "DeepImageClustering", self.n_clusters_, self.n_clusters,
+                cause=("the images are all identical" if identical else
+                       "the network assigns no training image to the others"),
+                remedy="A larger balance (balanced clusters)", relabelled=False,
+                stacklevel=4)  # fit, keeps_state_on_failure, _fit_context
         return self
 
     def _settings(self, n_samples):
@@ -378,12 +388,14 @@ class DeepImageClustering(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Clu
         steps_per_epoch = max(n_samples // batch_size, 1)
         max_iter = (max(MIN_EPOCHS, math.ceil(CLUSTERING_STEPS / steps_per_epoch))
                     if self.max_iter == "auto" else self.max_iter)
-        torch_utils = _import_training()[1]
+        _require_torch()
+        from skdiffclust._utils._torch import resolve_device
+
         return DeepSettings(
             n_clusters=self.n_clusters, n_neighbors=self.n_neighbors,
             n_eigenvectors=(n_eigenvectors if n_eigenvectors == "auto"
                             else min(n_eigenvectors, n_samples)), n_heads=self.n_heads,
-            gamma=float(self.gamma), batch_size=batch_size,
+            gamma=float(self.balance), batch_size=batch_size,
             learning_rate=float(self.learning_rate), max_iter=int(max_iter),
             scheduled=self.max_iter == "auto", tol=float(self.tol),
             n_iter_no_change=int(self.n_iter_no_change),
@@ -392,8 +404,8 @@ class DeepImageClustering(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Clu
                                       scale=float(self.max_scale),
                                       shift=float(self.max_shift)),
             max_side=None if self.max_side is None else int(self.max_side),
-            device=torch_utils.resolve_device(self.device),
-            n_threads=host_threads(self.n_jobs, on_cuda=False), verbose=bool(self.verbose))
+            device=resolve_device(self.device),
+            n_threads=host_threads(self.n_jobs), verbose=bool(self.verbose))
 
     def _scaled(self, X, stacklevel=1):
         """Images X as the network reads them: in the training images' units (a
@@ -409,7 +421,7 @@ class DeepImageClustering(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Clu
         ``stacklevel`` of its warnings counts from the caller."""
         images = self._scaled(X, stacklevel + 1)  # checks that the model is fitted
         return forward(self.network_state_, images, self.input_side_,
-                       host_threads(self.n_jobs, on_cuda=False))
+                       host_threads(self.n_jobs))
 
     def predict_proba(self, X):
         """Cluster probabilities of images, from the trained network.
@@ -486,9 +498,9 @@ class DeepImageClustering(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Clu
         images = self._scaled(X, stacklevel=2)  # checks that the model is fitted
         if images.shape[0] < 2:
             raise ValueError(f"score needs at least 2 samples, got {images.shape[0]}.")
-        n_threads = host_threads(self.n_jobs, on_cuda=False)
+        n_threads = host_threads(self.n_jobs)
         labels = forward(self.network_state_, images, self.input_side_, n_threads)[1]
-        _import_training()
+        _require_torch()
         from skdiffclust.deep._fit import graph_objective
 
         return 0.0 - float(graph_objective(images, labels.argmax(1), n_threads=n_threads,
@@ -498,7 +510,7 @@ class DeepImageClustering(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Clu
     def module_(self):
         """The trained network in torch, rebuilt from ``network_state_``."""
         check_is_fitted(self)
-        _import_training()
+        _require_torch()
         from skdiffclust.deep._network import network_from_state
 
         return network_from_state(self.network_state_, self.image_shape_, self.input_side_)
@@ -510,9 +522,6 @@ class DeepImageClustering(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Clu
         return tags
 
 
-def _import_training():
+def _require_torch():
+    """torch, or an ImportError that names the estimator and the fix."""
     import_optional("torch", "DeepImageClustering")
-    from skdiffclust._utils import _torch
-    from skdiffclust.deep import _fit
-
-    return _fit, _torch

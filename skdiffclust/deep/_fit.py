@@ -14,7 +14,7 @@
    ``SELF_PAIR_FRACTION``, the image itself; both are seen through independent
    weak views, and each head minimises PRCut's bound of the ratio cut
    (:class:`skdiffclust.torch.PRCutLoss`) of the graph of these pairs, plus
-   ``gamma`` times the KL divergence of the batch's cluster proportions from
+   ``balance`` times the KL divergence of the batch's cluster proportions from
    uniform. The pairs are the graph's edges, drawn one per image, plus the
    edges from each image to its other views: the partition the heads learn
    keeps neighbours together and does not change when an image moves a little.
@@ -25,7 +25,7 @@
    strong view, their cross-entropy weighted by one over their cluster's count
    among the confident ones (so that large clusters do not grow by it). Its
    network is kept only if its partition of the images has an objective on
-   the graph (PRCut's, at hard assignments: ratio cut plus ``gamma`` times the
+   the graph (PRCut's, at hard assignments: ratio cut plus ``balance`` times the
    KL term) no higher than the clustering phase's: on 600 digits one epoch of
    it emptied a cluster (ACC 0.84 to 0.73), which the objective sees.
 """
@@ -42,7 +42,7 @@ from skdiffclust._utils._torch import float32_by_default, make_generator
 from skdiffclust.deep._augment import strong_view, weak_view
 from skdiffclust.deep._features import graph_features
 from skdiffclust.deep._network import build_network, evaluate
-from skdiffclust.prcut._fit import spectral_start
+from skdiffclust.prcut._spectral import spectral_start
 from skdiffclust.prcut._graph import affinity_from_neighbors, partition_objective
 from skdiffclust.prcut._loss import EdgeBlock, PRCutLoss
 

@@ -146,8 +146,8 @@ class SpanningForestClustering(ClusterMixin, _SetOutputMixin, BaseEstimator):
 
     n_jobs : int, default=None
         CPU threads of the k-d tree, of the perturbed forests solved on the host
-        while training, and of ``predict``'s neighbour search (``None``: see the
-        User Guide; ``-1``: every core). The results do not depend on it.
+        while training, and of ``predict``'s neighbour search (``None`` or ``-1``:
+        every core). The results do not depend on it.
 
     random_state : int, RandomState instance or None, default=None
         Seeds the weight initialisation, the batches and the noise. Same seed, same

@@ -51,10 +51,8 @@ class EmbeddingSettings:
 
 def solver_threads(n_jobs, device="cpu"):
     """Threads of numba's perturbed forests solved on the host while training
-    (:func:`~skdiffclust._utils._threads.host_threads`): one beside torch's CPU
-    steps for ``n_jobs=None`` (two thread teams of different sizes competing for
-    the cores slow both), every core beside CUDA's."""
-    return host_threads(n_jobs, str(device).startswith("cuda"))
+    (:func:`~skdiffclust._utils._threads.host_threads`)."""
+    return host_threads(n_jobs)
 
 
 def hold_out(X, labels, fraction, seed):

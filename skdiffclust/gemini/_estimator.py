@@ -18,6 +18,7 @@ from skdiffclust._utils._threads import host_threads, one_blas_thread
 from skdiffclust._utils._validation import (
     ANY_INTEGER,
     NumberInterval,
+    RenamedParameters,
     check_hidden_layer_sizes,
     check_magnitude,
     check_n_clusters,
@@ -34,8 +35,7 @@ from skdiffclust.gemini._data import (
 from skdiffclust.gemini._models import (
     SKIP,
     fold_standardisation,
-    init_kmeans_plusplus,
-    init_random,
+    initial_params,
     predict_proba,
 )
 from skdiffclust.gemini._objectives import OBJECTIVES
@@ -53,7 +53,7 @@ from skdiffclust.gemini._path import exit_lambdas, path_from_records
 from skdiffclust.gemini._settings import GeminiSettings
 
 
-class SparseGEMINI(ClusterMixin, SelectorMixin, BaseEstimator):
+class SparseGEMINI(RenamedParameters, ClusterMixin, SelectorMixin, BaseEstimator):
     """Sparse GEMINI: clustering by generalised mutual information, selecting features.
 
     A discriminative model p(y|x) (a sparse logistic regression, or an MLP with a
@@ -101,9 +101,10 @@ default='mmd_ovo'
         Dropout rate of the MLP's hidden units during training steps (inverted
         dropout; predictions use every unit). Ignored without hidden layers.
 
-    M : float, default=10
-        Hierarchy coefficient: the first-layer weights of a feature are bounded by
-        M times the norm of its skip weights, so a dropped feature leaves the MLP.
+    hierarchy_coefficient : float, default=10
+        LassoNet's hierarchy coefficient M: the first-layer weights of a feature are
+        bounded by M times the norm of its skip weights, so a dropped feature
+        leaves the MLP.
 
     groups : array-like of shape (n_features,), default=None
         Group of each feature for the group-lasso (features of a group leave
@@ -176,8 +177,8 @@ default='mmd_ovo'
         Patience of the stopping rule, in epochs.
 
     n_jobs : int, default=None
-        Threads sharing the products with the data (``None``: one; -1: all
-        cores). They compute blocks of 256 rows, each on one BLAS thread, summed
+        Threads sharing the products with the data (``None`` or ``-1``: every
+        core). They compute blocks of 256 rows, each on one BLAS thread, summed
         in their order, so the results do not depend on ``n_jobs``.
 
     random_state : int, RandomState instance or None, default=None
@@ -261,6 +262,8 @@ default='mmd_ovo'
     [0, 1, 2, 3, 4]
     """
 
+    _renamed_parameters = {"M": "hierarchy_coefficient"}
+
     _parameter_constraints: dict = {
         "n_clusters": [NumberInterval(Integral, 1, None, closed="left")],
         "gemini": [StrOptions(set(OBJECTIVES))],
@@ -270,7 +273,7 @@ default='mmd_ovo'
         "metric": [StrOptions(set(VALID_METRICS["brute"]) - {"precomputed"}), callable],
         "hidden_layer_sizes": ["array-like"],
         "dropout": [NumberInterval(Real, 0, 1, closed="left")],
-        "M": [NumberInterval(Real, 0, None, closed="left")],
+        "hierarchy_coefficient": [NumberInterval(Real, 0, None, closed="left")],
         "groups": ["array-like", None],
         "alpha": [NumberInterval(Real, 0, None, closed="left")],
         "lambda_start": [NumberInterval(Real, 0, None, closed="neither")],
@@ -295,12 +298,13 @@ default='mmd_ovo'
 
     def __init__(self, n_clusters=3, *, gemini="mmd_ovo", kernel="rbf", kernel_params=None,
                  n_kernel_features=100, metric="euclidean", hidden_layer_sizes=(20,),
-                 dropout=0.0, M=10.0, groups=None, alpha=0.0, lambda_start=1.0,
+                 dropout=0.0, hierarchy_coefficient=10.0, groups=None, alpha=0.0, lambda_start=1.0,
                  lambda_multiplier=1.05, init="k-means++", n_init=5,
                  reseed_empty_clusters=True, max_iter=200, batch_size="auto",
                  learning_rate=0.05, n_features_stop=2, selection_threshold=0.9, relax=False,
                  tol=1e-4, path_tol=0.01, n_iter_no_change=10, n_jobs=None,
-                 random_state=None, verbose=False):
+                 random_state=None, verbose=False, **former):
+        self._refuse_former_names(former)
         self.n_clusters = n_clusters
         self.gemini = gemini
         self.kernel = kernel
@@ -309,7 +313,7 @@ default='mmd_ovo'
         self.metric = metric
         self.hidden_layer_sizes = hidden_layer_sizes
         self.dropout = dropout
-        self.M = M
+        self.hierarchy_coefficient = hierarchy_coefficient
         self.groups = groups
         self.alpha = alpha
         self.lambda_start = lambda_start
@@ -447,7 +451,7 @@ default='mmd_ovo'
         return one_blas_thread()  # n_jobs shares fixed blocks of rows instead
 
     def _n_threads(self):
-        return host_threads(self.n_jobs, on_cuda=False)
+        return host_threads(self.n_jobs)
 
     def _settings(self):
         """The training settings of this call, from the validated parameters."""
@@ -475,14 +479,8 @@ default='mmd_ovo'
         init_rng = np.random.default_rng(init_seed)
         with self._threads():
             geometry.fit(problem.inputs, landmark_seed)
-            if self.init == "k-means++":
-                params = init_kmeans_plusplus(problem.inputs, standardisation.kernel_weights,
-                                              hidden, self.n_clusters, self.n_init, init_rng)
-            else:
-                params = init_random(n_features, hidden, self.n_clusters, self.n_init,
-                                     init_rng)
-        # trained in the precision of the inputs (float32 input: float32 products)
-        params = {name: value.astype(problem.inputs.dtype) for name, value in params.items()}
+            params = initial_params(self.init, problem.inputs, standardisation.kernel_weights,
+                                    hidden, self.n_clusters, self.n_init, init_rng)
         return X, problem, params, np.random.default_rng(batch_seed)
 
     def _problem(self, X, standardisation, geometry, batch_size):
@@ -490,7 +488,7 @@ default='mmd_ovo'
         group, n_groups = check_groups(self.groups, X.shape[1])
         return Problem(inputs=standardisation.inputs(X), geometry=geometry,
                        objective=self.gemini, group=group, n_groups=n_groups,
-                       M=float(self.M), batch_size=batch_size,
+                       M=float(self.hierarchy_coefficient), batch_size=batch_size,
                        standardisation=standardisation, n_threads=self._n_threads())
 
     def _set_fitted(self, params, problem, loss_curve):

@@ -43,6 +43,19 @@ def _uniform(rng, fan_in, shape):
     return rng.uniform(-bound, bound, size=shape)
 
 
+def initial_params(init, inputs, kernel_weights, hidden_layer_sizes, n_clusters,
+                   n_restarts, rng):
+    """The restarts' initial parameters (``init``: 'k-means++' or 'random'), in
+    the precision of the inputs (float32 input: float32 products)."""
+    if init == "k-means++":
+        params = init_kmeans_plusplus(inputs, kernel_weights, hidden_layer_sizes,
+                                      n_clusters, n_restarts, rng)
+    else:
+        params = init_random(inputs.shape[1], hidden_layer_sizes, n_clusters, n_restarts,
+                             rng)
+    return {name: value.astype(inputs.dtype) for name, value in params.items()}
+
+
 def init_kmeans_plusplus(inputs, kernel_weights, hidden_layer_sizes, n_clusters,
                          n_restarts, rng):
     """Output layers whose initial partition is a k-means partition.

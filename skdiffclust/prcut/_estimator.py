@@ -16,7 +16,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from skdiffclust._training._stream import forget_stream, keep_stream, resumed_stream
 from skdiffclust._utils._state import keeps_state_on_failure
-from skdiffclust._utils._validation import (ANY_INTEGER, NumberInterval,
+from skdiffclust._utils._validation import (ANY_INTEGER, NumberInterval, RenamedParameters,
                                             check_hidden_layer_sizes, check_magnitude,
                                             check_n_clusters, validate_data)
 from skdiffclust.prcut._graph import query_objective
@@ -41,7 +41,8 @@ from skdiffclust.prcut._start import import_training, network_input, training_st
 from skdiffclust.prcut._stream import PRCutStream
 
 
-class PRCut(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, BaseEstimator):
+class PRCut(RenamedParameters, ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin,
+            BaseEstimator):
     """Deep clustering by probabilistic ratio-cut optimisation (PRCut).
 
     A network maps each sample to cluster probabilities; PRCut minimises, by
@@ -98,10 +99,10 @@ class PRCut(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Bas
         flattened, or from ``fit``'s ``graph_input``. Read more in
         :ref:`prcut_module`.
 
-    gamma : float, default=0.3
-        Weight of the KL(P-bar || uniform) regulariser. Large values force
-        balanced clusters (the paper's 100); small ones let the ratio cut choose
-        the sizes (:ref:`prcut`).
+    balance : float, default=0.3
+        Weight of the KL(P-bar || uniform) regulariser (the paper's gamma).
+        Large values force balanced clusters (the paper's 100); small ones let
+        the ratio cut choose the sizes (:ref:`prcut`).
 
     keep_components : bool, default=True
         When the graph has at least ``n_clusters`` connected components, return
@@ -167,7 +168,7 @@ class PRCut(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Bas
 
     n_jobs : int, default=None
         CPU threads of the neighbour search and of the start's graph products and
-        counts (``None``: all cores), whose results do not depend on it. The
+        counts (``None`` or ``-1``: every core), whose results do not depend on it. The
         network and the start's eigenvectors are computed on one CPU thread
         (torch splits some sums across its threads in an order that depends on
         their count), so the labels do not depend on ``n_jobs``.
@@ -257,6 +258,8 @@ class PRCut(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Bas
     array([0, 1])
     """
 
+    _renamed_parameters = {"gamma": "balance"}
+
     _parameter_constraints: dict = {
         "n_clusters": [NumberInterval(Integral, 1, None, closed="left")],
         "affinity": [StrOptions({"nearest_neighbors", "rbf", "precomputed"})],
@@ -266,7 +269,7 @@ class PRCut(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Bas
         "hidden_layer_sizes": ["array-like"],
         # torch is imported only to fit: fit checks that it is an nn.Module
         "module": "no_validation",
-        "gamma": [NumberInterval(Real, 0, None, closed="left")],
+        "balance": [NumberInterval(Real, 0, None, closed="left")],
         "keep_components": ["boolean"],
         "momentum": [NumberInterval(Real, 0, 1, closed="right")],
         "annealing": [NumberInterval(Real, 0, 1, closed="left")],
@@ -288,10 +291,11 @@ class PRCut(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Bas
 
     def __init__(self, n_clusters=8, *, affinity="nearest_neighbors", n_neighbors=10,
                  neighbors_algorithm="auto", rbf_gamma=None, hidden_layer_sizes=(64, 64),
-                 module=None, gamma=0.3, keep_components=True, momentum=0.8, annealing=0.0,
+                 module=None, balance=0.3, keep_components=True, momentum=0.8, annealing=0.0,
                  batch_size=1024, max_iter=500, learning_rate="auto", tol=1e-3,
                  n_iter_no_change="auto", n_init=1, init="auto", n_eigenvectors="auto",
-                 device="auto", n_jobs=None, random_state=None, verbose=False):
+                 device="auto", n_jobs=None, random_state=None, verbose=False, **former):
+        self._refuse_former_names(former)
         self.n_clusters = n_clusters
         self.affinity = affinity
         self.n_neighbors = n_neighbors
@@ -299,7 +303,7 @@ class PRCut(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Bas
         self.rbf_gamma = rbf_gamma
         self.hidden_layer_sizes = hidden_layer_sizes
         self.module = module
-        self.gamma = gamma
+        self.balance = balance
         self.keep_components = keep_components
         self.momentum = momentum
         self.annealing = annealing
@@ -353,8 +357,8 @@ class PRCut(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Bas
         settings = self._training_settings(torch_utils.resolve_device(self.device),
                                            verbose=self.verbose)
         seeds, scaling, graph, initial_labels, whole, shared = training_start(
-            X, settings, self._start_settings(), training=training,
-            n_seeds=2 * self.n_init + 1, graph_input=graph_input)
+            X, settings, self._start_settings(), n_seeds=2 * self.n_init + 1,
+            graph_input=graph_input)
         inputs, settings = network_input(X, scaling, settings)
         weights, curve = training.train_and_keep_best(
             inputs, graph, settings, n_init=self.n_init, seeds=seeds,
@@ -405,7 +409,7 @@ class PRCut(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Bas
         start = self._start_settings()
         if stream is None:
             seeds, scaling, graph, initial_labels, whole, _ = training_start(
-                X, settings, start, training=training, n_seeds=2 * self.n_init + 2,
+                X, settings, start, n_seeds=2 * self.n_init + 2,
                 stream=True)
             inputs, settings = network_input(X, scaling, settings)
             stream, weights = PRCutStream.start(
@@ -427,7 +431,7 @@ class PRCut(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Bas
             n_clusters=self.n_clusters,
             hidden_layer_sizes=check_hidden_layer_sizes(self.hidden_layer_sizes),
             batch_size=self.batch_size, learning_rate=self.learning_rate,
-            momentum=self.momentum, gamma=self.gamma, annealing=self.annealing,
+            momentum=self.momentum, gamma=self.balance, annealing=self.annealing,
             max_iter=self.max_iter, tol=self.tol, n_iter_no_change=self.n_iter_no_change,
             device=device, verbose=verbose, module=self.module)
 
@@ -462,7 +466,7 @@ class PRCut(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Bas
         for name in NETWORK_ATTRIBUTES:  # an earlier fit's, of the other kind of network
             vars(self).pop(name, None)
         for name, value in fitted_attributes(
-                network, labels, graph, curve, n_clusters=self.n_clusters, gamma=self.gamma,
+                network, labels, graph, curve, n_clusters=self.n_clusters, gamma=self.balance,
                 module=self.module, start=self._start_settings(),
                 shared_neighbours=shared_neighbours, stacklevel=5).items():
             setattr(self, name, value)

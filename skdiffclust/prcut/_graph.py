@@ -225,19 +225,19 @@ def degree_skewness(W):
 SNN_MIN_CLUSTER_NEIGHBOURHOODS = 2
 
 
-def start_graph(W, init, n_threads=1, clear_eigengap=None, n_clusters=None):
+def start_graph(W, init, n_threads=1, gap_is_clear=None, n_clusters=None):
     """The graph the spectral start reads (``init`` 'spectral', 'spectral_snn' or
     'auto': the shared-neighbour graph where W's degrees are skewed by hubs, its
     mean cluster spans several neighbourhoods (with ``n_clusters`` given) and its
-    spectrum has no clear gap after ``n_clusters``, as ``clear_eigengap()``, asked
+    spectrum has no clear gap after ``n_clusters``, as ``gap_is_clear()``, asked
     only then, says; ``None``: not asked)."""
     if init == "auto":
-        init = ("spectral_snn" if _wants_shared_neighbours(W, n_clusters, clear_eigengap)
+        init = ("spectral_snn" if _wants_shared_neighbours(W, n_clusters, gap_is_clear)
                 else "spectral")
     return W if init == "spectral" else shared_neighbor_graph(W, n_threads)
 
 
-def _wants_shared_neighbours(W, n_clusters, clear_eigengap):
+def _wants_shared_neighbours(W, n_clusters, gap_is_clear):
     """``init='auto'``'s choice of the shared-neighbour start (``start_graph``)."""
     if degree_skewness(W) <= HUB_SKEWNESS:
         return False
@@ -246,7 +246,7 @@ def _wants_shared_neighbours(W, n_clusters, clear_eigengap):
     neighbourhood = 1 + (edges - np.count_nonzero(W.diagonal())) / n_samples
     if n_clusters and n_samples / n_clusters < SNN_MIN_CLUSTER_NEIGHBOURHOODS * neighbourhood:
         return False
-    return not (clear_eigengap and clear_eigengap())
+    return not (gap_is_clear and gap_is_clear())
 
 
 def start_width(n_eigenvectors, shared_neighbours):

@@ -93,7 +93,7 @@ def fitted_attributes(network, labels, graph, curve, *, n_clusters, gamma, modul
         warn_empty_clusters(
             "PRCut", used.size, n_clusters,
             cause="no training sample has the others as its most likely cluster, "
-            "and they are removed", remedy="A larger gamma (balanced clusters)",
+            "and they are removed", remedy="A larger balance (balanced clusters)",
             stacklevel=stacklevel + 1)
     if module is None:
         coefs, intercepts = network

@@ -89,4 +89,4 @@ def graph_threads(n_jobs):
     thread); at one thread MNIST's k=150 graph took 15 s of a 24 s fit on CUDA.
     torch's other computations run on one thread
     (:func:`skdiffclust._utils._torch.one_thread`)."""
-    return host_threads(-1 if n_jobs is None else n_jobs, on_cuda=False)
+    return host_threads(n_jobs)

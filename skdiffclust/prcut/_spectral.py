@@ -34,9 +34,10 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
-from skdiffclust._training._torch import torch_threads
+from skdiffclust._training._torch import one_thread, torch_threads
 from skdiffclust.prcut._device import shared_tensor
-from skdiffclust.prcut._graph import connected_component_labels, group_components
+from skdiffclust.prcut._graph import (connected_component_labels, group_components,
+                                      start_graph, start_width)
 from skdiffclust.prcut._selection import clearly_better, partition_rank
 
 # graphs with at most this many vertices get a dense eigendecomposition (exact,
@@ -382,3 +383,70 @@ def cluster_qr(maps):
     chosen = maps[torch.stack(pivots)]
     u, _, vh = torch.linalg.svd(chosen.T)
     return torch.argmax((maps @ (u @ vh)).abs(), dim=1)
+
+
+def narrow_eigengap(graph, n_clusters, *, device, seed, product_threads=None):
+    """Whether the graph's Laplacian has a clear gap after ``n_clusters``
+    (:func:`clear_eigengap`), and the top
+    ``n_clusters`` eigenvectors it was read from (``initial_partition``'s
+    ``eigenvectors``, with the same seed), on ``device``; the graph's products on
+    ``product_threads`` CPU threads (their results do not depend on them)."""
+    device = torch.device(device)
+    dtype = torch.float32 if device.type == "cuda" else torch.float64
+    with one_thread(device):
+        operator = NormalisedAdjacency(graph, device, dtype, product_threads)
+        vectors, values = top_eigenvectors(operator, n_clusters, seed, with_values=True)
+        return clear_eigengap(values, n_clusters), vectors
+
+
+def initial_partition(graph, n_clusters, components=None, *, device, seed,
+                      n_eigenvectors=None, gamma=0.0, eigenvectors=None,
+                      product_threads=None):
+    """Spectral clustering's partition of the graph , on ``device``.
+
+    In float64 on the CPU, float32 on CUDA; on one torch thread on the CPU, and
+    one OpenMP thread for the k-means of a wide embedding (``n_eigenvectors``),
+    whose sums would otherwise depend on the count
+    (:func:`~skdiffclust._utils._torch.one_thread`); the graph's products on
+    ``product_threads``.
+    """
+    from threadpoolctl import threadpool_limits
+
+    device = torch.device(device)
+    dtype = torch.float32 if device.type == "cuda" else torch.float64
+    with one_thread(device), threadpool_limits(1, user_api="openmp"):
+        return spectral_partition(graph, n_clusters, components, device=device, dtype=dtype,
+                                  seed=seed, n_eigenvectors=n_eigenvectors, gamma=gamma,
+                                  eigenvectors=eigenvectors, product_threads=product_threads)
+
+
+def spectral_start(graph, n_clusters, components=None, *, init, n_eigenvectors, device, seed,
+                   graph_threads=1, gamma=0.0):
+    """The graph a spectral start reads and its partition: ``init`` ('spectral',
+    'spectral_snn' or 'auto') picks the graph (:func:`~._graph.start_graph`; the
+    eigengap it may ask for is solved once, its eigenvectors kept for the start),
+    ``n_eigenvectors`` the width (:func:`~._graph.start_width`). The graph's
+    integer counts and its products with the eigenvectors run on
+    ``graph_threads`` (neither depends on the count), the rest on one thread.
+
+    Returns
+    -------
+    start_graph : scipy.sparse.csr_matrix
+        ``graph`` or its shared-neighbour weights (counted on ``graph_threads``).
+    labels : ndarray of int64, shape (n_samples,)
+    """
+    solved = []
+
+    def gap_is_clear():  # the graph's narrow eigenvectors, kept for its start
+        clear, vectors = narrow_eigengap(graph, n_clusters, device=device, seed=seed,
+                                         product_threads=graph_threads)
+        solved.append(vectors)
+        return clear
+
+    reweighted = start_graph(graph, init, graph_threads, gap_is_clear, n_clusters)
+    labels = initial_partition(
+        reweighted, n_clusters, components, device=device, seed=seed,
+        n_eigenvectors=start_width(n_eigenvectors, reweighted is not graph), gamma=gamma,
+        eigenvectors=solved[0] if solved and reweighted is graph else None,
+        product_threads=graph_threads)
+    return reweighted, labels

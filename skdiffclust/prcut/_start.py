@@ -18,7 +18,7 @@ from skdiffclust.prcut._scaling import AffinityRows, FeatureScaling
 from skdiffclust.prcut._settings import graph_threads
 
 
-def training_start(X, settings, start, *, training, n_seeds, graph_input=None,
+def training_start(X, settings, start, *, n_seeds, graph_input=None,
                    stream=False):
     """What ``fit`` and ``partial_fit``'s first call start from.
 
@@ -30,8 +30,6 @@ def training_start(X, settings, start, *, training, n_seeds, graph_input=None,
         The training's (``n_clusters``, ``gamma``, ``module``, ``device``).
     start : StartSettings
         The graph's and the start's.
-    training : module
-        ``prcut._fit`` (imported by the caller with torch).
     n_seeds : int
         Seeds to derive from ``start.random_state`` (the spectral start's is
         ``seeds[2 * start.n_init]``).
@@ -75,7 +73,9 @@ def training_start(X, settings, start, *, training, n_seeds, graph_input=None,
     if whole:  # zero cuts: whole components, which training could only cut
         initial_labels = group_components(components, n_clusters)
     elif start.init != "random":
-        reweighted, initial_labels = training.spectral_start(
+        from skdiffclust.prcut._spectral import spectral_start  # needs torch
+
+        reweighted, initial_labels = spectral_start(
             graph, n_clusters, components, init=start.init,
             n_eigenvectors=start.n_eigenvectors, device=settings.device,
             seed=seeds[2 * start.n_init], graph_threads=graph_threads(start.n_jobs),

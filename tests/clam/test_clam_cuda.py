@@ -203,20 +203,6 @@ def test_device_choice(monkeypatch):
     assert auto(16, *measured) == "cpu"
 
 
-def test_a_fit_on_cuda_runs_its_host_part_on_every_core(monkeypatch):
-    # the start, the restart's choice and the labels stay on the host, idle otherwise
-    from joblib import effective_n_jobs
-
-    from skdiffclust.clam import _device
-
-    monkeypatch.setattr(_device, "_nvidia_driver_present", lambda: True)
-    monkeypatch.setattr(_device, "_numba_cuda_available", lambda: True)
-    assert _device.fit_threads(None, _device.NUMBA_CUDA) == effective_n_jobs(-1)
-    assert _device.fit_threads(2, _device.NUMBA_CUDA) == 2
-    assert _device.fit_threads(None, "cpu") == 1
-    assert _device.fit_threads(3, "cpu") == 3
-
-
 def test_auto_trains_large_data_with_the_fused_kernel(monkeypatch):
     # the choice reaches the training settings, and the host part gets every core
     from joblib import effective_n_jobs

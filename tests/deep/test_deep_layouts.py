@@ -159,7 +159,7 @@ def test_score_is_minus_the_objective_of_the_partition_on_the_graph(first, last)
     assert last.score(RGB_LAST) == score
     shuffled = np.random.default_rng(0).permutation(first.labels_)
     assert score > -partition_objective(first.affinity_matrix_, shuffled, 10, 1.0)
-    assert copy.deepcopy(first).set_params(gamma=5.0, n_neighbors=3).score(RGB) == score
+    assert copy.deepcopy(first).set_params(balance=5.0, n_neighbors=3).score(RGB) == score
     assert np.isfinite(first.score(QUERIES))
     with pytest.raises(ValueError, match="at least 2 samples"):
         first.score(QUERIES[:1])

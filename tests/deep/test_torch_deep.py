@@ -53,7 +53,7 @@ def test_the_start_reads_the_shared_neighbours_of_the_graph():
     graph: on the digits it agrees with them better than the kNN graph's own wide
     start (2 * n_clusters eigenvectors, this recipe's first start)."""
     from skdiffclust.deep._fit import start_of
-    from skdiffclust.prcut._fit import initial_partition
+    from skdiffclust.prcut._spectral import initial_partition
 
     settings = DeepImageClustering(10, random_state=0)._settings(len(IMAGES))
     images = IMAGES[:, None].astype(np.float32)
@@ -253,9 +253,10 @@ def test_identical_images_get_one_cluster_and_say_why():
             np.full((30, 8, 8), 0.5))
     messages = [str(w.message) for w in caught if not issubclass(w.category,
                                                                  ConvergenceWarning)]
-    assert messages == ["Only 1 of the n_clusters=3 clusters hold training images: the "
-                        "images are all identical."]  # and no NumPy warning
-    assert np.unique(model.labels_).size == 1
+    assert len(messages) == 1, messages  # and no NumPy warning
+    assert messages[0].startswith("DeepImageClustering found 1 non-empty clusters of the "
+                                  "n_clusters=3 asked: the images are all identical.")
+    assert np.unique(model.labels_).size == model.n_clusters_ == 1
 
 
 def test_float32_images():
@@ -321,7 +322,7 @@ def test_pickle_round_trip():
 
 
 @pytest.mark.parametrize("param, value", [
-    ("n_clusters", 1), ("gamma", -1.0), ("confidence", 1.0), ("max_rotation", 200.0),
+    ("n_clusters", 1), ("balance", -1.0), ("confidence", 1.0), ("max_rotation", 200.0),
     ("max_iter", 0), ("batch_size", 1), ("device", "tpu"), ("n_heads", 0),
     ("self_labelling", -1), ("max_iter", "many"), ("max_side", 2),
 ])

@@ -45,7 +45,7 @@ def test_exactly_k_components_are_returned_as_they_are(random_state):
 
 def test_the_components_whatever_the_balance_weight():
     X, _, k = make_graph_case("unequal", random_state=0)
-    model = PRCut(n_clusters=k, gamma=100.0, random_state=0, device="cpu").fit(X)
+    model = PRCut(n_clusters=k, balance=100.0, random_state=0, device="cpu").fit(X)
     assert _same_partition(model.labels_, _components(model))
 
 
@@ -66,7 +66,7 @@ def test_more_components_than_clusters_never_cut_through_one():
 def test_the_papers_objective_stays_reachable():
     X, _, k = make_graph_case("unequal", random_state=0)
     with pytest.warns(UserWarning, match="3 connected components"):  # the paper's
-        model = PRCut(n_clusters=k, gamma=100.0, init="random", keep_components=False,
+        model = PRCut(n_clusters=k, balance=100.0, init="random", keep_components=False,
                       random_state=0, device="cpu").fit(X)
     # the balance term cuts through the largest component to even out the sizes
     components = _components(model)

@@ -257,8 +257,8 @@ def test_start_graph_auto_reweights_only_a_graph_with_hubs_and_no_clear_eigengap
                                   shared_neighbor_graph(hubs).toarray())
     # ... unless its own spectrum has a clear gap after n_clusters (asked only then)
     asked = []
-    assert start_graph(hubs, "auto", clear_eigengap=lambda: asked.append(1) or True) is hubs
-    assert start_graph(flat, "auto", clear_eigengap=lambda: asked.append(1) or True) is flat
+    assert start_graph(hubs, "auto", gap_is_clear=lambda: asked.append(1) or True) is hubs
+    assert start_graph(flat, "auto", gap_is_clear=lambda: asked.append(1) or True) is flat
     assert asked == [1]
 
 

@@ -13,6 +13,7 @@ from sklearn.metrics.pairwise import rbf_kernel
 
 from skdiffclust.prcut import PRCut, ratio_cut
 from skdiffclust.prcut import _fit as _training
+from skdiffclust.prcut import _spectral
 from tests._data import load_benchmark
 
 pytestmark = pytest.mark.torch
@@ -78,9 +79,9 @@ def test_r15_keeps_its_fifteen_clusters(shared_data):
 def test_init_random_is_the_papers_algorithm(monkeypatch):
     X, _ = make_blobs(100, centers=2, random_state=0)
     calls = []
-    for name in ("initial_partition", "fit_to_partition"):
-        original = getattr(_training, name)
-        monkeypatch.setattr(_training, name, _recorded(original, name, calls))
+    for module, name in ((_spectral, "initial_partition"), (_training, "fit_to_partition")):
+        original = getattr(module, name)
+        monkeypatch.setattr(module, name, _recorded(original, name, calls))
     _fit(X, 2, init="random", max_iter=2)
     assert calls == []  # a random network, no partition to start from
     _fit(X, 2, max_iter=2)

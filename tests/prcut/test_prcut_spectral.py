@@ -211,7 +211,7 @@ def test_auto_width_stays_narrow_where_the_laplacian_has_a_clear_eigengap():
 
 
 def test_the_wide_start_is_reproducible_and_independent_of_the_thread_count():
-    from skdiffclust.prcut._fit import initial_partition
+    from skdiffclust.prcut._spectral import initial_partition
 
     from skdiffclust._training._torch import torch_threads
 

@@ -197,7 +197,7 @@ def test_spectral_snn_starts_from_the_reweighted_graph_and_trains_on_it(digits):
 def test_annealed_digits_ratio_cut_below_spectral_clustering_on_the_same_graph(digits):
     X, y = digits
     # the paper's linear network from a random start, at its step size, annealed
-    model = PRCut(n_clusters=10, n_neighbors=10, gamma=1.0, annealing=0.8, n_init=4,
+    model = PRCut(n_clusters=10, n_neighbors=10, balance=1.0, annealing=0.8, n_init=4,
                   init="random", hidden_layer_sizes=(), learning_rate=1e-2,
                   random_state=0, device="cpu").fit(X)
     W = model.affinity_matrix_
@@ -307,7 +307,7 @@ def test_n_jobs_changes_no_fitted_bit(digits):
 
 def test_n_init_keeps_the_lowest_objective(blobs):
     X, _ = blobs
-    params = dict(n_clusters=3, random_state=1, gamma=1.0, **FAST)
+    params = dict(n_clusters=3, random_state=1, balance=1.0, **FAST)
     single = PRCut(n_init=1, **params).fit(X)
     several = PRCut(n_init=3, **params).fit(X)
     # the first of the three trainings is the single one (same derived seeds)
@@ -343,7 +343,7 @@ def test_score_and_predict_read_the_fit_not_parameters_set_since(blobs):
     X, _ = blobs
     model = PRCut(n_clusters=3, random_state=0, **FAST).fit(X)
     before = model.score(X), model.predict(X)
-    model.set_params(affinity="precomputed", n_neighbors=30, gamma=5.0, n_clusters=5)
+    model.set_params(affinity="precomputed", n_neighbors=30, balance=5.0, n_clusters=5)
     assert model.score(X) == before[0]
     np.testing.assert_array_equal(model.predict(X), before[1])
 
@@ -445,7 +445,7 @@ def test_empty_clusters_are_removed_and_labels_stay_consecutive(blobs):
     X, _ = blobs
     # without the balance prior, from a random start, clusters die out
     with pytest.warns(UserWarning, match="clusters are removed|of the n_clusters"):
-        model = PRCut(n_clusters=12, gamma=0.0, init="random", random_state=0,
+        model = PRCut(n_clusters=12, balance=0.0, init="random", random_state=0,
                       **FAST).fit(X)
     assert model.n_clusters_ < 12
     np.testing.assert_array_equal(np.unique(model.labels_),
@@ -461,7 +461,7 @@ def test_empty_clusters_are_removed_and_labels_stay_consecutive(blobs):
     (dict(hidden_layer_sizes=(4, 0)), np.zeros((4, 2)), ValueError,
      "hidden_layer_sizes"),
     (dict(affinity="precomputed"), np.ones((3, 4)), ValueError, "square"),
-    (dict(gamma=-1.0), np.zeros((4, 2)), ValueError, "gamma"),
+    (dict(balance=-1.0), np.zeros((4, 2)), ValueError, "balance"),
     (dict(n_eigenvectors=1), np.arange(8.0).reshape(4, 2), ValueError,
      "n_eigenvectors=1 is smaller than n_clusters=2"),
     (dict(n_eigenvectors=0), np.zeros((4, 2)), ValueError, "n_eigenvectors"),
