@@ -1,5 +1,6 @@
 """Validation helpers shared by the estimators and the functional API."""
 
+import functools
 import math
 import numbers
 import warnings
@@ -411,9 +412,22 @@ def array_ndim(X):
         return 2
 
 
+def refusing_former_names(init):
+    """Decorate an estimator's ``__init__`` so that a parameter's former name
+    (its class's ``_renamed_parameters``, see :class:`RenamedParameters`) is
+    refused with a message naming the new one. The signature stays the
+    undecorated one, which scikit-learn reads."""
+    @functools.wraps(init)
+    def wrapper(self, *args, **kwargs):
+        self._refuse_former_names(kwargs)
+        return init(self, *args, **kwargs)
+    return wrapper
+
+
 class RenamedParameters:
     """Refuses a parameter's former name with a message naming its new one, in
-    ``__init__`` (which takes them as ``**former``) and in ``set_params``.
+    ``__init__`` (decorated by :func:`refusing_former_names`) and in
+    ``set_params``.
 
     A subclass lists them in ``_renamed_parameters`` (former name: new name).
     Without it, ``PRCut(gamma=1)`` would raise Python's bare "unexpected keyword"
@@ -430,11 +444,7 @@ class RenamedParameters:
                 raise TypeError(
                     f"{type(self).__name__}'s parameter {name!r} is now named {new!r}; "
                     f"pass {new}= instead.")
-        if names:
-            raise TypeError(f"{type(self).__name__}.__init__() got an unexpected keyword "
-                            f"argument {next(iter(names))!r}")
 
     def set_params(self, **params):
-        self._refuse_former_names([name for name in params
-                                   if name in self._renamed_parameters])
+        self._refuse_former_names(params)
         return super().set_params(**params)

@@ -19,6 +19,7 @@ from skdiffclust._utils._random import derive_seeds
 from skdiffclust._utils._state import keeps_state_on_failure
 from skdiffclust._utils._threads import host_threads
 from skdiffclust._utils._validation import (ANY_INTEGER, NumberInterval, RenamedParameters,
+                                            refusing_former_names,
                                             check_n_clusters, warn_empty_clusters)
 from skdiffclust.deep._images import (
     PixelScale, check_images, float32_precision, reduced_side)
@@ -279,13 +280,13 @@ class DeepImageClustering(RenamedParameters, ClassNamePrefixFeaturesOutMixin,
         "verbose": ["verbose"],
     }
 
+    @refusing_former_names
     def __init__(self, n_clusters=8, *, image_shape=None, channels="auto", n_neighbors=10,
                  n_eigenvectors="auto", n_heads=5, balance=1.0, self_labelling=0,
                  confidence=0.99, max_rotation=15.0, max_scale=0.1, max_shift=0.1,
                  max_side=32, batch_size=256, learning_rate=1e-3, max_iter="auto", tol=1e-3,
                  n_iter_no_change=5, device="auto", n_jobs=None, random_state=None,
-                 verbose=False, **former):
-        self._refuse_former_names(former)
+                 verbose=False):
         self.n_clusters = n_clusters
         self.image_shape = image_shape
         self.channels = channels

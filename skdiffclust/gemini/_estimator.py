@@ -19,6 +19,7 @@ from skdiffclust._utils._validation import (
     ANY_INTEGER,
     NumberInterval,
     RenamedParameters,
+    refusing_former_names,
     check_hidden_layer_sizes,
     check_magnitude,
     check_n_clusters,
@@ -296,6 +297,7 @@ default='mmd_ovo'
         "verbose": ["verbose"],
     }
 
+    @refusing_former_names
     def __init__(self, n_clusters=3, *, gemini="mmd_ovo", kernel="rbf", kernel_params=None,
                  n_kernel_features=100, metric="euclidean", hidden_layer_sizes=(20,),
                  dropout=0.0, hierarchy_coefficient=10.0, groups=None, alpha=0.0, lambda_start=1.0,
@@ -303,8 +305,7 @@ default='mmd_ovo'
                  reseed_empty_clusters=True, max_iter=200, batch_size="auto",
                  learning_rate=0.05, n_features_stop=2, selection_threshold=0.9, relax=False,
                  tol=1e-4, path_tol=0.01, n_iter_no_change=10, n_jobs=None,
-                 random_state=None, verbose=False, **former):
-        self._refuse_former_names(former)
+                 random_state=None, verbose=False):
         self.n_clusters = n_clusters
         self.gemini = gemini
         self.kernel = kernel

@@ -17,6 +17,7 @@ from sklearn.utils.validation import check_is_fitted
 from skdiffclust._training._stream import forget_stream, keep_stream, resumed_stream
 from skdiffclust._utils._state import keeps_state_on_failure
 from skdiffclust._utils._validation import (ANY_INTEGER, NumberInterval, RenamedParameters,
+                                            refusing_former_names,
                                             check_hidden_layer_sizes, check_magnitude,
                                             check_n_clusters, validate_data)
 from skdiffclust.prcut._graph import query_objective
@@ -289,13 +290,13 @@ class PRCut(RenamedParameters, ClassNamePrefixFeaturesOutMixin, TransformerMixin
         "verbose": ["verbose"],
     }
 
+    @refusing_former_names
     def __init__(self, n_clusters=8, *, affinity="nearest_neighbors", n_neighbors=10,
                  neighbors_algorithm="auto", rbf_gamma=None, hidden_layer_sizes=(64, 64),
                  module=None, balance=0.3, keep_components=True, momentum=0.8, annealing=0.0,
                  batch_size=1024, max_iter=500, learning_rate="auto", tol=1e-3,
                  n_iter_no_change="auto", n_init=1, init="auto", n_eigenvectors="auto",
-                 device="auto", n_jobs=None, random_state=None, verbose=False, **former):
-        self._refuse_former_names(former)
+                 device="auto", n_jobs=None, random_state=None, verbose=False):
         self.n_clusters = n_clusters
         self.affinity = affinity
         self.n_neighbors = n_neighbors
@@ -357,7 +358,7 @@ class PRCut(RenamedParameters, ClassNamePrefixFeaturesOutMixin, TransformerMixin
         settings = self._training_settings(torch_utils.resolve_device(self.device),
                                            verbose=self.verbose)
         seeds, scaling, graph, initial_labels, whole, shared = training_start(
-            X, settings, self._start_settings(), n_seeds=2 * self.n_init + 1,
+            X, settings, StartSettings.of(self), n_seeds=2 * self.n_init + 1,
             graph_input=graph_input)
         inputs, settings = network_input(X, scaling, settings)
         weights, curve = training.train_and_keep_best(
@@ -406,7 +407,7 @@ class PRCut(RenamedParameters, ClassNamePrefixFeaturesOutMixin, TransformerMixin
         self._graph_input_used = False
         training, torch_utils = import_training()
         settings = self._training_settings(torch_utils.resolve_device("cpu"))
-        start = self._start_settings()
+        start = StartSettings.of(self)
         if stream is None:
             seeds, scaling, graph, initial_labels, whole, _ = training_start(
                 X, settings, start, n_seeds=2 * self.n_init + 2,
@@ -435,15 +436,6 @@ class PRCut(RenamedParameters, ClassNamePrefixFeaturesOutMixin, TransformerMixin
             max_iter=self.max_iter, tol=self.tol, n_iter_no_change=self.n_iter_no_change,
             device=device, verbose=verbose, module=self.module)
 
-    def _start_settings(self):
-        """How the graph is built and the training started (``_start``)."""
-        return StartSettings(
-            n_neighbors=self.n_neighbors, affinity=self.affinity, rbf_gamma=self.rbf_gamma,
-            algorithm=self.neighbors_algorithm, n_jobs=self.n_jobs,
-            random_state=self.random_state, init=self.init,
-            n_eigenvectors=self.n_eigenvectors, keep_components=self.keep_components,
-            n_init=self.n_init)
-
     def _check_samples(self, X, *, reset, ensure_min_samples=1):
         """X validated as the network's input (:func:`~._inputs.reads_rows`), its
         shape recorded in ``fit`` and ``partial_fit``'s first call (``reset``)."""
@@ -467,7 +459,7 @@ class PRCut(RenamedParameters, ClassNamePrefixFeaturesOutMixin, TransformerMixin
             vars(self).pop(name, None)
         for name, value in fitted_attributes(
                 network, labels, graph, curve, n_clusters=self.n_clusters, gamma=self.balance,
-                module=self.module, start=self._start_settings(),
+                module=self.module, start=StartSettings.of(self),
                 shared_neighbours=shared_neighbours, stacklevel=5).items():
             setattr(self, name, value)
 

@@ -69,6 +69,15 @@ class StartSettings:
     keep_components: bool
     n_init: int
 
+    @classmethod
+    def of(cls, estimator):
+        """A PRCut estimator's settings of its graph and start."""
+        return cls(n_neighbors=estimator.n_neighbors, affinity=estimator.affinity,
+                   rbf_gamma=estimator.rbf_gamma, algorithm=estimator.neighbors_algorithm,
+                   n_jobs=estimator.n_jobs, random_state=estimator.random_state,
+                   init=estimator.init, n_eigenvectors=estimator.n_eigenvectors,
+                   keep_components=estimator.keep_components, n_init=estimator.n_init)
+
 
 class FittedWith(NamedTuple):
     """What ``score`` and the queries read of a fit (``_fitted_with``), not the

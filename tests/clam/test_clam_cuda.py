@@ -204,7 +204,7 @@ def test_device_choice(monkeypatch):
 
 
 def test_auto_trains_large_data_with_the_fused_kernel(monkeypatch):
-    # the choice reaches the training settings, and the host part gets every core
+    # the choice reaches the training settings; n_jobs=None: every core
     from joblib import effective_n_jobs
 
     from skdiffclust import ClAM
@@ -226,7 +226,7 @@ def test_auto_trains_large_data_with_the_fused_kernel(monkeypatch):
     assert seen == {"device": _device.NUMBA_CUDA, "n_threads": effective_n_jobs(-1)}
     with pytest.raises(RuntimeError, match="recorded"):
         ClAM(8, random_state=0).fit(X[:40])
-    assert seen == {"device": "cpu", "n_threads": 1}
+    assert seen == {"device": "cpu", "n_threads": effective_n_jobs(-1)}
 
 
 def test_the_workspace_of_the_defaults_fits_in_shared_memory():
