@@ -51,7 +51,7 @@ def _cell(value):
     if value is None:
         return ""
     if isinstance(value, float):
-        return "" if value != value else f"{value:.6g}"  # NaN: empty
+        return "" if value != value else f"{value:.10g}"  # NaN: empty
     return str(value)
 
 

@@ -50,7 +50,8 @@ CASE_LABELS = {
     "idec": "IDEC",
 }
 # where a label would cover another: (x, y) offset in points and alignment
-LABEL_OFFSETS = {"prcut": (5, -11, "left"), "prcut-defaults": (-6, 4, "right")}
+LABEL_OFFSETS = {"prcut": (-6, -11, "right"), "prcut-defaults": (-6, 4, "right"),
+                 "ClAM": (-7, -3, "right")}
 IMAGE_SETS = [("mnist", "MNIST, 60,000 images"),
               ("fashion-mnist", "Fashion-MNIST, 60,000 images")]
 GPU_LABELS = {

@@ -250,3 +250,22 @@ def test_bench_mnist_writes_its_rows_to_the_csv_file(monkeypatch, tmp_path, caps
         "bench_mnist", "fashion", "kmeans", "cpu")
     assert 0 < float(row["acc"]) <= 1 and 0 <= float(row["nmi"]) <= 1
     assert float(row["seconds"]) > 0 and row["test_acc"] != ""
+
+
+def test_plot_benchmarks_draws_both_figures_from_the_result_files(tmp_path):
+    """``plot_benchmarks.py`` reads ``benchmarks/results/*.csv`` and writes the two
+    PNG files the benchmarks page includes; every CUDA case of the files that has
+    a CPU row gets a bar."""
+    pytest.importorskip("matplotlib")
+    plot = _benchmark("plot_benchmarks")
+    tables = plot.read_folder(plot.RESULTS)
+    assert {"quality", "mnist", "gpu"} <= set(tables)
+    assert plot.plot_quality(tables, tmp_path).name == "quality_time.png"
+    assert plot.plot_gpu(tables, tmp_path).name == "gpu_speedups.png"
+    labels = [label for label, ratio, note in plot.speedups(tables)]
+    assert "ClAM, 200,000 x 32, defaults (fit)" in labels
+    assert "DeepImageClustering, MNIST (fit)" in labels
+    page = (plot.ROOT / "doc" / "benchmarks.rst").read_text()
+    for name in ("quality_time.png", "gpu_speedups.png"):
+        assert f"images/benchmarks/{name}" in page
+        assert (plot.OUT / name).exists()
