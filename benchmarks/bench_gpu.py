@@ -7,16 +7,14 @@ ratio and the quality of each fit (ARI against the generating labels):
 * ClAM, 200,000 x 32 blobs (standardised), k=20, at the default ``batch_size=16``
   and at ``batch_size=1024`` (``clam-batch-1024``); on CUDA, the fused numba.cuda
   kernel trains where numba.cuda can launch kernels (the line after the GPU's name
-  says which path), torch otherwise (issue 42 asks for CUDA at least 3x faster than
-  the CPU at the defaults, with the same ARI);
+  says which path), torch otherwise;
 * PRCut, 1,000,000 x 32 blobs, k=10, the kNN graph included;
 * SpanningForestClustering(embedding='mlp', batch_size=256) on digits with 25% of
   the labels (ARI of ``predict`` on the held-out half);
 * DeepImageClustering(10) on digits as 8 x 8 images (``deep``);
 * ``forest-batch``: the same learning through clustering (75% of digits to train)
   with ``batch_size=1024`` and with the paper's 64: seconds per epoch on each
-  device, and the held-out ARI of each fit (issue 15 asks for the GPU at 1024 to be
-  at least 5x faster per epoch than the CPU, with an ARI no lower than at 64).
+  device, and the held-out ARI of each fit.
 
 Each fit runs once after a warm-up fit on a small sample (numba compilation,
 CUDA context and kernel caches are not timed). Without CUDA the CUDA column says
@@ -27,8 +25,13 @@ With ``--mnist-dir DIR``, ``bench_mnist.py``'s cases ``--mnist-cases`` (default
 images, the graph included; ``forest`` adds LeNet-5's 30k steps) run on both
 devices too, with their fit seconds and ACC.
 
-Usage: ``python benchmarks/bench_gpu.py [--quick] [--only CASE,...] [--mnist-dir DIR]``,
-the cases being ``clam,clam-batch-1024,prcut,forest,deep,forest-batch`` (all by default).
+``--csv PATH`` writes every fit's row (case, estimator, device, seconds, ARI or
+ACC, the machine and the date) to a CSV file, e.g. ``benchmarks/results/gpu.csv``,
+which ``plot_benchmarks.py`` draws as speed-ups.
+
+Usage: ``python benchmarks/bench_gpu.py [--quick] [--only CASE,...] [--mnist-dir DIR]
+[--csv PATH]``, the cases being ``clam,clam-batch-1024,prcut,forest,deep,forest-batch``
+(all by default).
 """
 
 import argparse
@@ -41,6 +44,9 @@ from sklearn.datasets import load_digits, make_blobs
 from sklearn.metrics import adjusted_rand_score
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
+
+from _results import machine as machine_name
+from _results import write_results
 
 
 def blobs(n_samples, n_centers, seed=0):
@@ -117,13 +123,16 @@ def deep_case(scale):
     return "DeepImageClustering, digits (8 x 8 images)", run, images[:200]
 
 
+ESTIMATORS = {"clam": "ClAM", "clam-batch-1024": "ClAM", "prcut": "PRCut",
+              "forest": "SpanningForestClustering", "deep": "DeepImageClustering",
+              "forest-batch": "SpanningForestClustering"}
 CASES = {"clam": clam_case, "clam-batch-1024": clam_large_batch_case, "prcut": prcut_case,
          "forest": forest_case, "deep": deep_case}
 
 
 def mnist_table(data_dir, names, devices):
     """``bench_mnist.py``'s cases ``names`` on each device: fit seconds, the ratio,
-    and the ACC of each fit."""
+    and the ACC of each fit; returns the rows of the result file."""
     import bench_mnist
 
     data = bench_mnist.load_mnist(data_dir)
@@ -131,19 +140,25 @@ def mnist_table(data_dir, names, devices):
     header = f"{'case':<16} " + " ".join(f"{d + ' s':>8} {d + ' ACC':>9}" for d in devices)
     print(header + (f" {'cpu/cuda':>9}" if len(devices) == 2 else ""))
     print("-" * len(header))
+    results = []
     for name in names:
         rows = {}
         for device in devices:
             data.device = device
             rows[device] = bench_mnist.run_case(name, data)
+            results.append({"dataset": f"mnist/{name}", "estimator": name, "device": device,
+                            "acc": rows[device].get("ACC"), "nmi": rows[device].get("NMI"),
+                            "seconds": rows[device].get("fit s")})
         cells = " ".join(f"{rows[d]['fit s']:8.1f} {rows[d]['ACC']:9.3f}" for d in devices)
         ratio = (f" {rows['cpu']['fit s'] / rows['cuda']['fit s']:8.1f}x"
                  if len(devices) == 2 else "")
         print(f"{name:<16} {cells}{ratio}", flush=True)
+    return results
 
 
 def forest_batch_table(scale, devices):
-    """Seconds per epoch and held-out ARI at batch sizes 1024 and 64, per device."""
+    """Seconds per epoch and held-out ARI at batch sizes 1024 and 64, per device;
+    returns the rows of the result file."""
     from skdiffclust import SpanningForestClustering
 
     X, y = load_digits(return_X_y=True)
@@ -166,19 +181,24 @@ def forest_batch_table(scale, devices):
     header = f"{'batch':>6} {'device':>7} {'epochs':>7} {'s/epoch':>9} {'ARI':>7}"
     print(header)
     print("-" * len(header))
-    per_epoch = {}
+    per_epoch, results = {}, []
     for batch_size in (1024, 64):
         for device in devices:
             timed(lambda: run(device, batch_size, X_train[:300]))  # compile, not timed
             seconds, (n_iter, ari) = timed(lambda: run(device, batch_size))
             per_epoch[batch_size, device] = seconds / max(n_iter, 1)
+            results.append({"dataset": f"digits, batch {batch_size}",
+                            "estimator": "SpanningForestClustering", "device": device,
+                            "ari": ari, "seconds": seconds, "epochs": n_iter,
+                            "seconds_per_epoch": per_epoch[batch_size, device]})
             print(f"{batch_size:>6} {device:>7} {n_iter:>7} {per_epoch[batch_size, device]:9.3f} "
                   f"{ari:7.3f}", flush=True)
     if "cuda" in devices and "cpu" in devices:
         ratio = per_epoch[1024, "cpu"] / per_epoch[1024, "cuda"]
-        print(f"batch 1024, s/epoch cpu / cuda: {ratio:.1f}x (issue 15 asks for >= 5x)")
+        print(f"batch 1024, s/epoch cpu / cuda: {ratio:.1f}x")
     elif "cuda" not in devices:
         print("CUDA unavailable: the GPU figures are not measured.")
+    return results
 
 
 def profiled(fit, n_functions, title):
@@ -215,6 +235,9 @@ def main():
     parser.add_argument("--profile", type=int, default=0, metavar="N",
                         help="profile each timed fit (cProfile) and print its N functions "
                              "of the most cumulative time")
+    parser.add_argument("--csv", metavar="PATH",
+                        help="write every fit's row to this CSV file (e.g. "
+                             "benchmarks/results/gpu.csv, read by plot_benchmarks.py)")
     args = parser.parse_args()
     scale = 20 if args.quick else 1
     gpu = cuda_device_name()
@@ -232,6 +255,7 @@ def main():
     print("-" * len(header))
     keys = args.only.split(",")
     devices = ([] if args.cuda_only and gpu else ["cpu"]) + (["cuda"] if gpu else [])
+    results = []
     for key in keys:
         if key not in CASES:
             continue
@@ -246,10 +270,20 @@ def main():
         print(f"{name:<48} {_cell(times, 'cpu', '8.2f')} {_cell(times, 'cuda', '8.2f')} "
               f"{ratio} {_cell(scores, 'cpu', '8.3f')} {_cell(scores, 'cuda', '9.3f')} "
               f"{'/'.join(str(epochs[d]) for d in devices):>9}", flush=True)
+        results += [{"dataset": key, "estimator": ESTIMATORS[key], "device": device,
+                     "ari": scores[device], "seconds": times[device], "epochs": epochs[device],
+                     "note": name + (" (cProfile)" if args.profile else "")}
+                    for device in devices]
     if "forest-batch" in keys:
-        forest_batch_table(scale, devices)
+        results += forest_batch_table(scale, devices)
     if args.mnist_dir is not None:
-        mnist_table(args.mnist_dir, args.mnist_cases.split(","), devices)
+        results += mnist_table(args.mnist_dir, args.mnist_cases.split(","), devices)
+    if args.csv:
+        if args.quick:
+            results = [{**row, "note": (row.get("note", "") + " --quick").strip()}
+                       for row in results]
+        write_results(args.csv, results, "bench_gpu", machine_name(gpu))
+        print(f"results written to {args.csv}")
 
 
 def _cell(values, device, spec):

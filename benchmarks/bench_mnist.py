@@ -17,6 +17,7 @@ Usage::
     python benchmarks/bench_mnist.py --only forest,forest-semi,gemini-path,clam,gemini
     python benchmarks/bench_mnist.py --only clam,clam-raw --data-dir ../shared/data/fashion-mnist
     python benchmarks/bench_mnist.py --only kmeans,spectral,deep --imbalance 10
+    python benchmarks/bench_mnist.py --only kmeans,deep --csv benchmarks/results/mnist.csv
 
 The fifth is the papers' own MNIST experiments (doc/user_guide/mnist.rst): learning
 through spanning forests with LeNet-5 (Stewart et al.), its semi-supervised table,
@@ -30,6 +31,10 @@ the classes' sizes fall geometrically by a factor ``R`` from the first class to 
 last, in the training and in the test images alike. ``R`` is a finite number at
 least 1 that leaves every class an image (below twice the smallest class's count:
 1784 on MNIST's test images); any other stops the script with a usage error.
+
+``--csv PATH`` writes each case's row (data set, case, device, ACC, NMI, ARI, fit
+seconds, test ACC, peak memory, the machine and the date) to a CSV file, read by
+``plot_benchmarks.py``; a later run replaces the rows of the cases it ran.
 
 A case is a function registered with :func:`case`; it gets the data (:class:`Mnist`)
 and returns a :class:`Fit` (the labels of the images it fitted, and optionally the
@@ -49,6 +54,8 @@ from pathlib import Path
 
 import numpy as np
 from sklearn.metrics import adjusted_rand_score, normalized_mutual_info_score
+
+from _results import machine, write_results
 
 from skdiffclust.datasets import read_idx
 from skdiffclust.metrics import clustering_accuracy
@@ -1123,6 +1130,21 @@ def print_rows(rows):
         print("  ".join(c.ljust(w) for c, w in zip(r, widths)))
 
 
+def result_rows(rows, data_name, device):
+    """The rows of the result file: one per case run (skipped peers left out)."""
+    results = []
+    for row in rows:
+        if "ACC" not in row:
+            continue
+        results.append({
+            "dataset": data_name, "estimator": row["case"],
+            "device": device, "ari": row.get("ARI"), "acc": row["ACC"], "nmi": row.get("NMI"),
+            "seconds": row.get("fit s"), "note": CASES[row["case"]][0],
+            "n": row.get("n"), "test_acc": row.get("test ACC"),
+            "peak_mib": row.get("peak MiB"), "warnings": row.get("warnings")})
+    return results
+
+
 def time_deep_phases():
     """Wrap DeepImageClustering's start and trainings so that each prints its
     seconds (after the device's queued work, so that CUDA's are complete)."""
@@ -1163,6 +1185,9 @@ def main():
     parser.add_argument("--imbalance", type=imbalance_ratio, default=None, metavar="R",
                         help="unbalanced classes: their sizes fall geometrically by R "
                              "from the first to the last (training and test images)")
+    parser.add_argument("--csv", metavar="PATH",
+                        help="write each case's row to this CSV file (e.g. "
+                             "benchmarks/results/mnist.csv, read by plot_benchmarks.py)")
     parser.add_argument("--phases", action="store_true",
                         help="print the seconds of each phase of DeepImageClustering's fits "
                              "(the graph and the start, then each training)")
@@ -1200,6 +1225,17 @@ def main():
         print_rows(rows[-1:])
     print()
     print_rows(rows)
+    if args.csv:
+        data_name = Path(args.data_dir).resolve().name
+        if args.imbalance is not None:
+            data_name += f" (unbalanced {args.imbalance:g})"
+        gpu = None
+        if args.device != "cpu" and "torch" in sys.modules:
+            torch = sys.modules["torch"]
+            gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
+        write_results(args.csv, result_rows(rows, data_name, args.device), "bench_mnist",
+                      machine(gpu))
+        print(f"results written to {args.csv}")
 
 
 if __name__ == "__main__":

@@ -17,6 +17,10 @@ Usage::
     pip install ".[torch]"
     python benchmarks/bench_perturbed.py            # n in 256..16384, 100 and 1000 samples
     python benchmarks/bench_perturbed.py --sizes 256 1024 --samples 100
+    python benchmarks/bench_perturbed.py --sizes 4096 --csv benchmarks/results/perturbed.csv
+
+``--csv PATH`` writes each timing (n and samples, operator, device, seconds, GPU
+peak, the machine and the date) to a CSV file, read by ``plot_benchmarks.py``.
 """
 
 import argparse
@@ -24,6 +28,7 @@ import time
 
 import numpy as np
 import torch
+from _results import machine, write_results
 
 from skdiffclust.torch import partial_fenchel_young_loss, perturbed_spanning_forest
 
@@ -110,6 +115,9 @@ def main():
     parser.add_argument("--samples", type=int, nargs="+", default=[100, 1000])
     parser.add_argument("--cpu-budget", type=float, default=60.0,
                         help="skip CPU runs estimated to take longer than this (seconds)")
+    parser.add_argument("--csv", metavar="PATH",
+                        help="write each timing to this CSV file (e.g. "
+                             "benchmarks/results/perturbed.csv)")
     args = parser.parse_args()
     has_cuda = torch.cuda.is_available()
     devices = ["cpu"] + (["cuda"] if has_cuda else [])
@@ -125,6 +133,7 @@ def main():
     if has_cuda:
         header += f" {'GPU loss':>13} {'GPU A_eps':>13} {'GPU peak':>10} {'loss speed-up':>14}"
     print(header + "  jaxclust")
+    rows = []
     for n in args.sizes:
         for n_samples in args.samples:
             cpu = (None, None, None)
@@ -140,6 +149,25 @@ def main():
             if reference and cpu[1] is not None:
                 line += f"  {reference:.0f} s forward: {reference / cpu[1]:,.0f}x slower"
             print(line, flush=True)
+            rows += result_rows(n, n_samples, "cpu", cpu)
+            if has_cuda:
+                rows += result_rows(n, n_samples, "cuda", gpu)
+    if args.csv:
+        write_results(args.csv, rows, "bench_perturbed",
+                      machine(torch.cuda.get_device_name() if has_cuda else None))
+        print(f"results written to {args.csv}")
+
+
+def result_rows(n, n_samples, device, timings):
+    """The rows of the result file of one configuration on one device (none if skipped)."""
+    loss, adjacency, peak = timings
+    if loss is None:
+        return []
+    common = {"dataset": f"n = {n:,}, {n_samples:,} samples", "device": device,
+              "note": "forward and backward, best of the repeats",
+              "peak_gb": None if peak is None else peak / 2**30}
+    return [{**common, "estimator": "partial Fenchel-Young loss", "seconds": loss},
+            {**common, "estimator": "A_eps", "seconds": adjacency}]
 
 
 if __name__ == "__main__":

@@ -69,7 +69,6 @@ Usage::
 """
 
 import argparse
-import csv
 import importlib.util
 import os
 import sys
@@ -91,6 +90,8 @@ from sklearn.mixture import GaussianMixture
 from sklearn.neighbors import kneighbors_graph
 from sklearn.preprocessing import StandardScaler
 from threadpoolctl import threadpool_limits
+
+from _results import write_results
 
 import skdiffclust
 from skdiffclust import ClAM, PRCut, SpanningForestClustering, SparseGEMINI
@@ -434,22 +435,25 @@ def print_acceptance(fits, names, common):
                   f"{'yes' if mean >= kmeans else 'NO'}")
 
 
-def write_csv(path, datasets, fits, names):
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", newline="") as out:
-        writer = csv.writer(out)
-        writer.writerow(["dataset", "n", "d", "k", "components", "estimator", "ari",
-                         "n_clusters_found", "fit_seconds", "fit_cpu_seconds",
-                         "n_warnings", "warning_categories", "error"])
-        for ds in datasets:
-            for n in names:
-                if (fit := fits.get((ds.key, n))) is None:
-                    continue
-                categories = sorted({c for c, _ in fit.warnings})
-                writer.writerow([ds.key, len(ds.X), ds.X.shape[1], ds.k, ds.components, n,
-                                 fit.ari, fit.n_found, fit.seconds, fit.cpu_seconds,
-                                 sum(fit.warnings.values()), ";".join(categories),
-                                 fit.error])
+def write_csv(path, datasets, fits, names, seed=SEED):
+    """One row per dataset and estimator (``_results.write_results``): ARI, NMI and
+    fit seconds, with the dataset's shape, the clusters found, the CPU seconds and
+    the warnings in columns of their own."""
+    rows = []
+    for ds in datasets:
+        for n in names:
+            if (fit := fits.get((ds.key, n))) is None:
+                continue
+            rows.append({
+                "dataset": ds.key, "estimator": n, "device": "cpu",
+                "ari": fit.ari, "nmi": fit.nmi, "seconds": fit.seconds,
+                "note": f"random_state={seed}" + (f"; {fit.error}" if fit.error else ""),
+                "n": len(ds.X), "d": ds.X.shape[1], "k": ds.k, "components": ds.components,
+                "n_clusters_found": fit.n_found, "cpu_seconds": fit.cpu_seconds,
+                "n_warnings": sum(fit.warnings.values()),
+                "warning_categories": ";".join(sorted({c for c, _ in fit.warnings})),
+            })
+    return write_results(path, rows, "bench_quality")
 
 
 # ---------------------------------------------------------------- main
@@ -475,7 +479,10 @@ def parse_args():
                         help="comma list of the estimators' random_state (the data stay "
                         "those of seed 0); with several, the summary is printed for each "
                         "and the mean ARI over them at the end")
-    parser.add_argument("--csv", help="write the per-dataset results to this file")
+    parser.add_argument("--csv", metavar="PATH",
+                        help="write the per-dataset results of the first seed to this CSV "
+                        "file (e.g. benchmarks/results/quality.csv, read by "
+                        "plot_benchmarks.py)")
     args = parser.parse_args()
     args.seeds = [int(seed) for seed in args.seeds.split(",")]
     args.estimators = args.estimators.split(",")
@@ -509,8 +516,8 @@ def run_seed(args, datasets, names, seed):
     print(rst_table(header, rows))
     print()
     print_acceptance(fits, names, common)
-    if args.csv:
-        write_csv(args.csv, datasets, fits, names)
+    if args.csv and seed == args.seeds[0]:
+        write_csv(args.csv, datasets, fits, names, seed)
         print(f"per-dataset results written to {args.csv}")
     return {n: mean_ari(fits, common, n) for n in names} if common else {}
 

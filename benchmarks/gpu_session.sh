@@ -42,7 +42,8 @@
 #                mkdir -p .gpudata/base && git archive 38061e9 skdiffclust \
 #                    | tar -x -C .gpudata/base
 # Each step's output goes to $OUT/STEP.log (the device tool brings back at most
-# eight files) and to the call's output; a step that runs past its limit is
+# eight files) and to the call's output, and bench_gpu.py's and bench_mnist.py's
+# rows to $OUT/gpu.csv and $OUT/mnist.csv (for benchmarks/results/); a step that runs past its limit is
 # stopped and the next one runs. DEADLINE (seconds, default 570) caps the whole
 # script: a step's limit is cut to what is left, and a step with under 20 s left
 # is skipped, so the script ends inside the call's timeout_s with its logs.
@@ -96,21 +97,23 @@ for step in ${steps//,/ }; do
     case $step in
         tests) run_step tests 240 python3 -m pytest -q -p no:cacheprovider -n 14 -rs \
             -m "not slow" "${cuda_tests[@]}" ;;
-        clam) run_step clam 160 python3 benchmarks/bench_gpu.py --only clam,clam-batch-1024 ;;
+        clam) run_step clam 160 python3 benchmarks/bench_gpu.py --only clam,clam-batch-1024 \
+            --csv "$out/gpu.csv" ;;
         forest) run_step forest 150 python3 benchmarks/bench_gpu.py \
-            --only forest,forest-batch,deep ;;
+            --only forest,forest-batch,deep --csv "$out/gpu.csv" ;;
         perturbed) run_step perturbed 60 python3 benchmarks/bench_perturbed.py \
             --sizes 4096 16384 --samples 100 --cpu-budget 5 ;;
         checks) run_step checks 100 python3 benchmarks/bench_torch_api.py --only checks ;;
-        prcut) run_step prcut 150 python3 benchmarks/bench_gpu.py --only prcut ;;
+        prcut) run_step prcut 150 python3 benchmarks/bench_gpu.py --only prcut \
+            --csv "$out/gpu.csv" ;;
         prcut-profile) run_step prcut-profile 90 python3 benchmarks/bench_gpu.py --only prcut \
             --cuda-only --profile 40 ;;
         mnist) run_step mnist 240 python3 benchmarks/bench_gpu.py --only none \
-            --mnist-dir "$mnist" ;;
+            --mnist-dir "$mnist" --csv "$out/gpu.csv" ;;
         lenet) run_step lenet 500 python3 benchmarks/bench_mnist.py --only forest \
             --device cuda --data-dir "$mnist" ;;
         deep) run_step deep 400 python3 benchmarks/bench_mnist.py --only deep \
-            --device cuda --phases --data-dir "$mnist" ;;
+            --device cuda --phases --data-dir "$mnist" --csv "$out/mnist.csv" ;;
         base) run_step base 160 env PYTHONPATH="$PWD/.gpudata/base:$PYTHONPATH" bash -c \
             "python3 benchmarks/bench_perturbed.py --sizes 4096 16384 --samples 100 \
             --cpu-budget 5 && python3 benchmarks/bench_gpu.py --only clam --cuda-only" ;;

@@ -211,3 +211,61 @@ def test_bench_mnist_command_line_names_the_imbalance_it_refuses(monkeypatch, ca
 
 def _never_called(*args):
     raise AssertionError("a case ran")
+
+
+def test_result_files_replace_the_rows_a_run_measured_and_keep_the_others(tmp_path):
+    """``_results.write_results``: the common columns first, the machine and the date
+    filled in, a later run's rows replacing those of the same benchmark, dataset,
+    estimator, device and machine, the file's other rows kept."""
+    results = _benchmark("_results")
+    path = tmp_path / "results" / "quality.csv"
+    first = [{"dataset": "a", "estimator": "KMeans", "device": "cpu", "ari": 0.5,
+              "seconds": 1.25, "k": 3},
+             {"dataset": "b", "estimator": "KMeans", "device": "cpu", "ari": float("nan")}]
+    assert results.write_results(path, first, "bench_x", "2-core CPU") == 2
+    rows = results.read_results(path)
+    assert list(rows[0])[:len(results.COLUMNS)] == results.COLUMNS
+    assert rows[0]["k"] == "3" and rows[0]["machine"] == "2-core CPU"
+    assert rows[0]["date"] == results.today() and rows[1]["ari"] == ""  # NaN: empty
+    again = [{"dataset": "a", "estimator": "KMeans", "device": "cpu", "ari": 0.75}]
+    results.write_results(path, again, "bench_x", "2-core CPU")
+    results.write_results(path, again, "bench_x", "GPU host")  # another machine: kept apart
+    rows = {(row["dataset"], row["machine"]): row for row in results.read_results(path)}
+    assert sorted(rows) == [("a", "2-core CPU"), ("a", "GPU host"), ("b", "2-core CPU")]
+    assert rows["a", "2-core CPU"]["ari"] == "0.75" and rows["a", "2-core CPU"]["k"] == ""
+
+
+def test_bench_mnist_writes_its_rows_to_the_csv_file(monkeypatch, tmp_path, capsys):
+    """``--csv PATH``: a row per case, ACC and NMI as printed, the data set's name."""
+    bench_mnist = _benchmark("bench_mnist")
+    results = _benchmark("_results")
+    monkeypatch.setattr(bench_mnist, "load_mnist", lambda data_dir: _fake_mnist(bench_mnist))
+    path = tmp_path / "mnist.csv"
+    monkeypatch.setattr(sys, "argv", ["bench_mnist.py", "--only", "kmeans", "--data-dir",
+                                      str(tmp_path / "fashion"), "--csv", str(path)])
+    bench_mnist.main()
+    assert f"results written to {path}" in capsys.readouterr().out
+    (row,) = results.read_results(path)
+    assert (row["benchmark"], row["dataset"], row["estimator"], row["device"]) == (
+        "bench_mnist", "fashion", "kmeans", "cpu")
+    assert 0 < float(row["acc"]) <= 1 and 0 <= float(row["nmi"]) <= 1
+    assert float(row["seconds"]) > 0 and row["test_acc"] != ""
+
+
+def test_plot_benchmarks_draws_both_figures_from_the_result_files(tmp_path):
+    """``plot_benchmarks.py`` reads ``benchmarks/results/*.csv`` and writes the two
+    PNG files the benchmarks page includes; every CUDA case of the files that has
+    a CPU row gets a bar."""
+    pytest.importorskip("matplotlib")
+    plot = _benchmark("plot_benchmarks")
+    tables = plot.read_folder(plot.RESULTS)
+    assert {"quality", "mnist", "gpu"} <= set(tables)
+    assert plot.plot_quality(tables, tmp_path).name == "quality_time.png"
+    assert plot.plot_gpu(tables, tmp_path).name == "gpu_speedups.png"
+    labels = [label for label, ratio, note in plot.speedups(tables)]
+    assert "ClAM, 200,000 x 32, defaults (fit)" in labels
+    assert "DeepImageClustering, MNIST (fit)" in labels
+    page = (plot.ROOT / "doc" / "benchmarks.rst").read_text()
+    for name in ("quality_time.png", "gpu_speedups.png"):
+        assert f"images/benchmarks/{name}" in page
+        assert (plot.OUT / name).exists()
