@@ -80,7 +80,7 @@ class DeepImageClustering(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Clu
         Eigenvectors of the spectral start (PRCut's wide start, on the graph's
         shared-neighbour weights), at least ``n_clusters``. ``'auto'``: the
         width of lowest objective among 1 to 3 times ``n_clusters``, as
-        :class:`~skdiffclust.prcut.PRCut`'s (the narrowest unless a wider one
+        :class:`~skdiffclust.PRCut`'s (the narrowest unless a wider one
         halves it).
 
     n_heads : int, default=5
@@ -89,7 +89,7 @@ class DeepImageClustering(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Clu
 
     gamma : float, default=1.0
         Weight of the KL divergence of the cluster proportions from uniform (the
-        balance prior of :class:`~skdiffclust.prcut.PRCut`).
+        balance prior of :class:`~skdiffclust.PRCut`).
 
     self_labelling : int, default=0
         Epochs of self-labelling after the clustering phase (0: none); its network
