@@ -5,7 +5,7 @@ ClAM on elongated clusters: prototypes that are not centroids
 
 Figure 1 of Saha et al. (2023) shows elongated clusters that k-means cuts across
 and that ClAM, clustering with associative memories, recovers. Here three long
-parallel clusters are clustered by k-means and by :class:`~skdiffclust.clam.ClAM`,
+parallel clusters are clustered by k-means and by :class:`~skdiffclust.ClAM`,
 whose inverse temperature ``beta`` (and loss: plain or masked) is chosen from a
 small grid by the silhouette coefficient, as in the paper. The learned prototypes
 (black crosses) are the memories of the associative memory: each point runs

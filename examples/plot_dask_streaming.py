@@ -4,7 +4,7 @@ Streaming a dask array through ``partial_fit`` with dask-ml
 ===========================================================
 
 A clustering that needs all the data in one ``fit`` call is bounded by that
-call's budget: :class:`~skdiffclust.gemini.SparseGEMINI` fits 70,000 points of
+call's budget: :class:`~skdiffclust.SparseGEMINI` fits 70,000 points of
 32 features in about 40 s and 450 MB (``benchmarks/bench_scale.py``), and both
 grow with the number of points. Its ``partial_fit`` makes one pass over a chunk
 per call instead, carrying the model and the optimiser from call to call, so
@@ -14,7 +14,7 @@ that the work is proportional to the data and the memory to one chunk.
 ``partial_fit`` one after the other; here the dask array is 600,000 points drawn
 block by block when a task needs them, never held in memory at once. We follow
 the clustering of a held-out block as the blocks go by, for
-:class:`~skdiffclust.gemini.SparseGEMINI` and for scikit-learn's
+:class:`~skdiffclust.SparseGEMINI` and for scikit-learn's
 :class:`~sklearn.cluster.MiniBatchKMeans` (whose ``partial_fit`` is one
 mini-batch step per call) through the same wrapper, then predict every block in
 parallel. ``Incremental(estimator).fit(X)`` runs the whole loop in one call (in

@@ -3,7 +3,7 @@
 Deep clustering of images, without any labels
 =============================================
 
-:class:`~skdiffclust.deep.DeepImageClustering` trains a small convolutional
+:class:`~skdiffclust.DeepImageClustering` trains a small convolutional
 network to sort images into clusters from the images alone: it starts from
 spectral clustering of a nearest-neighbour graph of the images' gradient
 histograms, then learns a partition that keeps each image with its graph
@@ -36,7 +36,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import normalized_mutual_info_score
 
 from skdiffclust.datasets import load_mnist
-from skdiffclust.deep import DeepImageClustering
+from skdiffclust import DeepImageClustering
 from skdiffclust.metrics import clustering_accuracy
 
 mnist = load_mnist(kind="mnist", subset="train")

@@ -24,8 +24,9 @@ three ways:
 
 KMeans and SpectralClustering on the pixels are the references. Every network
 is initialised from a local :class:`torch.Generator`, with one seed fixed in
-advance (0); torch's global generator is never seeded. The example takes about
-15 seconds on one CPU core.
+advance (0); torch's global generator is never seeded. It is one of the
+gallery's longer examples: 75 to 112 s on two CPU cores shared with other jobs
+(2026-11-27).
 """
 
 # %%

@@ -9,7 +9,7 @@ paper reads raw pixels (or a pretrained embedding) with the network while the
 graph comes from a representation whose neighbours are trustworthy. Here a small
 convolutional network reads the images as they are, shape ``(n, 1, 28, 28)``,
 and the 10-nearest-neighbour graph is built from their first 50 principal
-components, passed to :meth:`~skdiffclust.prcut.PRCut.fit` as ``graph_input``.
+components, passed to :meth:`~skdiffclust.PRCut.fit` as ``graph_input``.
 
 The example clusters 5,000 MNIST training images, then predicts the clusters of
 1,000 images it has not seen, through the network alone (no graph is needed to

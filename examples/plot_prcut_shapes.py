@@ -3,7 +3,7 @@
 PRCut on shapes: blobs, moons and circles
 =========================================
 
-:class:`~skdiffclust.prcut.PRCut` minimises the ratio cut of a k-nearest-neighbour
+:class:`~skdiffclust.PRCut` minimises the ratio cut of a k-nearest-neighbour
 graph with a network trained by mini-batch gradient descent. We compare it with
 k-means and with :class:`~sklearn.cluster.SpectralClustering` run on the very same
 graph, on three classic shapes: stretched blobs, where k-means' round clusters

@@ -60,7 +60,7 @@ features, this index by BLAS products (at 784 features, 18 times faster per
 feature), and selects the neighbours in a vectorised pass. Its times include the
 centring and the exact float64 distances of the pairs found (7 of the 23 s at
 k=150), the libraries' do not. The other libraries' 1,000,000 column is from
-issue 21's runs (load 6 to 8), when FAISS was the approximate search.
+runs of 2026-11-22 (load 6 to 8), when FAISS was the package's approximate search.
 
 * First call: this index compiles its numba kernels, about 5 s of CPU in a fresh
   environment (cached afterwards); pynndescent's take 48 to 56 s; FAISS

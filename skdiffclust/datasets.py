@@ -198,8 +198,7 @@ def make_graph_case(case="unequal", *, random_state=None):
 
     The cases where a graph cut has a ratio cut of zero, or close to it, on
     offer, on which spectral clustering finds the clusters exactly: PRCut must
-    take those cuts too, whatever the clusters' sizes (issue 19 of the project,
-    and ``doc/benchmarks.rst``).
+    take those cuts too, whatever the clusters' sizes (``doc/benchmarks.rst``).
 
     * ``'unequal'``: three well-separated Gaussian groups (standard deviation 1)
       of 1,000, 300 and 100 points (10:3:1), in 2-D;

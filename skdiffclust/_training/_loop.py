@@ -173,11 +173,11 @@ class TrainingSession:
     """Several trainings that make one fit, reported as one.
 
     One progress bar over the epochs of all of them (``total`` epochs, if known),
-    and at most one ``ConvergenceWarning``: when the session closes without an
+    and at most one ``ConvergenceWarning``: when it closes without an
     error, for the first of its trainings that ran out of ``max_iter`` (with its
     ``tol``), among those the fitted model rests on (all but those given to
     :meth:`discard`). ``run_epochs(session=...)`` records each training in it;
-    without one, a training is a session of its own. ``warn=False`` reports no
+    without one, a training is its own ``TrainingSession``. ``warn=False`` reports no
     convergence (an auxiliary training, such as an initialisation, whose budget is
     internal).
     """
@@ -189,7 +189,7 @@ class TrainingSession:
         self.runs = []  # (TrainingResult, max_iter, tol, n_iter_no_change)
 
     def record(self, result, max_iter, tol, n_iter_no_change):
-        """A training of the session (``run_epochs`` calls it)."""
+        """Record one training of this fit (``run_epochs`` calls it)."""
         self.runs.append((result, max_iter, tol, n_iter_no_change))
 
     def discard(self, results):
@@ -239,8 +239,8 @@ def run_epochs(epoch, *, max_iter, tol, n_iter_no_change, name, verbose=False,
         keepers, early stopping, a cool-down.
     session : TrainingSession, default=None
         The fit this training is part of: its bar, and its warning when it closes.
-        By default the training is a session of its own (``verbose``'s bar, the
-        warning when it returns).
+        By default the training is its own ``TrainingSession`` (``verbose``'s bar,
+        the warning when it returns).
 
     Returns
     -------
@@ -250,7 +250,7 @@ def run_epochs(epoch, *, max_iter, tol, n_iter_no_change, name, verbose=False,
     -----
     ConvergenceWarning
         When ``max_iter`` epochs ran without the stopping rule being met (once the
-        session closes, with a ``session``).
+        ``session`` closes, with a ``session``).
     """
     own_session = session is None
     if own_session:

@@ -81,7 +81,7 @@ class DeepImageClustering(RenamedParameters, ClassNamePrefixFeaturesOutMixin,
         Eigenvectors of the spectral start (PRCut's wide start, on the graph's
         shared-neighbour weights), at least ``n_clusters``. ``'auto'``: the
         width of lowest objective among 1 to 3 times ``n_clusters``, as
-        :class:`~skdiffclust.prcut.PRCut`'s (the narrowest unless a wider one
+        :class:`~skdiffclust.PRCut`'s (the narrowest unless a wider one
         halves it).
 
     n_heads : int, default=5
@@ -90,7 +90,7 @@ class DeepImageClustering(RenamedParameters, ClassNamePrefixFeaturesOutMixin,
 
     balance : float, default=1.0
         Weight of the KL divergence of the cluster proportions from uniform (the
-        ``balance`` of :class:`~skdiffclust.prcut.PRCut`).
+        ``balance`` of :class:`~skdiffclust.PRCut`).
 
     self_labelling : int, default=0
         Epochs of self-labelling after the clustering phase (0: none); its network
