@@ -63,7 +63,7 @@ for name, found in labels.items():
 # ---------------------------------
 # Spectral clustering's lowest ratio cut comes with unbalanced clusters: a small,
 # well separated group, and similar digits merged; the default PRCut's sizes are
-# closer to the digits', and the paper's large ``gamma`` keeps them nearly equal.
+# closer to the digits', and the paper's large ``balance`` (its gamma) keeps them nearly equal.
 # The default training starts from a partition and stops within about a hundred
 # epochs; the paper's starts from a random network and runs longer.
 fig, (ax_sizes, ax_curve) = plt.subplots(1, 2, figsize=(11, 4))
