@@ -15,6 +15,7 @@ from sklearn.utils.validation import _generate_get_feature_names_out, check_is_f
 from skdiffclust._utils._optional import import_optional
 from skdiffclust._utils._random import derive_seeds
 from skdiffclust._utils._state import keeps_state_on_failure
+from skdiffclust._utils._threads import host_threads
 from skdiffclust._utils._validation import (
     ANY_INTEGER,
     NumberInterval,
@@ -34,7 +35,7 @@ from skdiffclust.forest._inference import (
     embed,
     input_units,
 )
-from skdiffclust.forest._settings import EmbeddingSettings, hold_out, solver_threads
+from skdiffclust.forest._settings import EmbeddingSettings, hold_out
 from skdiffclust.forest._solver import (
     forest_from_features,
     forest_from_similarity,
@@ -453,7 +454,7 @@ class SpanningForestClustering(ClusterMixin, _SetOutputMixin, BaseEstimator):
             verbose=self.verbose, weight_decay=self.weight_decay,
             learning_rate_schedule=self.learning_rate_schedule,
             steps_per_epoch=self.steps_per_epoch,
-            solver_threads=solver_threads(self.n_jobs, device))
+            solver_threads=host_threads(self.n_jobs))
 
     def _clustered_features(self, X):
         """Validated X as the forest sees it: features (embedded if trained), or

@@ -11,7 +11,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from skdiffclust._utils._random import numpy_generator
-from skdiffclust._utils._threads import host_threads
 from skdiffclust.forest._constraints import UNLABELLED
 
 
@@ -47,12 +46,6 @@ class EmbeddingSettings:
     steps_per_epoch: int | None = None
     solver_threads: int = 1
     device_solver: bool | None = None
-
-
-def solver_threads(n_jobs, device="cpu"):
-    """Threads of numba's perturbed forests solved on the host while training
-    (:func:`~skdiffclust._utils._threads.host_threads`)."""
-    return host_threads(n_jobs)
 
 
 def hold_out(X, labels, fraction, seed):

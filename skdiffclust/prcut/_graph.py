@@ -18,9 +18,9 @@ from scipy.sparse.csgraph import connected_components
 from skdiffclust._neighbors import kneighbors
 from skdiffclust._utils._numba import jit
 from skdiffclust._utils._symmetry import summarise
+from skdiffclust._utils._threads import host_threads
 from skdiffclust._utils._validation import check_sparse_structure
 from skdiffclust.prcut._scaling import FeatureScaling
-from skdiffclust.prcut._settings import graph_threads
 
 AFFINITIES = ("nearest_neighbors", "rbf", "precomputed")
 
@@ -711,7 +711,7 @@ def query_objective(source, labels, start, *, train_labels, n_clusters, gamma,
         return bipartite_objective(source, labels, train_labels, n_clusters, gamma)
     graph = build_graph(FeatureScaling(source), start, warn=False)
     if shared_neighbours:
-        graph = shared_neighbor_graph(graph, graph_threads(start.n_jobs))
+        graph = shared_neighbor_graph(graph, host_threads(start.n_jobs))
     return partition_objective(graph, labels, n_clusters, gamma)
 
 

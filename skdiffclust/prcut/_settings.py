@@ -7,8 +7,6 @@ keeps of them for ``score``. Imports no torch."""
 from dataclasses import dataclass, replace
 from typing import NamedTuple
 
-from skdiffclust._utils._threads import host_threads
-
 
 @dataclass(frozen=True)
 class PRCutSettings:
@@ -89,13 +87,3 @@ class FittedWith(NamedTuple):
     n_clusters: int
     gamma: float
     shared_neighbours: bool
-
-
-def graph_threads(n_jobs):
-    """Threads of the graph's exact work (the shared-neighbour counts, the sparse
-    products of the spectral start), as the neighbour search's: all cores for
-    ``None``. Their results do not depend on them (every output is summed by one
-    thread); at one thread MNIST's k=150 graph took 15 s of a 24 s fit on CUDA.
-    torch's other computations run on one thread
-    (:func:`skdiffclust._utils._torch.one_thread`)."""
-    return host_threads(n_jobs)

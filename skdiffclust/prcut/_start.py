@@ -7,6 +7,7 @@ sets its fitted attributes from what these functions return.
 """
 
 from skdiffclust._utils._random import derive_seeds
+from skdiffclust._utils._threads import host_threads
 from skdiffclust.prcut._graph import (
     build_graph,
     connected_component_labels,
@@ -15,7 +16,6 @@ from skdiffclust.prcut._graph import (
 )
 from skdiffclust.prcut._inputs import graph_source_and_input
 from skdiffclust.prcut._scaling import AffinityRows, FeatureScaling
-from skdiffclust.prcut._settings import graph_threads
 
 
 def training_start(X, settings, start, *, n_seeds, graph_input=None,
@@ -78,7 +78,7 @@ def training_start(X, settings, start, *, n_seeds, graph_input=None,
         reweighted, initial_labels = spectral_start(
             graph, n_clusters, components, init=start.init,
             n_eigenvectors=start.n_eigenvectors, device=settings.device,
-            seed=seeds[2 * start.n_init], graph_threads=graph_threads(start.n_jobs),
+            seed=seeds[2 * start.n_init], graph_threads=host_threads(start.n_jobs),
             gamma=settings.gamma)
         shared = reweighted is not graph and not stream
         if shared:  # train on the graph the start read (see the user guide)

@@ -357,21 +357,6 @@ def test_duplicates_kept_together_or_split_by_a_constraint_do_not_warn():
         SpanningForestClustering(n_clusters=2).fit(np.ones((4, 2)), cannot_link=[[0, 1]])
 
 
-@pytest.mark.parametrize("n_jobs, device, expected", [
-    (None, "cpu", 1), (None, "cuda", "all"), (None, "cuda:0", "all"), (2, "cuda", 2),
-    (1, "cpu", 1), (-1, "cpu", "all"),
-])
-def test_host_forests_of_a_training_use_every_core_only_beside_cuda(n_jobs, device, expected):
-    # beside torch's CPU steps one thread (two thread teams slow each other down);
-    # beside CUDA steps the host is idle while it solves the batch's forests
-    from joblib import effective_n_jobs
-
-    from skdiffclust.forest._settings import solver_threads
-
-    assert solver_threads(n_jobs, device) == (effective_n_jobs(-1) if expected == "all"
-                                              else expected)
-
-
 @pytest.mark.parametrize("metric", ["seuclidean", "mahalanobis"])
 def test_metrics_whose_parameters_come_from_the_data_match_scipy(metric):
     # scikit-learn derives V (VI) from X alone, but not for a second set of points:
