@@ -1,6 +1,5 @@
 """DeepImageClustering: images clustered by a network that learns its own representation."""
 
-import math
 from numbers import Integral, Real
 
 import numpy as np
@@ -24,13 +23,8 @@ from skdiffclust._utils._validation import (ANY_INTEGER, NumberInterval, Renamed
 from skdiffclust.deep._images import (
     PixelScale, check_images, float32_precision, reduced_side)
 from skdiffclust.deep._inference import forward
-from skdiffclust.deep._settings import Augmentation, DeepSettings
+from skdiffclust.deep._settings import DeepSettings
 
-# 'auto' max_iter: about this many steps of the clustering phase in all (at
-# least MIN_EPOCHS epochs): 4 epochs of 60,000 images in batches of 256, 140 of
-# scikit-learn's 1,797 digits
-CLUSTERING_STEPS = 1000
-MIN_EPOCHS = 3
 # seeds: graph features, spectral start, network, then warm-up, clustering and
 # self-labelling batches
 N_SEEDS = 6
@@ -379,34 +373,9 @@ class DeepImageClustering(RenamedParameters, ClassNamePrefixFeaturesOutMixin,
         return self
 
     def _settings(self, n_samples):
-        n_eigenvectors = self.n_eigenvectors
-        if n_eigenvectors != "auto" and n_eigenvectors < self.n_clusters:
-            raise ValueError(
-                f"n_eigenvectors={n_eigenvectors} is smaller than n_clusters="
-                f"{self.n_clusters}: the spectral start needs at least one eigenvector "
-                "per cluster.")
-        batch_size = min(self.batch_size, n_samples)
-        steps_per_epoch = max(n_samples // batch_size, 1)
-        max_iter = (max(MIN_EPOCHS, math.ceil(CLUSTERING_STEPS / steps_per_epoch))
-                    if self.max_iter == "auto" else self.max_iter)
-        _require_torch()
-        from skdiffclust._utils._torch import resolve_device
-
-        return DeepSettings(
-            n_clusters=self.n_clusters, n_neighbors=self.n_neighbors,
-            n_eigenvectors=(n_eigenvectors if n_eigenvectors == "auto"
-                            else min(n_eigenvectors, n_samples)), n_heads=self.n_heads,
-            gamma=float(self.balance), batch_size=batch_size,
-            learning_rate=float(self.learning_rate), max_iter=int(max_iter),
-            scheduled=self.max_iter == "auto", tol=float(self.tol),
-            n_iter_no_change=int(self.n_iter_no_change),
-            self_labelling=int(self.self_labelling), confidence=float(self.confidence),
-            augmentation=Augmentation(rotation=float(self.max_rotation),
-                                      scale=float(self.max_scale),
-                                      shift=float(self.max_shift)),
-            max_side=None if self.max_side is None else int(self.max_side),
-            device=resolve_device(self.device),
-            n_threads=host_threads(self.n_jobs), verbose=bool(self.verbose))
+        """The training's settings for ``n_samples`` images, every ``'auto'``
+        resolved (:meth:`DeepSettings.of`)."""
+        return DeepSettings.of(self, n_samples)
 
     def _scaled(self, X, stacklevel=1):
         """Images X as the network reads them: in the training images' units (a

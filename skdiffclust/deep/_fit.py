@@ -207,8 +207,7 @@ def start_of(images, settings, *, feature_seed, start_seed):
     device = torch.device(settings.device)
     neighbours, graph = graph_of(images, settings.n_neighbors, feature_seed,
                                  settings.n_threads, device=device)
-    _, labels = spectral_start(graph, settings.n_clusters, init="spectral_snn",
-                               n_eigenvectors=settings.n_eigenvectors,
+    _, labels = spectral_start(graph, settings.n_clusters, start=settings,
                                device=device, seed=start_seed,
                                graph_threads=settings.n_threads, gamma=settings.gamma)
     return neighbours, graph, labels

@@ -28,17 +28,13 @@ from sklearn.utils import check_array
 from sklearn.utils.validation import validate_data
 
 from skdiffclust._utils._validation import array_ndim, check_magnitude
+from skdiffclust.deep._settings import channels_layout
 
 # the smallest side the built-in network reads (two poolings of a 3 x 3 image
 # still leave a pixel)
 MIN_SIDE = 4
 # images larger on a side are reduced to it by the network's first layer
 MAX_SIDE = 32
-
-
-# the channel counts that ``channels='auto'`` reads on an image's last axis (grey,
-# RGB, RGBA: as PIL, imageio and matplotlib give images)
-LAST_AXIS_CHANNELS = (1, 3, 4)
 
 
 def _pixels(count):
@@ -55,14 +51,13 @@ def _reading(axes, channels, what):
     """The (channels, height, width) of a 3-axis image shape ``axes`` and its
     layout, 'first' or 'last' (``channels='auto'``: last when the last axis is 1,
     3 or 4 and the first is not; both: a ValueError naming both readings)."""
-    if channels == "auto":
-        first, last = (axes[i] in LAST_AXIS_CHANNELS for i in (0, 2))
-        if first and last:
-            readings = (_describe(axes, "first"), _describe((axes[2], *axes[:2]), "last"))
-            raise ValueError(
-                f"{what} can be read as {readings[0]} (channels first) or as "
-                f"{readings[1]}: pass channels='first' or channels='last' to say which.")
-        channels = "last" if last else "first"
+    layout = channels_layout(axes, channels)
+    if layout is None:
+        readings = (_describe(axes, "first"), _describe((axes[2], *axes[:2]), "last"))
+        raise ValueError(
+            f"{what} can be read as {readings[0]} (channels first) or as "
+            f"{readings[1]}: pass channels='first' or channels='last' to say which.")
+    channels = layout
     return ((axes[2], *axes[:2]) if channels == "last" else axes), channels
 
 

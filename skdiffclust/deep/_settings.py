@@ -1,7 +1,36 @@
 """How DeepImageClustering trains: one frozen record, built once by ``fit`` from the
-parameters and passed down whole to the training (``_fit``). Imports no torch."""
+parameters and passed down whole to the training (``_fit``), every ``'auto'``
+resolved here (``max_iter`` from the data's size, ``n_eigenvectors`` by
+PRCut's rule on the start's graph, ``channels`` from the images' shape:
+:func:`channels_layout`). Imports no torch."""
 
+import math
 from dataclasses import dataclass
+
+from skdiffclust._utils._threads import host_threads
+from skdiffclust.prcut._settings import resolve_start
+
+# 'auto' max_iter: about this many steps of the clustering phase in all (at
+# least MIN_EPOCHS epochs): 4 epochs of 60,000 images in batches of 256, 140 of
+# scikit-learn's 1,797 digits
+CLUSTERING_STEPS = 1000
+MIN_EPOCHS = 3
+
+# channels='auto': the channel counts read on an image's last axis (grey, RGB,
+# RGBA: as PIL, imageio and matplotlib give images)
+LAST_AXIS_CHANNELS = (1, 3, 4)
+
+
+def channels_layout(axes, channels):
+    """Where the channels of a 3-axis image shape ``axes`` are, 'first' or 'last'
+    (``channels='auto'``: last when the last axis is 1, 3 or 4 and the first is
+    not); ``None`` where ``'auto'`` reads it both ways."""
+    if channels != "auto":
+        return channels
+    first, last = (axes[i] in LAST_AXIS_CHANNELS for i in (0, 2))
+    if first and last:
+        return None
+    return "last" if last else "first"
 
 
 @dataclass(frozen=True)
@@ -26,7 +55,8 @@ class Augmentation:
 
 @dataclass(frozen=True)
 class DeepSettings:
-    """The training's settings (every ``'auto'`` resolved)."""
+    """The training's settings (every ``'auto'`` resolved, :meth:`of`;
+    ``n_eigenvectors``' on the start's graph, :meth:`resolved_start`)."""
 
     n_clusters: int
     n_neighbors: int
@@ -48,3 +78,51 @@ class DeepSettings:
     device: object = "cpu"
     n_threads: int = 1
     verbose: bool = False
+
+    @classmethod
+    def of(cls, estimator, n_samples):
+        """A DeepImageClustering estimator's settings for ``n_samples`` images (a
+        ValueError where ``n_eigenvectors`` is below ``n_clusters``): the batches
+        at most the images, ``max_iter='auto'`` about :data:`CLUSTERING_STEPS`
+        steps (at least :data:`MIN_EPOCHS` epochs), a schedule; ``n_eigenvectors``
+        at most the images (``'auto'`` is resolved on the graph,
+        :meth:`resolved_start`). Needs torch (the device)."""
+        n_clusters, n_eigenvectors = estimator.n_clusters, estimator.n_eigenvectors
+        if n_eigenvectors != "auto" and n_eigenvectors < n_clusters:
+            raise ValueError(
+                f"n_eigenvectors={n_eigenvectors} is smaller than n_clusters="
+                f"{n_clusters}: the spectral start needs at least one eigenvector "
+                "per cluster.")
+        batch_size = min(estimator.batch_size, n_samples)
+        steps_per_epoch = max(n_samples // batch_size, 1)
+        scheduled = estimator.max_iter == "auto"
+        max_iter = (max(MIN_EPOCHS, math.ceil(CLUSTERING_STEPS / steps_per_epoch))
+                    if scheduled else estimator.max_iter)
+        from skdiffclust._utils._optional import import_optional
+
+        import_optional("torch", "DeepImageClustering")
+        from skdiffclust._utils._torch import resolve_device
+
+        return cls(
+            n_clusters=n_clusters, n_neighbors=estimator.n_neighbors,
+            n_eigenvectors=(n_eigenvectors if n_eigenvectors == "auto"
+                            else min(n_eigenvectors, n_samples)),
+            n_heads=estimator.n_heads, gamma=float(estimator.balance),
+            batch_size=batch_size, learning_rate=float(estimator.learning_rate),
+            max_iter=int(max_iter), scheduled=scheduled, tol=float(estimator.tol),
+            n_iter_no_change=int(estimator.n_iter_no_change),
+            self_labelling=int(estimator.self_labelling),
+            confidence=float(estimator.confidence),
+            augmentation=Augmentation(rotation=float(estimator.max_rotation),
+                                      scale=float(estimator.max_scale),
+                                      shift=float(estimator.max_shift)),
+            max_side=None if estimator.max_side is None else int(estimator.max_side),
+            device=resolve_device(estimator.device),
+            n_threads=host_threads(estimator.n_jobs), verbose=bool(estimator.verbose))
+
+    def resolved_start(self, n_clusters, graph):
+        """The spectral start on ``graph`` (a ``prcut._settings.StartGraph``): the
+        shared-neighbour weights, which undo the hubs of features in many
+        dimensions, ``n_eigenvectors`` resolved by PRCut's rule
+        (:func:`~skdiffclust.prcut._settings.resolve_start`); asked once per fit."""
+        return resolve_start("spectral_snn", self.n_eigenvectors, n_clusters, graph)

@@ -355,7 +355,8 @@ class PRCut(RenamedParameters, ClassNamePrefixFeaturesOutMixin, TransformerMixin
         self._graph_input_used = graph_input is not None
         graph_input = check_fit_inputs(X, graph_input, affinity=self.affinity)
         training, torch_utils = import_training()
-        settings = self._training_settings(torch_utils.resolve_device(self.device),
+        settings = self._training_settings(X.shape[0],
+                                           torch_utils.resolve_device(self.device),
                                            verbose=self.verbose)
         seeds, scaling, graph, initial_labels, whole, shared = training_start(
             X, settings, StartSettings.of(self), n_seeds=2 * self.n_init + 1,
@@ -406,7 +407,7 @@ class PRCut(RenamedParameters, ClassNamePrefixFeaturesOutMixin, TransformerMixin
         check_hidden_layer_sizes(self.hidden_layer_sizes)
         self._graph_input_used = False
         training, torch_utils = import_training()
-        settings = self._training_settings(torch_utils.resolve_device("cpu"))
+        settings = self._training_settings(X.shape[0], torch_utils.resolve_device("cpu"))
         start = StartSettings.of(self)
         if stream is None:
             seeds, scaling, graph, initial_labels, whole, _ = training_start(
@@ -425,16 +426,13 @@ class PRCut(RenamedParameters, ClassNamePrefixFeaturesOutMixin, TransformerMixin
         keep_stream(self, stream)
         return self
 
-    def _training_settings(self, device, verbose=False):
-        """The training's settings (``fit``'s and ``partial_fit``'s), before the
-        network's input is known (``_start.network_input`` completes them)."""
-        return PRCutSettings(
-            n_clusters=self.n_clusters,
-            hidden_layer_sizes=check_hidden_layer_sizes(self.hidden_layer_sizes),
-            batch_size=self.batch_size, learning_rate=self.learning_rate,
-            momentum=self.momentum, gamma=self.balance, annealing=self.annealing,
-            max_iter=self.max_iter, tol=self.tol, n_iter_no_change=self.n_iter_no_change,
-            device=device, verbose=verbose, module=self.module)
+    def _training_settings(self, n_samples, device, verbose=False):
+        """The training's settings (``fit``'s and ``partial_fit``'s), its ``'auto'``
+        values resolved for ``n_samples`` samples, before the network's input is
+        known (``_start.network_input`` completes them)."""
+        return PRCutSettings.of(
+            self, n_samples, hidden_layer_sizes=check_hidden_layer_sizes(self.hidden_layer_sizes),
+            device=device, verbose=verbose)
 
     def _check_samples(self, X, *, reset, ensure_min_samples=1):
         """X validated as the network's input (:func:`~._inputs.reads_rows`), its

@@ -416,11 +416,9 @@ def train_network(network, features, graph, settings, *, batch_seed, name="PRCut
         initial_proportions=initial_proportions)
     network.train()
     result = train(task, sampler,
-                   learning_rate=learning_rate_for(settings.learning_rate, n_samples,
-                                                   batch_size),
+                   learning_rate=settings.learning_rate,
                    max_iter=settings.max_iter, tol=settings.tol,
-                   n_iter_no_change=patience_for(settings.n_iter_no_change,
-                                                 sampler.n_batches),
+                   n_iter_no_change=settings.n_iter_no_change,
                    name=name, device=device, verbose=settings.verbose,
                    min_epochs=n_annealing_epochs,
                    cooldown=cooldown_schedule(sampler.n_batches))
@@ -579,36 +577,6 @@ SETTLE_EPOCHS = 5
 # shrink with the gradient, so without it the network ends wherever the last
 # steps' oscillation put it, which hangs on the data's last bits
 COOLDOWN_STEPS, COOLDOWN_FINAL = 8, 1.0 / 16
-# learning_rate='auto': Adam's step size with mini-batches, whose noise makes larger
-# steps chaotic (fits on copies of the data differing in their last digits
-# disagreed on up to 15% of the pairs at the paper's 1e-2), and with one batch of
-# every sample (small data: the whole graph at each step, no noise)
-AUTO_LEARNING_RATE, AUTO_LEARNING_RATE_WHOLE_BATCH = 3e-3, 3e-3
-
-
-# n_iter_no_change='auto': the epochs of about this many batch pairs, within bounds;
-# the lower bound is at most the epochs of MIN_PATIENCE_STEPS batch pairs (10
-# epochs up to 32 batch pairs an epoch, 32,768 samples; 5 at 70,000): the mean
-# objective of a long epoch is not the noisy one of a short epoch, and ten of
-# them were half of the training at 70,000 samples
-PATIENCE_STEPS, PATIENCE_BOUNDS, MIN_PATIENCE_STEPS = 32, (10, 32), 320
-
-
-def patience_for(n_iter_no_change, n_batches):
-    """The patience in epochs (resolving 'auto')."""
-    if n_iter_no_change != "auto":
-        return int(n_iter_no_change)
-    lowest = min(PATIENCE_BOUNDS[0], -(-MIN_PATIENCE_STEPS // n_batches))
-    return int(np.clip(-(-PATIENCE_STEPS // n_batches), lowest, PATIENCE_BOUNDS[1]))
-
-
-def learning_rate_for(learning_rate, n_samples, batch_size):
-    """The step size PRCut trains with (resolving 'auto')."""
-    if learning_rate != "auto":
-        return float(learning_rate)
-    if batch_size >= n_samples:
-        return AUTO_LEARNING_RATE_WHOLE_BATCH
-    return AUTO_LEARNING_RATE
 
 
 def cooldown_schedule(n_batches):

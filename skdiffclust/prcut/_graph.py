@@ -191,16 +191,6 @@ def affinity_from_neighbors(distances, neighbors, *, kernel="connectivity", rbf_
 SNN_POWER, SNN_ROWS_PER_CALL = 3, 4096
 
 
-# init='auto': the shared-neighbour start where the graph has hubs, i.e. where the
-# skewness of its degrees (in a kNN graph, of the k-occurrences: how often each
-# sample is among the others' k nearest, Radovanovic et al. 2010) exceeds this.
-# Hubs come with high intrinsic dimension, where shared neighbours are the better
-# similarity (Flexer and Schnitzer, 2013). Measured on 10-NN graphs: 2-D and 3-D
-# data -0.76 to 0.41 (one set of 212 points 1.34); images 0.61 (MNIST-10k PCA-50)
-# to 2.66 (Fashion-MNIST's pixels); see the user guide
-HUB_SKEWNESS = 0.5
-
-
 def degree_skewness(W):
     """The skewness of the graph's weighted degrees (its diagonal ignored); 0 for
     a graph whose degrees are all equal."""
@@ -211,52 +201,11 @@ def degree_skewness(W):
     return float(np.mean(((degrees - degrees.mean()) / spread) ** 3))
 
 
-# ... and where its clusters are large against a sample's neighbourhood: the mean
-# cluster (n_samples / n_clusters) at least this many times the graph's mean closed
-# neighbourhood (a sample and its neighbours; 12 to 15 samples in a 10-NN graph).
-# Shared neighbours measure how much two neighbourhoods overlap, which tells a
-# cluster from its surroundings only where a cluster spans several neighbourhoods:
-# in clusters of 6 to 24 images (40 to 200 clusters of 400 to 2,400 images, each an
-# image under random small moves or rotations) the kNN graph's start was the better
-# one in all five sets (NMI by 0.004 to 0.026), and on 100 separated groups of 6
-# points in 100-D (hubs: skewness 9.7) its partition was exact, the shared
-# neighbours' ARI 0.95; with 10 classes of 20 to 160 images the two were within
-# 0.015 of each other
-SNN_MIN_CLUSTER_NEIGHBOURHOODS = 2
-
-
-def start_graph(W, init, n_threads=1, gap_is_clear=None, n_clusters=None):
-    """The graph the spectral start reads (``init`` 'spectral', 'spectral_snn' or
-    'auto': the shared-neighbour graph where W's degrees are skewed by hubs, its
-    mean cluster spans several neighbourhoods (with ``n_clusters`` given) and its
-    spectrum has no clear gap after ``n_clusters``, as ``gap_is_clear()``, asked
-    only then, says; ``None``: not asked)."""
-    if init == "auto":
-        init = ("spectral_snn" if _wants_shared_neighbours(W, n_clusters, gap_is_clear)
-                else "spectral")
-    return W if init == "spectral" else shared_neighbor_graph(W, n_threads)
-
-
-def _wants_shared_neighbours(W, n_clusters, gap_is_clear):
-    """``init='auto'``'s choice of the shared-neighbour start (``start_graph``)."""
-    if degree_skewness(W) <= HUB_SKEWNESS:
-        return False
-    n_samples = W.shape[0]
-    edges = W.nnz if sp.issparse(W) else np.count_nonzero(W)  # a dense affinity too
-    neighbourhood = 1 + (edges - np.count_nonzero(W.diagonal())) / n_samples
-    if n_clusters and n_samples / n_clusters < SNN_MIN_CLUSTER_NEIGHBOURHOODS * neighbourhood:
-        return False
-    return not (gap_is_clear and gap_is_clear())
-
-
-def start_width(n_eigenvectors, shared_neighbours):
-    """The spectral start's ``n_eigenvectors``: ``'auto'`` chooses among widths on
-    the shared-neighbour graph only, and is ``n_clusters`` (``None``) on the graph
-    itself, whose wide partitions scored no lower and, chosen, lowered the
-    evaluation batteries' NMI (see the user guide)."""
-    if n_eigenvectors == "auto" and not shared_neighbours:
-        return None
-    return n_eigenvectors
+def mean_neighbourhood(W):
+    """The graph's mean closed neighbourhood: a sample and its neighbours (its
+    diagonal ignored; a dense affinity's nonzero entries are its edges)."""
+    edges = W.nnz if sp.issparse(W) else np.count_nonzero(W)
+    return 1 + (edges - np.count_nonzero(W.diagonal())) / W.shape[0]
 
 
 def shared_neighbor_graph(W, n_threads=1):

@@ -36,8 +36,13 @@ import torch
 
 from skdiffclust._training._torch import one_thread, torch_threads
 from skdiffclust.prcut._device import shared_tensor
-from skdiffclust.prcut._graph import (connected_component_labels, group_components,
-                                      start_graph, start_width)
+from skdiffclust.prcut._graph import (
+    connected_component_labels,
+    degree_skewness,
+    group_components,
+    mean_neighbourhood,
+    shared_neighbor_graph,
+)
 from skdiffclust.prcut._selection import clearly_better, partition_rank
 
 # graphs with at most this many vertices get a dense eigendecomposition (exact,
@@ -57,23 +62,13 @@ SPECTRAL_KMEANS_INIT = 10
 # sample of this many rows (seeded), then assigns every row: ten restarts on
 # 1,000,000 rows at five widths would cost more than the eigenvectors
 SPECTRAL_KMEANS_SAMPLE = 100_000
-# n_eigenvectors='auto': the widths tried, in multiples of n_clusters; the partition
-# of lowest objective on the start's graph is kept (MNIST's and Fashion-MNIST's
-# 10-NN shared-neighbour graphs: the best width of 8 k-means seeds ranged from
-# 10 to 30 eigenvectors, see the user guide)
-AUTO_WIDTH_FACTORS = (1.0, 1.5, 2.0, 2.5, 3.0)
-# ... but a wide partition replaces the narrowest (column-pivoted QR, deterministic)
+# several widths (n_eigenvectors='auto', _settings.resolve_start): a wide partition
+# replaces the narrowest (column-pivoted QR, deterministic)
 # only when its objective is at most this fraction of the narrowest's: on MNIST's
 # and Fashion-MNIST's graphs the wide start's objective is 0.28 and 0.40 of the
 # narrow one's, on small sets of touching blobs 0.5 to 0.7, where the narrow
 # partition is the one that matches the clusters (see the user guide)
 AUTO_WIDE_RATIO = 0.5
-# ... and only where the Laplacian has no clear gap after n_clusters (eigenvalue
-# k + 1 less than this many times eigenvalue k): shared-neighbour 10-NN graphs of
-# images 1.02 (MNIST-10k PCA-50) to 1.23 (MNIST's pixels); ten 32-D blobs 18.6,
-# the uci sets with hubs 2.2 to 3.0. The wide eigenvectors of a graph with a clear
-# gap cost much and gain nothing (1,000,000 blobs: 215 s for the start, not 15)
-EIGENGAP_RATIO = 2.0
 
 
 class NormalisedAdjacency:
@@ -162,8 +157,7 @@ def _normalised_csr(W, inverse_sqrt, isolated, device):
 
 
 def spectral_partition(W, n_clusters, components=None, *, device, dtype, seed,
-                       n_eigenvectors=None, gamma=0.0, eigenvectors=None,
-                       product_threads=None):
+                       widths=None, gamma=0.0, eigenvectors=None, product_threads=None):
     """Spectral clustering's partition of the graph W into ``n_clusters`` groups.
 
     Parameters
@@ -180,19 +174,18 @@ def spectral_partition(W, n_clusters, components=None, *, device, dtype, seed,
     seed : int
         Seeds the starting block of the subspace iteration (and the k-means of a
         wider embedding).
-    n_eigenvectors : int or 'auto', default=None
-        Width of the embedding; ``None`` or ``n_clusters``: ``n_clusters``
-        eigenvectors discretised by :func:`cluster_qr`; more: the
-        row-normalised embedding clustered by k-means
-        (:func:`kmeans_of_directions`). ``'auto'``: the partitions of the widths
-        :func:`auto_widths` (the narrowest by :func:`cluster_qr`), of which the
-        one :func:`lowest_objective` picks on W.
+    widths : sequence of int, default=None
+        Widths of the embeddings, increasing (``ResolvedStart.widths``); ``None``:
+        ``n_clusters``. ``n_clusters`` eigenvectors are discretised by
+        :func:`cluster_qr`; more: the row-normalised embedding is clustered by
+        k-means (:func:`kmeans_of_directions`). Several: their partitions, of
+        which the one :func:`lowest_objective` picks on W.
     gamma : float, default=0.0
         Weight of the balance term of the objective that picks the width
-        (``'auto'`` only).
+        (several widths only).
     eigenvectors : torch.Tensor, default=None
         W's top eigenvectors, already computed with this ``seed``: used when
-        the width is theirs.
+        the widest width is theirs.
     product_threads : int, default=None
         CPU threads of W's products (:class:`NormalisedAdjacency`).
 
@@ -206,18 +199,10 @@ def spectral_partition(W, n_clusters, components=None, *, device, dtype, seed,
     if n_components >= n_clusters:
         return group_components(components, n_clusters)
     operator = NormalisedAdjacency(W, device, dtype, product_threads)
-    if n_eigenvectors == "auto":
-        vectors, values = top_eigenvectors(operator, n_clusters, seed, with_values=True)
-        if clear_eigengap(values, n_clusters):
-            widths = [n_clusters]
-        else:
-            widths = auto_widths(n_clusters, operator.n)
-            vectors = top_eigenvectors(operator, max(widths), seed)
-    else:
-        widths = [min(max(n_clusters, n_eigenvectors or n_clusters), operator.n)]
-        vectors = (eigenvectors if eigenvectors is not None
-                   and eigenvectors.shape[1] == widths[0]
-                   else top_eigenvectors(operator, max(widths), seed))
+    widths = [n_clusters] if widths is None else [int(width) for width in widths]
+    vectors = (eigenvectors if eigenvectors is not None
+               and eigenvectors.shape[1] == max(widths)
+               else top_eigenvectors(operator, max(widths), seed))
     maps = operator.inverse_sqrt * vectors + operator.isolated * vectors
     candidates = (partition_of_width(maps[:, :width], n_clusters, seed) for width in widths)
     if len(widths) == 1:
@@ -225,25 +210,18 @@ def spectral_partition(W, n_clusters, components=None, *, device, dtype, seed,
     return lowest_objective(candidates, W, n_clusters, gamma)
 
 
-def clear_eigengap(values, n_clusters):
-    """Whether the Laplacian's eigenvalue ``n_clusters + 1`` is at least
-    ``EIGENGAP_RATIO`` times eigenvalue ``n_clusters`` (von Luxburg's eigengap):
-    then the top ``n_clusters`` eigenvectors span the clusters. ``values``: the
-    normalised adjacency's, decreasing (``top_eigenvectors(with_values=True)``;
-    the Laplacian's are one minus them). Eigenvalue ``n_clusters + 1`` is the
-    block's Ritz value: converging it too would take long exactly where the gap
-    is clear, inside the bulk of the spectrum."""
+def laplacian_eigengap(values, n_clusters):
+    """Eigenvalues ``n_clusters`` and ``n_clusters + 1`` of the normalised
+    Laplacian (one minus ``values``, the normalised adjacency's, decreasing:
+    ``top_eigenvectors(with_values=True)``), the first at least 1e-12, the second
+    infinite where ``values`` has no more; ``_settings.clear_eigengap`` reads them.
+    Eigenvalue ``n_clusters + 1`` is the block's Ritz value: converging it too
+    would take long exactly where the gap is clear, inside the bulk of the
+    spectrum."""
     if values.shape[0] <= n_clusters:
-        return True
+        return 0.0, float("inf")
     lowest = torch.clamp(1.0 - values[n_clusters - 1], min=1e-12)
-    return bool(1.0 - values[n_clusters] >= EIGENGAP_RATIO * lowest)
-
-
-def auto_widths(n_clusters, n_samples):
-    """The widths ``n_eigenvectors='auto'`` tries: ``n_clusters`` times 1, 1.5, 2,
-    2.5 and 3 (distinct, at most ``n_samples``)."""
-    widths = (int(round(factor * n_clusters)) for factor in AUTO_WIDTH_FACTORS)
-    return sorted({min(max(width, n_clusters), n_samples) for width in widths})
+    return float(lowest), float(1.0 - values[n_clusters])
 
 
 def partition_of_width(maps, n_clusters, seed):
@@ -386,27 +364,27 @@ def cluster_qr(maps):
 
 
 def narrow_eigengap(graph, n_clusters, *, device, seed, product_threads=None):
-    """Whether the graph's Laplacian has a clear gap after ``n_clusters``
-    (:func:`clear_eigengap`), and the top
-    ``n_clusters`` eigenvectors it was read from (``initial_partition``'s
-    ``eigenvectors``, with the same seed), on ``device``; the graph's products on
-    ``product_threads`` CPU threads (their results do not depend on them)."""
+    """The Laplacian's eigenvalues ``n_clusters`` and ``n_clusters + 1`` of the graph
+    (:func:`laplacian_eigengap`), and the top ``n_clusters`` eigenvectors they were
+    read from (``initial_partition``'s ``eigenvectors``, with the same seed), on
+    ``device``; the graph's products on ``product_threads`` CPU threads (their
+    results do not depend on them)."""
     device = torch.device(device)
     dtype = torch.float32 if device.type == "cuda" else torch.float64
     with one_thread(device):
         operator = NormalisedAdjacency(graph, device, dtype, product_threads)
         vectors, values = top_eigenvectors(operator, n_clusters, seed, with_values=True)
-        return clear_eigengap(values, n_clusters), vectors
+        return laplacian_eigengap(values, n_clusters), vectors
 
 
 def initial_partition(graph, n_clusters, components=None, *, device, seed,
-                      n_eigenvectors=None, gamma=0.0, eigenvectors=None,
-                      product_threads=None):
-    """Spectral clustering's partition of the graph , on ``device``.
+                      widths=None, gamma=0.0, eigenvectors=None, product_threads=None):
+    """Spectral clustering's partition of the graph (:func:`spectral_partition`),
+    on ``device``.
 
     In float64 on the CPU, float32 on CUDA; on one torch thread on the CPU, and
-    one OpenMP thread for the k-means of a wide embedding (``n_eigenvectors``),
-    whose sums would otherwise depend on the count
+    one OpenMP thread for the k-means of a wide embedding (``widths``), whose
+    sums would otherwise depend on the count
     (:func:`~skdiffclust._utils._torch.one_thread`); the graph's products on
     ``product_threads``.
     """
@@ -416,18 +394,76 @@ def initial_partition(graph, n_clusters, components=None, *, device, seed,
     dtype = torch.float32 if device.type == "cuda" else torch.float64
     with one_thread(device), threadpool_limits(1, user_api="openmp"):
         return spectral_partition(graph, n_clusters, components, device=device, dtype=dtype,
-                                  seed=seed, n_eigenvectors=n_eigenvectors, gamma=gamma,
+                                  seed=seed, widths=widths, gamma=gamma,
                                   eigenvectors=eigenvectors, product_threads=product_threads)
 
 
-def spectral_start(graph, n_clusters, components=None, *, init, n_eigenvectors, device, seed,
+class StartGraph:
+    """The graph of a spectral start, and the measures its ``'auto'`` values are
+    resolved from (``_settings.StartGraph``): each taken when the settings' rule
+    first asks for it, once. The shared-neighbour weights are counted on
+    ``graph_threads``; the eigenvectors an eigengap was read from are kept for
+    the start's partition."""
+
+    def __init__(self, graph, n_clusters, components=None, *, device, seed,
+                 graph_threads=1):
+        self.graph, self.n_clusters, self.components = graph, n_clusters, components
+        self.device, self.seed, self.graph_threads = device, seed, graph_threads
+        self.n_samples = graph.shape[0]
+        self._shared, self._narrow = None, {}
+
+    def n_components(self):
+        """The graph's connected components (its shared-neighbour weights keep
+        them; counted on those, where not given)."""
+        if self.components is None:
+            self.components = connected_component_labels(self.weights(True))
+        return int(self.components.max()) + 1
+
+    def degree_skewness(self):
+        """The skewness of the graph's weighted degrees (``_graph.degree_skewness``)."""
+        return degree_skewness(self.graph)
+
+    def mean_neighbourhood(self):
+        """The graph's mean closed neighbourhood (``_graph.mean_neighbourhood``)."""
+        return mean_neighbourhood(self.graph)
+
+    def weights(self, shared_neighbours):
+        """The graph, or its shared-neighbour weights (computed once)."""
+        if not shared_neighbours:
+            return self.graph
+        if self._shared is None:
+            self._shared = shared_neighbor_graph(self.graph, self.graph_threads)
+        return self._shared
+
+    def eigengap(self, shared_neighbours):
+        """The Laplacian's eigenvalues ``n_clusters`` and ``n_clusters + 1`` of
+        :meth:`weights` (:func:`narrow_eigengap`)."""
+        gap, self._narrow[shared_neighbours] = narrow_eigengap(
+            self.weights(shared_neighbours), self.n_clusters, device=self.device,
+            seed=self.seed, product_threads=self.graph_threads)
+        return gap
+
+    def partition(self, resolved, gamma=0.0):
+        """The graph the start reads and its partition (:func:`initial_partition`)
+        for ``resolved`` (a ``ResolvedStart``)."""
+        graph = self.weights(resolved.shared_neighbours)
+        labels = initial_partition(
+            graph, self.n_clusters, self.components, device=self.device, seed=self.seed,
+            widths=resolved.widths, gamma=gamma,
+            eigenvectors=self._narrow.get(resolved.shared_neighbours),
+            product_threads=self.graph_threads)
+        return graph, labels
+
+
+def spectral_start(graph, n_clusters, components=None, *, start, device, seed,
                    graph_threads=1, gamma=0.0):
-    """The graph a spectral start reads and its partition: ``init`` ('spectral',
-    'spectral_snn' or 'auto') picks the graph (:func:`~._graph.start_graph`; the
-    eigengap it may ask for is solved once, its eigenvectors kept for the start),
-    ``n_eigenvectors`` the width (:func:`~._graph.start_width`). The graph's
-    integer counts and its products with the eigenvectors run on
-    ``graph_threads`` (neither depends on the count), the rest on one thread.
+    """The graph a spectral start reads and its partition: ``start`` (the
+    estimator's settings record) resolves the start's ``'auto'`` values once, by
+    its ``resolved_start(n_clusters, graph)``, from the measures of
+    :class:`StartGraph` (an eigengap it asks for is solved once, its eigenvectors
+    kept for the partition). The graph's integer counts and its products with the
+    eigenvectors run on ``graph_threads`` (neither depends on the count), the rest
+    on one thread.
 
     Returns
     -------
@@ -435,18 +471,6 @@ def spectral_start(graph, n_clusters, components=None, *, init, n_eigenvectors, 
         ``graph`` or its shared-neighbour weights (counted on ``graph_threads``).
     labels : ndarray of int64, shape (n_samples,)
     """
-    solved = []
-
-    def gap_is_clear():  # the graph's narrow eigenvectors, kept for its start
-        clear, vectors = narrow_eigengap(graph, n_clusters, device=device, seed=seed,
-                                         product_threads=graph_threads)
-        solved.append(vectors)
-        return clear
-
-    reweighted = start_graph(graph, init, graph_threads, gap_is_clear, n_clusters)
-    labels = initial_partition(
-        reweighted, n_clusters, components, device=device, seed=seed,
-        n_eigenvectors=start_width(n_eigenvectors, reweighted is not graph), gamma=gamma,
-        eigenvectors=solved[0] if solved and reweighted is graph else None,
-        product_threads=graph_threads)
-    return reweighted, labels
+    measured = StartGraph(graph, n_clusters, components, device=device, seed=seed,
+                          graph_threads=graph_threads)
+    return measured.partition(start.resolved_start(n_clusters, measured), gamma)

@@ -29,7 +29,8 @@ def training_start(X, settings, start, *, n_seeds, graph_input=None,
     settings : PRCutSettings
         The training's (``n_clusters``, ``gamma``, ``module``, ``device``).
     start : StartSettings
-        The graph's and the start's.
+        The graph's and the start's (whose ``resolved_start`` resolves the
+        spectral start's ``'auto'`` values).
     n_seeds : int
         Seeds to derive from ``start.random_state`` (the spectral start's is
         ``seeds[2 * start.n_init]``).
@@ -49,11 +50,6 @@ def training_start(X, settings, start, *, n_seeds, graph_input=None,
         whole components. Warns about a degenerate graph.
     """
     n_clusters = settings.n_clusters
-    if start.n_eigenvectors not in (None, "auto") and start.n_eigenvectors < n_clusters:
-        raise ValueError(
-            f"n_eigenvectors={start.n_eigenvectors} is smaller than n_clusters="
-            f"{n_clusters}: the spectral start needs at least one eigenvector "
-            "per cluster (None uses n_clusters).")
     if settings.module is not None:  # before any work: the graph may take long
         from skdiffclust.prcut._module import check_is_module
 
@@ -76,8 +72,7 @@ def training_start(X, settings, start, *, n_seeds, graph_input=None,
         from skdiffclust.prcut._spectral import spectral_start  # needs torch
 
         reweighted, initial_labels = spectral_start(
-            graph, n_clusters, components, init=start.init,
-            n_eigenvectors=start.n_eigenvectors, device=settings.device,
+            graph, n_clusters, components, start=start, device=settings.device,
             seed=seeds[2 * start.n_init], graph_threads=host_threads(start.n_jobs),
             gamma=settings.gamma)
         shared = reweighted is not graph and not stream

@@ -53,15 +53,15 @@ class PRCutStream(StreamState):
         the one ``fit`` would keep goes on.
 
         ``settings`` (a ``PRCutSettings``) stay from call to call; the learning
-        rate is resolved here, and the annealing lasts ``settings.annealing_epochs``
-        passes over a chunk of the first one's size.
+        rate is the first chunk's (resolved for its size), and the annealing
+        lasts ``settings.annealing_epochs`` passes over a chunk of the first
+        one's size.
 
         Returns the stream and the kept network's exported weights.
         """
         training = _training()
         n_samples, batch_size = inputs.shape[0], settings.batch_size
-        learning_rate = training.learning_rate_for(settings.learning_rate, n_samples,
-                                                   batch_size)
+        learning_rate = settings.learning_rate  # resolved for the first chunk
         n_batches = max(n_samples // min(batch_size, n_samples), 1)
         n_annealing_steps = settings.annealing_epochs * n_batches
 

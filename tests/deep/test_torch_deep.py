@@ -60,7 +60,7 @@ def test_the_start_reads_the_shared_neighbours_of_the_graph():
     for feature_seed, start_seed in ((0, 1), (2, 3)):
         _, graph, start = start_of(images, settings, feature_seed=feature_seed,
                                    start_seed=start_seed)
-        knn = initial_partition(graph, 10, device="cpu", seed=start_seed, n_eigenvectors=20)
+        knn = initial_partition(graph, 10, device="cpu", seed=start_seed, widths=(20,))
         assert clustering_accuracy(TRUTH, start) > clustering_accuracy(TRUTH, knn) + 0.01
         assert clustering_accuracy(TRUTH, start) > 0.89
 
@@ -163,9 +163,9 @@ def test_auto_max_iter_counts_about_a_thousand_steps():
 def test_auto_max_iter_is_a_schedule_run_to_its_end_without_a_warning(monkeypatch):
     # 'auto' fixes the length of the training (as IIC's and SCAN's epochs); the
     # same number of epochs given as an int is a cap, warned about when reached
-    from skdiffclust.deep import _estimator
+    from skdiffclust.deep import _settings
 
-    monkeypatch.setattr(_estimator, "CLUSTERING_STEPS", 8)  # 4 epochs of 2 steps
+    monkeypatch.setattr(_settings, "CLUSTERING_STEPS", 8)  # 4 epochs of 2 steps
     settings = dict(FAST, tol=0.0, batch_size=100, n_iter_no_change=50)
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)

@@ -13,17 +13,17 @@ from skdiffclust.prcut import ratio_cut
 from skdiffclust.prcut._graph import (
     BatchPairExtractor,
     bipartite_objective,
-    HUB_SKEWNESS,
     check_precomputed_affinity,
     connected_component_labels,
     degree_skewness,
     knn_affinity,
+    mean_neighbourhood,
     n_connected_components,
     partition_objective,
     prcut_objective,
     shared_neighbor_graph,
-    start_graph,
 )
+from skdiffclust.prcut._settings import HUB_SKEWNESS, resolve_start
 from skdiffclust.prcut._inference import predict_probabilities
 
 
@@ -247,22 +247,44 @@ def test_degree_skewness_is_the_skewness_of_the_k_occurrences_of_a_knn_graph():
     assert degree_skewness(ring.tocsr()) == 0.0  # equal degrees
 
 
-def test_start_graph_auto_reweights_only_a_graph_with_hubs_and_no_clear_eigengap():
+class _Measured:
+    """What a start's 'auto' values are resolved from (``_spectral.StartGraph``'s
+    measures, without torch): the graph's skewness and neighbourhoods, and a given
+    eigengap, whose questions are recorded."""
+
+    def __init__(self, W, gap=(1.0, 1.5), components=1):
+        self.W, self.gap, self.asked = W, gap, []
+        self.n_samples, self.components = W.shape[0], components
+
+    def n_components(self):
+        return self.components
+
+    def degree_skewness(self):
+        return degree_skewness(self.W)
+
+    def mean_neighbourhood(self):
+        return mean_neighbourhood(self.W)
+
+    def eigengap(self, shared_neighbours):
+        self.asked.append(shared_neighbours)
+        return self.gap
+
+
+def test_init_auto_reads_shared_neighbours_only_of_a_graph_with_hubs_and_no_clear_eigengap():
     from sklearn.datasets import load_digits, make_blobs
 
-    flat = knn_affinity(make_blobs(500, centers=3, random_state=0)[0], 10)
-    assert start_graph(flat, "auto") is flat
-    hubs = knn_affinity(load_digits().data, 10)
-    np.testing.assert_array_equal(start_graph(hubs, "auto").toarray(),
-                                  shared_neighbor_graph(hubs).toarray())
-    # ... unless its own spectrum has a clear gap after n_clusters (asked only then)
-    asked = []
-    assert start_graph(hubs, "auto", gap_is_clear=lambda: asked.append(1) or True) is hubs
-    assert start_graph(flat, "auto", gap_is_clear=lambda: asked.append(1) or True) is flat
-    assert asked == [1]
+    flat = _Measured(knn_affinity(make_blobs(500, centers=3, random_state=0)[0], 10))
+    assert not resolve_start("auto", None, 3, flat).shared_neighbours
+    assert flat.asked == []  # no hubs: no eigengap asked
+    hubs = _Measured(knn_affinity(load_digits().data, 10))
+    assert resolve_start("auto", None, 10, hubs).shared_neighbours
+    assert hubs.asked == [False]  # the graph's own gap, asked once
+    # ... unless its own spectrum has a clear gap after n_clusters
+    clear = _Measured(hubs.W, gap=(1.0, 2.0))
+    assert not resolve_start("auto", None, 10, clear).shared_neighbours
 
 
-def test_start_graph_auto_keeps_the_graph_where_clusters_are_about_a_neighbourhood():
+def test_init_auto_keeps_the_graph_where_clusters_are_about_a_neighbourhood():
     # digits' 10-NN graph has hubs; its mean closed neighbourhood holds about 13
     # samples, so 1,797 samples in 10 clusters span many neighbourhoods and in 100
     # clusters (18 each) fewer than two: the shared-neighbour counts of clusters that
@@ -270,8 +292,32 @@ def test_start_graph_auto_keeps_the_graph_where_clusters_are_about_a_neighbourho
     from sklearn.datasets import load_digits
 
     hubs = knn_affinity(load_digits().data, 10)
-    neighbourhood = 1 + hubs.nnz / hubs.shape[0]
+    neighbourhood = mean_neighbourhood(hubs)
+    assert neighbourhood == 1 + hubs.nnz / hubs.shape[0]
     assert 10 < neighbourhood < 16
-    assert start_graph(hubs, "auto", n_clusters=10) is not hubs
-    assert start_graph(hubs, "auto", n_clusters=100) is hubs
-    assert start_graph(hubs, "spectral_snn", n_clusters=100) is not hubs  # as asked
+    assert resolve_start("auto", None, 10, _Measured(hubs)).shared_neighbours
+    assert not resolve_start("auto", None, 100, _Measured(hubs)).shared_neighbours
+    assert resolve_start("spectral_snn", None, 100, _Measured(hubs)).shared_neighbours
+
+
+def test_n_eigenvectors_auto_widens_only_a_shared_neighbour_start_without_a_clear_gap():
+    from sklearn.datasets import load_digits
+
+    hubs = knn_affinity(load_digits().data, 10)
+    plain = _Measured(hubs)
+    assert resolve_start("spectral", "auto", 10, plain).widths == (10,)
+    assert plain.asked == []
+    shared = _Measured(hubs)
+    assert resolve_start("spectral_snn", "auto", 10, shared).widths == (10, 15, 20, 25, 30)
+    assert shared.asked == [True]  # the shared-neighbour graph's gap
+    assert resolve_start("spectral_snn", "auto", 10,
+                         _Measured(hubs, gap=(1.0, 2.0))).widths == (10,)
+    # a graph of n_clusters components or more starts from them: no gap asked
+    split = _Measured(hubs, components=10)
+    assert resolve_start("spectral_snn", "auto", 10, split).widths == (10,)
+    assert split.asked == []
+    # an int (or None) is the width, at least n_clusters and at most the samples
+    assert resolve_start("auto", 15, 10, _Measured(hubs, gap=(1.0, 2.0))).widths == (15,)
+    assert resolve_start("spectral", None, 10, plain).widths == (10,)
+    assert resolve_start("spectral", 5000, 10, plain).widths == (hubs.shape[0],)
+    assert resolve_start("spectral_snn", "auto", 1000, _Measured(hubs)).widths[-1] == 1797

@@ -17,11 +17,13 @@ from skdiffclust.prcut._graph import (
     knn_affinity,
     shared_neighbor_graph,
 )
+from skdiffclust.prcut._settings import StartSettings, clear_eigengap
 from skdiffclust.prcut._spectral import (
     NormalisedAdjacency,
-    clear_eigengap,
+    StartGraph,
     cluster_qr,
     group_components,
+    laplacian_eigengap,
     spectral_partition,
     top_eigenvectors,
 )
@@ -179,10 +181,21 @@ def test_a_wider_spectral_start_separates_digits_that_span_several_directions():
     W = shared_neighbor_graph(knn_affinity(X, 10))
     narrow = spectral_partition(W, 10, device=CPU, dtype=torch.float64, seed=0)
     wide = spectral_partition(W, 10, device=CPU, dtype=torch.float64, seed=0,
-                              n_eigenvectors=15)
+                              widths=(15,))
     assert np.unique(wide).size == 10
     assert (normalized_mutual_info_score(y, wide)
             > normalized_mutual_info_score(y, narrow) + 0.03)
+
+
+def _auto_start(W, n_clusters, init="spectral_snn", gamma=0.0):
+    """The start of n_eigenvectors='auto' (and ``init``) on the graph W, as a fit
+    resolves it: its ResolvedStart, the graph it reads and its partition."""
+    start = StartSettings(n_neighbors=10, affinity="precomputed", rbf_gamma=None,
+                          algorithm="auto", n_jobs=None, random_state=0, init=init,
+                          n_eigenvectors="auto", keep_components=True, n_init=1)
+    measured = StartGraph(W, n_clusters, device=CPU, seed=0)
+    resolved = start.resolved_start(n_clusters, measured)
+    return (resolved, *measured.partition(resolved, gamma))
 
 
 def test_auto_width_stays_narrow_where_the_laplacian_has_a_clear_eigengap():
@@ -194,18 +207,25 @@ def test_auto_width_stays_narrow_where_the_laplacian_has_a_clear_eigengap():
 
     W, _ = _graph(900, 6, seed=3)
     operator = NormalisedAdjacency(W, CPU, torch.float64)
-    assert clear_eigengap(top_eigenvectors(operator, 6, 0, with_values=True)[1], 6)
+    values = top_eigenvectors(operator, 6, 0, with_values=True)[1]
+    assert clear_eigengap(laplacian_eigengap(values, 6))
     narrow = spectral_partition(W, 6, device=CPU, dtype=torch.float64, seed=0)
-    auto = spectral_partition(W, 6, device=CPU, dtype=torch.float64, seed=0,
-                              n_eigenvectors="auto")
+    resolved, _, auto = _auto_start(W, 6, init="spectral")
+    assert resolved.widths == (6,) and not resolved.shared_neighbours
+    assert adjusted_rand_score(narrow, auto) == 1.0
+    resolved, _, auto = _auto_start(W, 6)  # the shared-neighbour graph's gap too
+    assert resolved.widths == (6,) and resolved.shared_neighbours
     assert adjusted_rand_score(narrow, auto) == 1.0
     X, y = load_digits(return_X_y=True)
-    G = shared_neighbor_graph(knn_affinity(X, 10))
+    W = knn_affinity(X, 10)
+    G = shared_neighbor_graph(W)
     operator = NormalisedAdjacency(G, CPU, torch.float64)
-    assert not clear_eigengap(top_eigenvectors(operator, 10, 0, with_values=True)[1], 10)
+    values = top_eigenvectors(operator, 10, 0, with_values=True)[1]
+    assert not clear_eigengap(laplacian_eigengap(values, 10))
     narrow = spectral_partition(G, 10, device=CPU, dtype=torch.float64, seed=0)
-    auto = spectral_partition(G, 10, device=CPU, dtype=torch.float64, seed=0,
-                              n_eigenvectors="auto", gamma=0.3)
+    resolved, read, auto = _auto_start(W, 10, gamma=0.3)
+    assert resolved.widths == (10, 15, 20, 25, 30) and resolved.shared_neighbours
+    np.testing.assert_array_equal(read.toarray(), G.toarray())
     assert (normalized_mutual_info_score(y, auto)
             > normalized_mutual_info_score(y, narrow) + 0.03)
 
@@ -219,7 +239,7 @@ def test_the_wide_start_is_reproducible_and_independent_of_the_thread_count():
     starts = []
     for threads in (1, 2):  # the caller's torch threads and the graph's products'
         with torch_threads(threads):
-            starts.append(initial_partition(W, 6, device="cpu", seed=5, n_eigenvectors=12,
+            starts.append(initial_partition(W, 6, device="cpu", seed=5, widths=(12,),
                                             product_threads=threads))
     assert np.array_equal(*starts) and np.unique(starts[0]).size == 6
 
@@ -241,5 +261,5 @@ def test_n_eigenvectors_equal_to_n_clusters_is_the_qr_start():
     W, _ = _graph(600, 4, seed=1)
     default = spectral_partition(W, 4, device=CPU, dtype=torch.float64, seed=0)
     same = spectral_partition(W, 4, device=CPU, dtype=torch.float64, seed=0,
-                              n_eigenvectors=4)
+                              widths=(4,))
     assert np.array_equal(default, same)

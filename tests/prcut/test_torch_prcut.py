@@ -491,7 +491,8 @@ def test_auto_start_of_blobs_with_hubs_and_a_clear_eigengap_is_the_graphs_own():
     # computed once, for the gap and the start), not the shared-neighbour one
     from sklearn.datasets import make_blobs
 
-    from skdiffclust.prcut._graph import HUB_SKEWNESS, degree_skewness
+    from skdiffclust.prcut._graph import degree_skewness
+    from skdiffclust.prcut._settings import HUB_SKEWNESS
 
     X, y = make_blobs(3000, 32, centers=5, cluster_std=6, random_state=0)
     auto = PRCut(n_clusters=5, random_state=0, device="cpu").fit(X)
