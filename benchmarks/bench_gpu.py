@@ -245,9 +245,10 @@ def main():
     print(f"CPU: {machine}; GPU: {gpu or 'none (CUDA unavailable)'}"
           + ("; --quick: sizes divided by 20" if args.quick else ""))
     if gpu:
-        from skdiffclust.clam._device import resolve_training_device
+        from skdiffclust.clam._device import Machine
+        from skdiffclust.clam._settings import training_device
 
-        print(f"ClAM(device='cuda') trains with: {resolve_training_device('cuda', 16)}"
+        print(f"ClAM(device='cuda') trains with: {training_device('cuda', 16, Machine())}"
               " ('numba-cuda': the fused kernel; a torch device: the torch path)")
     header = (f"{'case':<48} {'cpu s':>8} {'cuda s':>8} {'cpu/cuda':>9} {'ARI cpu':>8} "
               f"{'ARI cuda':>9} {'epochs':>9}")

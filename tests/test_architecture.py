@@ -200,3 +200,36 @@ def test_functions_stay_short():
             if n_lines > MAX_FUNCTION_LINES]
     assert not long, (f"functions over {MAX_FUNCTION_LINES} lines, docstrings aside: "
                       f"{long}; split them into functions with telling names")
+
+
+def _auto_comparisons(source):
+    """(line, code) of each comparison with the string 'auto' in ``source``
+    (``x == 'auto'``, ``x != 'auto'``, ``x in ('auto', None)``, ...)."""
+    def is_auto(node):
+        if isinstance(node, ast.Constant):
+            return node.value == "auto"
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            return any(is_auto(element) for element in node.elts)
+        return False
+
+    tree = ast.parse(source)
+    return [(node.lineno, ast.unparse(node)) for node in ast.walk(tree)
+            if isinstance(node, ast.Compare)
+            and any(is_auto(operand) for operand in (node.left, *node.comparators))]
+
+
+def test_auto_comparisons_are_found():
+    found = _auto_comparisons("if init == 'auto' or n in ('auto', None) or 'auto' != m:\n"
+                              "    pass\nx = StrOptions({'auto'})\n")
+    assert [code for _, code in found] == [
+        "init == 'auto'", "n in ('auto', None)", "'auto' != m"]
+
+
+@pytest.mark.parametrize("folder", [*sorted(METHODS), "deep"])
+def test_auto_values_are_decided_only_in_the_settings_record(folder):
+    # ARCHITECTURE.md: a fit resolves every 'auto' once, in its settings record
+    # (_settings.py); the estimator's constraints only list 'auto' as an option
+    stray = [f"{path.relative_to(SOURCES)}:{line} {code}"
+             for path in sorted((PACKAGE / folder).glob("*.py")) if path.stem != "_settings"
+             for line, code in _auto_comparisons(path.read_text(encoding="utf-8"))]
+    assert not stray, f"'auto' decided outside {folder}/_settings.py: {stray}"

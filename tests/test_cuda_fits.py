@@ -39,9 +39,10 @@ def test_clam_fused_kernel_fit_equals_the_cpu_fit():
     """device='cuda' trains with the fused numba.cuda kernel (same restarts, masks
     and pruning as the CPU trainer)."""
     from skdiffclust import ClAM
-    from skdiffclust.clam._device import NUMBA_CUDA, resolve_training_device
+    from skdiffclust.clam._device import NUMBA_CUDA, Machine
+    from skdiffclust.clam._settings import training_device
 
-    assert resolve_training_device("cuda", 16) == NUMBA_CUDA
+    assert training_device("cuda", 16, Machine()) == NUMBA_CUDA
     X, y = make_blobs(3000, n_features=8, centers=6, random_state=0)
     X = StandardScaler().fit_transform(X).astype(np.float32)
     cpu, cuda = _pair(lambda device: ClAM(6, device=device, random_state=0), X)

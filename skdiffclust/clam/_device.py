@@ -14,13 +14,7 @@ from skdiffclust._utils._optional import import_optional
 # settings.device of the fused kernel (``_cuda_fit``): numba.cuda, no torch needed
 NUMBA_CUDA = "numba-cuda"
 
-# device='auto' trains with torch on CUDA from this batch size up. A torch step is a
-# few hundred small operations on (n_init, n_clusters, batch_size, n_features)
-# arrays: on an H100 (16-core host, 200,000 x 32, k=20) CUDA took 58.2 s against the
-# CPU kernels' 13.2 s at batch_size=16, and 11.9 s against 54.1 s at batch_size=1024.
-CUDA_MIN_BATCH_SIZE = 1024
-
-# Below that batch size, device='auto' trains with the fused kernel (one thread block
+# Below _settings.CUDA_MIN_BATCH_SIZE, device='auto' trains with the fused kernel (one thread block
 # per restart, its batches one after another) where it was measured to win: at
 # 200,000 x 32, k=20, batch_size=16 (16-core hosts), 6.44 s against the CPU's 10.35 s
 # on an H200 (2026-11-27), 9.46 against 12.22 s and 8 against 14.8 s on H100s. Per
@@ -45,27 +39,36 @@ class FitShape(NamedTuple):
     n_steps: int
 
 
-def resolve_training_device(device, batch_size, fit=None):
-    """'cpu' (the numba kernels, no torch needed), :data:`NUMBA_CUDA` (the fused
-    kernel) or the torch device for CUDA. ``fit`` (a :class:`FitShape`; None: an
-    unknown fit) decides between the fused kernel and the CPU for ``device='auto'``."""
-    if device == "cpu" or (device == "auto" and not _nvidia_driver_present()):
-        return "cpu"
-    if device == "auto" and batch_size < CUDA_MIN_BATCH_SIZE:
-        return NUMBA_CUDA if _fused_wins(fit, batch_size) else "cpu"
-    if device == "cuda" and _numba_cuda_available():
-        return NUMBA_CUDA
-    if device == "auto" and importlib.util.find_spec("torch") is None:
-        return "cpu"
-    import_optional("torch", needed_for='ClAM(device="cuda")')
-    from skdiffclust._utils._torch import resolve_device
+class Machine:
+    """What this machine offers a fit of shape ``fit`` (a :class:`FitShape`; None:
+    an unknown fit), as ``_settings.training_device`` asks it."""
 
-    return resolve_device(device)
+    NUMBA_CUDA = NUMBA_CUDA
+
+    def __init__(self, fit=None):
+        self.fit = fit
+
+    def nvidia_driver_present(self):
+        return nvidia_driver_present()
+
+    def fused_wins(self, batch_size):
+        return fused_wins(self.fit, batch_size)
+
+    def numba_cuda_available(self):
+        return numba_cuda_available()
+
+    def torch_installed(self):
+        return torch_installed()
+
+    def torch_device(self, device):
+        return torch_device(device)
 
 
-def _fused_wins(fit, batch_size):
+def fused_wins(fit, batch_size):
+    """Whether the fused kernel was measured to beat the CPU on a fit of this shape
+    (``fit``, a :class:`FitShape`; None: an unknown fit) and can launch here."""
     if fit is None or fit.n_samples < FUSED_MIN_SAMPLES or batch_size < FUSED_MIN_BATCH_SIZE \
-            or fit.n_clusters < FUSED_MIN_CLUSTERS or not _numba_cuda_available():
+            or fit.n_clusters < FUSED_MIN_CLUSTERS or not numba_cuda_available():
         return False
     from skdiffclust.clam._cuda_fit import fits_in_shared_memory
     from skdiffclust.clam._kernels import hidden_count
@@ -79,7 +82,8 @@ def train_where_resolved(train, settings, requested_device):
     """``train(settings)``; where the fused kernel was chosen and numba.cuda fails on
     this machine (no libNVVM, which torch's CUDA wheels do not bring; a driver too
     old for its PTX), a warning, then the training again: on the CPU for
-    ``device='auto'`` (the CPU's fit), in torch on CUDA for ``device='cuda'``."""
+    ``device='auto'`` (the CPU's fit), in torch on CUDA for ``device='cuda'``
+    (``_settings.kernel_fallback``)."""
     if settings.device != NUMBA_CUDA:
         return train(settings)
     try:
@@ -87,7 +91,11 @@ def train_where_resolved(train, settings, requested_device):
     except Exception as error:
         if not is_numba_error(error):
             raise
-        fallback = "cpu" if requested_device == "auto" else _torch_cuda_or_raise(error)
+        from skdiffclust.clam._settings import kernel_fallback
+
+        fallback = kernel_fallback(requested_device)
+        if fallback == "cuda":
+            fallback = torch_cuda_or_raise(error)
         warnings.warn(
             f"ClAM(device={requested_device!r}) could not train with its CUDA kernel "
             f"({type(error).__name__}: {error}); it trained "
@@ -97,15 +105,30 @@ def train_where_resolved(train, settings, requested_device):
         return train(dataclasses.replace(settings, device=fallback))
 
 
-def _torch_cuda_or_raise(error):
-    if importlib.util.find_spec("torch") is None:
+def torch_cuda_or_raise(error):
+    """torch's CUDA device, or ``error`` raised again where torch is not installed."""
+    if not torch_installed():
         raise error
     from skdiffclust._utils._torch import resolve_device
 
     return resolve_device("cuda")
 
 
-def _numba_cuda_available():
+def torch_installed():
+    """Whether torch can be imported (without importing it)."""
+    return importlib.util.find_spec("torch") is not None
+
+
+def torch_device(device):
+    """torch's device for ``device`` ('cuda'; 'auto': CUDA where available), or an
+    ImportError naming the feature where torch is missing."""
+    import_optional("torch", needed_for='ClAM(device="cuda")')
+    from skdiffclust._utils._torch import resolve_device
+
+    return resolve_device(device)
+
+
+def numba_cuda_available():
     """Whether numba.cuda can launch the fused kernel (imports numba.cuda: only asked
     where a driver may be, or for device='cuda')."""
     try:
@@ -116,7 +139,7 @@ def _numba_cuda_available():
         return False
 
 
-def _nvidia_driver_present():
+def nvidia_driver_present():
     """False where no CUDA device can be: Linux without NVIDIA's device files. Then
     ``device='auto'`` needs no torch import (a second or more) to pick the CPU."""
     if not sys.platform.startswith("linux"):

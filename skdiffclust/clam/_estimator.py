@@ -22,8 +22,7 @@ from skdiffclust._utils._validation import (ANY_INTEGER, NumberInterval, check_m
                                             check_n_clusters, check_spread,
                                             validate_data, warn_empty_clusters)
 from skdiffclust.clam._data import ScaledData, check_directions
-from skdiffclust.clam._device import (FitShape, resolve_training_device,
-                                      train_where_resolved)
+from skdiffclust.clam._device import FitShape, Machine, train_where_resolved
 from skdiffclust.clam._settings import (
     MAX_BETA,
     PLATEAU_BOUNDS,
@@ -31,13 +30,14 @@ from skdiffclust.clam._settings import (
     Dynamics,
     FittedState,
     TrainingSettings,
+    scaled_beta,
+    scaled_learning_rate,
     steps_patience,
+    training_device,
 )
 from skdiffclust.clam._selection import (
     initial_prototypes,
     keep_best,
-    scaled_beta,
-    scaled_learning_rate,
     scales_of,
     settled_prototypes,
 )
@@ -416,8 +416,8 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
         """The state of a fit on X; the estimator is left as it is."""
         from skdiffclust.clam._fit import train_restarts
 
-        device = resolve_training_device(self.device, self.batch_size, FitShape(
-            X.shape[0], self.n_clusters, X.shape[1], self.mask_prob, self.n_steps))
+        device = training_device(self.device, self.batch_size, Machine(FitShape(
+            X.shape[0], self.n_clusters, X.shape[1], self.mask_prob, self.n_steps)))
         n_threads = host_threads(self.n_jobs)
         init_seed, train_seed, score_seed = seeds
         data, initial = self._data_and_initial_prototypes(X, init_seed, n_threads)

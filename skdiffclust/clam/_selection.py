@@ -1,5 +1,6 @@
-"""ClAM's choices: the initial prototypes, the scales of beta='auto' and
-learning_rate='auto', the restart by loss, and helpers of them.
+"""ClAM's choices: the initial prototypes, the scales that beta='auto' and
+learning_rate='auto' read (``scales_of``; ``_settings`` resolves them), the
+restart by loss, and helpers of them.
 
 Kept apart from the estimator; ``_estimator`` (``fit``) and ``_stream``
 (``partial_fit``) use them.
@@ -12,17 +13,6 @@ from skdiffclust._utils._random import numpy_generator
 from skdiffclust._utils._validation import check_magnitude
 from skdiffclust.clam._data import squared_distances
 
-# beta='auto' is AUTO_SHARPNESS over the scale at which the initial prototypes
-# compete (scales_of: the spread, mean squared distance of the points to their
-# nearest initial prototype, or the gap to the second nearest when smaller): a
-# typical point's logits for its two nearest prototypes differ by about 8, so that
-# the basins of attraction are the Voronoi cells of the prototypes but for the
-# points next to their boundaries (the paper's criterion for beta, section 3.3).
-# learning_rate='auto' is AUTO_LEARNING_RATE times the spread per feature,
-# sqrt(spread / d), over a function of the sharpness (scaled_learning_rate): both
-# follow the scale of the clusters
-AUTO_SHARPNESS = 8.0
-AUTO_LEARNING_RATE = 0.015
 # k-means++ seeds on at most this many points, drawn at random
 SEEDING_POINTS = 20_000
 # init='k-means': Lloyd's iterations on at most LLOYD_POINTS points (drawn at
@@ -234,25 +224,3 @@ def keep_best(rows, fill, trained, dynamics, score_seed, n_threads, *, weighted,
     return {"prototypes": prototypes, "weights": weights, "labels": labels,
             "loss": loss, "n_iter": int(trained.n_iter[best]),
             "loss_curve": np.asarray(trained.loss_curves[best], dtype=np.float64)}
-
-
-def scaled_beta(beta, competition, cosine):
-    """beta in the units of the centred and scaled data: a float as given, 'auto'
-    :data:`AUTO_SHARPNESS` over the scale at which the prototypes compete
-    (``scales_of``)."""
-    if beta != "auto":
-        return float(beta)
-    # cosine logits are beta <rho~, v> = -beta/2 ||rho~ - v||^2 + const
-    return (2.0 if cosine else 1.0) * AUTO_SHARPNESS / competition
-
-
-def scaled_learning_rate(learning_rate, spread, competition, n_features, beta, cosine):
-    """'auto': a fraction of the clusters' spread per feature, divided by the
-    sharpness ``s = beta * competition`` as ``max(s, 1/2) * sqrt(max(s, 1))``:
-    the loss steepens with beta, and steps of the same length make mini-batch
-    training chaotic (its result then hangs on the data's last bits)."""
-    if learning_rate != "auto":
-        return float(learning_rate)
-    sharpness = beta * competition / (2.0 if cosine else 1.0)
-    return (AUTO_LEARNING_RATE * float(np.sqrt(spread / n_features))
-            / (max(sharpness, 0.5) * np.sqrt(max(sharpness, 1.0))))

@@ -2,6 +2,12 @@
 training settings (built once by ``ClAM.fit``), the learning-rate schedule and
 stopping constants, and the record of the trained restarts.
 
+Every ``'auto'`` of ClAM's parameters is decided here: ``beta`` and
+``learning_rate`` from the scales of the initial prototypes (:func:`scaled_beta`,
+:func:`scaled_learning_rate`), ``n_iter_no_change`` from the data's size
+(:meth:`TrainingSettings.resolved`), ``device`` from the machine and the fit's
+shape (:func:`training_device`, :func:`kernel_fallback`).
+
 Both trainers read these: the numba one on the CPU (``_fit``) and the torch one
 for CUDA (``_torch_fit``); neither imports the other's module, so this one sits
 below both.
@@ -34,12 +40,79 @@ DUPLICATES_FROM_EPOCH = 1
 # re-seeding: the averaged prototypes then rest near a minimum of the full
 # objective instead of in the noise of the last steps
 COOLDOWN_STEPS, COOLDOWN_BOUNDS, COOLDOWN_FACTOR = 1000, (1, 4), 0.5
+# beta='auto' is AUTO_SHARPNESS over the scale at which the initial prototypes
+# compete (scales_of: the spread, mean squared distance of the points to their
+# nearest initial prototype, or the gap to the second nearest when smaller): a
+# typical point's logits for its two nearest prototypes differ by about 8, so that
+# the basins of attraction are the Voronoi cells of the prototypes but for the
+# points next to their boundaries (the paper's criterion for beta, section 3.3).
+# learning_rate='auto' is AUTO_LEARNING_RATE times the spread per feature,
+# sqrt(spread / d), over a function of the sharpness (scaled_learning_rate): both
+# follow the scale of the clusters
+AUTO_SHARPNESS = 8.0
+AUTO_LEARNING_RATE = 0.015
+# device='auto' trains with torch on CUDA from this batch size up. A torch step is a
+# few hundred small operations on (n_init, n_clusters, batch_size, n_features)
+# arrays: on an H100 (16-core host, 200,000 x 32, k=20) CUDA took 58.2 s against the
+# CPU kernels' 13.2 s at batch_size=16, and 11.9 s against 54.1 s at batch_size=1024.
+CUDA_MIN_BATCH_SIZE = 1024
 
 
 def steps_patience(n_samples, batch_size, steps, bounds):
     """A patience in epochs spanning about ``steps`` Adam steps, within ``bounds``."""
     n_batches = -(-n_samples // max(min(batch_size, n_samples), 1))
     return int(np.clip(-(-steps // n_batches), *bounds))
+
+
+def scaled_beta(beta, competition, cosine):
+    """beta in the units of the centred and scaled data: a float as given, 'auto'
+    :data:`AUTO_SHARPNESS` over the scale at which the prototypes compete
+    (``scales_of``)."""
+    if beta != "auto":
+        return float(beta)
+    # cosine logits are beta <rho~, v> = -beta/2 ||rho~ - v||^2 + const
+    return (2.0 if cosine else 1.0) * AUTO_SHARPNESS / competition
+
+
+def scaled_learning_rate(learning_rate, spread, competition, n_features, beta, cosine):
+    """'auto': a fraction of the clusters' spread per feature, divided by the
+    sharpness ``s = beta * competition`` as ``max(s, 1/2) * sqrt(max(s, 1))``:
+    the loss steepens with beta, and steps of the same length make mini-batch
+    training chaotic (its result then hangs on the data's last bits)."""
+    if learning_rate != "auto":
+        return float(learning_rate)
+    sharpness = beta * competition / (2.0 if cosine else 1.0)
+    return (AUTO_LEARNING_RATE * float(np.sqrt(spread / n_features))
+            / (max(sharpness, 0.5) * np.sqrt(max(sharpness, 1.0))))
+
+
+def training_device(device, batch_size, machine):
+    """Where a fit trains: 'cpu' (the numba kernels, no torch needed),
+    ``_device.NUMBA_CUDA`` (the fused kernel) or the torch device for CUDA;
+    ``machine`` (a ``_device.Machine``) answers what this machine offers the fit.
+
+    ``device='cuda'``: the fused kernel where numba.cuda can launch it, else torch.
+    ``'auto'``: the CPU where no NVIDIA driver is; below
+    :data:`CUDA_MIN_BATCH_SIZE`, the fused kernel where it was measured to win on
+    a fit of this shape, else the CPU; from it, torch on CUDA where torch is
+    installed.
+    """
+    if device == "cpu" or (device == "auto" and not machine.nvidia_driver_present()):
+        return "cpu"
+    if device == "auto" and batch_size < CUDA_MIN_BATCH_SIZE:
+        return machine.NUMBA_CUDA if machine.fused_wins(batch_size) else "cpu"
+    if device == "cuda" and machine.numba_cuda_available():
+        return machine.NUMBA_CUDA
+    if device == "auto" and not machine.torch_installed():
+        return "cpu"
+    return machine.torch_device(device)
+
+
+def kernel_fallback(device):
+    """Where a fit whose fused kernel fails on this machine trains instead
+    (``_device.train_where_resolved``): 'cpu' for ``device='auto'`` (the CPU's
+    fit), 'cuda' (torch) for ``device='cuda'``."""
+    return "cpu" if device == "auto" else "cuda"
 
 
 def plateau_schedule(learning_rate, patience):

@@ -29,7 +29,6 @@ from skdiffclust._utils._torch import (
     build_mlp,
     make_generator,
     module_from_state,
-    resolve_device,
     state_to_numpy,
     tensor_from_numpy,
 )
@@ -44,27 +43,6 @@ from skdiffclust.forest._torch import (
     on_device_or_none,
     similarity_to_numpy,
 )
-
-# device='auto' trains the built-in embeddings ('linear', 'mlp') on the CPU at these
-# batch sizes (half-open ranges), on CUDA otherwise. Measured on an H100 (16-core
-# host), digits, 'mlp', 100 perturbations, ms an epoch on CUDA against the CPU:
-# batch 64, 86 against 181 (2026-11-26 evening: the forests solved on the host's 16
-# cores beside CUDA's steps; 246 against 206 on one core); 128, 214 against 170 (the
-# device solver, below); 192, 95 against 222 (132 against 226 in the evening); 256, 91
-# against 309; 1024, 35 against 1,580. Below 64 (not measured) a step is a few
-# launches more than the CPU's whole step. A user's module (a CNN) stays on CUDA,
-# where its own layers weigh more: LeNet-5 at batch 64, 5.4 ms a step against 7.0.
-CPU_BATCH_SIZES = ((1, 64), (128, 192))
-
-
-def training_device(device, embedding, batch_size):
-    """The torch device that trains ``embedding`` for the estimator's ``device``."""
-    resolved = resolve_device(device)
-    if (device == "auto" and resolved.type == "cuda" and isinstance(embedding, str)
-            and any(low <= batch_size < high for low, high in CPU_BATCH_SIZES)):
-        return torch.device("cpu")
-    return resolved
-
 
 # On CUDA, batches from this size up have their forests solved on the device,
 # smaller ones by the numba solver on the host (one copy of S each way, on

@@ -35,7 +35,7 @@ from skdiffclust.forest._inference import (
     embed,
     input_units,
 )
-from skdiffclust.forest._settings import EmbeddingSettings, hold_out
+from skdiffclust.forest._settings import EmbeddingSettings, hold_out, training_device
 from skdiffclust.forest._solver import (
     forest_from_features,
     forest_from_similarity,
@@ -439,7 +439,7 @@ class SpanningForestClustering(ClusterMixin, _SetOutputMixin, BaseEstimator):
         # fitted model loads without torch); a user module is kept as a CPU template
         return embedding_module.fit_embedding(
             module, X, labels,
-            self._embedding_settings(embedding_module.training_device(
+            self._embedding_settings(training_device(
                 self.device, self.embedding, self.batch_size), train_seed),
             validation_data=validation_data, sample_shape=sample_shape,
             keep_template=not isinstance(self.embedding, str))

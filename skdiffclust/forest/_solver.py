@@ -42,6 +42,7 @@ from skdiffclust.forest._mst import (
     relax_keys,
     similarity_sweep,
 )
+from skdiffclust.forest._settings import subset_algorithm, tree_algorithm
 from skdiffclust.forest._dense import (
     constrained_forest,
     kernel_constraints,
@@ -54,12 +55,8 @@ ABSOLUTE_DIFFERENCE_METRICS = EUCLIDEAN_METRICS + (
     "manhattan", "cityblock", "l1", "chebyshev", "infinity", "minkowski",
 )
 KD_TREE_MAX_FEATURES = 20  # quitefastmst's k-d trees stop there
-AUTO_KD_TREE_MAX_FEATURES = 8  # beyond, Prim's O(n^2 d) sweep is faster
 KD_TREE_SINGLE_MIN_FEATURES = 5
 KD_TREE_SINGLE_LEAF_SIZE = 128
-# must-link groups smaller than this get Prim's tree: a k-d tree's set-up took about
-# 2 ms per group (10,000 groups of 2 points: 17 s against 0.1 s)
-SMALL_SUBSET = 512
 # Prim's kernels run this many distance terms per call (a few milliseconds), then
 # return to Python, which sees Ctrl-C between calls
 PRIM_TERMS_PER_CALL = 1 << 23
@@ -120,15 +117,10 @@ def _choose_algorithm(algorithm, metric, metric_params, n_features):
                 f"{KD_TREE_MAX_FEATURES} features, got {n_features}."
             )
         return "kd_tree"
-    if algorithm == "prim":
-        return "prim"
-    if n_features == 1 and metric in ABSOLUTE_DIFFERENCE_METRICS and not (
-        set(metric_params or {}) - {"p"}
-    ):
-        return "sort"
-    if _is_euclidean(metric, metric_params) and 2 <= n_features <= AUTO_KD_TREE_MAX_FEATURES:
-        return "kd_tree"
-    return "prim"
+    scalar_difference = metric in ABSOLUTE_DIFFERENCE_METRICS and not (
+        set(metric_params or {}) - {"p"})
+    return tree_algorithm(algorithm, n_features, scalar_difference=scalar_difference,
+                          euclidean=lambda: _is_euclidean(metric, metric_params))
 
 
 def _tree_by_sort(x):
@@ -284,12 +276,6 @@ def resolved_metric_params(metric, params, X):
 def similarity_tree(S):
     """Maximum spanning tree of a similarity matrix: (src, dst, -similarity)."""
     return _run_prim(similarity_sweep, (S,), S.shape[0], 1)
-
-
-def _subset_algorithm(algorithm, n_points):
-    # must-link groups are small: Prim (O(m^2 d), no set-up) up to SMALL_SUBSET points,
-    # where a k-d tree's set-up (OpenMP threads) costs more, then 'auto'
-    return "prim" if algorithm == "prim" or n_points < SMALL_SUBSET else "auto"
 
 
 @contextlib.contextmanager
@@ -450,7 +436,7 @@ def forest_from_features(X, n_clusters, *, metric="euclidean", metric_params=Non
             return feature_tree(X, metric=metric, metric_params=metric_params,
                                 algorithm=algorithm)
         return feature_tree(X[indices], metric=metric, metric_params=metric_params,
-                            algorithm=_subset_algorithm(algorithm, indices.size))
+                            algorithm=subset_algorithm(algorithm, indices.size))
 
     def all_edges():
         _check_all_pairs_memory(n)

@@ -34,11 +34,6 @@ TRANSLATION_INVARIANT_METRICS = ("euclidean", "l2", "l1", "manhattan", "citybloc
                                  "sqeuclidean", "chebyshev", "minkowski")
 # rows per block when transforming data into Nyström features
 CHUNK = 4096
-# batch_size='auto': all samples while the GEMINI needs no n x n matrix (the linear
-# kernel, 'mi') or while that matrix stays within 128 MiB (n <= 4096); above,
-# batches of AUTO_BATCH_SIZE samples (an 8 MiB matrix).
-AUTO_FULL_BATCH_MAX = 4096
-AUTO_BATCH_SIZE = 1024
 
 
 def feature_statistics(X):
@@ -368,25 +363,6 @@ class Geometry:
         if self.is_mmd:
             return self.kernel in TRANSLATION_INVARIANT_KERNELS
         return self.metric in TRANSLATION_INVARIANT_METRICS
-
-
-def fit_batch_size(batch_size, n_samples, geometry):
-    """The batches of ``fit`` and ``path`` for the ``batch_size`` parameter."""
-    if batch_size is None:
-        return n_samples
-    if batch_size == "auto":
-        if not geometry.needs_matrix or n_samples <= AUTO_FULL_BATCH_MAX:
-            return n_samples
-        return AUTO_BATCH_SIZE
-    return int(batch_size)
-
-
-def stream_batch_size(batch_size, n_samples):
-    """``partial_fit``'s batches: ``batch_size``, with 'auto' (and None) at most
-    1,024 samples, so that a pass over a chunk takes several steps."""
-    if batch_size in ("auto", None):
-        return min(n_samples, AUTO_BATCH_SIZE)
-    return int(batch_size)
 
 
 def check_groups(groups, n_features):

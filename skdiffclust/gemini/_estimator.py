@@ -30,8 +30,6 @@ from skdiffclust.gemini._data import (
     Geometry,
     Standardisation,
     check_groups,
-    fit_batch_size,
-    stream_batch_size,
 )
 from skdiffclust.gemini._models import (
     SKIP,
@@ -51,7 +49,7 @@ from skdiffclust.gemini._fit import (
     train_at_penalty,
 )
 from skdiffclust.gemini._path import exit_lambdas, path_from_records
-from skdiffclust.gemini._settings import GeminiSettings
+from skdiffclust.gemini._settings import GeminiSettings, fit_batch_size, stream_batch_size
 
 
 class SparseGEMINI(RenamedParameters, ClusterMixin, SelectorMixin, BaseEstimator):

@@ -1,6 +1,35 @@
-"""How a SparseGEMINI fit trains: its settings record, built once per call."""
+"""How a SparseGEMINI fit trains: its settings record, built once per call, and
+its batches (:func:`fit_batch_size`, :func:`stream_batch_size`), where
+``batch_size='auto'`` is decided."""
 
 from dataclasses import dataclass
+
+# batch_size='auto': all samples while the GEMINI needs no n x n matrix (the linear
+# kernel, 'mi') or while that matrix stays within 128 MiB (n <= 4096); above,
+# batches of AUTO_BATCH_SIZE samples (an 8 MiB matrix).
+AUTO_FULL_BATCH_MAX = 4096
+AUTO_BATCH_SIZE = 1024
+
+
+def fit_batch_size(batch_size, n_samples, geometry):
+    """The batches of ``fit`` and ``path`` for the ``batch_size`` parameter
+    (``geometry``: the GEMINI's, whose ``needs_matrix`` says whether it reads an
+    n x n matrix)."""
+    if batch_size is None:
+        return n_samples
+    if batch_size == "auto":
+        if not geometry.needs_matrix or n_samples <= AUTO_FULL_BATCH_MAX:
+            return n_samples
+        return AUTO_BATCH_SIZE
+    return int(batch_size)
+
+
+def stream_batch_size(batch_size, n_samples):
+    """``partial_fit``'s batches: ``batch_size``, with 'auto' (and None) at most
+    1,024 samples, so that a pass over a chunk takes several steps."""
+    if batch_size in ("auto", None):
+        return min(n_samples, AUTO_BATCH_SIZE)
+    return int(batch_size)
 
 
 @dataclass(frozen=True)

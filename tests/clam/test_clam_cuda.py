@@ -170,22 +170,24 @@ def test_the_kernel_compiles_for_an_h100_with_the_signatures_it_runs_with(simula
 
 # ------------------------------------------------------- host-side pieces
 def test_device_choice(monkeypatch):
-    from skdiffclust.clam import _device
+    from skdiffclust.clam import _device, _settings
 
-    monkeypatch.setattr(_device, "_nvidia_driver_present", lambda: True)
-    monkeypatch.setattr(_device, "_numba_cuda_available", lambda: True)
+    monkeypatch.setattr(_device, "nvidia_driver_present", lambda: True)
+    monkeypatch.setattr(_device, "numba_cuda_available", lambda: True)
     for batch_size in (1, 16, 1024):
         # device='cuda' trains with the fused kernel, whatever the data
-        assert _device.resolve_training_device("cuda", batch_size) == _device.NUMBA_CUDA
-        assert _device.resolve_training_device(
-            "cpu", batch_size, _device.FitShape(10**6, 20, 32, 0.15, 10)) == "cpu"
+        assert _settings.training_device("cuda", batch_size,
+                                         _device.Machine()) == _device.NUMBA_CUDA
+        assert _settings.training_device(
+            "cpu", batch_size,
+            _device.Machine(_device.FitShape(10**6, 20, 32, 0.15, 10))) == "cpu"
     # 'auto': the fused kernel where it was measured to win (200,000 x 32, k=20,
     # batch 16, mask_prob=0.15: 1.6x on an H200), the CPU for small data, few
     # clusters, tiny batches, and working memory beyond shared memory (unmeasured)
 
     def auto(batch_size=16, *shape):
         fit = _device.FitShape(*shape) if shape else None
-        return _device.resolve_training_device("auto", batch_size, fit)
+        return _settings.training_device("auto", batch_size, _device.Machine(fit))
 
     measured = (200_000, 20, 32, 0.15, 10)
     assert auto(16, *measured) == _device.NUMBA_CUDA
@@ -196,10 +198,10 @@ def test_device_choice(monkeypatch):
     assert auto(4, *measured) == "cpu"
     assert auto(16, 200_000, 20, 64, 0.15, 10) == "cpu"  # 65 KB of working memory
     assert auto(16, 200_000, 20, 32, 0.0, 10) == "cpu"  # unmasked: every feature
-    monkeypatch.setattr(_device, "_numba_cuda_available", lambda: False)
+    monkeypatch.setattr(_device, "numba_cuda_available", lambda: False)
     assert auto(16, *measured) == "cpu"
-    monkeypatch.setattr(_device, "_numba_cuda_available", lambda: True)
-    monkeypatch.setattr(_device, "_nvidia_driver_present", lambda: False)
+    monkeypatch.setattr(_device, "numba_cuda_available", lambda: True)
+    monkeypatch.setattr(_device, "nvidia_driver_present", lambda: False)
     assert auto(16, *measured) == "cpu"
 
 
@@ -216,8 +218,8 @@ def test_auto_trains_large_data_with_the_fused_kernel(monkeypatch):
         seen.update(device=settings.device, n_threads=settings.n_threads)
         raise RuntimeError("recorded")
 
-    monkeypatch.setattr(_device, "_nvidia_driver_present", lambda: True)
-    monkeypatch.setattr(_device, "_numba_cuda_available", lambda: True)
+    monkeypatch.setattr(_device, "nvidia_driver_present", lambda: True)
+    monkeypatch.setattr(_device, "numba_cuda_available", lambda: True)
     monkeypatch.setattr(_device, "FUSED_MIN_SAMPLES", 50)
     monkeypatch.setattr(_fit, "train_restarts", record)
     X = np.random.default_rng(0).normal(size=(60, 3))
@@ -270,8 +272,8 @@ def test_auto_falls_back_to_the_cpu_where_the_fused_kernel_fails(monkeypatch):
 
     X = np.random.default_rng(0).normal(size=(300, 4)).astype(np.float32)
     cpu = ClAM(8, device="cpu", random_state=0, max_iter=3).fit(X)
-    monkeypatch.setattr(_device, "_nvidia_driver_present", lambda: True)
-    monkeypatch.setattr(_device, "_numba_cuda_available", lambda: True)
+    monkeypatch.setattr(_device, "nvidia_driver_present", lambda: True)
+    monkeypatch.setattr(_device, "numba_cuda_available", lambda: True)
     monkeypatch.setattr(_device, "FUSED_MIN_SAMPLES", 100)
     monkeypatch.setattr(_cuda_fit.CUDATrainer, "__init__", broken)
     with pytest.warns(RuntimeWarning, match=r"CUDA kernel \(CudaSupportError.*on the CPU"):
@@ -280,12 +282,12 @@ def test_auto_falls_back_to_the_cpu_where_the_fused_kernel_fails(monkeypatch):
     np.testing.assert_array_equal(auto.cluster_centers_, cpu.cluster_centers_)
     np.testing.assert_array_equal(auto.loss_curve_, cpu.loss_curve_)
     # device='cuda' goes to torch's path on CUDA, which needs torch and a CUDA device
-    monkeypatch.setattr(_device, "_torch_cuda_or_raise", lambda error: "cpu")
+    monkeypatch.setattr(_device, "torch_cuda_or_raise", lambda error: "cpu")
     with pytest.warns(RuntimeWarning, match="CudaSupportError"):
         ClAM(8, device="cuda", random_state=0, max_iter=3).fit(X)
     monkeypatch.undo()
     monkeypatch.setattr(_cuda_fit.CUDATrainer, "__init__", broken)
-    monkeypatch.setattr(_device, "_numba_cuda_available", lambda: True)
+    monkeypatch.setattr(_device, "numba_cuda_available", lambda: True)
     if importlib.util.find_spec("torch") is None:  # nothing to fall back to: numba's error
         with pytest.raises(CudaSupportError):
             ClAM(8, device="cuda", random_state=0, max_iter=3).fit(X)

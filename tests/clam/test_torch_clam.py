@@ -551,13 +551,13 @@ def test_auto_device_keeps_small_batches_on_the_cpu(monkeypatch, batch_size):
     # torch on CUDA was 4.4x slower than the numba kernels at batch_size=16 on an
     # H100, 4.6x faster at 1024 (small data never get the fused kernel either)
     from skdiffclust.clam import _device
-    from skdiffclust.clam._device import resolve_training_device
+    from skdiffclust.clam._settings import training_device
 
-    monkeypatch.setattr(_device, "_nvidia_driver_present", lambda: True)
-    monkeypatch.setattr(_device, "_numba_cuda_available", lambda: True)  # not auto's
+    monkeypatch.setattr(_device, "nvidia_driver_present", lambda: True)
+    monkeypatch.setattr(_device, "numba_cuda_available", lambda: True)  # not auto's
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    assert resolve_training_device("auto", batch_size) == "cpu"
-    assert resolve_training_device("auto", 1024) == torch.device("cuda")
+    assert training_device("auto", batch_size, _device.Machine()) == "cpu"
+    assert training_device("auto", 1024, _device.Machine()) == torch.device("cuda")
 
 
 def test_cuda_device_trains_there_or_raises_without_cuda(blobs):

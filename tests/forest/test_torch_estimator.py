@@ -275,18 +275,19 @@ def test_auto_trains_small_batches_of_the_built_in_embeddings_on_the_cpu(monkeyp
     """On a machine with CUDA (simulated), device='auto' keeps the built-in
     embeddings' small batches on the CPU, where they train faster; a user's module,
     large batches and device='cuda' go to CUDA."""
-    from skdiffclust.forest import _embedding
+    from skdiffclust._utils import _torch
+    from skdiffclust.forest import _settings
 
-    monkeypatch.setattr(_embedding, "resolve_device", lambda device: torch.device(
+    monkeypatch.setattr(_torch, "resolve_device", lambda device: torch.device(
         "cpu" if device == "cpu" else "cuda"))
     cuda, cpu = torch.device("cuda"), torch.device("cpu")
     module = torch.nn.Linear(4, 2)
-    assert _embedding.training_device("auto", "mlp", 63) == cpu
-    assert _embedding.training_device("auto", "mlp", 64) == cuda
-    assert _embedding.training_device("auto", "linear", 127) == cuda
-    assert _embedding.training_device("auto", "linear", 128) == cpu
-    assert _embedding.training_device("auto", "linear", 191) == cpu
-    assert _embedding.training_device("auto", "mlp", 192) == cuda
-    assert _embedding.training_device("auto", module, 64) == cuda
-    assert _embedding.training_device("cuda", "mlp", 64) == cuda
-    assert _embedding.training_device("cpu", module, 1024) == cpu
+    assert _settings.training_device("auto", "mlp", 63) == cpu
+    assert _settings.training_device("auto", "mlp", 64) == cuda
+    assert _settings.training_device("auto", "linear", 127) == cuda
+    assert _settings.training_device("auto", "linear", 128) == cpu
+    assert _settings.training_device("auto", "linear", 191) == cpu
+    assert _settings.training_device("auto", "mlp", 192) == cuda
+    assert _settings.training_device("auto", module, 64) == cuda
+    assert _settings.training_device("cuda", "mlp", 64) == cuda
+    assert _settings.training_device("cpu", module, 1024) == cpu
