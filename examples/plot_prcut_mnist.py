@@ -30,11 +30,9 @@ import warnings
 
 import matplotlib.pyplot as plt
 import numpy as np
-import torch
 from sklearn.decomposition import PCA
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import normalized_mutual_info_score
-from torch import nn
 
 from skdiffclust.datasets import load_mnist
 from skdiffclust.metrics import clustering_accuracy
@@ -58,7 +56,13 @@ print(f"MNIST: {n_train} training images of {side} x {side} pixels, "
 # -------------------------
 # Any ``torch.nn.Module`` mapping a batch of samples to ``n_clusters`` logits
 # will do; PRCut adds the softmax. Its weights are drawn from a local generator,
-# so that the fit is reproducible without seeding torch globally.
+# so that the fit is reproducible without seeding torch globally. torch is
+# imported here, once the images are loaded: without them the example stops
+# before it.
+import torch  # noqa: E402
+from torch import nn  # noqa: E402
+
+
 def small_cnn(side, n_clusters=10, seed=0):
     cnn = nn.Sequential(  # strided convolutions: cheap on a CPU
         nn.Conv2d(1, 8, 3, stride=2, padding=1), nn.GELU(),

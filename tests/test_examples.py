@@ -138,3 +138,63 @@ def test_every_mnist_example_without_the_data_stops_with_the_message(
         runpy.run_path(str(path), run_name="__main__")
     assert capsys.readouterr().out == ""  # nothing printed, nothing fitted
     _assert_tells_how_to_get_mnist(str(error.value), tmp_path)
+
+
+# run in a new process: the example, then (even when it raised) whether torch was
+# imported; its traceback follows on stderr
+_RUN_AND_TELL = """
+import runpy, sys
+try:
+    runpy.run_path(sys.argv[1], run_name="__main__")
+finally:
+    sys.stderr.write(f"torch imported: {'torch' in sys.modules}\\n")
+"""
+
+
+@pytest.mark.parametrize("path", _mnist_params())
+def test_every_mnist_example_with_an_empty_data_folder_stops_at_once(path, tmp_path):
+    """As a user runs it with the variable naming a folder without the files (and
+    nothing in the default folder): the example stops at the loading, in seconds,
+    before it imports torch, prints or fits anything, with the message that says
+    where the loader looked and how to get the files."""
+    import time
+
+    import matplotlib
+
+    data, home = tmp_path / "data", tmp_path / "home"
+    data.mkdir()
+    home.mkdir()
+    env = dict(os.environ, HOME=str(home), MPLBACKEND="Agg",
+               MPLCONFIGDIR=os.environ.get("MPLCONFIGDIR", matplotlib.get_configdir()))
+    env[DATA_HOME_VARIABLE] = str(data)
+    started = time.perf_counter()
+    result = subprocess.run([sys.executable, "-c", _RUN_AND_TELL, str(path)], cwd=tmp_path,
+                            env=env, capture_output=True, text=True, timeout=120)
+    seconds = time.perf_counter() - started
+    assert result.returncode != 0
+    assert result.stdout == ""  # stopped before its first print, so before any fit
+    assert "torch imported: False" in result.stderr
+    assert seconds < 60, f"{path.name} took {seconds:.0f} s to stop without its data"
+    message = result.stderr[result.stderr.rindex("FileNotFoundError: "):]
+    kind = sorted(_kinds(path.read_text()))[0]
+    for told in (f"looked in {data / kind}, which does not exist",
+                 f"the {DATA_HOME_VARIABLE} environment variable",
+                 "train-images-idx3-ubyte.gz", "Nothing is downloaded"):
+        assert told in message, told
+
+
+# what an example could read data with, other than load_mnist
+_OTHER_READERS = ("read_idx", "fetch_openml", "SKDIFFCLUST_DATA_HOME", "skdiffclust_data",
+                  "shared/data", "np.load(", "open(")
+
+
+def test_only_the_mnist_examples_read_data_and_only_with_the_loader():
+    assert MNIST_EXAMPLES == {"plot_deep_clustering_images.py", "plot_prcut_mnist.py",
+                              "plot_sparse_gemini_mnist.py"}
+    for path in EXAMPLES:
+        code = "\n".join(line for line in path.read_text().splitlines()
+                         if not line.lstrip().startswith("#"))
+        code = code[code.index('"""', code.index('"""') + 3) + 3:]  # the docstring aside
+        readers = [reader for reader in _OTHER_READERS if reader in code]
+        assert not readers, f"{path.name} reads data with {readers}"
+        assert ("load_mnist" in code) == (path.name in MNIST_EXAMPLES), path.name
