@@ -244,7 +244,7 @@ PHASES = [
     ("symmetrisation", "skdiffclust.prcut._graph", "affinity_from_neighbors"),
     ("components", "skdiffclust.prcut._start", "connected_component_labels"),
     ("eigengap", "skdiffclust.prcut._spectral", "narrow_eigengap"),
-    ("spectral start", "skdiffclust.prcut._fit", "spectral_partition"),
+    ("spectral start", "skdiffclust.prcut._spectral", "spectral_partition"),
     ("fit to partition", "skdiffclust.prcut._fit", "fit_to_partition"),
     ("training", "skdiffclust.prcut._fit", "train_prcut"),
     ("objectives", "skdiffclust.prcut._graph", "partition_objective"),
