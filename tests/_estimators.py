@@ -19,6 +19,15 @@ def each(select=None, *, trained=False):
             for entry in ESTIMATORS if select is None or select(entry)]
 
 
+def each_with(cases, leave_out=None):
+    """A ``pytest.param(case, entry)`` of each case and registered estimator, but the
+    pairs that ``leave_out(entry, case)`` names (an estimator the case's premise
+    does not hold for: the caller says why)."""
+    return [pytest.param(case, entry, id=f"{entry.name}-{case}", marks=_marks(entry, False))
+            for entry in ESTIMATORS for case in cases
+            if leave_out is None or not leave_out(entry, case)]
+
+
 def _marks(entry, trained):
     return [TORCH] if entry.needs_torch(**(entry.training if trained else {})) else []
 
