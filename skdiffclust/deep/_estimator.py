@@ -255,7 +255,7 @@ class DeepImageClustering(RenamedParameters, ClassNamePrefixFeaturesOutMixin,
     _renamed_parameters = {"gamma": "balance"}
 
     _parameter_constraints: dict = {
-        "n_clusters": [NumberInterval(Integral, 2, None, closed="left")],
+        "n_clusters": [NumberInterval(Integral, 1, None, closed="left")],
         "image_shape": ["array-like", None],
         "channels": [StrOptions({"auto", "first", "last"})],
         "n_neighbors": [NumberInterval(Integral, 1, None, closed="left")],
