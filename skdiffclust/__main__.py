@@ -106,6 +106,7 @@ FOREST_LABELS = Method.of(
     "the forest constrained by known labels: same label, same tree", uses_labels=True)
 CLAM = Method.of("ClAM")
 PRCUT = Method.of("PRCut")
+DEEP = Method.of("DeepImageClustering")
 GEMINI = Method.of("SparseGEMINI", fit_with_path=True)
 GEMINI_SELECTED = Method.of(
     "SparseGEMINI", "SparseGEMINI on its features",
@@ -157,9 +158,11 @@ TOUR = {
     "moons": Section(load_moons, [FOREST],
                      "Shapes: centroid methods cut the moons, a spanning forest follows them."),
     "digits": Section(
-        load_digits_pixels, [FOREST, FOREST_LABELS, PRCUT],
+        load_digits_pixels, [FOREST, FOREST_LABELS, PRCUT, DEEP],
         "Single linkage alone chains the digits together; a few labels constrain the "
-        "forest;\n  PRCut cuts the 10-nearest-neighbour graph of the images."),
+        "forest;\n  PRCut cuts the 10-nearest-neighbour graph of the images; "
+        "DeepImageClustering\n  trains a convolutional network on the images "
+        "themselves (8 x 8 pixels)."),
     "elongated": Section(
         load_elongated, [CLAM],
         "The paper's claim: k-means cuts across long clusters, ClAM's attractor "
@@ -299,7 +302,7 @@ def main(argv=None):
         "shows (generated or bundled with scikit-learn), next to KMeans, with the ARI and "
         "NMI of its clusters against the true classes and its fit time. Datasets: "
         "moons (SpanningForestClustering), digits (SpanningForestClustering with and "
-        "without a few labels, PRCut), elongated (ClAM, the paper's figure 13), celeux "
+        "without a few labels, PRCut, DeepImageClustering), elongated (ClAM, the paper's figure 13), celeux "
         "(SparseGEMINI, the features it selects, and the clustering on them).",
     )
     parser.add_argument("--dataset", choices=list(TOUR), default=None,

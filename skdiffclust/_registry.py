@@ -11,12 +11,62 @@ tour shows it.
 Not imported by ``import skdiffclust``.
 """
 
+import math
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from skdiffclust.clam import ClAM
+from skdiffclust.deep import DeepImageClustering
 from skdiffclust.forest import SpanningForestClustering
 from skdiffclust.gemini import SparseGEMINI
 from skdiffclust.prcut import PRCut
+
+# the smallest image a test's row of features becomes: DeepImageClustering's
+# network reads images of at least 4 x 4 pixels
+MIN_IMAGE_PIXELS = 16
+
+
+def rows_as_images(X):
+    """The tests' rows of features as rows of pixels of square grey images.
+
+    Rows of ``d`` features become rows of ``(d + 3) ** 2`` pixels (5 x 5 for 2
+    features, 7 x 7 for 4), each row's features repeated in their order, so that
+    rows of other widths stay images of other sizes (what a test of "other
+    features" needs); rows that already hold a square number of at least 16
+    values (scikit-learn's 8 x 8 digits) are images as they are. What makes
+    an input bad passes unchanged: NaN, infinity, the dtype (complex, strings),
+    the container (NumPy, pandas, torch tensors on any device or with a
+    gradient, SciPy sparse matrices with their index dtypes); input that is not
+    2-D is returned as it is.
+    """
+    shape = getattr(X, "shape", None)
+    if shape is None:
+        X = np.asarray(X)
+        shape = X.shape
+    if len(shape) != 2:
+        return X
+    n_features = int(shape[1])
+    side = math.isqrt(n_features)
+    if side * side == n_features and n_features >= MIN_IMAGE_PIXELS:
+        return X
+    columns = np.arange((n_features + 3) ** 2) % max(n_features, 1)
+    if n_features == 0:  # no value to repeat: rows of no pixels
+        columns = columns[:0]
+    if hasattr(X, "iloc"):  # pandas: string names stay strings, one per pixel
+        images = X.iloc[:, columns]
+        images.columns = [f"{X.columns[j]}_{i}" for i, j in enumerate(columns)]
+        return images
+    if hasattr(X, "tocsr"):  # SciPy: the index arrays keep their dtype
+        images = X.tocsr()[:, columns]
+        images.indices = images.indices.astype(X.tocsr().indices.dtype)
+        images.indptr = images.indptr.astype(X.tocsr().indptr.dtype)
+        return images
+    if type(X).__module__.startswith("torch"):  # a tensor, on its device
+        import torch
+
+        return X[:, torch.as_tensor(columns, device=X.device)]
+    return X[:, columns]
 
 
 @dataclass(frozen=True)
@@ -47,6 +97,10 @@ class Entry:
         Parameter sets (on top of ``params``) of the instances scikit-learn's
         estimator checks run on (``tests/test_common.py``,
         ``tests/test_torch_common.py`` for those needing torch).
+    images : bool
+        Whether ``fit`` reads images: the tests' rows of features reach it as
+        images (:meth:`as_input`), and the tests whose premise is a row of
+        features (sparse rows, scikit-learn's checks on their own data) say so.
     """
 
     name: str
@@ -58,6 +112,12 @@ class Entry:
     fit_needs_torch: bool = False
     torch_parameters: tuple = ()
     checks: tuple = ({},)
+    images: bool = False
+
+    def as_input(self, X):
+        """The tests' rows of features ``X`` as ``fit`` reads them: ``X`` itself, or
+        each row as an image (:func:`rows_as_images`) when the estimator reads images."""
+        return rows_as_images(X) if self.images else X
 
     def make(self, **params):
         """An instance with the tests' parameters, updated by ``params``."""
@@ -115,6 +175,16 @@ ESTIMATORS = (
         checks=(dict(max_iter=20),
                 dict(gemini="wasserstein_ovo", hidden_layer_sizes=(), max_iter=5),
                 dict(gemini="mmd_ova", alpha=1.0, relax=True, max_iter=10)),
+    ),
+    Entry(
+        "DeepImageClustering", DeepImageClustering,
+        "a convolutional network that learns the images' clusters from their "
+        "neighbours and moved views of them (torch)",
+        # a short clustering phase, two heads: a fit of the tests' 60 to 300
+        # small images takes a few tenths of a second
+        params=dict(max_iter=5, n_heads=2, device="cpu", random_state=0),
+        fit_needs_torch=True, images=True,
+        checks=(dict(max_iter=2, n_heads=1),),
     ),
 )
 

@@ -15,7 +15,7 @@ from sklearn.datasets import make_blobs
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import adjusted_rand_score
 
-from tests._estimators import each
+from tests._estimators import each, each_with
 
 X, Y = make_blobs(n_samples=300, centers=3, random_state=0)
 
@@ -26,12 +26,25 @@ TRANSFORMS = {
     "scale 1e-40": lambda X: X * 1e-40,
     "scale 1e40": lambda X: X * 1e40,
 }
+# an estimator that reads images reads their pixels at float32's precision (24
+# bits: steps of 1024 at 1e10, wider than the blobs); and the gradient
+# histograms its graph is built from do not hold the blobs' features (rows of
+# two features tiled into pixels), so that its partition is not the blobs'
+NOT_FOR_IMAGES = {"offset 1e10"}
+# ... and pixels scaled by other than a power of two round otherwise (the same
+# partition up to the rounding of the pixels: a point or two of 300 moved)
+IMAGES_SAME_PARTITION_ARI = 0.95
+
+
+def _same_partition(entry, reference, labels):
+    ari = adjusted_rand_score(reference, labels)
+    assert ari >= IMAGES_SAME_PARTITION_ARI if entry.images else ari == 1.0, ari
 
 
 def _labels(entry, X):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        return entry.make(n_clusters=3).fit(X).labels_
+        return entry.make(n_clusters=3).fit(entry.as_input(X)).labels_
 
 
 @pytest.fixture(scope="module")
@@ -39,23 +52,23 @@ def reference_labels():
     return {}
 
 
-@pytest.mark.parametrize("transform", list(TRANSFORMS))
-@pytest.mark.parametrize("entry", ESTIMATORS)
+@pytest.mark.parametrize("transform, entry", each_with(
+    TRANSFORMS, lambda entry, transform: entry.images and transform in NOT_FOR_IMAGES))
 def test_shifted_or_rescaled_blobs_give_the_same_partition(entry, transform,
                                                            reference_labels):
     if entry.name not in reference_labels:
         reference_labels[entry.name] = _labels(entry, X)
         # the blobs touch (KMeans: 0.77); single linkage isolates outliers instead
-        if entry.name != "SpanningForestClustering":
+        if entry.name != "SpanningForestClustering" and not entry.images:
             assert adjusted_rand_score(Y, reference_labels[entry.name]) > 0.7
-    labels = _labels(entry, TRANSFORMS[transform](X))
-    assert adjusted_rand_score(reference_labels[entry.name], labels) == 1.0
+    _same_partition(entry, reference_labels[entry.name],
+                    _labels(entry, TRANSFORMS[transform](X)))
 
 
 @pytest.mark.parametrize("entry", ESTIMATORS)
 def test_values_whose_squares_overflow_raise_a_clear_error(entry):
     with pytest.raises(ValueError, match="overflow"):
-        entry.make(n_clusters=3).fit(X * 1e155)
+        entry.make(n_clusters=3).fit(entry.as_input(X * 1e155))
 
 
 @pytest.mark.parametrize("entry", ESTIMATORS)
@@ -66,24 +79,24 @@ def test_values_whose_squared_differences_underflow_work_or_raise_a_clear_error(
     # beta_ in the units of the input overflows (a ZeroDivisionError before)
     if entry.name == "ClAM":
         with pytest.raises(ValueError, match="underflow float64. Rescale the data"):
-            entry.make(n_clusters=3).fit(X * 1e-300)
+            entry.make(n_clusters=3).fit(entry.as_input(X * 1e-300))
         return
     reference_labels.setdefault(entry.name, _labels(entry, X))
-    assert adjusted_rand_score(reference_labels[entry.name],
-                               _labels(entry, X * 1e-300)) == 1.0
+    _same_partition(entry, reference_labels[entry.name], _labels(entry, X * 1e-300))
 
 
 @pytest.mark.parametrize("entry", ESTIMATORS)
 def test_a_failed_refit_leaves_the_fitted_state_as_it_was(entry):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        estimator = entry.make(n_clusters=3).fit(X)
+        estimator = entry.make(n_clusters=3).fit(entry.as_input(X))
     before = {name: value for name, value in vars(estimator).items() if name.endswith("_")}
-    with pytest.raises(ValueError):
-        estimator.fit(np.ones((2, 3)))  # three features, fewer samples than clusters
-    assert estimator.n_features_in_ == 2
+    with pytest.raises(ValueError):  # three features, fewer samples than clusters
+        estimator.fit(entry.as_input(np.ones((2, 3))))
+    assert estimator.n_features_in_ == entry.as_input(X).shape[1]
     after = {name: value for name, value in vars(estimator).items() if name.endswith("_")}
     assert after.keys() == before.keys()
     np.testing.assert_array_equal(estimator.labels_, before["labels_"])
     if hasattr(estimator, "predict"):
-        np.testing.assert_array_equal(estimator.predict(X), before["labels_"])
+        np.testing.assert_array_equal(estimator.predict(entry.as_input(X)),
+                                      before["labels_"])

@@ -57,9 +57,9 @@ ALL = each()
 
 @pytest.mark.parametrize("entry", TRANSFORMERS)
 def test_transformers_name_their_output_features(entry):
-    estimator = _quiet_fit(_transformer(entry), X, _y(entry))
+    estimator = _quiet_fit(_transformer(entry), entry.as_input(X), _y(entry))
     names = estimator.get_feature_names_out()
-    out = estimator.transform(X)
+    out = estimator.transform(entry.as_input(X))
     assert names.dtype == object and len(names) == out.shape[1]
     assert len(set(names)) == len(names)
 
@@ -69,7 +69,7 @@ def test_transformers_follow_set_output(entry):
     pandas = pytest.importorskip("pandas")
     import pandas as pd
 
-    frame = pd.DataFrame(X, columns=[f"f{i}" for i in range(X.shape[1])])
+    frame = entry.as_input(pd.DataFrame(X, columns=[f"f{i}" for i in range(X.shape[1])]))
     estimator = _transformer(entry).set_output(transform="pandas")
     _quiet_fit(estimator, frame, _y(entry))
     out = estimator.transform(frame)
@@ -79,9 +79,10 @@ def test_transformers_follow_set_output(entry):
 
 @pytest.mark.parametrize("entry", TRANSFORMERS)
 def test_float32_in_float32_out(entry):
-    estimator = _quiet_fit(_transformer(entry), X.astype(np.float32), _y(entry))
-    assert estimator.transform(X.astype(np.float32)).dtype == np.float32
-    assert estimator.transform(X).dtype == np.float64
+    data = entry.as_input(X)
+    estimator = _quiet_fit(_transformer(entry), data.astype(np.float32), _y(entry))
+    assert estimator.transform(data.astype(np.float32)).dtype == np.float32
+    assert estimator.transform(data).dtype == np.float64
 
 
 # expected: the search tries n_clusters=2 and 3 on half the samples, where a
@@ -91,20 +92,21 @@ def test_float32_in_float32_out(entry):
 @pytest.mark.filterwarnings("ignore:The affinity graph has:UserWarning")
 @pytest.mark.parametrize("entry", ALL)
 def test_score_is_a_finite_float_and_grid_search_needs_no_scorer(entry):
-    estimator = _quiet_fit(_make(entry), X)
-    score = estimator.score(X)
+    data = entry.as_input(X)
+    estimator = _quiet_fit(_make(entry), data)
+    score = estimator.score(data)
     assert isinstance(score, float) and np.isfinite(score)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        search = GridSearchCV(_make(entry), {"n_clusters": [2, 3]}, cv=2).fit(X)
+        search = GridSearchCV(_make(entry), {"n_clusters": [2, 3]}, cv=2).fit(data)
     assert np.isfinite(search.cv_results_["mean_test_score"]).all()
 
 
 @pytest.mark.parametrize("entry", ALL)
 def test_n_jobs_changes_nothing_but_the_threads(entry):
     assert "n_jobs" in _make(entry).get_params()
-    one = _quiet_fit(_make(entry).set_params(n_jobs=1), X).labels_
-    two = _quiet_fit(_make(entry).set_params(n_jobs=2), X).labels_
+    one = _quiet_fit(_make(entry).set_params(n_jobs=1), entry.as_input(X)).labels_
+    two = _quiet_fit(_make(entry).set_params(n_jobs=2), entry.as_input(X)).labels_
     np.testing.assert_array_equal(one, two)
 
 
@@ -126,7 +128,7 @@ def test_n_jobs_none_means_every_core_in_every_estimator(entry, monkeypatch):
 
     for module in (_threads, _neighbors):
         monkeypatch.setattr(module, "effective_n_jobs", spy)
-    _quiet_fit(_make(entry).set_params(n_jobs=None), X, _y(entry))
+    _quiet_fit(_make(entry).set_params(n_jobs=None), entry.as_input(X), _y(entry))
     assert None not in asked
     assert _threads.host_threads(None) == _threads.host_threads(-1) == joblib.cpu_count()
     described = entry.estimator.__doc__.split("n_jobs : int, default=None")[1]
@@ -140,13 +142,14 @@ def test_the_conventions_table_holds(entry):
     table = {"SpanningForestClustering": {"transform"},
              "ClAM": {"predict_proba", "transform", "partial_fit"},
              "PRCut": {"predict_proba", "transform", "partial_fit"},
-             "SparseGEMINI": {"predict_proba", "transform", "partial_fit"}}
+             "SparseGEMINI": {"predict_proba", "transform", "partial_fit"},
+             "DeepImageClustering": {"predict_proba", "transform"}}
     optional = {"predict_proba", "transform", "partial_fit"}
     assert {name for name in optional if hasattr(entry.estimator, name)} == table[entry.name]
-    model = _quiet_fit(_make(entry), X, _y(entry))
+    model = _quiet_fit(_make(entry), entry.as_input(X), _y(entry))
     assert 1 <= model.n_clusters_ <= 3 and model.labels_.shape == (X.shape[0],)
     assert np.unique(model.labels_).size == model.n_clusters_
-    assert isinstance(model.score(X), float)
+    assert isinstance(model.score(entry.as_input(X)), float)
 
 
 @pytest.mark.parametrize("entry", ALL)
@@ -169,6 +172,12 @@ def _outputs(model, data):
             ("predict", "predict_proba", "transform", "score") if hasattr(model, method)]
 
 
+# of the digits, those an estimator that reads images is fitted on (its graph's
+# features, neighbour search and spectral start, and the network's forward pass in
+# NumPy, on 1 and 2 threads)
+IMAGES_OF_DIGITS = 400
+
+
 @pytest.mark.parametrize("entry", ALL)
 def test_n_jobs_and_blas_threads_change_no_bit_on_the_digits(entry):
     # torch's and OpenBLAS's products round otherwise on other numbers of threads
@@ -177,7 +186,9 @@ def test_n_jobs_and_blas_threads_change_no_bit_on_the_digits(entry):
     # predict_proba with the machine's BLAS threads
     from threadpoolctl import threadpool_limits
 
-    digits = load_digits().data
+    digits = entry.as_input(load_digits().data)  # images of 8 x 8 pixels
+    if entry.images:  # a network's fit: seconds per thousand images
+        digits = digits[:IMAGES_OF_DIGITS]
     fits, outputs = [], []
     for threads in (1, 2):
         with threadpool_limits(threads, user_api="blas"):
@@ -196,7 +207,8 @@ def test_the_users_openmp_threads_change_no_fitted_bit(entry):
     # hung on the machine's cores, OMP_NUM_THREADS or torch.set_num_threads
     from threadpoolctl import threadpool_limits
 
-    data = make_blobs(400, n_features=4, centers=3, cluster_std=2.0, random_state=0)[0]
+    data = entry.as_input(
+        make_blobs(400, n_features=4, centers=3, cluster_std=2.0, random_state=0)[0])
     fits = []
     for threads in (1, 2):
         with threadpool_limits(threads, user_api="openmp"):
@@ -219,7 +231,7 @@ def test_sparse_csr_features_give_the_dense_partition(entry):
 @pytest.mark.parametrize("entry", each(lambda entry: not _takes_sparse(entry)))
 def test_estimators_without_sparse_input_reject_it_clearly(entry):
     with pytest.raises(TypeError, match="[Ss]parse"):
-        _make(entry).fit(sp.csr_matrix(X))
+        _make(entry).fit(entry.as_input(sp.csr_matrix(X)))
 
 
 @pytest.mark.parametrize("bad", [-2, -5])

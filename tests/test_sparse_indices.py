@@ -106,7 +106,7 @@ def test_a_precomputed_affinity_with_int64_indices_gives_the_int32_partition(
 def test_the_estimators_without_sparse_input_say_so(entry):
     # dense features only: nothing else to check there
     with pytest.raises(TypeError, match="dense data is required"):
-        entry.make(n_clusters=2).fit(_with_int64(sp.eye(5)))
+        entry.make(n_clusters=2).fit(entry.as_input(_with_int64(sp.eye(5))))
 
 
 def test_consistent_indices_share_the_data_and_pick_int32_where_they_fit():

@@ -28,7 +28,8 @@ def _fit(entry, **params):
     y = PARTIAL if entry.training_needs_labels else None
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        estimator = entry.make_trained(n_clusters=3, random_state=0, **params).fit(X, y)
+        estimator = entry.make_trained(n_clusters=3, random_state=0, **params).fit(
+            entry.as_input(X), y)
     convergence = [w for w in caught if issubclass(w.category, ConvergenceWarning)]
     return estimator, convergence
 

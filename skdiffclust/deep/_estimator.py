@@ -249,7 +249,7 @@ class DeepImageClustering(RenamedParameters, ClassNamePrefixFeaturesOutMixin,
     _renamed_parameters = {"gamma": "balance"}
 
     _parameter_constraints: dict = {
-        "n_clusters": [NumberInterval(Integral, 2, None, closed="left")],
+        "n_clusters": [NumberInterval(Integral, 1, None, closed="left")],
         "image_shape": ["array-like", None],
         "channels": [StrOptions({"auto", "first", "last"})],
         "n_neighbors": [NumberInterval(Integral, 1, None, closed="left")],
@@ -380,18 +380,25 @@ class DeepImageClustering(RenamedParameters, ClassNamePrefixFeaturesOutMixin,
     def _scaled(self, X, stacklevel=1):
         """Images X as the network reads them: in the training images' units (a
         warning when they are on another scale; ``stacklevel`` from the caller)."""
+        return self._read(X, stacklevel + 1)[0]
+
+    def _read(self, X, stacklevel=1):
+        """Images X as the network reads them, and the dtype X was read in
+        (float32, or float64 for any other)."""
         check_is_fitted(self)
-        pixels = float32_precision(check_images(self, X, reset=False))
+        images = check_images(self, X, reset=False)
+        pixels = float32_precision(images)
         scale = PixelScale.fitted(self.pixel_mean_, self.pixel_scale_, self.pixel_range_)
         scale.check(pixels, type(self).__name__, stacklevel=stacklevel + 1)
-        return scale(pixels)
+        return scale(pixels), images.dtype
 
     def _forward(self, X, stacklevel=2):
-        """The embeddings and probabilities of images X (the network, in NumPy);
-        ``stacklevel`` of its warnings counts from the caller."""
-        images = self._scaled(X, stacklevel + 1)  # checks that the model is fitted
-        return forward(self.network_state_, images, self.input_side_,
-                       host_threads(self.n_jobs))
+        """The embeddings and probabilities of images X (the network, in NumPy)
+        and the dtype X was read in; ``stacklevel`` of its warnings counts from
+        the caller."""
+        images, dtype = self._read(X, stacklevel + 1)  # checks that the model is fitted
+        return (*forward(self.network_state_, images, self.input_side_,
+                         host_threads(self.n_jobs)), dtype)
 
     def predict_proba(self, X):
         """Cluster probabilities of images, from the trained network.
@@ -434,9 +441,10 @@ class DeepImageClustering(RenamedParameters, ClassNamePrefixFeaturesOutMixin,
         Returns
         -------
         embedding : ndarray of shape (n_queries, 128)
-            In float64.
+            In float32 for float32 images, float64 otherwise.
         """
-        return self._forward(X, stacklevel=3)[0]  # under set_output's wrapper
+        embedding, _, dtype = self._forward(X, stacklevel=3)  # under set_output's wrapper
+        return embedding.astype(dtype, copy=False)
 
     def score(self, X, y=None):
         """Minus the objective of the partition ``predict`` gives X (higher is better).
@@ -489,6 +497,7 @@ class DeepImageClustering(RenamedParameters, ClassNamePrefixFeaturesOutMixin,
         tags = super().__sklearn_tags__()
         tags.input_tags.three_d_array = True
         tags.non_deterministic = False
+        tags.transformer_tags.preserves_dtype = ["float64", "float32"]
         return tags
 
 

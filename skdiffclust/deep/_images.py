@@ -24,10 +24,8 @@ import warnings
 from numbers import Integral
 
 import numpy as np
-from sklearn.utils import check_array
-from sklearn.utils.validation import validate_data
-
-from skdiffclust._utils._validation import array_ndim, check_magnitude
+from skdiffclust._utils._validation import (array_ndim, check_array, check_magnitude,
+                                            validate_data)
 from skdiffclust.deep._settings import channels_layout
 
 # the smallest side the built-in network reads (two poolings of a 3 x 3 image

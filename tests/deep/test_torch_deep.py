@@ -322,7 +322,7 @@ def test_pickle_round_trip():
 
 
 @pytest.mark.parametrize("param, value", [
-    ("n_clusters", 1), ("balance", -1.0), ("confidence", 1.0), ("max_rotation", 200.0),
+    ("n_clusters", 0), ("balance", -1.0), ("confidence", 1.0), ("max_rotation", 200.0),
     ("max_iter", 0), ("batch_size", 1), ("device", "tpu"), ("n_heads", 0),
     ("self_labelling", -1), ("max_iter", "many"), ("max_side", 2),
 ])
