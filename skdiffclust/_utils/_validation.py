@@ -198,10 +198,14 @@ def warn_if_looks_like_distances(S, name, *, kind, consequence, fix, stacklevel)
         )
 
 
-def check_n_clusters(n_clusters, n_samples):
-    """Raise unless ``n_clusters`` is an integer between 1 and ``n_samples``."""
+def check_n_clusters(n_clusters, n_samples, *, auto=False):
+    """Raise unless ``n_clusters`` is an integer between 1 and ``n_samples`` (or
+    ``'auto'`` where the estimator can choose it: ``auto``)."""
+    if auto and isinstance(n_clusters, str) and n_clusters == "auto":
+        return
     if not isinstance(n_clusters, numbers.Integral) or isinstance(n_clusters, bool):
-        raise TypeError(f"n_clusters must be an integer, got {n_clusters!r}.")
+        expected = "an integer or 'auto'" if auto else "an integer"
+        raise TypeError(f"n_clusters must be {expected}, got {n_clusters!r}.")
     if n_clusters < 1:
         raise ValueError(f"n_clusters must be >= 1, got {n_clusters}.")
     if n_clusters > n_samples:

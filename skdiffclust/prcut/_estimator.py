@@ -22,9 +22,11 @@ from skdiffclust._utils._validation import (ANY_INTEGER, NumberInterval, Renamed
                                             check_n_clusters, validate_data)
 from skdiffclust.prcut._graph import query_objective
 from skdiffclust.prcut._inference import (
+    COUNT_ATTRIBUTES,
     NETWORK_ATTRIBUTES,
     exported_network,
     fitted_attributes,
+    fitted_count,
     module_logits,
     predict_logits,
 )
@@ -61,8 +63,14 @@ class PRCut(RenamedParameters, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 
     Parameters
     ----------
-    n_clusters : int, default=8
-        Number of clusters k (outputs of the network).
+    n_clusters : int or 'auto', default=8
+        Number of clusters k (outputs of the network). ``'auto'``: the graph's
+        connected components of 10% of the samples or more, when there are two or
+        more; else the number, from 2 to ``max_clusters``, after which the
+        spectrum of its normalised Laplacian jumps most in ratio (:ref:`n_clusters_auto`).
+
+    max_clusters : int, default=20
+        The largest number ``n_clusters='auto'`` considers.
 
     affinity : {'nearest_neighbors', 'rbf', 'precomputed'}, default='nearest_neighbors'
         The similarity graph W whose ratio cut is minimised, kept sparse.
@@ -111,17 +119,16 @@ class PRCut(RenamedParameters, ClassNamePrefixFeaturesOutMixin, TransformerMixin
         training. ``False``: the objective decides (the paper's algorithm).
 
     momentum : float, default=0.8
-        Rate beta of the moving average of the cluster proportions P-bar
-        (the authors' code's constant rate; the paper's decays as beta / t).
+        Rate beta of the moving average of the cluster proportions P-bar (the
+        authors' code's; the paper's decays as beta / t).
 
     annealing : float in [0, 1), default=0.0
-        Fraction of ``max_iter`` spent raising the hardness of the bound from
-        0.01 to 1 before early stopping may end training. ``0`` is algorithm 1
-        as published.
+        Fraction of ``max_iter`` spent raising the bound's hardness from 0.01 to 1
+        before early stopping may end training. ``0``: algorithm 1 as published.
 
     batch_size : int, default=1024
-        Size of the left and of the right batch; capped at ``n_samples``. An
-        epoch is ``max(n_samples // batch_size, 1)`` batch pairs.
+        Size of the left and of the right batch (at most ``n_samples``); an epoch
+        is ``max(n_samples // batch_size, 1)`` batch pairs.
 
     max_iter : int, default=500
         Maximum number of epochs of PRCut's training (``ConvergenceWarning``
@@ -133,8 +140,8 @@ class PRCut(RenamedParameters, ClassNamePrefixFeaturesOutMixin, TransformerMixin
         holds (counted in ``n_iter_``).
 
     tol : float, default=1e-3
-        Training stops when the epoch's objective has not decreased by ``tol``
-        times its scale for ``n_iter_no_change`` epochs.
+        Training stops when the epoch's objective has not fallen by ``tol`` times
+        its scale for ``n_iter_no_change`` epochs.
 
     n_iter_no_change : int or 'auto', default='auto'
         Patience of the stopping rule, in epochs; training also waits until an
@@ -142,9 +149,8 @@ class PRCut(RenamedParameters, ClassNamePrefixFeaturesOutMixin, TransformerMixin
         epochs. ``'auto'``: the epochs of about 32 batch pairs, 10 to 32.
 
     n_init : int, default=1
-        Number of trainings from different seeds; of the networks they produce
-        (and the one fitted to the initial partition), the one whose partition
-        uses the most clusters, then has the lowest objective, is kept.
+        Trainings from different seeds; of their networks (and the one fitted to
+        the start), the one using the most clusters, then of lowest objective, is kept.
 
     init : {'auto', 'spectral_snn', 'spectral', 'random'}, default='auto'
         ``'spectral'``: first fit the network to spectral clustering's partition
@@ -155,24 +161,19 @@ class PRCut(RenamedParameters, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 
     n_eigenvectors : int or 'auto', default='auto'
         Eigenvectors of the spectral start. ``n_clusters`` (or ``None``):
-        discretised by column-pivoted QR (deterministic); more: their rows,
-        scaled to unit length, are clustered by k-means (10 restarts), which
-        separates clusters that span more than one direction of the embedding
-        (:ref:`the wide start <prcut_wide_start>`). ``'auto'``: on the
+        discretised by column-pivoted QR; more: their unit rows clustered by
+        k-means (:ref:`the wide start <prcut_wide_start>`). ``'auto'``: on the
         shared-neighbour start, 1 to 3 times ``n_clusters``, a wide partition
         kept when its objective is at most half the narrow one's; on the graph
-        itself, ``n_clusters`` (:ref:`the defaults <prcut_defaults>`). Ignored
-        with ``init='random'``.
+        itself, ``n_clusters`` (:ref:`prcut_defaults`). Ignored with ``init='random'``.
 
     device : {'auto', 'cpu', 'cuda'}, default='auto'
         Where the network is trained (and, on CUDA, the kNN graph built).
 
     n_jobs : int, default=None
         CPU threads of the neighbour search and of the start's graph products and
-        counts (``None`` or ``-1``: every core), whose results do not depend on it. The
-        network and the start's eigenvectors are computed on one CPU thread
-        (torch splits some sums across its threads in an order that depends on
-        their count), so the labels do not depend on ``n_jobs``.
+        counts (``None`` or ``-1``: every core). The network and the eigenvectors
+        are computed on one thread, so the labels do not depend on ``n_jobs``.
 
     random_state : int, RandomState instance or None, default=None
         Seeds every random draw: same seed and data, same labels on the CPU, with
@@ -190,6 +191,13 @@ class PRCut(RenamedParameters, ClassNamePrefixFeaturesOutMixin, TransformerMixin
         Number of non-empty clusters (unused outputs are removed, with a
         warning); labels and the columns of ``predict_proba`` follow them.
 
+    n_clusters_candidates_ : ndarray of shape (n_candidates,)
+        The numbers ``n_clusters='auto'`` chose among. Only then.
+
+    n_clusters_scores_ : ndarray of shape (n_candidates,)
+        Their scores, the log ratio of the Laplacian's eigenvalues k + 1 and k;
+        the highest is chosen unless large components decide. Only with ``'auto'``.
+
     coefs_ : list of ndarray
         Weight matrices of the built-in network (the standardisation of the
         features folded into the first). Only without ``module``.
@@ -201,11 +209,9 @@ class PRCut(RenamedParameters, ClassNamePrefixFeaturesOutMixin, TransformerMixin
         The trained copy of ``module``, on the CPU. Only with ``module``.
 
     module_outputs_ : ndarray of shape (`n_clusters_`,)
-        The output of ``module_`` that is each cluster's logit. Only with
-        ``module``.
+        The output of ``module_`` that is each cluster's logit (with ``module``).
 
-    affinity_matrix_ : scipy.sparse.csr_matrix or ndarray of shape \
-            (n_samples, n_samples)
+    affinity_matrix_ : scipy.sparse.csr_matrix or ndarray of shape (n_samples, n_samples)
         The graph W trained on (CSR, symmetric; its shared-neighbour weights
         after that start, with ``fit``), or a dense precomputed affinity as given.
 
@@ -262,7 +268,8 @@ class PRCut(RenamedParameters, ClassNamePrefixFeaturesOutMixin, TransformerMixin
     _renamed_parameters = {"gamma": "balance"}
 
     _parameter_constraints: dict = {
-        "n_clusters": [NumberInterval(Integral, 1, None, closed="left")],
+        "n_clusters": [NumberInterval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
+        "max_clusters": [NumberInterval(Integral, 2, None, closed="left")],
         "affinity": [StrOptions({"nearest_neighbors", "rbf", "precomputed"})],
         "n_neighbors": [NumberInterval(Integral, 1, None, closed="left")],
         "neighbors_algorithm": [StrOptions({"auto", "exact", "approximate"})],
@@ -291,13 +298,15 @@ class PRCut(RenamedParameters, ClassNamePrefixFeaturesOutMixin, TransformerMixin
     }
 
     @refusing_former_names
-    def __init__(self, n_clusters=8, *, affinity="nearest_neighbors", n_neighbors=10,
+    def __init__(self, n_clusters=8, *, max_clusters=20, affinity="nearest_neighbors",
+                 n_neighbors=10,
                  neighbors_algorithm="auto", rbf_gamma=None, hidden_layer_sizes=(64, 64),
                  module=None, balance=0.3, keep_components=True, momentum=0.8, annealing=0.0,
                  batch_size=1024, max_iter=500, learning_rate="auto", tol=1e-3,
                  n_iter_no_change="auto", n_init=1, init="auto", n_eigenvectors="auto",
                  device="auto", n_jobs=None, random_state=None, verbose=False):
         self.n_clusters = n_clusters
+        self.max_clusters = max_clusters
         self.affinity = affinity
         self.n_neighbors = n_neighbors
         self.neighbors_algorithm = neighbors_algorithm
@@ -351,24 +360,23 @@ class PRCut(RenamedParameters, ClassNamePrefixFeaturesOutMixin, TransformerMixin
         X = self._check_samples(X, reset=True, ensure_min_samples=2)
         forget_stream(self)
         check_hidden_layer_sizes(self.hidden_layer_sizes)  # before any work
-        check_n_clusters(self.n_clusters, X.shape[0])
+        check_n_clusters(self.n_clusters, X.shape[0], auto=True)
         self._graph_input_used = graph_input is not None
         graph_input = check_fit_inputs(X, graph_input, affinity=self.affinity)
         training, torch_utils = import_training()
         settings = self._training_settings(X.shape[0],
                                            torch_utils.resolve_device(self.device),
                                            verbose=self.verbose)
-        seeds, scaling, graph, initial_labels, whole, shared = training_start(
-            X, settings, StartSettings.of(self), n_seeds=2 * self.n_init + 1,
-            graph_input=graph_input)
-        inputs, settings = network_input(X, scaling, settings)
+        begun = training_start(X, settings, StartSettings.of(self),
+                               n_seeds=2 * self.n_init + 1, graph_input=graph_input)
+        inputs, settings = network_input(X, begun.scaling, begun.settings)
         weights, curve = training.train_and_keep_best(
-            inputs, graph, settings, n_init=self.n_init, seeds=seeds,
-            initial_labels=initial_labels, whole=whole)
-        network, labels = exported_network(weights, X, scaling, self.module, torch_utils)
-        if whole:  # the components exactly, whatever a boundary sample's network says
-            labels = initial_labels
-        self._set_fitted(network, labels, graph, curve, shared)
+            inputs, begun.graph, settings, n_init=self.n_init, seeds=begun.seeds,
+            initial_labels=begun.initial_labels, whole=begun.whole)
+        network, labels = exported_network(weights, X, begun.scaling, self.module, torch_utils)
+        if begun.whole:  # the components exactly, whatever a boundary sample's network says
+            labels = begun.initial_labels
+        self._set_fitted(network, labels, begun.graph, curve, begun.count, begun.shared)
         return self
 
     @_fit_context(prefer_skip_nested_validation=True)
@@ -402,7 +410,7 @@ class PRCut(RenamedParameters, ClassNamePrefixFeaturesOutMixin, TransformerMixin
         stream = resumed_stream(self)
         X = self._check_samples(X, reset=stream is None, ensure_min_samples=2)
         if stream is None:
-            check_n_clusters(self.n_clusters, X.shape[0])
+            check_n_clusters(self.n_clusters, X.shape[0], auto=True)
         check_magnitude(X)
         check_hidden_layer_sizes(self.hidden_layer_sizes)
         self._graph_input_used = False
@@ -410,19 +418,21 @@ class PRCut(RenamedParameters, ClassNamePrefixFeaturesOutMixin, TransformerMixin
         settings = self._training_settings(X.shape[0], torch_utils.resolve_device("cpu"))
         start = StartSettings.of(self)
         if stream is None:
-            seeds, scaling, graph, initial_labels, whole, _ = training_start(
-                X, settings, start, n_seeds=2 * self.n_init + 2,
-                stream=True)
-            inputs, settings = network_input(X, scaling, settings)
+            begun = training_start(X, settings, start, n_seeds=2 * self.n_init + 2,
+                                   stream=True)
+            inputs, settings = network_input(X, begun.scaling, begun.settings)
+            scaling, graph, count = begun.scaling, begun.graph, begun.count
             stream, weights = PRCutStream.start(
-                inputs, graph, initial_labels, scaling=scaling, settings=settings,
-                stream_seed=seeds[-1],
-                seeds=[seeds[2 * i:2 * i + 2] for i in range(self.n_init)],
-                fit_target=0.0 if whole else training.INIT_ERROR_TARGET)
+                inputs, graph, begun.initial_labels, scaling=scaling, settings=settings,
+                stream_seed=begun.seeds[-1],
+                seeds=[begun.seeds[2 * i:2 * i + 2] for i in range(self.n_init)],
+                fit_target=0.0 if begun.whole else training.INIT_ERROR_TARGET)
         else:  # on a copy: a failed call leaves the estimator as it was
-            stream, scaling, graph, weights = stream.continued(X, start, settings)
+            count = fitted_count(self)  # the first call's
+            stream, scaling, graph, weights = stream.continued(
+                X, start, settings.but(n_clusters=count.n_clusters))
         network, labels = exported_network(weights, X, scaling, self.module, torch_utils)
-        self._set_fitted(network, labels, graph, stream.curve())
+        self._set_fitted(network, labels, graph, stream.curve(), count)
         keep_stream(self, stream)
         return self
 
@@ -451,12 +461,12 @@ class PRCut(RenamedParameters, ClassNamePrefixFeaturesOutMixin, TransformerMixin
             self._sample_shape = X.shape[1:]
         return X
 
-    def _set_fitted(self, network, labels, graph, curve, shared_neighbours=False):
+    def _set_fitted(self, network, labels, graph, curve, count, shared_neighbours=False):
         """The fitted attributes (:func:`~._inference.fitted_attributes`)."""
-        for name in NETWORK_ATTRIBUTES:  # an earlier fit's, of the other kind of network
+        for name in NETWORK_ATTRIBUTES + COUNT_ATTRIBUTES:  # an earlier fit's
             vars(self).pop(name, None)
         for name, value in fitted_attributes(
-                network, labels, graph, curve, n_clusters=self.n_clusters, gamma=self.balance,
+                network, labels, graph, curve, count=count, gamma=self.balance,
                 module=self.module, start=StartSettings.of(self),
                 shared_neighbours=shared_neighbours, stacklevel=5).items():
             setattr(self, name, value)

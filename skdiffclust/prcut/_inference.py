@@ -10,7 +10,7 @@ from scipy.special import softmax
 from skdiffclust._utils._numba import jit
 from skdiffclust._utils._threads import one_blas_thread
 from skdiffclust._utils._validation import warn_empty_clusters
-from skdiffclust.prcut._settings import FittedWith
+from skdiffclust.prcut._settings import ClusterCount, FittedWith
 
 
 def gelu(x):
@@ -63,6 +63,8 @@ def module_logits(module, X):
 
 # the fitted attributes of the two kinds of network (one kind per fit)
 NETWORK_ATTRIBUTES = ("coefs_", "intercepts_", "module_", "module_outputs_")
+# the fitted attributes of n_clusters='auto' (only then)
+COUNT_ATTRIBUTES = ("n_clusters_candidates_", "n_clusters_scores_")
 
 
 def exported_network(weights, X, scaling, module, torch_utils):
@@ -76,7 +78,14 @@ def exported_network(weights, X, scaling, module, torch_utils):
     return network, module_logits(network, X).argmax(1)
 
 
-def fitted_attributes(network, labels, graph, curve, *, n_clusters, gamma, module,
+def fitted_count(estimator):
+    """The ``ClusterCount`` of a fitted estimator (``partial_fit``'s later calls
+    keep the first call's)."""
+    return ClusterCount(estimator._fitted_with.n_clusters,
+                        *(getattr(estimator, name, None) for name in COUNT_ATTRIBUTES))
+
+
+def fitted_attributes(network, labels, graph, curve, *, count, gamma, module,
                       start, shared_neighbours, stacklevel=1):
     """PRCut's fitted attributes (by name) for a network and its ``labels`` of the
     samples of ``graph``, keeping the clusters some sample chose (the others are
@@ -85,8 +94,11 @@ def fitted_attributes(network, labels, graph, curve, *, n_clusters, gamma, modul
     dropped; a ``module``'s trained copy is kept whole, its outputs mapped to the
     clusters (``module_outputs_``); what ``score`` reads of the fit, the graph's
     ``start`` settings and whether training read its ``shared_neighbours``
-    (``_fitted_with``)."""
+    (``_fitted_with``); with ``n_clusters='auto'``, the candidates and their
+    scores (``count``, a ``ClusterCount``)."""
     from skdiffclust.prcut._graph import partition_objective
+
+    n_clusters = count.n_clusters
 
     used = np.unique(labels)
     if used.size < n_clusters:
@@ -105,4 +117,12 @@ def fitted_attributes(network, labels, graph, curve, *, n_clusters, gamma, modul
     return dict(attributes, labels_=labels, affinity_matrix_=graph,
                 objective_=partition_objective(graph, labels, n_clusters, gamma),
                 loss_curve_=curve, n_iter_=int(curve.shape[0]), n_clusters_=int(used.size),
-                _fitted_with=FittedWith(start, n_clusters, gamma, shared_neighbours))
+                _fitted_with=FittedWith(start, n_clusters, gamma, shared_neighbours),
+                **_count_attributes(count))
+
+
+def _count_attributes(count):
+    if count.candidates is None:
+        return {}
+    return dict(zip(COUNT_ATTRIBUTES, (np.asarray(count.candidates, dtype=np.int64),
+                                       np.asarray(count.scores, dtype=np.float64))))

@@ -398,6 +398,18 @@ def initial_partition(graph, n_clusters, components=None, *, device, seed,
                                   eigenvectors=eigenvectors, product_threads=product_threads)
 
 
+def laplacian_spectrum(graph, n_values, *, device, seed, product_threads=None):
+    """The ``n_values`` smallest eigenvalues of the graph's normalised Laplacian,
+    increasing, as float64 (``n_clusters='auto'``'s spectrum,
+    ``_settings.PRCutSettings.counted``); computed as :func:`narrow_eigengap`'s."""
+    device = torch.device(device)
+    dtype = torch.float32 if device.type == "cuda" else torch.float64
+    with one_thread(device):
+        operator = NormalisedAdjacency(graph, device, dtype, product_threads)
+        _, values = top_eigenvectors(operator, n_values, seed, with_values=True)
+    return np.sort(1.0 - values.double().cpu().numpy())[:n_values]
+
+
 class StartGraph:
     """The graph of a spectral start, and the measures its ``'auto'`` values are
     resolved from (``_settings.StartGraph``): each taken when the settings' rule

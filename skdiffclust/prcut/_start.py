@@ -6,6 +6,8 @@ training and the ``StartSettings`` of the graph and the start; the estimator
 sets its fitted attributes from what these functions return.
 """
 
+from typing import NamedTuple
+
 from skdiffclust._utils._random import derive_seeds
 from skdiffclust._utils._threads import host_threads
 from skdiffclust.prcut._graph import (
@@ -16,6 +18,25 @@ from skdiffclust.prcut._graph import (
 )
 from skdiffclust.prcut._inputs import graph_source_and_input
 from skdiffclust.prcut._scaling import AffinityRows, FeatureScaling
+
+
+class TrainingStart(NamedTuple):
+    """Where a training starts (:func:`training_start`): the seeds, how the
+    network reads X (``scaling``), the graph PRCut trains on (of X, or of
+    ``graph_input``; for ``fit``, its shared-neighbour weights where the start
+    read those, and then ``shared``), the initial partition (``None`` for
+    ``init='random'``), whether it is the graph's whole components, the
+    training's ``settings`` with ``n_clusters`` counted, and how it was
+    (``count``, a ``_settings.ClusterCount``)."""
+
+    seeds: list
+    scaling: object
+    graph: object
+    initial_labels: object
+    whole: bool
+    shared: bool
+    settings: object
+    count: object
 
 
 def training_start(X, settings, start, *, n_seeds, graph_input=None,
@@ -42,14 +63,9 @@ def training_start(X, settings, start, *, n_seeds, graph_input=None,
 
     Returns
     -------
-    seeds, scaling, graph, initial_labels, whole, shared
-        The seeds, how the network reads X (``scaling``), the graph PRCut
-        trains on (of X, or of ``graph_input``; for ``fit``, its shared-neighbour
-        weights where the start read those, and then ``shared``), the initial
-        partition (``None`` for ``init='random'``) and whether it is the graph's
-        whole components. Warns about a degenerate graph.
+    TrainingStart
+        Warns about a degenerate graph.
     """
-    n_clusters = settings.n_clusters
     if settings.module is not None:  # before any work: the graph may take long
         from skdiffclust.prcut._module import check_is_module
 
@@ -62,6 +78,9 @@ def training_start(X, settings, start, *, n_seeds, graph_input=None,
     if isinstance(source, FeatureScaling):
         graph = build_graph(source, start, settings.device, stacklevel=6)
     components = connected_component_labels(graph)
+    settings, count = settings.counted(components, _spectrum_of(
+        graph, settings.device, seeds[2 * start.n_init], host_threads(start.n_jobs)))
+    n_clusters = settings.n_clusters
     whole = bool(start.keep_components and components.max() + 1 >= n_clusters)
     warn_on_degenerate_graph(components, getattr(source, "identical", False),
                              n_clusters, start.keep_components, stacklevel=6)
@@ -78,7 +97,19 @@ def training_start(X, settings, start, *, n_seeds, graph_input=None,
         shared = reweighted is not graph and not stream
         if shared:  # train on the graph the start read (see the user guide)
             graph = reweighted
-    return seeds, scaling, graph, initial_labels, whole, shared
+    return TrainingStart(seeds, scaling, graph, initial_labels, whole, shared, settings,
+                         count)
+
+
+def _spectrum_of(graph, device, seed, product_threads):
+    """The graph's Laplacian spectrum, computed when asked (by
+    ``n_clusters='auto'``: ``PRCutSettings.counted``), with the start's seed."""
+    def spectrum(n_values):
+        from skdiffclust.prcut._spectral import laplacian_spectrum  # needs torch
+
+        return laplacian_spectrum(graph, n_values, device=device, seed=seed,
+                                  product_threads=product_threads)
+    return spectrum
 
 
 def network_input(X, scaling, settings):
