@@ -11,6 +11,8 @@ from typing import NamedTuple
 from skdiffclust._utils._random import derive_seeds
 from skdiffclust._utils._threads import host_threads
 from skdiffclust.prcut._graph import (
+    degree_skewness,
+    shared_neighbor_graph,
     build_graph,
     connected_component_labels,
     group_components,
@@ -78,8 +80,8 @@ def training_start(X, settings, start, *, n_seeds, graph_input=None,
     if isinstance(source, FeatureScaling):
         graph = build_graph(source, start, settings.device, stacklevel=6)
     components = connected_component_labels(graph)
-    settings, count = settings.counted(components, _spectrum_of(
-        graph, settings.device, seeds[2 * start.n_init], host_threads(start.n_jobs)))
+    settings, count = settings.counted(CountedGraph(
+        graph, components, settings.device, seeds[2 * start.n_init], host_threads(start.n_jobs)))
     n_clusters = settings.n_clusters
     whole = bool(start.keep_components and components.max() + 1 >= n_clusters)
     warn_on_degenerate_graph(components, getattr(source, "identical", False),
@@ -101,15 +103,27 @@ def training_start(X, settings, start, *, n_seeds, graph_input=None,
                          count)
 
 
-def _spectrum_of(graph, device, seed, product_threads):
-    """The graph's Laplacian spectrum, computed when asked (by
-    ``n_clusters='auto'``: ``PRCutSettings.counted``), with the start's seed."""
-    def spectrum(n_values):
+class CountedGraph:
+    """What ``n_clusters='auto'`` reads of the graph (``PRCutSettings.counted``),
+    each measure taken when asked: its connected ``components`` (each vertex's),
+    the skewness of its degrees, and the spectrum of its normalised Laplacian or
+    of its shared-neighbour weights', with the start's seed."""
+
+    def __init__(self, graph, components, device, seed, n_threads):
+        self.graph, self.components = graph, components
+        self.device, self.seed, self.n_threads = device, seed, n_threads
+
+    def degree_skewness(self):
+        return degree_skewness(self.graph)
+
+    def spectrum(self, n_values, shared_neighbours):
+        """The ``n_values`` smallest eigenvalues, increasing."""
         from skdiffclust.prcut._spectral import laplacian_spectrum  # needs torch
 
-        return laplacian_spectrum(graph, n_values, device=device, seed=seed,
-                                  product_threads=product_threads)
-    return spectrum
+        graph = shared_neighbor_graph(self.graph, self.n_threads) if shared_neighbours \
+            else self.graph
+        return laplacian_spectrum(graph, n_values, device=self.device, seed=self.seed,
+                                  product_threads=self.n_threads)
 
 
 def network_input(X, scaling, settings):

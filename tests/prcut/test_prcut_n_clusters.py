@@ -135,3 +135,13 @@ def test_bad_counts_are_refused_by_name(params, match):
     X, _ = make_blobs(50, centers=2, random_state=0)
     with pytest.raises(InvalidParameterError, match=match):
         PRCut(**params).fit(X)
+
+
+def test_auto_on_the_digits_finds_about_ten():
+    """Scikit-learn's digits: hubs, so the shared-neighbour spectrum is read."""
+    from sklearn.datasets import load_digits
+
+    X, y = load_digits(return_X_y=True)
+    model = PRCut(n_clusters="auto", random_state=0).fit(X / 16.0)
+    assert 9 <= model.n_clusters_ <= 11
+    assert adjusted_rand_score(y, model.labels_) > 0.65  # KMeans by silhouette: 0.60
