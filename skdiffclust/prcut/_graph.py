@@ -194,7 +194,8 @@ SNN_POWER, SNN_ROWS_PER_CALL = 3, 4096
 # sparse product, which compiles nothing (the kernel's first use costs about 1.5 s
 # of CPU in a fresh environment, 1 s when loaded from numba's cache); both count
 # in integers, so the weights are the same bits. That is, for instance, the
-# 10-neighbour graphs of scikit-learn's 1,797 digits (about 600,000)
+# 10-neighbour graph DeepImageClustering builds of scikit-learn's 1,797 digits
+# (about 330,000)
 SNN_SCIPY_WORK = 1 << 20
 
 

@@ -230,8 +230,8 @@ def test_shared_neighbor_weights_are_the_cubed_jaccard_of_closed_neighbourhoods(
     assert n_connected_components(G) == n_connected_components(W)
 
 
-@pytest.mark.parametrize("n, density, seed", [(1, 0.0, 0), (30, 0.0, 1), (30, 0.2, 2),
-                                               (200, 0.05, 3)])
+@pytest.mark.parametrize("n, density, seed",
+                         [(1, 0.0, 0), (30, 0.0, 1), (30, 0.2, 2), (200, 0.05, 3)])
 def test_shared_neighbor_weights_are_the_same_bits_from_scipy_and_the_kernel(
         n, density, seed, monkeypatch):
     # small graphs are counted by SciPy's sparse product, large ones by the numba
