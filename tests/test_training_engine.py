@@ -412,6 +412,19 @@ def test_the_engines_cpu_adam_is_refused_where_fused_adam_cannot_run():
 
 
 @pytest.mark.torch
+def test_the_engines_trainings_on_the_cpu_get_the_cpu_adam_and_partial_fit_torchs():
+    torch = pytest.importorskip("torch")
+    from skdiffclust._training._torch import FusedAdam, _fused_cpu_adam_runs, adam
+
+    weight = [torch.zeros(3, requires_grad=True)]
+    own = adam(weight, 0.1, capturable=False, on_cuda=False, state_dict=False)
+    assert isinstance(own, FusedAdam) == _fused_cpu_adam_runs()
+    # partial_fit carries Adam's state_dict from call to call: torch's optimiser
+    assert isinstance(adam(weight, 0.1, capturable=False, on_cuda=False),
+                      torch.optim.Adam)
+
+
+@pytest.mark.torch
 def test_cosine_decay_lowers_the_step_along_a_half_cosine_to_zero():
     import torch
 
