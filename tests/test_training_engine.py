@@ -371,6 +371,60 @@ def test_torch_engine_on_cuda_captures_the_step_and_trains():
 
 
 @pytest.mark.torch
+@pytest.mark.parametrize("weight_decay", [0.0, 0.01])
+def test_the_engines_cpu_adam_is_torchs_fused_adam_bit_for_bit(weight_decay):
+    # torch.optim.Adam(fused=True)'s kernel, called without torch.optim (whose first
+    # step imports torch._dynamo): the same parameters after every step, with a
+    # float64 parameter, a parameter without a gradient at some steps, and a step
+    # size changed on the way as CosineDecay and the cool-down change it
+    import torch
+
+    from skdiffclust._training._torch import FusedAdam, _fused_cpu_adam_runs
+
+    if not _fused_cpu_adam_runs():
+        pytest.skip("this torch has no fused CPU Adam")
+    rng = np.random.default_rng(0)
+    starts = [rng.standard_normal((3, 4)).astype(np.float32), rng.standard_normal(5),
+              rng.standard_normal(2).astype(np.float32)]
+    theirs = [torch.tensor(start, requires_grad=True) for start in starts]
+    ours = [torch.tensor(start, requires_grad=True) for start in starts]
+    reference = torch.optim.Adam(theirs, lr=0.05, fused=True, weight_decay=weight_decay)
+    optimizer = FusedAdam.of(ours, 0.05, weight_decay)
+    assert isinstance(optimizer, FusedAdam)
+    for step in range(6):
+        if step == 3:
+            reference.param_groups[0]["lr"] = optimizer.param_groups[0]["lr"] = 0.02
+        for optimiser, params in ((reference, theirs), (optimizer, ours)):
+            optimiser.zero_grad(set_to_none=True)
+            used = params if step % 2 else params[:2]
+            sum(((param * param).sum() * (step + 1)) for param in used).backward()
+            optimiser.step()
+        for mine, torchs in zip(ours, theirs):
+            np.testing.assert_array_equal(mine.detach().numpy(), torchs.detach().numpy())
+
+
+@pytest.mark.torch
+def test_the_engines_cpu_adam_is_refused_where_fused_adam_cannot_run():
+    torch = pytest.importorskip("torch")
+    from skdiffclust._training._torch import FusedAdam
+
+    assert FusedAdam.of([torch.zeros(2, dtype=torch.int64)], 0.1) is None
+
+
+@pytest.mark.torch
+def test_the_engines_trainings_on_the_cpu_get_the_cpu_adam_and_partial_fit_torchs():
+    torch = pytest.importorskip("torch")
+    from skdiffclust._training._torch import FusedAdam, _fused_cpu_adam_runs, adam
+
+    weight = [torch.zeros(3, requires_grad=True)]
+    own = adam(weight, 0.1, capturable=False, on_cuda=False, state_dict=False)
+    assert isinstance(own, FusedAdam) == _fused_cpu_adam_runs()
+    # partial_fit carries Adam's state_dict from call to call: torch's optimiser
+    assert isinstance(adam(weight, 0.1, capturable=False, on_cuda=False),
+                      torch.optim.Adam)
+
+
+@pytest.mark.torch
 def test_cosine_decay_lowers_the_step_along_a_half_cosine_to_zero():
     import torch
 

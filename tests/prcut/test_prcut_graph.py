@@ -230,6 +230,22 @@ def test_shared_neighbor_weights_are_the_cubed_jaccard_of_closed_neighbourhoods(
     assert n_connected_components(G) == n_connected_components(W)
 
 
+@pytest.mark.parametrize("n, density, seed",
+                         [(1, 0.0, 0), (30, 0.0, 1), (30, 0.2, 2), (200, 0.05, 3)])
+def test_shared_neighbor_weights_are_the_same_bits_from_scipy_and_the_kernel(
+        n, density, seed, monkeypatch):
+    # small graphs are counted by SciPy's sparse product, large ones by the numba
+    # kernel: the same integers, so the same weights
+    from skdiffclust.prcut import _graph
+
+    W = _random_graph(n, density, seed)
+    by_scipy = shared_neighbor_graph(W)
+    monkeypatch.setattr(_graph, "SNN_SCIPY_WORK", -1)
+    by_kernel = shared_neighbor_graph(W, n_threads=2)
+    for field in ("data", "indices", "indptr"):
+        np.testing.assert_array_equal(getattr(by_scipy, field), getattr(by_kernel, field))
+
+
 def test_degree_skewness_is_the_skewness_of_the_k_occurrences_of_a_knn_graph():
     # in the symmetrised kNN graph a sample's degree is (k + its k-occurrence) / 2:
     # the degrees' skewness is the hubness of Radovanovic et al. (2010)
