@@ -80,9 +80,8 @@ class PRCut(RenamedParameters, ClassNamePrefixFeaturesOutMixin, TransformerMixin
         sparse, and the network reads its rows (:ref:`prcut_parameters`).
 
     n_neighbors : int, default=10
-        Neighbours per sample of the graph, among the distinct samples: each copy
-        of a duplicated sample has its own, and is joined to its copies. Clipped,
-        with a warning, to the distinct samples less one.
+        Neighbours per sample of the graph, among the distinct samples (a copy of
+        a sample is joined to its copies); at most the distinct samples less one, with a warning.
 
     neighbors_algorithm : {'auto', 'exact', 'approximate'}, default='auto'
         How the graph's neighbours are searched: ``'exact'`` (scikit-learn or
@@ -165,7 +164,8 @@ class PRCut(RenamedParameters, ClassNamePrefixFeaturesOutMixin, TransformerMixin
         k-means (:ref:`the wide start <prcut_wide_start>`). ``'auto'``: on the
         shared-neighbour start, 1 to 3 times ``n_clusters``, a wide partition
         kept when its objective is at most half the narrow one's; on the graph
-        itself, ``n_clusters`` (:ref:`prcut_defaults`). Ignored with ``init='random'``.
+        itself, ``n_clusters`` (:ref:`defaults <prcut_defaults>`). Ignored with
+        ``init='random'``.
 
     device : {'auto', 'cpu', 'cuda'}, default='auto'
         Where the network is trained (and, on CUDA, the kNN graph built).
