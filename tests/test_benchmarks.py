@@ -269,3 +269,22 @@ def test_plot_benchmarks_draws_both_figures_from_the_result_files(tmp_path):
     for name in ("quality_time.png", "gpu_speedups.png"):
         assert f"images/benchmarks/{name}" in page
         assert (plot.OUT / name).exists()
+
+
+def test_bench_n_clusters_scores_against_the_best_labelling_and_counts_right():
+    """A number found is right when it matches any reference labelling; ARI and NMI
+    are against the labelling that fits best, its noise (0) left out."""
+    import numpy as np
+    from sklearn.datasets import make_blobs
+
+    bench = _benchmark("bench_n_clusters")
+    X, y = make_blobs(300, centers=[[0, 0], [10, 0], [0, 10]], random_state=0)
+    coarse = np.where(y == 2, 1, y) + 1  # two groups
+    ds = bench.Dataset("blobs", "evaluation", X, [coarse, y + 1], [2, 3])
+    ari, nmi = bench.scores(ds, y)
+    assert ari == nmi == 1.0
+    # the largest difference of the first five eigenvalues: after the third
+    fit = bench.fit_one("Spectral-eigengap", ds, max_clusters=4, threads=1)
+    assert not fit.error and fit.n_found == 3 and fit.right(ds) and fit.ari == 1.0
+    fit = bench.fit_one("PRCut-auto", ds, max_clusters=10, threads=1)
+    assert fit.n_found == 3 and fit.right(ds)
