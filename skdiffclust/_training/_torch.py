@@ -280,8 +280,10 @@ def train(task, sampler, *, learning_rate, max_iter, tol, n_iter_no_change, name
     if capture is None:
         capture = on_cuda and getattr(task, "capturable", False)
     if optimizer is None:
+        # torch's schedulers (ClAM's ReduceLROnPlateau) take torch.optim's optimisers only
         optimizer = adam(list(task.parameters()), learning_rate, capturable=bool(capture),
-                         on_cuda=on_cuda, weight_decay=weight_decay, state_dict=False)
+                         on_cuda=on_cuda, weight_decay=weight_decay,
+                         state_dict=not _reads_param_groups_only(scheduler))
     else:
         capture = False  # a given optimiser was not made capturable
     stepper = _Stepper(task, optimizer)
@@ -429,6 +431,14 @@ def _fused_cpu_adam_runs():
     return True
 
 
+def _reads_param_groups_only(scheduler):
+    """Whether ``train``'s ``scheduler`` works with any optimiser that has
+    ``param_groups`` (none, or :class:`CosineDecay`), so that :class:`FusedAdam`
+    will do; torch's schedulers check for torch.optim's optimisers."""
+    return scheduler is None or (isinstance(scheduler, functools.partial)
+                                 and scheduler.func is CosineDecay)
+
+
 class CosineDecay:
     """Adam's step size along a half cosine, from its value down to 0 over ``n_epochs``.
 
@@ -448,7 +458,7 @@ class CosineDecay:
     @classmethod
     def over(cls, n_epochs):
         """The ``scheduler`` argument of :func:`train`: ``optimizer -> CosineDecay``."""
-        return lambda optimizer: cls(optimizer, n_epochs)
+        return functools.partial(cls, n_epochs=n_epochs)
 
     def multiplier(self):
         return 0.5 * (1.0 + math.cos(math.pi * min(self.epochs, self.n_epochs) / self.n_epochs))
