@@ -53,10 +53,12 @@ from sklearn.neighbors import kneighbors_graph
 from sklearn.preprocessing import StandardScaler
 from threadpoolctl import threadpool_limits
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "clustering-data-v1"
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench_quality, _results
+
+from bench_quality import DATA, STANDARDISED, suite_keys  # noqa: E402
+
 DEVELOPMENT = ("sipu", "fcps", "uci")
 EVALUATION = ("wut", "graves", "other")
-STANDARDISED = ("uci",)
 QUICK = ("fcps/hepta", "fcps/lsun", "fcps/tetra", "wut/x1", "wut/z3", "graves/dense",
          "other/iris")
 SEED = 0
@@ -95,19 +97,6 @@ class Fit:
 
 
 # ---------------------------------------------------------------- data
-
-
-def battery_keys(batteries, max_n):
-    import clustbench
-
-    keys = []
-    for battery in batteries:
-        for name in clustbench.get_dataset_names(battery, path=str(DATA)):
-            n = len(clustbench.load_dataset(battery, name, path=str(DATA),
-                                            preprocess=False).data)
-            if n <= max_n:
-                keys.append(f"{battery}/{name}")
-    return keys
 
 
 def load_battery(key):
@@ -325,7 +314,6 @@ def print_summary(datasets, fits, names):
 
 
 def write_csv(path, datasets, fits, names):
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
     from _results import write_results
 
     rows = []
@@ -369,7 +357,7 @@ def main(argv=None):
     elif args.batteries == "none":
         keys = []
     else:
-        keys = battery_keys(args.batteries.split(","), args.max_n)
+        keys = suite_keys(args.batteries.split(","), args.max_n)
     datasets = [load_battery(key) for key in keys]
     datasets += [load_images(name) for name in filter(None, args.images.split(","))]
     limit_threads(args.threads)

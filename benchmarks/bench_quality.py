@@ -192,7 +192,7 @@ def suite_keys(batteries, max_n):
     for battery in batteries:
         for name in clustbench.get_dataset_names(battery, path=str(DATA)):
             n = len(clustbench.load_dataset(battery, name, path=str(DATA),
-                                            preprocess=False).data)
+                                            preprocess=False, random_state=SEED).data)
             if n <= max_n:
                 keys.append(f"{battery}/{name}")
     return keys
