@@ -1,6 +1,5 @@
 """SpanningForestClustering: clusters as the trees of a maximum-weight k-spanning forest."""
 
-import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -12,22 +11,20 @@ from sklearn.utils._param_validation import HasMethods, StrOptions
 from sklearn.utils._set_output import _SetOutputMixin
 from sklearn.utils.validation import _generate_get_feature_names_out, check_is_fitted
 
-from skdiffclust._utils._optional import import_optional
-from skdiffclust._utils._random import derive_seeds
 from skdiffclust._utils._state import keeps_state_on_failure
-from skdiffclust._utils._threads import host_threads
 from skdiffclust._utils._validation import (
     ANY_INTEGER,
     NumberInterval,
-    check_hidden_layer_sizes,
     check_magnitude,
     check_host_array,
+    check_n_clusters,
     check_similarity_matrix,
     spread_unit,
     validate_data,
 )
 from skdiffclust.forest._api import warn_if_distances
-from skdiffclust.forest._constraints import UNLABELLED, build_constraints, check_partial_labels
+from skdiffclust.forest._constraints import build_constraints
+from skdiffclust.forest._fit import fit_forest
 from skdiffclust.forest._inference import (
     NeighbourIndex,
     SimilarityIndex,
@@ -35,14 +32,13 @@ from skdiffclust.forest._inference import (
     embed,
     input_units,
 )
-from skdiffclust.forest._settings import EmbeddingSettings, hold_out, training_device
 from skdiffclust.forest._solver import (
-    forest_from_features,
-    forest_from_similarity,
     resolved_metric_params,
     thread_limit,
     warn_if_duplicates_split,
 )
+
+COUNT_ATTRIBUTES = ("n_clusters_candidates_", "n_clusters_scores_")
 
 
 def _has_embedding(estimator):
@@ -63,8 +59,17 @@ class SpanningForestClustering(ClusterMixin, _SetOutputMixin, BaseEstimator):
 
     Parameters
     ----------
-    n_clusters : int, default=2
-        Number of clusters k, i.e. trees of the forest.
+    n_clusters : int or 'auto', default=2
+        Number of clusters k, i.e. trees of the forest. ``'auto'``: the k, from 2
+        to ``max_clusters``, at which the spanning tree's edge lengths, sorted
+        from the heaviest, fall most in ratio: the largest gap between the
+        lightest edge the forest removes and the heaviest it keeps
+        (:ref:`n_clusters_auto_forest`). With constraints, the fewest clusters
+        they allow and the forest of that many trees; with ``embedding``, counted
+        on the input before training (the training needs k).
+
+    max_clusters : int, default=20
+        The largest number ``n_clusters='auto'`` considers.
 
     metric : str or callable, default='euclidean'
         Any metric of :func:`sklearn.metrics.pairwise_distances`; the similarity
@@ -163,8 +168,17 @@ class SpanningForestClustering(ClusterMixin, _SetOutputMixin, BaseEstimator):
         Cluster of each training sample, numbered by first appearance.
 
     n_clusters_ : int
-        Number of clusters found: ``n_clusters`` unless the constraints make that
-        impossible (with an :class:`~skdiffclust.exceptions.InfeasibleConstraintsWarning`).
+        Number of clusters found: ``n_clusters`` (or the number ``'auto'`` chose)
+        unless the constraints make that impossible (with an
+        :class:`~skdiffclust.exceptions.InfeasibleConstraintsWarning`).
+
+    n_clusters_candidates_ : ndarray of shape (n_candidates,)
+        The numbers ``n_clusters='auto'`` chose among. Only then.
+
+    n_clusters_scores_ : ndarray of shape (n_candidates,)
+        The log-gap of each candidate k, ``log(h_(k-1) / h_k)`` (edge lengths
+        ``h`` sorted from the heaviest); the highest was chosen. Only with
+        ``n_clusters='auto'``.
 
     forest_edges_ : ndarray of shape (n_edges, 2)
         The edges of the forest, as pairs of training sample indices; there are
@@ -235,7 +249,8 @@ class SpanningForestClustering(ClusterMixin, _SetOutputMixin, BaseEstimator):
     """
 
     _parameter_constraints: dict = {
-        "n_clusters": [NumberInterval(Integral, 1, None, closed="left")],
+        "n_clusters": [NumberInterval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
+        "max_clusters": [NumberInterval(Integral, 2, None, closed="left")],
         "metric": [StrOptions(set(VALID_METRICS["brute"])), callable],
         "metric_params": [dict, None],
         "algorithm": [StrOptions({"auto", "kd_tree", "prim"})],
@@ -260,7 +275,7 @@ class SpanningForestClustering(ClusterMixin, _SetOutputMixin, BaseEstimator):
         "verbose": ["verbose"],
     }
 
-    def __init__(self, n_clusters=2, *, metric="euclidean", metric_params=None,
+    def __init__(self, n_clusters=2, *, max_clusters=20, metric="euclidean", metric_params=None,
                  algorithm="auto", embedding=None, n_components=2,
                  hidden_layer_sizes=(128,), epsilon=0.1, n_perturbations=100,
                  batch_size=64, max_iter=100, steps_per_epoch=None, learning_rate=1e-2,
@@ -268,6 +283,7 @@ class SpanningForestClustering(ClusterMixin, _SetOutputMixin, BaseEstimator):
                  n_iter_no_change=10, early_stopping=False, validation_fraction=0.1,
                  device="auto", n_jobs=None, random_state=None, verbose=False):
         self.n_clusters = n_clusters
+        self.max_clusters = max_clusters
         self.metric = metric
         self.metric_params = metric_params
         self.algorithm = algorithm
@@ -333,27 +349,24 @@ class SpanningForestClustering(ClusterMixin, _SetOutputMixin, BaseEstimator):
             raw, unit = X, spread_unit(X)
             X = X if unit == 1.0 else X * unit  # exact (a power of two): spread_unit
         constraints = build_constraints(y, n_samples, must_link, cannot_link)
-        # what inference reads (set_params may change the parameters after the fit)
-        fitted = {"n_iter_": 1, "_embedding_template": None, "_sample_shape": sample_shape,
-                  "_unit": 1.0 if precomputed else unit, "embedding_state_": None}
+        check_n_clusters(self.n_clusters, n_samples, auto=True)
         params = None if precomputed else self._clustering_metric_params(X)
         with thread_limit(self.n_jobs):
-            if self.embedding is not None:
-                fitted.update(self._train_embedding(X, y, sample_shape))
-                X = embed(X, fitted["embedding_state_"], fitted["_embedding_template"],
-                          sample_shape)
-                fitted["_n_features_out"] = X.shape[1]
-            if precomputed:
-                forest = forest_from_similarity(X, self.n_clusters, constraints=constraints)
-            else:
-                forest = forest_from_features(
-                    X, self.n_clusters, metric=self._clustering_metric(), metric_params=params,
-                    algorithm=self.algorithm, constraints=constraints)
+            forest, count, trained, X = fit_forest(self, X, y, constraints, params=params,
+                                                   sample_shape=sample_shape)
         # distances in the input's units (after a rescale of tiny data, spread_unit)
         units = 1.0 if precomputed or self.embedding is not None else input_units(
             X, forest.edges, forest.weights, unit, self._clustering_metric(), params, raw)
         if constraints is None:
             warn_if_duplicates_split(X, forest, precomputed)
+        # what inference reads (set_params may change the parameters after the fit)
+        fitted = {"n_iter_": 1, "_embedding_template": None, "_sample_shape": sample_shape,
+                  "_unit": 1.0 if precomputed else unit, "embedding_state_": None, **trained}
+        if count.candidates is not None:
+            fitted.update(zip(COUNT_ATTRIBUTES, (np.asarray(count.candidates, dtype=np.int64),
+                                                 np.asarray(count.scores, dtype=np.float64))))
+        for name in COUNT_ATTRIBUTES:  # an earlier fit's
+            vars(self).pop(name, None)
         for name, value in fitted.items():
             setattr(self, name, value)
         self._fit_X = None if precomputed else X
@@ -409,52 +422,6 @@ class SpanningForestClustering(ClusterMixin, _SetOutputMixin, BaseEstimator):
     def _clustering_metric_params(self, X):
         return None if self.embedding is not None else resolved_metric_params(
             self.metric, self.metric_params, X)  # seuclidean's V from X, as sklearn's
-
-    def _train_embedding(self, X, y, sample_shape):
-        """Train the embedding; returns its fitted attributes."""
-        if self.metric == "precomputed":
-            raise ValueError(
-                "embedding needs feature vectors; it cannot be used with "
-                "metric='precomputed'."
-            )
-        embedding_module, torch_utils = _import_torch_training()
-        labels = (np.full(X.shape[0], UNLABELLED) if y is None
-                  else check_partial_labels(y, X.shape[0]))
-        init_seed, train_seed, split_seed = derive_seeds(self.random_state, 3)
-        module = embedding_module.make_embedding(
-            self.embedding, X.shape[1], self.n_components,
-            check_hidden_layer_sizes(self.hidden_layer_sizes),
-            torch_utils.make_generator(init_seed),
-        )
-        validation_data = None
-        if self.early_stopping and np.count_nonzero(labels != UNLABELLED) >= 2:
-            X, labels, validation_data = hold_out(X, labels, self.validation_fraction,
-                                                  split_seed)
-        if np.count_nonzero(labels != UNLABELLED) < 2:
-            warnings.warn(
-                "Fewer than two labelled samples in y: nothing to learn from, the "
-                "embedding keeps its initial weights.", UserWarning, stacklevel=5,
-            )
-        # 'linear' and 'mlp' embed with NumPy (no torch object is kept, so that the
-        # fitted model loads without torch); a user module is kept as a CPU template
-        return embedding_module.fit_embedding(
-            module, X, labels,
-            self._embedding_settings(training_device(
-                self.device, self.embedding, self.batch_size), train_seed),
-            validation_data=validation_data, sample_shape=sample_shape,
-            keep_template=not isinstance(self.embedding, str))
-
-    def _embedding_settings(self, device, seed):
-        """This fit's training settings: the parameters, ``device`` and ``seed``."""
-        return EmbeddingSettings(  # values as given, as the training always took them
-            n_clusters=self.n_clusters, epsilon=self.epsilon,
-            n_perturbations=self.n_perturbations, batch_size=self.batch_size,
-            max_iter=self.max_iter, learning_rate=self.learning_rate, tol=self.tol,
-            n_iter_no_change=self.n_iter_no_change, device=device, seed=seed,
-            verbose=self.verbose, weight_decay=self.weight_decay,
-            learning_rate_schedule=self.learning_rate_schedule,
-            steps_per_epoch=self.steps_per_epoch,
-            solver_threads=host_threads(self.n_jobs))
 
     def _clustered_features(self, X):
         """Validated X as the forest sees it: features (embedded if trained), or
@@ -589,11 +556,3 @@ SpanningForestClustering.transform = available_if(_has_embedding)(
     vars(SpanningForestClustering)["transform"])
 SpanningForestClustering.fit_transform = available_if(_has_embedding)(
     vars(SpanningForestClustering)["fit_transform"])
-
-
-def _import_torch_training():
-    import_optional("torch", "SpanningForestClustering(embedding=...)")
-    from skdiffclust._utils import _torch
-    from skdiffclust.forest import _embedding
-
-    return _embedding, _torch

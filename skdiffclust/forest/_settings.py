@@ -6,10 +6,13 @@ derives from them (the training seed, the resolved device, the solver's threads,
 below), and passes it whole to :func:`skdiffclust.forest._embedding.train_embedding`.
 Its ``'auto'`` values are decided here: ``device`` by :func:`training_device`,
 ``algorithm`` (the spanning tree's) by :func:`tree_algorithm` and, for the
-trees of must-link groups, :func:`subset_algorithm`.
+trees of must-link groups, :func:`subset_algorithm`, ``n_clusters`` by
+:func:`counted` from the edges of the spanning tree (or of the forest of the
+fewest trees the constraints allow).
 """
 
 from dataclasses import dataclass
+from typing import NamedTuple, Protocol
 
 import numpy as np
 
@@ -124,3 +127,97 @@ def hold_out(X, labels, fraction, seed):
     held = np.zeros(labels.size, dtype=bool)
     held[numpy_generator(seed).choice(labelled, n_held, replace=False)] = True
     return X[~held], labels[~held], (X[held], labels[held])
+
+
+# n_clusters='auto': the candidate k at which the spanning tree's edge lengths, sorted
+# from the heaviest, h_1 >= h_2 >= ..., fall most in ratio, log(h_(k-1) / h_k): the
+# gap between the lightest edge the k-forest removes and the heaviest it keeps (the
+# forest's own criterion: a k-forest is the tree less its k - 1 heaviest edges).
+# Lengths are floored at COUNT_FLOOR times the heaviest, so that the duplicates'
+# zero lengths give finite ratios. No constant was tuned: measured with scipy's
+# single linkage on the evaluation batteries (wut, graves, other), mean ARI 0.480
+# against 0.466 at the true number of clusters (see the user guide)
+COUNT_FLOOR = 1e-12
+
+
+class ClusterCount(NamedTuple):
+    """A fit's number of clusters: ``n_clusters`` as given (``candidates`` and
+    ``scores`` None), or found among ``candidates`` by their ``scores``
+    (:func:`counted`)."""
+
+    n_clusters: int
+    candidates: object = None
+    scores: object = None
+
+
+class CountedForests(Protocol):
+    """What :func:`counted` reads of an input (``_solver.FeatureForests`` and
+    ``SimilarityForests``): the forest of the fewest trees the constraints allow,
+    and the similarity from which edge lengths are measured (0 for features,
+    whose similarity is minus the distance)."""
+
+    n_samples: int
+    similarity_reference: float
+
+    def fewest(self):
+        """A ``_solver.SpanningForest``."""
+
+
+def is_counted(n_clusters):
+    """Whether ``n_clusters`` is found by :func:`counted` (``'auto'``)."""
+    return isinstance(n_clusters, str) and n_clusters == "auto"
+
+
+def counted(n_clusters, max_clusters, forests):
+    """``n_clusters`` as an integer, and how it was found.
+
+    ``n_clusters='auto'``: from the forest of the fewest trees the constraints
+    allow (``forests.fewest()``, the spanning tree without constraints), the
+    candidate of highest :func:`count_scores` (the smallest of equal scores)
+    among :func:`count_candidates`. An edge's length is
+    ``forests.similarity_reference`` minus its similarity: its distance for
+    features, the largest similarity minus its own for a similarity matrix. The
+    must-link edges, which every forest keeps, are not read.
+
+    Returns
+    -------
+    count : ClusterCount
+    """
+    if not is_counted(n_clusters):
+        return ClusterCount(n_clusters)
+    fewest = forests.fewest()
+    reference = forests.similarity_reference
+    lengths = np.sort(reference - fewest.weights[fewest.n_fixed:])[::-1]
+    n_fewest = fewest.n_clusters
+    candidates = count_candidates(max_clusters, n_fewest, lengths.size)
+    if candidates.size == 0:  # nothing to compare: the fewest, two with two samples
+        return ClusterCount(min(max(2, n_fewest), forests.n_samples), candidates,
+                            np.zeros(0))
+    scores = count_scores(lengths, reference + fewest.separation)[candidates - n_fewest]
+    return ClusterCount(int(candidates[int(np.argmax(scores))]), candidates, scores)
+
+
+def count_candidates(max_clusters, n_fewest, n_removable):
+    """The numbers of clusters ``n_clusters='auto'`` chooses among: from 2, or the
+    fewest the constraints allow (``n_fewest``, the lower end even beyond
+    ``max_clusters``), to ``max_clusters``, and at most the numbers whose forest
+    keeps one of the ``n_removable`` edges a larger forest may drop (``n_samples -
+    1`` without constraints)."""
+    low = max(2, n_fewest)
+    high = min(max(max_clusters, low), n_fewest + n_removable - 1)
+    return np.arange(low, high + 1)
+
+
+def count_scores(lengths, separation):
+    """The score of each number of clusters ``n_fewest + j``, j = 0 .. m - 1, from
+    the ``m`` lengths of the edges the forests drop, heaviest first (h_1 >= ... >=
+    h_m): ``log(h_j / h_(j+1))``, the lightest edge removed against the heaviest
+    kept, with ``h_0 = separation``, the distance between the fewest trees
+    (infinite for one tree), floored at :data:`COUNT_FLOOR` times the heaviest
+    finite length."""
+    values = np.concatenate([[separation], np.asarray(lengths, dtype=np.float64)])
+    finite = values[np.isfinite(values)]
+    largest = float(finite.max()) if finite.size else 0.0
+    floored = np.maximum(values, max(COUNT_FLOOR * largest, np.finfo(np.float64).tiny))
+    with np.errstate(over="ignore"):
+        return np.log(floored[:-1] / floored[1:])

@@ -47,6 +47,7 @@ from skdiffclust.forest._dense import (
     constrained_forest,
     kernel_constraints,
     unconstrained_forest,
+    upper_triangle_edges,
 )
 
 EUCLIDEAN_METRICS = ("euclidean", "l2", "sqeuclidean")
@@ -75,7 +76,9 @@ class SpanningForest:
     """A k-spanning forest: its edges, their similarity weights and its clusters.
 
     ``separation`` is the smallest distance (minus similarity) between two samples
-    of different trees, infinite for a single tree.
+    of different trees, infinite for a single tree. The first ``n_fixed`` edges are
+    must-link edges; the others were accepted by Kruskal's order, and a forest of
+    more clusters drops them heaviest first.
     """
 
     edges: np.ndarray
@@ -83,6 +86,7 @@ class SpanningForest:
     labels: np.ndarray
     n_clusters: int
     separation: float = np.inf
+    n_fixed: int = 0
 
 
 # --------------------------------------------------------------------------- trees
@@ -332,9 +336,12 @@ def _warn_if_infeasible(n_reached, n_clusters):
         )
 
 
-def _assemble(n, edge_src, edge_dst, edge_dist, n_reached, n_clusters, candidates):
+def _assemble(n, edge_src, edge_dst, edge_dist, n_reached, n_clusters, candidates,
+              n_fixed=0, warn=True):
     """The forest of the given edges; ``candidates`` ``(src, dst, dist)`` holds a
-    minimum spanning tree (or every edge) of the samples, for the separation.
+    minimum spanning tree (or every edge) of the samples, for the separation. The
+    first ``n_fixed`` edges are must-link edges. ``warn``: warn when ``n_clusters``
+    was not reached.
 
     The lightest edge between two clusters is an edge of any minimum spanning tree
     (it is the lightest edge leaving its cluster): the tree gives the separation.
@@ -342,17 +349,19 @@ def _assemble(n, edge_src, edge_dst, edge_dist, n_reached, n_clusters, candidate
     edges = np.column_stack([edge_src, edge_dst]).astype(np.int64)
     labels, n_labels = component_labels(n, np.ascontiguousarray(edges[:, 0]),
                                         np.ascontiguousarray(edges[:, 1]))
-    _warn_if_infeasible(n_labels, n_clusters)
+    if warn:
+        _warn_if_infeasible(n_labels, n_clusters)
     src, dst, dist = candidates
     crossing = labels[src] != labels[dst]
     return SpanningForest(
         edges=edges, weights=-np.asarray(edge_dist, dtype=np.float64),
         labels=labels, n_clusters=int(n_labels),
         separation=float(dist[crossing].min()) if crossing.any() else np.inf,
+        n_fixed=int(n_fixed),
     )
 
 
-def solve_forest(n, n_clusters, constraints, tree_of_subset, all_edges):
+def solve_forest(n, n_clusters, constraints, tree_of_subset, all_edges, warn=True):
     """Maximum-weight k-forest under constraints, whatever the input.
 
     Parameters
@@ -366,13 +375,15 @@ def solve_forest(n, n_clusters, constraints, tree_of_subset, all_edges):
     all_edges : callable
         ``all_edges() -> (src, dst, dist)`` for every pair, needed only for
         cannot-link structures that are not complete between groups.
+    warn : bool, default=True
+        Warn when the constraints do not allow ``n_clusters`` trees.
     """
     check_n_clusters(n_clusters, n)
     if constraints is None or constraints.is_empty:
         src, dst, dist = tree_of_subset(None)
         kept, n_reached = forest_of_spanning_tree(src, dst, dist, n_clusters)
         return _assemble(n, src[kept], dst[kept], dist[kept], n_reached, n_clusters,
-                         (src, dst, dist))
+                         (src, dst, dist), warn=warn)
 
     members = constraints.members()
     rooted = constraints.rooted_samples()
@@ -410,6 +421,8 @@ def solve_forest(n, n_clusters, constraints, tree_of_subset, all_edges):
         n_reached,
         n_clusters,
         candidates,
+        n_fixed=fixed_src.shape[0],
+        warn=warn,
     )
 
 
@@ -425,34 +438,71 @@ def _check_all_pairs_memory(n):
         )
 
 
-@interruptible
+class FeatureForests:
+    """The k-forests of feature vectors (similarity = minus distance), for any k:
+    the spanning tree (and, for general cannot-links, every pair's distance) is
+    computed once, on first use. ``similarity_reference``: 0, so that the length
+    of an edge, ``similarity_reference - similarity``, is its distance."""
+
+    similarity_reference = 0.0
+
+    def __init__(self, X, *, metric="euclidean", metric_params=None, algorithm="auto",
+                 constraints=None):
+        self.X, self.metric, self.metric_params = X, metric, metric_params
+        self.algorithm, self.constraints = algorithm, constraints
+        self.n_samples = X.shape[0]
+        self._tree = self._edges = None
+
+    def _tree_of_subset(self, indices):
+        if indices is not None:
+            return feature_tree(self.X[indices], metric=self.metric,
+                                metric_params=self.metric_params,
+                                algorithm=subset_algorithm(self.algorithm, indices.size))
+        if self._tree is None:
+            self._tree = feature_tree(self.X, metric=self.metric,
+                                      metric_params=self.metric_params,
+                                      algorithm=self.algorithm)
+        return self._tree
+
+    def _all_edges(self):
+        if self._edges is None:
+            self._edges = _all_feature_edges(self.X, self.metric, self.metric_params)
+        return self._edges
+
+    @interruptible
+    def forest(self, n_clusters):
+        """The maximum-weight forest of ``n_clusters`` trees (under the constraints)."""
+        return solve_forest(self.n_samples, n_clusters, self.constraints,
+                            self._tree_of_subset, self._all_edges)
+
+    @interruptible
+    def fewest(self):
+        """The forest of the fewest trees the constraints allow (one without them)."""
+        return solve_forest(self.n_samples, 1, self.constraints, self._tree_of_subset,
+                            self._all_edges, warn=False)
+
+
+def _all_feature_edges(X, metric, metric_params):
+    n = X.shape[0]
+    _check_all_pairs_memory(n)
+    src, dst = np.triu_indices(n, k=1)
+    dist = np.empty(src.shape[0])
+    start = 0
+    for chunk in pairwise_distances_chunked(X, metric=metric, **(metric_params or {})):
+        rows = np.arange(start, start + chunk.shape[0])
+        lo = _triu_offset(rows[0], n)
+        hi = _triu_offset(rows[-1] + 1, n)
+        mask = np.triu(np.ones_like(chunk, dtype=bool), k=start + 1)
+        dist[lo:hi] = chunk[mask]
+        start += chunk.shape[0]
+    return src.astype(np.int64), dst.astype(np.int64), dist
+
+
 def forest_from_features(X, n_clusters, *, metric="euclidean", metric_params=None,
                          algorithm="auto", constraints=None):
     """Maximum-weight k-forest of feature vectors (similarity = minus distance)."""
-    n = X.shape[0]
-
-    def tree_of_subset(indices):
-        if indices is None:
-            return feature_tree(X, metric=metric, metric_params=metric_params,
-                                algorithm=algorithm)
-        return feature_tree(X[indices], metric=metric, metric_params=metric_params,
-                            algorithm=subset_algorithm(algorithm, indices.size))
-
-    def all_edges():
-        _check_all_pairs_memory(n)
-        src, dst = np.triu_indices(n, k=1)
-        dist = np.empty(src.shape[0])
-        start = 0
-        for chunk in pairwise_distances_chunked(X, metric=metric, **(metric_params or {})):
-            rows = np.arange(start, start + chunk.shape[0])
-            lo = _triu_offset(rows[0], n)
-            hi = _triu_offset(rows[-1] + 1, n)
-            mask = np.triu(np.ones_like(chunk, dtype=bool), k=start + 1)
-            dist[lo:hi] = chunk[mask]
-            start += chunk.shape[0]
-        return src.astype(np.int64), dst.astype(np.int64), dist
-
-    return solve_forest(n, n_clusters, constraints, tree_of_subset, all_edges)
+    return FeatureForests(X, metric=metric, metric_params=metric_params,
+                          algorithm=algorithm, constraints=constraints).forest(n_clusters)
 
 
 def _triu_offset(row, n):
@@ -460,19 +510,53 @@ def _triu_offset(row, n):
     return row * n - row * (row + 1) // 2
 
 
-@interruptible
+class SimilarityForests:
+    """The k-forests of a dense symmetric similarity matrix, for any k: its maximum
+    spanning tree is computed once. ``similarity_reference``: the largest
+    similarity, so that edge lengths, ``similarity_reference - similarity``, are
+    the distances of ``S = -D``."""
+
+    def __init__(self, S, *, constraints=None):
+        self.S, self.constraints, self.n_samples = S, constraints, S.shape[0]
+        self._tree = None
+
+    @property
+    def similarity_reference(self):
+        return float(self.S.max()) if self.S.size else 0.0
+
+    def _tree_of_subset(self, indices):
+        if indices is not None:
+            return similarity_tree(np.ascontiguousarray(self.S[np.ix_(indices, indices)]))
+        if self._tree is None:
+            self._tree = similarity_tree(self.S)
+        return self._tree
+
+    @interruptible
+    def forest(self, n_clusters):
+        """The maximum-weight forest of ``n_clusters`` trees (under the constraints)."""
+        n = self.n_samples
+        check_n_clusters(n_clusters, n)
+        tree = self._tree_of_subset(None)
+        if self.constraints is None or self.constraints.is_empty:
+            src, dst, dist, n_reached = unconstrained_forest(*tree, n_clusters)
+        else:
+            src, dst, dist, n_reached = constrained_forest(
+                self.S, n_clusters, *tree, *kernel_constraints(self.constraints)
+            )
+        return _assemble(n, src, dst, dist, n_reached, n_clusters, tree)
+
+    @interruptible
+    def fewest(self):
+        """The forest of the fewest trees the constraints allow (one without them),
+        which tells the edges a forest of more trees drops (``n_fixed``): by the
+        plain solver, as for features, on the same spanning tree."""
+        return solve_forest(self.n_samples, 1, self.constraints, self._tree_of_subset,
+                            lambda: upper_triangle_edges(self.S), warn=False)
+
+
 def forest_from_similarity(S, n_clusters, *, constraints=None):
     """Maximum-weight k-forest of a dense symmetric similarity matrix."""
-    n = S.shape[0]
-    check_n_clusters(n_clusters, n)
-    tree = similarity_tree(S)
-    if constraints is None or constraints.is_empty:
-        src, dst, dist, n_reached = unconstrained_forest(*tree, n_clusters)
-    else:
-        src, dst, dist, n_reached = constrained_forest(
-            S, n_clusters, *tree, *kernel_constraints(constraints)
-        )
-    return _assemble(n, src, dst, dist, n_reached, n_clusters, tree)
+    return SimilarityForests(S, constraints=constraints).forest(n_clusters)
 
 
 def warn_if_duplicates_split(X, forest, precomputed):
