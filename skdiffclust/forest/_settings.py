@@ -153,14 +153,17 @@ class ClusterCount(NamedTuple):
 class CountedForests(Protocol):
     """What :func:`counted` reads of an input (``_solver.FeatureForests`` and
     ``SimilarityForests``): the forest of the fewest trees the constraints allow,
-    and the similarity from which edge lengths are measured (0 for features,
-    whose similarity is minus the distance)."""
+    the spanning tree, and the similarity from which edge lengths are measured (0
+    for features, whose similarity is minus the distance)."""
 
     n_samples: int
     similarity_reference: float
 
     def fewest(self):
         """A ``_solver.SpanningForest``."""
+
+    def tree(self):
+        """The spanning tree, ``(src, dst, distance)`` (minus similarity)."""
 
 
 def is_counted(n_clusters):
@@ -177,7 +180,9 @@ def counted(n_clusters, max_clusters, forests):
     among :func:`count_candidates`. An edge's length is
     ``forests.similarity_reference`` minus its similarity: its distance for
     features, the largest similarity minus its own for a similarity matrix. The
-    must-link edges, which every forest keeps, are not read.
+    must-link edges, which every forest keeps, are not read; the fewest number
+    itself (with constraints) compares the heaviest edge kept with the heaviest
+    edge of the spanning tree the constraints cut.
 
     Returns
     -------
@@ -193,7 +198,11 @@ def counted(n_clusters, max_clusters, forests):
     if candidates.size == 0:  # nothing to compare: the fewest, two with two samples
         return ClusterCount(min(max(2, n_fewest), forests.n_samples), candidates,
                             np.zeros(0))
-    scores = count_scores(lengths, reference + fewest.separation)[candidates - n_fewest]
+    cut = np.inf
+    if n_fewest > 1:
+        src, dst, dist = forests.tree()
+        cut = reference + float(dist[fewest.labels[src] != fewest.labels[dst]].max())
+    scores = count_scores(lengths, cut)[candidates - n_fewest]
     return ClusterCount(int(candidates[int(np.argmax(scores))]), candidates, scores)
 
 
@@ -208,14 +217,14 @@ def count_candidates(max_clusters, n_fewest, n_removable):
     return np.arange(low, high + 1)
 
 
-def count_scores(lengths, separation):
+def count_scores(lengths, cut):
     """The score of each number of clusters ``n_fewest + j``, j = 0 .. m - 1, from
     the ``m`` lengths of the edges the forests drop, heaviest first (h_1 >= ... >=
     h_m): ``log(h_j / h_(j+1))``, the lightest edge removed against the heaviest
-    kept, with ``h_0 = separation``, the distance between the fewest trees
+    kept, with ``h_0 = cut``, the heaviest tree edge between the fewest trees
     (infinite for one tree), floored at :data:`COUNT_FLOOR` times the heaviest
     finite length."""
-    values = np.concatenate([[separation], np.asarray(lengths, dtype=np.float64)])
+    values = np.concatenate([[cut], np.asarray(lengths, dtype=np.float64)])
     finite = values[np.isfinite(values)]
     largest = float(finite.max()) if finite.size else 0.0
     floored = np.maximum(values, max(COUNT_FLOOR * largest, np.finfo(np.float64).tiny))

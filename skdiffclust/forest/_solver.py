@@ -464,6 +464,10 @@ class FeatureForests:
                                       algorithm=self.algorithm)
         return self._tree
 
+    def tree(self):
+        """The minimum spanning tree, ``(src, dst, distance)``."""
+        return self._tree_of_subset(None)
+
     def _all_edges(self):
         if self._edges is None:
             self._edges = _all_feature_edges(self.X, self.metric, self.metric_params)
@@ -530,6 +534,10 @@ class SimilarityForests:
         if self._tree is None:
             self._tree = similarity_tree(self.S)
         return self._tree
+
+    def tree(self):
+        """The maximum spanning tree, ``(src, dst, -similarity)``."""
+        return self._tree_of_subset(None)
 
     @interruptible
     def forest(self, n_clusters):
