@@ -10,6 +10,10 @@ Fashion-MNIST (``--images``), this runs in one process:
   2 to ``--max-clusters``;
 * ``PRCut``: ``PRCut(n_clusters=k, random_state=0)`` at the reference number k
   (the first reference labelling's), for the time and quality of a fit given k;
+* ``SpanningForest-auto``: ``SpanningForestClustering(n_clusters='auto')``, its
+  candidates 2 to ``--max-clusters`` (the largest gap of the spanning tree's edges);
+* ``SpanningForest``: ``SpanningForestClustering(n_clusters=k)`` at the reference
+  number k (single linkage given k);
 * ``HDBSCAN``: ``HDBSCAN(copy=True)`` at its defaults (clusters found; its noise
   points count as one more cluster in the scores);
 * ``GMM-BIC``: ``GaussianMixture(n_components=k, random_state=0)`` for each
@@ -33,6 +37,7 @@ Usage::
     python benchmarks/bench_n_clusters.py --quick
     python benchmarks/bench_n_clusters.py                       # the six batteries
     python benchmarks/bench_n_clusters.py --batteries wut --estimators PRCut-auto,HDBSCAN
+    python benchmarks/bench_n_clusters.py --estimators SpanningForest-auto,SpanningForest
     python benchmarks/bench_n_clusters.py --images digits --batteries none
     python benchmarks/bench_n_clusters.py --csv benchmarks/results/n_clusters.csv
 """
@@ -64,7 +69,7 @@ QUICK = ("fcps/hepta", "fcps/lsun", "fcps/tetra", "wut/x1", "wut/z3", "graves/de
 SEED = 0
 N_NEIGHBORS = 10
 PEERS = ("HDBSCAN", "GMM-BIC", "KMeans-silhouette", "Spectral-eigengap")
-OURS = ("PRCut-auto", "PRCut")
+OURS = ("PRCut-auto", "PRCut", "SpanningForest-auto", "SpanningForest")
 SILHOUETTE_SAMPLE = 10_000
 
 
@@ -163,6 +168,18 @@ def prcut_given(X, k, max_clusters):
     return PRCut(n_clusters=k, random_state=SEED).fit(X).labels_
 
 
+def forest_auto(X, k, max_clusters):
+    from skdiffclust.forest import SpanningForestClustering
+
+    return SpanningForestClustering(n_clusters="auto", max_clusters=max_clusters).fit(X).labels_
+
+
+def forest_given(X, k, max_clusters):
+    from skdiffclust.forest import SpanningForestClustering
+
+    return SpanningForestClustering(n_clusters=k).fit(X).labels_
+
+
 def hdbscan(X, k, max_clusters):
     from sklearn.cluster import HDBSCAN
 
@@ -221,7 +238,9 @@ def spectral_eigengap(X, k, max_clusters):
                               random_state=SEED).fit_predict(X)
 
 
-METHODS = {"PRCut-auto": prcut_auto, "PRCut": prcut_given, "HDBSCAN": hdbscan,
+METHODS = {"PRCut-auto": prcut_auto, "PRCut": prcut_given,
+           "SpanningForest-auto": forest_auto, "SpanningForest": forest_given,
+           "HDBSCAN": hdbscan,
            "GMM-BIC": gmm_bic, "KMeans-silhouette": kmeans_silhouette,
            "Spectral-eigengap": spectral_eigengap}
 
