@@ -64,9 +64,10 @@ class SpanningForestClustering(ClusterMixin, _SetOutputMixin, BaseEstimator):
         to ``max_clusters``, at which the spanning tree's edge lengths, sorted
         from the heaviest, fall most in ratio: the largest gap between the
         lightest edge the forest removes and the heaviest it keeps
-        (:ref:`n_clusters_auto_forest`). With constraints, the fewest clusters
-        they allow and the forest of that many trees; with ``embedding``, counted
-        on the input before training (the training needs k).
+        (:ref:`n_clusters_auto_forest`). Lengths are distances; with
+        ``metric='precomputed'``, the largest similarity minus the edge's. With
+        constraints the candidates start at the fewest clusters they allow; with
+        ``embedding`` the number is counted on the input, before training.
 
     max_clusters : int, default=20
         The largest number ``n_clusters='auto'`` considers.
@@ -240,6 +241,11 @@ class SpanningForestClustering(ClusterMixin, _SetOutputMixin, BaseEstimator):
     >>> X = np.array([[0.0, 0.0], [0.1, 0.0], [5.0, 5.0], [5.1, 5.0], [9.0, 0.0]])
     >>> SpanningForestClustering(n_clusters=3).fit(X).labels_
     array([0, 0, 1, 1, 2])
+
+    ``n_clusters='auto'`` cuts the tree at its largest gap:
+
+    >>> SpanningForestClustering(n_clusters="auto").fit(X).n_clusters_
+    3
 
     Partial labels (``-1`` for unlabelled) force samples apart:
 
