@@ -54,7 +54,7 @@ import math
 
 import numpy as np
 
-from skdiffclust._training._optim import ADAM_BETA1, ADAM_BETA2, adam_update
+from skdiffclust._training._optim import ADAM_BETA1, ADAM_BETA2, adam_update, integer_power
 from skdiffclust.clam._fastexp import exp_weights
 from skdiffclust._utils._numba import jit
 
@@ -629,7 +629,7 @@ def batch_loss_and_grads(X, hidden, P, W, fill, *, start_from_fill, beta, cosine
 # -- the epoch ------------------------------------------------------------------------
 
 
-@jit(error_model="numpy", nogil=True, _nrt=False)
+@jit(error_model="numpy", nogil=True, _nrt=False, no_cfunc_wrapper=True)
 def _train_batches(X, order, hidden, fill, start_from_fill, restarts, P, W, lr, adam_steps,
                    weighted, beta, cosine, n_steps, constants, batch_size, clip, start, stop,
                    work):
@@ -657,8 +657,8 @@ def _train_batches(X, order, hidden, fill, start_from_fill, restarts, P, W, lr, 
                               start_from_fill, beta, cosine, n_steps, constants, ws,
                               prepared, grad_P, grad_W, losses, clip, clip_scratch)
         adam_steps += 1
-        correction1 = 1.0 - ADAM_BETA1**adam_steps
-        correction2 = 1.0 - ADAM_BETA2**adam_steps
+        correction1 = 1.0 - integer_power(ADAM_BETA1, adam_steps)
+        correction2 = 1.0 - integer_power(ADAM_BETA2, adam_steps)
         for slot in range(restarts.shape[0]):
             r = restarts[slot]
             for b in range(n_rows):
@@ -671,10 +671,11 @@ def _train_batches(X, order, hidden, fill, start_from_fill, restarts, P, W, lr, 
                         strongest = mu
                 counts[r, strongest] += 1
             step_size = lr[r] / correction1
-            adam_update(P[r], grad_P[r], m_P[r], v_P[r], step_size, correction2)
-            if weighted:  # rows as (1, k) arrays: the type of P[r], one compilation
-                adam_update(W[r:r + 1], grad_W[r:r + 1], m_W[r:r + 1], v_W[r:r + 1],
-                            step_size, correction2)
+            for mu in range(k):  # rows: the 1-D arrays of W[r], one compilation
+                adam_update(P[r, mu], grad_P[r, mu], m_P[r, mu], v_P[r, mu], step_size,
+                            correction2)
+            if weighted:
+                adam_update(W[r], grad_W[r], m_W[r], v_W[r], step_size, correction2)
             # the sum of the iterates, for their average over the epoch
             for mu in range(k):
                 sum_W[r, mu] += W[r, mu]
