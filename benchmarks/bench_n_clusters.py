@@ -14,6 +14,9 @@ Fashion-MNIST (``--images``), this runs in one process:
   candidates 2 to ``--max-clusters`` (the largest gap of the spanning tree's edges);
 * ``SpanningForest``: ``SpanningForestClustering(n_clusters=k)`` at the reference
   number k (single linkage given k);
+* ``Deep-auto`` and ``Deep`` (the image sets only):
+  ``deep.DeepImageClustering(n_clusters='auto', random_state=0)``, and the same
+  at the reference number k;
 * ``HDBSCAN``: ``HDBSCAN(copy=True)`` at its defaults (clusters found; its noise
   points count as one more cluster in the scores);
 * ``GMM-BIC``: ``GaussianMixture(n_components=k, random_state=0)`` for each
@@ -38,6 +41,8 @@ Usage::
     python benchmarks/bench_n_clusters.py                       # the six batteries
     python benchmarks/bench_n_clusters.py --batteries wut --estimators PRCut-auto,HDBSCAN
     python benchmarks/bench_n_clusters.py --estimators SpanningForest-auto,SpanningForest
+    python benchmarks/bench_n_clusters.py --batteries none --images digits,mnist \
+        --estimators Deep-auto,Deep,PRCut-auto
     python benchmarks/bench_n_clusters.py --images digits --batteries none
     python benchmarks/bench_n_clusters.py --csv benchmarks/results/n_clusters.csv
 """
@@ -70,6 +75,8 @@ SEED = 0
 N_NEIGHBORS = 10
 PEERS = ("HDBSCAN", "GMM-BIC", "KMeans-silhouette", "Spectral-eigengap")
 OURS = ("PRCut-auto", "PRCut", "SpanningForest-auto", "SpanningForest")
+# fitted on the image sets only (--images)
+IMAGES_ONLY = ("Deep-auto", "Deep")
 SILHOUETTE_SAMPLE = 10_000
 
 
@@ -180,6 +187,19 @@ def forest_given(X, k, max_clusters):
     return SpanningForestClustering(n_clusters=k).fit(X).labels_
 
 
+def deep_auto(X, k, max_clusters):
+    from skdiffclust.deep import DeepImageClustering
+
+    return DeepImageClustering(n_clusters="auto", max_clusters=max_clusters,
+                               random_state=SEED).fit(X).labels_
+
+
+def deep_given(X, k, max_clusters):
+    from skdiffclust.deep import DeepImageClustering
+
+    return DeepImageClustering(n_clusters=k, random_state=SEED).fit(X).labels_
+
+
 def hdbscan(X, k, max_clusters):
     from sklearn.cluster import HDBSCAN
 
@@ -240,6 +260,7 @@ def spectral_eigengap(X, k, max_clusters):
 
 METHODS = {"PRCut-auto": prcut_auto, "PRCut": prcut_given,
            "SpanningForest-auto": forest_auto, "SpanningForest": forest_given,
+           "Deep-auto": deep_auto, "Deep": deep_given,
            "HDBSCAN": hdbscan,
            "GMM-BIC": gmm_bic, "KMeans-silhouette": kmeans_silhouette,
            "Spectral-eigengap": spectral_eigengap}
@@ -280,8 +301,10 @@ def warm_up(names, max_clusters, threads):
 
     X, y = make_blobs(200, n_features=3, centers=3, random_state=SEED)
     tiny = Dataset("warm-up", "warm-up", X, [y + 1], [3])
+    images = load_images("digits")
+    images = Dataset("warm-up", "warm-up", images.X[:200], [images.labellings[0][:200]], [10])
     for name in names:
-        fit_one(name, tiny, max_clusters, threads)
+        fit_one(name, images if name in IMAGES_ONLY else tiny, max_clusters, threads)
 
 
 # ---------------------------------------------------------------- report
@@ -302,7 +325,7 @@ def print_per_dataset(datasets, fits, names):
         cells = []
         for name in names:
             fit = fits[ds.key].get(name)
-            cells.append("error" if fit is None or fit.error
+            cells.append("-" if fit is None else "error" if fit.error
                          else f"{fit.n_found}{'*' if fit.right(ds) else ''} {fit.ari:.2f}")
         rows.append([ds.key, "/".join(map(str, ds.n_clusters))] + cells)
     print("\nNumber found (* a reference number) and ARI:")
@@ -384,6 +407,8 @@ def main(argv=None):
     fits = defaultdict(dict)
     for ds in datasets:
         for name in names:
+            if name in IMAGES_ONLY and ds.group != "images":
+                continue
             fit = fits[ds.key][name] = fit_one(name, ds, args.max_clusters, args.threads)
             status = fit.error or f"found {fit.n_found} ARI {fit.ari:.3f} {fit.cpu_seconds:.1f} s"
             print(f"{ds.key:28s} k={'/'.join(map(str, ds.n_clusters)):9s} {name:18s} {status}",

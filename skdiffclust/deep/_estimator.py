@@ -28,6 +28,9 @@ from skdiffclust.deep._settings import DeepSettings
 # seeds: graph features, spectral start, network, then warm-up, clustering and
 # self-labelling batches
 N_SEEDS = 6
+# the fitted attributes of n_clusters='auto'
+COUNT_ATTRIBUTES = ("n_clusters_candidates_", "n_clusters_scores_",
+                    "n_clusters_modularity_")
 
 
 class DeepImageClustering(RenamedParameters, ClassNamePrefixFeaturesOutMixin,
@@ -47,8 +50,16 @@ class DeepImageClustering(RenamedParameters, ClassNamePrefixFeaturesOutMixin,
 
     Parameters
     ----------
-    n_clusters : int, default=8
-        Number of clusters.
+    n_clusters : int or 'auto', default=8
+        Number of clusters. ``'auto'``: the images graph's connected components of
+        10% of the images or more, when there are two or more; else the number,
+        from 2 to ``max_clusters``, after which the spectrum of the graph's
+        shared-neighbour weights jumps most in ratio, where two numbers' jumps are
+        within 20% of each other the one whose spectral start has the higher
+        modularity (:ref:`n_clusters_auto`).
+
+    max_clusters : int, default=20
+        The largest number ``n_clusters='auto'`` considers.
 
     image_shape : tuple of int, default=None
         ``(height, width)``, ``(channels, height, width)`` or ``(height, width,
@@ -158,7 +169,20 @@ class DeepImageClustering(RenamedParameters, ClassNamePrefixFeaturesOutMixin,
 
     n_clusters_ : int
         Number of clusters with at least one training image (at most
-        ``n_clusters``).
+        ``n_clusters``, or the number ``'auto'`` found).
+
+    n_clusters_candidates_ : ndarray of shape (n_candidates,)
+        The numbers ``n_clusters='auto'`` chose among. Only then.
+
+    n_clusters_scores_ : ndarray of shape (n_candidates,)
+        Their scores, the log ratio of the eigenvalues k + 1 and k of the
+        normalised Laplacian of the graph's shared-neighbour weights. Only with
+        ``'auto'``.
+
+    n_clusters_modularity_ : ndarray of shape (n_candidates,)
+        The modularity on the graph of the spectral start's partition of the
+        candidates within 20% of the best score (NaN for the others), which
+        decides between them. Only with ``'auto'``.
 
     network_state_ : dict of str to ndarray
         The trained network's weights and normalisation statistics (its torch
@@ -249,7 +273,9 @@ class DeepImageClustering(RenamedParameters, ClassNamePrefixFeaturesOutMixin,
     _renamed_parameters = {"gamma": "balance"}
 
     _parameter_constraints: dict = {
-        "n_clusters": [NumberInterval(Integral, 1, None, closed="left")],
+        "n_clusters": [NumberInterval(Integral, 1, None, closed="left"),
+                       StrOptions({"auto"})],
+        "max_clusters": [NumberInterval(Integral, 2, None, closed="left")],
         "image_shape": ["array-like", None],
         "channels": [StrOptions({"auto", "first", "last"})],
         "n_neighbors": [NumberInterval(Integral, 1, None, closed="left")],
@@ -275,13 +301,14 @@ class DeepImageClustering(RenamedParameters, ClassNamePrefixFeaturesOutMixin,
     }
 
     @refusing_former_names
-    def __init__(self, n_clusters=8, *, image_shape=None, channels="auto", n_neighbors=10,
+    def __init__(self, n_clusters=8, *, max_clusters=20, image_shape=None, channels="auto", n_neighbors=10,
                  n_eigenvectors="auto", n_heads=5, balance=1.0, self_labelling=0,
                  confidence=0.99, max_rotation=15.0, max_scale=0.1, max_shift=0.1,
                  max_side=32, batch_size=256, learning_rate=1e-3, max_iter="auto", tol=1e-3,
                  n_iter_no_change=5, device="auto", n_jobs=None, random_state=None,
                  verbose=False):
         self.n_clusters = n_clusters
+        self.max_clusters = max_clusters
         self.image_shape = image_shape
         self.channels = channels
         self.n_neighbors = n_neighbors
@@ -327,7 +354,7 @@ class DeepImageClustering(RenamedParameters, ClassNamePrefixFeaturesOutMixin,
         """
         images = check_images(self, X, reset=True, ensure_min_samples=2)
         n_samples = images.shape[0]
-        check_n_clusters(self.n_clusters, n_samples)
+        check_n_clusters(self.n_clusters, n_samples, auto=True)
         settings = self._settings(n_samples)
         _require_torch()
         from skdiffclust._utils._torch import state_to_numpy
@@ -338,7 +365,7 @@ class DeepImageClustering(RenamedParameters, ClassNamePrefixFeaturesOutMixin,
         scaled = scale(pixels)
         del pixels
         seeds = derive_seeds(self.random_state, N_SEEDS)
-        network, graph, start, result, kept, self_labelled = fit_network(
+        network, graph, start, result, kept, self_labelled, settings, count = fit_network(
             scaled, settings, seeds, type(self).__name__)
         # the network as NumPy arrays: predict and pickles need no torch
         self.network_state_ = state_to_numpy(network)
@@ -362,15 +389,27 @@ class DeepImageClustering(RenamedParameters, ClassNamePrefixFeaturesOutMixin,
             np.empty((0, settings.n_heads))
         self.loss_curve_ = np.asarray(curve[:, kept], dtype=np.float64)
         self.n_iter_ = int(result.n_iter)
-        if self.n_clusters_ < self.n_clusters:
+        self._set_count(count)
+        if self.n_clusters_ < settings.n_clusters:
             identical = np.ptp(images.reshape(n_samples, -1), axis=0).max() == 0
             warn_empty_clusters(
-                "DeepImageClustering", self.n_clusters_, self.n_clusters,
+                "DeepImageClustering", self.n_clusters_, settings.n_clusters,
                 cause=("the images are all identical" if identical else
                        "the network assigns no training image to the others"),
                 remedy="A larger balance (balanced clusters)", relabelled=False,
                 stacklevel=4)  # fit, keeps_state_on_failure, _fit_context
         return self
+
+    def _set_count(self, count):
+        """The fitted attributes of ``n_clusters='auto'`` (an earlier fit's removed)."""
+        for name in COUNT_ATTRIBUTES:
+            self.__dict__.pop(name, None)
+        if count.candidates is not None:
+            values = (np.asarray(count.candidates, dtype=np.int64),
+                      np.asarray(count.scores, dtype=np.float64),
+                      np.asarray(np.full(count.candidates.size, np.nan) if count.ties is None
+                                 else count.ties, dtype=np.float64))
+            self.__dict__.update(zip(COUNT_ATTRIBUTES, values))
 
     def _settings(self, n_samples):
         """The training's settings for ``n_samples`` images, every ``'auto'``

@@ -31,9 +31,11 @@
 """
 
 import copy
+from typing import NamedTuple
 
 import numpy as np
 import torch
+from scipy import sparse
 from torch.nn import functional as F
 
 from skdiffclust._neighbors import kneighbors
@@ -43,8 +45,10 @@ from skdiffclust.deep._augment import strong_view, weak_view
 from skdiffclust.deep._features import graph_features
 from skdiffclust.deep._network import build_network, evaluate
 from skdiffclust.prcut._spectral import spectral_start
-from skdiffclust.prcut._graph import affinity_from_neighbors, partition_objective
+from skdiffclust.prcut._graph import (affinity_from_neighbors, connected_component_labels,
+                                      partition_objective)
 from skdiffclust.prcut._loss import EdgeBlock, PRCutLoss
+from skdiffclust.prcut._start import CountedGraph
 
 # the probability that an image's partner is another view of itself rather than
 # one of its neighbours
@@ -199,26 +203,62 @@ def graph_objective(images, labels, *, n_clusters, n_neighbors, gamma, feature_s
 
 def start_of(images, settings, *, feature_seed, start_seed):
     """The neighbour lists (n, n_neighbors) of the images' graph features, the
-    symmetric kNN graph and the spectral start's labels (PRCut's start from the
+    symmetric kNN graph, the spectral start's labels (PRCut's start from the
     graph's shared-neighbour weights, which undo the hubs of features in many
-    dimensions, its width chosen by the objective for ``'auto'``). On CUDA the
-    neighbour search and the start's eigenproblem run on the device, as PRCut's
-    do."""
+    dimensions, its width chosen by the objective for ``'auto'``), ``settings``
+    with ``n_clusters`` counted and the count (``DeepSettings.counted``). On CUDA
+    the neighbour search and the start's eigenproblem run on the device, as
+    PRCut's do."""
     device = torch.device(settings.device)
     neighbours, graph = graph_of(images, settings.n_neighbors, feature_seed,
                                  settings.n_threads, device=device)
-    _, labels = spectral_start(graph, settings.n_clusters, start=settings,
-                               device=device, seed=start_seed,
-                               graph_threads=settings.n_threads, gamma=settings.gamma)
-    return neighbours, graph, labels
+    starts = StartPartitions(graph, settings, device, start_seed)
+    settings, count = settings.counted(starts)
+    return neighbours, graph, starts.labels(settings.n_clusters), settings, count
+
+
+class StartPartitions(CountedGraph):
+    """The spectral start's partition of the images' graph into any number of
+    clusters (each computed once), and what ``n_clusters='auto'`` reads of the
+    graph: its components, spectrum, and the modularity of a start partition."""
+
+    def __init__(self, graph, settings, device, seed):
+        super().__init__(graph, None, device, seed, settings.n_threads)
+        self.settings, self._labels = settings, {}
+
+    @property
+    def components(self):
+        if self._components is None:
+            self._components = connected_component_labels(self.graph)
+        return self._components
+
+    @components.setter
+    def components(self, components):
+        self._components = components
+
+    def labels(self, n_clusters):
+        if n_clusters not in self._labels:
+            _, self._labels[n_clusters] = spectral_start(
+                self.graph, n_clusters, start=self.settings, device=self.device,
+                seed=self.seed, graph_threads=self.n_threads, gamma=self.settings.gamma)
+        return self._labels[n_clusters]
+
+    def modularity(self, n_clusters):
+        """Newman's modularity of the start's partition into ``n_clusters``: the
+        share of the graph's weight within clusters less its expectation for
+        random edges of the same degrees."""
+        labels = self.labels(n_clusters)
+        one_hot = sparse.csr_matrix((np.ones(labels.size), (np.arange(labels.size), labels)))
+        between = (one_hot.T @ self.graph @ one_hot).toarray()
+        total = between.sum()
+        shares = between.sum(1) / total
+        return float(np.trace(between) / total - shares @ shares)
 
 
 def fit_network(images, settings, seeds, name):
     """Train the network on (n, C, H, W) float32 images (already scaled).
 
-    Returns the trained network (on the CPU, one head, in evaluation mode), the
-    start's labels, the clustering phase's :class:`TrainingResult` and the index
-    of the kept head.
+    Returns a :class:`FittedNetwork`.
     """
     with float32_by_default():  # the same fit whatever default dtype a user set
         return _fit_network(images, settings, seeds, name)
@@ -228,8 +268,8 @@ def _fit_network(images, settings, seeds, name):
     feature_seed, start_seed, network_seed, *batch_seeds = seeds
     device = torch.device(settings.device)
     with torch_threads(settings.n_threads):
-        neighbours, graph, start = start_of(images, settings, feature_seed=feature_seed,
-                                            start_seed=start_seed)
+        neighbours, graph, start, settings, count = start_of(
+            images, settings, feature_seed=feature_seed, start_seed=start_seed)
         network = build_network(images.shape[1:], settings.n_clusters, settings.n_heads,
                                 network_seed, settings.max_side).to(device)
     data = torch.as_tensor(images, device=device)
@@ -262,7 +302,25 @@ def _fit_network(images, settings, seeds, name):
         if not self_labelled:
             network.load_state_dict(before)
     network = network.to("cpu").eval()
-    return network, graph, start, result, kept, self_labelled
+    return FittedNetwork(network, graph, start, result, kept, self_labelled, settings,
+                         count)
+
+
+class FittedNetwork(NamedTuple):
+    """What :func:`fit_network` returns: the trained ``network`` (on the CPU, one
+    head, in evaluation mode), the images' ``graph``, the ``start``'s labels, the
+    clustering phase's ``result`` (a ``TrainingResult``), the index of the
+    ``kept`` head, whether the network was ``self_labelled``, the ``settings``
+    with ``n_clusters`` counted, and the ``count`` (a ``ClusterCount``)."""
+
+    network: object
+    graph: object
+    start: object
+    result: object
+    kept: int
+    self_labelled: bool
+    settings: object
+    count: object
 
 
 def _objective_of(network, data, graph, settings):

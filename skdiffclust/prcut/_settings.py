@@ -168,20 +168,9 @@ class PRCutSettings:
         """
         if self.n_clusters != "auto":
             return self, ClusterCount(self.n_clusters)
-        components = graph.components
-        candidates = count_candidates(self.max_clusters, components.shape[0])
-        if candidates.size == 0:  # two samples
-            return self.but(n_clusters=2), ClusterCount(2, candidates, np.zeros(0))
-        values = np.asarray(graph.spectrum(
-            max(int(candidates[-1]) + 1, COUNT_FLOOR_EIGENVALUE),
-            shared_neighbours=graph.degree_skewness() > HUB_SKEWNESS), dtype=np.float64)
-        scores = count_scores(values)[:candidates.size]
-        values = values[:candidates.size + 2]
-        chosen = large_components(components)
-        if not 2 <= chosen <= candidates[-1]:
-            chosen = int(candidates[-1] if values[-1] <= COUNT_ZERO
-                         else candidates[int(np.argmax(scores))])
-        return self.but(n_clusters=chosen), ClusterCount(chosen, candidates, scores)
+        count = count_clusters(self.max_clusters, graph,
+                               shared_neighbours=graph.degree_skewness() > HUB_SKEWNESS)
+        return self.but(n_clusters=count.n_clusters), count
 
     @property
     def annealing_epochs(self):
@@ -196,11 +185,53 @@ class PRCutSettings:
 class ClusterCount(NamedTuple):
     """A fit's number of clusters: ``n_clusters`` as given (``candidates`` and
     ``scores`` None), or found among ``candidates`` by their ``scores``
-    (:meth:`PRCutSettings.counted`)."""
+    (:func:`count_clusters`); ``ties``: the tie-break's value of each candidate
+    (NaN where it was not asked), or None without a tie-break."""
 
     n_clusters: int
     candidates: object = None
     scores: object = None
+    ties: object = None
+
+
+def count_clusters(max_clusters, graph, *, shared_neighbours, tie_break=None,
+                   tie_share=1.0):
+    """The number of clusters of ``graph`` (a ``_start.CountedGraph``), 2 to
+    ``max_clusters`` (:func:`count_candidates`): the number of its large connected
+    components (:func:`large_components`) where there are two or more, else the
+    candidate of highest :func:`count_scores`, read from the spectrum of its
+    normalised Laplacian (or of its shared-neighbour weights',
+    ``shared_neighbours``); the largest candidate where the graph has more
+    components than candidates. With ``tie_break`` (a function of a candidate,
+    higher is better), the candidates scoring at least ``tie_share`` times the best
+    score are tied, and the tie-break chooses among them.
+
+    Returns
+    -------
+    count : ClusterCount
+    """
+    components = graph.components
+    candidates = count_candidates(max_clusters, components.shape[0])
+    if candidates.size == 0:  # two samples
+        return ClusterCount(2, candidates, np.zeros(0))
+    values = np.asarray(graph.spectrum(
+        max(int(candidates[-1]) + 1, COUNT_FLOOR_EIGENVALUE),
+        shared_neighbours=shared_neighbours), dtype=np.float64)
+    scores = count_scores(values)[:candidates.size]
+    values = values[:candidates.size + 2]
+    ties = None if tie_break is None else np.full(candidates.size, np.nan)
+    chosen = large_components(components)
+    if not 2 <= chosen <= candidates[-1]:
+        if values[-1] <= COUNT_ZERO:
+            chosen = int(candidates[-1])
+        elif tie_break is None:
+            chosen = int(candidates[int(np.argmax(scores))])
+        else:
+            tied = np.flatnonzero(scores >= tie_share * scores.max())
+            for index in tied:
+                ties[index] = tie_break(int(candidates[index]))
+            chosen = int(candidates[tied[int(np.argmax(ties[tied]))]])
+    return ClusterCount(chosen, candidates, scores, ties)
 
 
 def count_candidates(max_clusters, n_samples):
