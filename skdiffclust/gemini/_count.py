@@ -1,6 +1,6 @@
 """SparseGEMINI's fits at its candidate numbers of clusters: one fit at the given
 ``n_clusters``, or, for ``n_clusters='auto'``, one at each candidate, each scored by
-the silhouette of its partition; the rule that keeps one is
+the silhouette of its partition in the GEMINI's geometry; the rule that keeps one is
 :meth:`_settings.GeminiSettings.counted`."""
 
 from dataclasses import dataclass, replace
@@ -44,14 +44,15 @@ class FitStart:
         return np.random.default_rng(self.batch_seed)
 
 
-def counted_fit(X, problem, settings, start, train):
+def counted_fit(problem, settings, start, train):
     """The fit kept, and its :class:`ClusterCount`.
 
     ``train(params)`` trains from initial parameters (:meth:`FitStart.params`)
     and returns the trained parameters and a loss curve. With a given
     ``n_clusters`` it runs once; with ``'auto'`` once per candidate
-    (:meth:`GeminiSettings.candidates`), scored by :func:`silhouette` on ``X`` (the
-    data as given) and kept by :meth:`GeminiSettings.counted`.
+    (:meth:`GeminiSettings.candidates`), scored by :func:`silhouette` on the
+    distances of a sample in the GEMINI's geometry (``Geometry.distances``) and
+    kept by :meth:`GeminiSettings.counted`.
 
     Returns
     -------
@@ -59,30 +60,31 @@ def counted_fit(X, problem, settings, start, train):
         ``train``'s result for the number kept.
     count : ClusterCount
     """
-    candidates = settings.candidates(X.shape[0])
+    candidates = settings.candidates(problem.n_samples)
     if not settings.counts:
         return train(start.params(problem, int(candidates[0]))), settings.counted(None, None)
-    rows = sample_rows(X.shape[0], start.sample_seed)
+    rows = sample_rows(problem.n_samples, start.sample_seed)
+    distances = problem.geometry.distances(problem.inputs.rows(rows))
     fits, scores = [], []
     for k in candidates:
         fit = train(start.params(problem, int(k)))
         labels = predict_proba(fit[0], problem.inputs, problem.n_threads)[0].argmax(axis=1)
         fits.append(fit)
-        scores.append(silhouette(X, labels, rows))
+        scores.append(silhouette(distances, labels[rows]))
     count = settings.counted(candidates, scores)
     return fits[int(np.flatnonzero(candidates == count.n_clusters)[0])], count
 
 
-def dense_count(X, problem, settings, start, verbose=False):
+def dense_count(problem, settings, start, verbose=False):
     """The :class:`ClusterCount` of :meth:`SparseGEMINI.path` and of the first
     :meth:`SparseGEMINI.partial_fit` call: ``n_clusters``, or for ``'auto'`` the
-    number that ``fit`` without penalty would choose on ``X``."""
+    number that ``fit`` without penalty would choose on the problem's data."""
     if not settings.counts:
         return settings.counted(None, None)
     dense = replace(settings, alpha=0.0)
     with one_blas_thread(), TrainingSession("SparseGEMINI (n_clusters='auto')",
                                             verbose=verbose) as session:
-        return counted_fit(X, problem, dense, start, lambda params: train_at_penalty(
+        return counted_fit(problem, dense, start, lambda params: train_at_penalty(
             params, problem, dense, start.rng(), session))[1]
 
 
@@ -95,16 +97,14 @@ def sample_rows(n_samples, seed):
                                                       replace=False))
 
 
-def silhouette(X, labels, rows):
-    """The mean silhouette (Euclidean) of ``labels`` on the samples ``rows`` of
-    ``X`` (dense or CSR); -1, the lowest, where it is undefined (one cluster, or
-    as many as samples)."""
+def silhouette(distances, labels):
+    """The mean silhouette of ``labels`` (Rousseeuw, 1987) under ``distances``;
+    -1, the lowest, where it is undefined (one cluster, or as many as samples)."""
     from sklearn.metrics import silhouette_score
 
-    labels = labels[rows]
-    if not 2 <= np.unique(labels).size < rows.size:
+    if not 2 <= np.unique(labels).size < labels.size:
         return -1.0
-    return float(silhouette_score(X[rows], labels, metric="euclidean"))
+    return float(silhouette_score(distances, labels, metric="precomputed"))
 
 
 def fitted_state(params, problem, loss_curve, count):

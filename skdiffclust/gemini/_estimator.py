@@ -34,7 +34,8 @@ from skdiffclust.gemini._objectives import OBJECTIVES
 from skdiffclust.gemini._fit import (GeminiStream, Problem, full_gemini, run_path,
                                      selected_model, train_at_penalty)
 from skdiffclust.gemini._path import exit_lambdas, path_from_records
-from skdiffclust.gemini._settings import GeminiSettings, fit_batch_size, stream_batch_size
+from skdiffclust.gemini._settings import (GeminiSettings, counts_clusters, fit_batch_size,
+                                          stream_batch_size)
 
 
 class SparseGEMINI(RenamedParameters, ClusterMixin, SelectorMixin, BaseEstimator):
@@ -57,7 +58,8 @@ class SparseGEMINI(RenamedParameters, ClusterMixin, SelectorMixin, BaseEstimator
         Number of clusters (model outputs). A model may leave some empty: the
         estimator then warns and ``n_clusters_`` says how many it found.
         ``'auto'``: a fit at each number from 2 to ``max_clusters``, keeping the
-        one whose partition has the highest silhouette (:ref:`n_clusters_auto`).
+        one whose partition has the highest silhouette in the GEMINI's geometry
+        (the kernel's feature space for the MMD; :ref:`n_clusters_auto`).
 
     max_clusters : int, default=20
         The largest number ``n_clusters='auto'`` considers.
@@ -190,7 +192,8 @@ default='mmd_ovo'
         The numbers ``n_clusters='auto'`` chose among. Only then.
 
     n_clusters_scores_ : ndarray of shape (n_candidates,)
-        The silhouette of each candidate's partition; the highest is chosen.
+        The silhouette of each candidate's partition (on at most 2,000 samples,
+        in the GEMINI's geometry); the highest is chosen.
         Only with ``'auto'``.
 
     params_ : dict of str to ndarray
@@ -358,7 +361,7 @@ default='mmd_ovo'
                 "SparseGEMINI", verbose=self.verbose,
                 total=settings.max_iter * n_phases * n_fits) as session:
             (params, curve), count = counted_fit(
-                X, problem, settings, start,
+                problem, settings, start,
                 lambda params: train_at_penalty(params, problem, settings, start.rng(),
                                                 session))
             labels = self._set_fitted(params, problem, curve, count)
@@ -393,7 +396,7 @@ default='mmd_ovo'
         stream, settings = resumed_stream(self), self._settings()
         if stream is None:
             X, problem, start = self._setup(X)
-            count = dense_count(X, problem, settings, start, self.verbose)
+            count = dense_count(problem, settings, start, self.verbose)
             problem.batch_size = stream_batch_size(self.batch_size, X.shape[0])
             with self._threads():
                 params = start.params(problem, count.n_clusters)
@@ -442,7 +445,7 @@ default='mmd_ovo'
         X, problem, start = self._setup(X)
         settings = self._settings()
         forget_stream(self)
-        count = dense_count(X, problem, settings, start, self.verbose)
+        count = dense_count(problem, settings, start, self.verbose)
         with self._threads(), TrainingSession("SparseGEMINI.path",
                                               verbose=self.verbose) as session:
             rng = start.rng()
@@ -477,9 +480,8 @@ default='mmd_ovo'
         hidden = check_hidden_layer_sizes(self.hidden_layer_sizes)
         standardisation = Standardisation(X)
         # a fourth seed (the silhouette's samples) only for 'auto': the others unchanged
-        counts = not isinstance(self.n_clusters, Integral)
         init_seed, batch_seed, landmark_seed, *sample_seed = derive_seeds(
-            self.random_state, 3 + counts)
+            self.random_state, 3 + counts_clusters(self.n_clusters))
         geometry = Geometry(standardisation, self.gemini, self.kernel, self.kernel_params,
                             self.metric, self.n_kernel_features)
         problem = self._problem(X, standardisation, geometry,
