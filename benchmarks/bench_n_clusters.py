@@ -10,6 +10,10 @@ Fashion-MNIST (``--images``), this runs in one process:
   2 to ``--max-clusters``;
 * ``PRCut``: ``PRCut(n_clusters=k, random_state=0)`` at the reference number k
   (the first reference labelling's), for the time and quality of a fit given k;
+* ``SparseGEMINI-auto``: ``SparseGEMINI(n_clusters='auto', n_jobs=1, random_state=0)``, its
+  candidates 2 to ``--max-clusters`` (a fit at each);
+* ``SparseGEMINI``: ``SparseGEMINI(n_clusters=k, random_state=0)`` at the
+  reference number k, at most ``--max-clusters``;
 * ``HDBSCAN``: ``HDBSCAN(copy=True)`` at its defaults (clusters found; its noise
   points count as one more cluster in the scores);
 * ``GMM-BIC``: ``GaussianMixture(n_components=k, random_state=0)`` for each
@@ -64,7 +68,7 @@ QUICK = ("fcps/hepta", "fcps/lsun", "fcps/tetra", "wut/x1", "wut/z3", "graves/de
 SEED = 0
 N_NEIGHBORS = 10
 PEERS = ("HDBSCAN", "GMM-BIC", "KMeans-silhouette", "Spectral-eigengap")
-OURS = ("PRCut-auto", "PRCut")
+OURS = ("PRCut-auto", "PRCut", "SparseGEMINI-auto", "SparseGEMINI")
 SILHOUETTE_SAMPLE = 10_000
 
 
@@ -163,6 +167,20 @@ def prcut_given(X, k, max_clusters):
     return PRCut(n_clusters=k, random_state=SEED).fit(X).labels_
 
 
+def gemini_auto(X, k, max_clusters):
+    from skdiffclust import SparseGEMINI
+
+    return SparseGEMINI(n_clusters="auto", max_clusters=max_clusters, n_jobs=1,
+                        random_state=SEED).fit(X).labels_
+
+
+def gemini_given(X, k, max_clusters):
+    from skdiffclust import SparseGEMINI
+
+    return SparseGEMINI(n_clusters=min(k, max_clusters), n_jobs=1,
+                        random_state=SEED).fit(X).labels_
+
+
 def hdbscan(X, k, max_clusters):
     from sklearn.cluster import HDBSCAN
 
@@ -221,7 +239,8 @@ def spectral_eigengap(X, k, max_clusters):
                               random_state=SEED).fit_predict(X)
 
 
-METHODS = {"PRCut-auto": prcut_auto, "PRCut": prcut_given, "HDBSCAN": hdbscan,
+METHODS = {"PRCut-auto": prcut_auto, "PRCut": prcut_given, "SparseGEMINI-auto": gemini_auto,
+           "SparseGEMINI": gemini_given, "HDBSCAN": hdbscan,
            "GMM-BIC": gmm_bic, "KMeans-silhouette": kmeans_silhouette,
            "Spectral-eigengap": spectral_eigengap}
 
