@@ -375,7 +375,8 @@ default='mmd_ovo'
         """One pass over a chunk of the data, continuing the previous calls' training.
 
         The first call (or the first after :meth:`fit`) initialises the model from
-        its chunk, whose standardisation and geometry are kept: feed a
+        its chunk, whose standardisation and geometry are kept (and, with
+        ``n_clusters='auto'``, the number :meth:`fit` would choose on it): feed a
         representative (shuffled) first chunk. Each call makes one pass in batches
         of ``batch_size`` (``'auto'``: at most 1,024 samples); after it the fitted
         attributes are valid, ``labels_`` are the chunk's, ``n_iter_`` counts the
@@ -428,7 +429,8 @@ default='mmd_ovo'
         lambda_multiplier ** t`` until at most ``n_features_stop`` features remain;
         the estimator ends fitted on the model with the fewest features whose
         GEMINI is at least ``selection_threshold`` times the best (with ``relax``,
-        trained on without the penalty on those features).
+        trained on without the penalty on those features). With
+        ``n_clusters='auto'`` the number is chosen first, by fits without penalty.
 
         Parameters
         ----------
