@@ -17,6 +17,10 @@ Fashion-MNIST (``--images``), this runs in one process:
 * ``Deep-auto`` and ``Deep`` (the image sets only):
   ``deep.DeepImageClustering(n_clusters='auto', random_state=0)``, and the same
   at the reference number k;
+* ``SparseGEMINI-auto``: ``SparseGEMINI(n_clusters='auto', n_jobs=1, random_state=0)``, its
+  candidates 2 to ``--max-clusters`` (a fit at each);
+* ``SparseGEMINI``: ``SparseGEMINI(n_clusters=k, random_state=0)`` at the
+  reference number k, at most ``--max-clusters``;
 * ``HDBSCAN``: ``HDBSCAN(copy=True)`` at its defaults (clusters found; its noise
   points count as one more cluster in the scores);
 * ``GMM-BIC``: ``GaussianMixture(n_components=k, random_state=0)`` for each
@@ -74,7 +78,8 @@ QUICK = ("fcps/hepta", "fcps/lsun", "fcps/tetra", "wut/x1", "wut/z3", "graves/de
 SEED = 0
 N_NEIGHBORS = 10
 PEERS = ("HDBSCAN", "GMM-BIC", "KMeans-silhouette", "Spectral-eigengap")
-OURS = ("PRCut-auto", "PRCut", "SpanningForest-auto", "SpanningForest")
+OURS = ("PRCut-auto", "PRCut", "SpanningForest-auto", "SpanningForest",
+        "SparseGEMINI-auto", "SparseGEMINI")
 # fitted on the image sets only (--images)
 IMAGES_ONLY = ("Deep-auto", "Deep")
 SILHOUETTE_SAMPLE = 10_000
@@ -200,6 +205,20 @@ def deep_given(X, k, max_clusters):
     return DeepImageClustering(n_clusters=k, random_state=SEED).fit(X).labels_
 
 
+def gemini_auto(X, k, max_clusters):
+    from skdiffclust import SparseGEMINI
+
+    return SparseGEMINI(n_clusters="auto", max_clusters=max_clusters, n_jobs=1,
+                        random_state=SEED).fit(X).labels_
+
+
+def gemini_given(X, k, max_clusters):
+    from skdiffclust import SparseGEMINI
+
+    return SparseGEMINI(n_clusters=min(k, max_clusters), n_jobs=1,
+                        random_state=SEED).fit(X).labels_
+
+
 def hdbscan(X, k, max_clusters):
     from sklearn.cluster import HDBSCAN
 
@@ -260,6 +279,7 @@ def spectral_eigengap(X, k, max_clusters):
 
 METHODS = {"PRCut-auto": prcut_auto, "PRCut": prcut_given,
            "SpanningForest-auto": forest_auto, "SpanningForest": forest_given,
+           "SparseGEMINI-auto": gemini_auto, "SparseGEMINI": gemini_given,
            "Deep-auto": deep_auto, "Deep": deep_given,
            "HDBSCAN": hdbscan,
            "GMM-BIC": gmm_bic, "KMeans-silhouette": kmeans_silhouette,

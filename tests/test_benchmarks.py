@@ -290,3 +290,5 @@ def test_bench_n_clusters_scores_against_the_best_labelling_and_counts_right():
     assert fit.n_found == 3 and fit.right(ds)
     fit = bench.fit_one("SpanningForest-auto", ds, max_clusters=10, threads=1)
     assert not fit.error and fit.n_found == 3 and fit.ari == 1.0
+    fit = bench.fit_one("SparseGEMINI-auto", ds, max_clusters=4, threads=1)
+    assert fit.n_found == 3 and fit.right(ds)

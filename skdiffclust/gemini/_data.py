@@ -341,6 +341,21 @@ class Geometry:
                                                  filter_params=True, **self.kernel_params))
         return pairwise_distances(coordinates, metric=self.metric)
 
+    def distances(self, inputs):
+        """The distances between ``inputs`` in the GEMINI's geometry (an n x n
+        array): those of the exact kernel's feature space for the MMD
+        (``sqrt(k(x, x) + k(y, y) - 2 k(x, y))``, Nyström features or not), the
+        metric's for Wasserstein, Euclidean ones for ``'mi'``; on the kernel
+        coordinates."""
+        coordinates = self._coordinates(inputs)
+        if not self.is_mmd:
+            metric = "euclidean" if self.objective == "mi" else self.metric
+            return pairwise_distances(coordinates, metric=metric)
+        kernel = pairwise_kernels(coordinates, metric=self.kernel, filter_params=True,
+                                  **self.kernel_params)
+        diagonal = np.diag(kernel)
+        return np.sqrt(np.maximum(diagonal[:, None] + diagonal[None, :] - 2.0 * kernel, 0.0))
+
     def kernel_features(self, inputs):
         """Nyström features of the rows, computed by blocks of CHUNK rows."""
         blocks = [self.nystroem.transform(self._in_landmarks_frame(

@@ -26,30 +26,16 @@ from skdiffclust._utils._validation import (
     validate_data,
     warn_empty_clusters,
 )
-from skdiffclust.gemini._data import (
-    Geometry,
-    Standardisation,
-    check_groups,
-)
-from skdiffclust.gemini._models import (
-    SKIP,
-    fold_standardisation,
-    initial_params,
-    predict_proba,
-)
+from skdiffclust.gemini._data import Geometry, Standardisation, check_groups
+from skdiffclust.gemini._count import (COUNT_ATTRIBUTES, FitStart, counted_fit, dense_count,
+                                       fitted_count, fitted_state)
+from skdiffclust.gemini._models import predict_proba
 from skdiffclust.gemini._objectives import OBJECTIVES
-from skdiffclust.gemini._fit import (
-    GeminiStream,
-    Problem,
-    feature_mask,
-    full_gemini,
-    run_path,
-    selected_groups,
-    selected_model,
-    train_at_penalty,
-)
+from skdiffclust.gemini._fit import (GeminiStream, Problem, full_gemini, run_path,
+                                     selected_model, train_at_penalty)
 from skdiffclust.gemini._path import exit_lambdas, path_from_records
-from skdiffclust.gemini._settings import GeminiSettings, fit_batch_size, stream_batch_size
+from skdiffclust.gemini._settings import (GeminiSettings, counts_clusters, fit_batch_size,
+                                          stream_batch_size)
 
 
 class SparseGEMINI(RenamedParameters, ClusterMixin, SelectorMixin, BaseEstimator):
@@ -68,9 +54,15 @@ class SparseGEMINI(RenamedParameters, ClusterMixin, SelectorMixin, BaseEstimator
 
     Parameters
     ----------
-    n_clusters : int, default=3
+    n_clusters : int or 'auto', default=3
         Number of clusters (model outputs). A model may leave some empty: the
         estimator then warns and ``n_clusters_`` says how many it found.
+        ``'auto'``: a fit at each number from 2 to ``max_clusters``, keeping the
+        one whose partition has the highest silhouette in the GEMINI's geometry
+        (the kernel's feature space for the MMD; :ref:`n_clusters_auto`).
+
+    max_clusters : int, default=20
+        The largest number ``n_clusters='auto'`` considers.
 
     gemini : {'mmd_ovo', 'mmd_ova', 'wasserstein_ovo', 'wasserstein_ova', 'mi'}, \
 default='mmd_ovo'
@@ -193,7 +185,16 @@ default='mmd_ovo'
         Cluster of each training sample (clusters numbered 0, 1, ... without gaps).
 
     n_clusters_ : int
-        Number of non-empty clusters (at most ``n_clusters``).
+        Number of non-empty clusters (at most ``n_clusters``, or the number
+        ``'auto'`` chose).
+
+    n_clusters_candidates_ : ndarray of shape (n_candidates,)
+        The numbers ``n_clusters='auto'`` chose among. Only then.
+
+    n_clusters_scores_ : ndarray of shape (n_candidates,)
+        The silhouette of each candidate's partition (on at most 2,000 samples,
+        in the GEMINI's geometry); the highest is chosen.
+        Only with ``'auto'``.
 
     params_ : dict of str to ndarray
         The model's weights, acting on the raw features (``'skip'``: n_features x
@@ -264,7 +265,8 @@ default='mmd_ovo'
     _renamed_parameters = {"M": "hierarchy_coefficient"}
 
     _parameter_constraints: dict = {
-        "n_clusters": [NumberInterval(Integral, 1, None, closed="left")],
+        "n_clusters": [NumberInterval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
+        "max_clusters": [NumberInterval(Integral, 2, None, closed="left")],
         "gemini": [StrOptions(set(OBJECTIVES))],
         "kernel": [StrOptions(set(PAIRWISE_KERNEL_FUNCTIONS)), callable],
         "kernel_params": [dict, None],
@@ -296,15 +298,16 @@ default='mmd_ovo'
     }
 
     @refusing_former_names
-    def __init__(self, n_clusters=3, *, gemini="mmd_ovo", kernel="rbf", kernel_params=None,
-                 n_kernel_features=100, metric="euclidean", hidden_layer_sizes=(20,),
-                 dropout=0.0, hierarchy_coefficient=10.0, groups=None, alpha=0.0, lambda_start=1.0,
-                 lambda_multiplier=1.05, init="k-means++", n_init=5,
+    def __init__(self, n_clusters=3, *, max_clusters=20, gemini="mmd_ovo", kernel="rbf",
+                 kernel_params=None, n_kernel_features=100, metric="euclidean",
+                 hidden_layer_sizes=(20,), dropout=0.0, hierarchy_coefficient=10.0, groups=None,
+                 alpha=0.0, lambda_start=1.0, lambda_multiplier=1.05, init="k-means++", n_init=5,
                  reseed_empty_clusters=True, max_iter=200, batch_size="auto",
                  learning_rate=0.05, n_features_stop=2, selection_threshold=0.9, relax=False,
                  tol=1e-4, path_tol=0.01, n_iter_no_change=10, n_jobs=None,
                  random_state=None, verbose=False):
         self.n_clusters = n_clusters
+        self.max_clusters = max_clusters
         self.gemini = gemini
         self.kernel = kernel
         self.kernel_params = kernel_params
@@ -349,14 +352,19 @@ default='mmd_ovo'
         -------
         self : object
         """
-        X, problem, params, rng = self._setup(X)
+        X, problem, start = self._setup(X)
         settings = self._settings()
         forget_stream(self)
         n_phases = 1 if settings.alpha == 0 else 3 if settings.relax else 2
-        with self._threads(), TrainingSession("SparseGEMINI", verbose=self.verbose,
-                                              total=settings.max_iter * n_phases) as session:
-            params, curve = train_at_penalty(params, problem, settings, rng, session)
-            labels = self._set_fitted(params, problem, curve)
+        n_fits = settings.candidates(X.shape[0]).size
+        with self._threads(), TrainingSession(
+                "SparseGEMINI", verbose=self.verbose,
+                total=settings.max_iter * n_phases * n_fits) as session:
+            (params, curve), count = counted_fit(
+                problem, settings, start,
+                lambda params: train_at_penalty(params, problem, settings, start.rng(),
+                                                session))
+            labels = self._set_fitted(params, problem, curve, count)
         self._warn_empty_clusters()
         self.labels_ = labels
         return self
@@ -367,7 +375,8 @@ default='mmd_ovo'
         """One pass over a chunk of the data, continuing the previous calls' training.
 
         The first call (or the first after :meth:`fit`) initialises the model from
-        its chunk, whose standardisation and geometry are kept: feed a
+        its chunk, whose standardisation and geometry are kept (and, with
+        ``n_clusters='auto'``, the number :meth:`fit` would choose on it): feed a
         representative (shuffled) first chunk. Each call makes one pass in batches
         of ``batch_size`` (``'auto'``: at most 1,024 samples); after it the fitted
         attributes are valid, ``labels_`` are the chunk's, ``n_iter_`` counts the
@@ -387,10 +396,14 @@ default='mmd_ovo'
         """
         stream, settings = resumed_stream(self), self._settings()
         if stream is None:
-            X, problem, params, rng = self._setup(X)
+            X, problem, start = self._setup(X)
+            count = dense_count(problem, settings, start, self.verbose)
             problem.batch_size = stream_batch_size(self.batch_size, X.shape[0])
-            stream = GeminiStream.start(params, problem, rng, settings)
+            with self._threads():
+                params = start.params(problem, count.n_clusters)
+            stream = GeminiStream.start(params, problem, start.rng(), settings)
         else:
+            count = fitted_count(self)  # the first call's
             X = validate_data(self, X, accept_sparse="csr", dtype=[np.float64, np.float32],
                               reset=False)
             check_magnitude(X)
@@ -401,7 +414,7 @@ default='mmd_ovo'
         with self._threads():
             stream.pass_over(problem, settings)
             stream.keep_best_restart(problem)
-            labels = self._set_fitted(stream.params, problem, stream.curve())
+            labels = self._set_fitted(stream.params, problem, stream.curve(), count)
         keep_stream(self, stream)
         self._warn_empty_clusters()
         self.labels_ = labels
@@ -416,7 +429,8 @@ default='mmd_ovo'
         lambda_multiplier ** t`` until at most ``n_features_stop`` features remain;
         the estimator ends fitted on the model with the fewest features whose
         GEMINI is at least ``selection_threshold`` times the best (with ``relax``,
-        trained on without the penalty on those features).
+        trained on without the penalty on those features). With
+        ``n_clusters='auto'`` the number is chosen first, by fits without penalty.
 
         Parameters
         ----------
@@ -430,15 +444,18 @@ default='mmd_ovo'
             ``n_epochs``), the kept ``models`` (``params`` on the raw features)
             and the ``selected`` feature count. Also stored as ``path_``.
         """
-        X, problem, params, rng = self._setup(X)
+        X, problem, start = self._setup(X)
         settings = self._settings()
         forget_stream(self)
+        count = dense_count(problem, settings, start, self.verbose)
         with self._threads(), TrainingSession("SparseGEMINI.path",
                                               verbose=self.verbose) as session:
-            records, models = run_path(params, problem, settings, rng, session)
+            rng = start.rng()
+            records, models = run_path(start.params(problem, count.n_clusters), problem,
+                                       settings, rng, session)
             selected, params, curve = selected_model(records, models, problem, settings,
                                                      rng, session)
-            labels = self._set_fitted(params, problem, curve)
+            labels = self._set_fitted(params, problem, curve, count)
         path = path_from_records(records, models, selected, problem.standardisation)
         self._warn_empty_clusters()
         self.labels_ = labels
@@ -454,33 +471,27 @@ default='mmd_ovo'
 
     def _settings(self):
         """The training settings of this call, from the validated parameters."""
-        return GeminiSettings(  # values as given, as the training always took them
-            learning_rate=self.learning_rate, max_iter=self.max_iter, tol=self.tol,
-            path_tol=self.path_tol, n_iter_no_change=int(self.n_iter_no_change),
-            dropout=float(self.dropout), reseed=self.reseed_empty_clusters,
-            alpha=self.alpha, lambda_start=self.lambda_start,
-            lambda_multiplier=self.lambda_multiplier, n_features_stop=self.n_features_stop,
-            selection_threshold=self.selection_threshold, relax=bool(self.relax))
+        return GeminiSettings.of(self)
 
     def _setup(self, X):
         X = validate_data(self, X, accept_sparse="csr", dtype=[np.float64, np.float32])
         check_magnitude(X)
         n_samples, n_features = X.shape
-        check_n_clusters(self.n_clusters, n_samples)
+        check_n_clusters(self.n_clusters, n_samples, auto=True)
         check_groups(self.groups, n_features)  # before any work
         hidden = check_hidden_layer_sizes(self.hidden_layer_sizes)
         standardisation = Standardisation(X)
-        init_seed, batch_seed, landmark_seed = derive_seeds(self.random_state, 3)
+        # a fourth seed (the silhouette's samples) only for 'auto': the others unchanged
+        init_seed, batch_seed, landmark_seed, *sample_seed = derive_seeds(
+            self.random_state, 3 + counts_clusters(self.n_clusters))
         geometry = Geometry(standardisation, self.gemini, self.kernel, self.kernel_params,
                             self.metric, self.n_kernel_features)
         problem = self._problem(X, standardisation, geometry,
                                 fit_batch_size(self.batch_size, n_samples, geometry))
-        init_rng = np.random.default_rng(init_seed)
         with self._threads():
             geometry.fit(problem.inputs, landmark_seed)
-            params = initial_params(self.init, problem.inputs, standardisation.kernel_weights,
-                                    hidden, self.n_clusters, self.n_init, init_rng)
-        return X, problem, params, np.random.default_rng(batch_seed)
+        start = FitStart(self.init, self.n_init, hidden, init_seed, batch_seed, *sample_seed)
+        return X, problem, start
 
     def _problem(self, X, standardisation, geometry, batch_size):
         """The training problem of X, in a standardisation and a geometry."""
@@ -490,36 +501,20 @@ default='mmd_ovo'
                        M=float(self.hierarchy_coefficient), batch_size=batch_size,
                        standardisation=standardisation, n_threads=self._n_threads())
 
-    def _set_fitted(self, params, problem, loss_curve):
-        """Store the fitted model (params of one restart); return the training labels."""
-        proba = predict_proba(params, problem.inputs, problem.n_threads)[0]
-        if not np.all(np.isfinite(proba)):
-            raise FloatingPointError(
-                "SparseGEMINI diverged (non-finite predictions); lower learning_rate."
-            )
-        used = np.unique(proba.argmax(axis=1))
-        unused = np.setdiff1d(np.arange(self.n_clusters), used)
-        standardisation = problem.standardisation
-        self._model = params
-        self._standardisation = standardisation
-        self._geometry = problem.geometry
-        self._cluster_order = np.concatenate([used, unused])
-        self.params_ = fold_standardisation(params, standardisation.mean,
-                                            standardisation.scale)
-        self.n_clusters_ = int(used.size)
-        self.feature_importances_ = np.sqrt((params[SKIP][0] ** 2).sum(axis=1))
-        self._support = feature_mask(selected_groups(params, problem), problem)
-        self._batch = problem.batch_size
-        self.loss_curve_ = loss_curve
-        self.n_iter_ = int(loss_curve.shape[0])
-        for name in ("path_", "feature_exit_lambdas_", "n_steps_", "n_samples_seen_"):
+    def _set_fitted(self, params, problem, loss_curve, count):
+        """Store the fitted model (params of one restart) and its ``count`` (a
+        ``ClusterCount``); return the training labels."""
+        attributes, labels = fitted_state(params, problem, loss_curve, count)
+        for name in ("path_", "feature_exit_lambdas_", "n_steps_", "n_samples_seen_",
+                     *COUNT_ATTRIBUTES):
             self.__dict__.pop(name, None)
-        return np.argmax(proba[:, self._cluster_order], axis=1)
+        self.__dict__.update(attributes)
+        return labels
 
     def _warn_empty_clusters(self):
-        if self.n_clusters_ < self.n_clusters:
+        if self.n_clusters_ < self._n_outputs:
             warn_empty_clusters(
-                "SparseGEMINI", self.n_clusters_, self.n_clusters,
+                "SparseGEMINI", self.n_clusters_, self._n_outputs,
                 cause="the model assigns no training sample to the others",
                 remedy="More restarts (n_init) or fewer clusters",
                 stacklevel=5)  # fit, keeps_state_on_failure, _fit_context

@@ -111,7 +111,8 @@ def test_initial_partition_is_a_k_means_partition(sparse):
 def test_restarts_keep_the_best_one_another_restart_reproduces():
     X, _ = make_blobs(300, centers=6, random_state=2)
     model = SparseGEMINI(6, n_init=4, max_iter=50, random_state=0)
-    _, problem, params, rng = model._setup(X)
+    _, problem, start = model._setup(X)
+    params, rng = start.params(problem, 6), start.rng()
     with TrainingSession("SparseGEMINI", warn=False) as session:
         kept, curve, _ = train_restarts(params, problem, model._settings(), rng, session)
     scores = full_gemini(params, problem)  # every restart, trained in place
