@@ -302,7 +302,8 @@ def main(argv=None):
         "shows (generated or bundled with scikit-learn), next to KMeans, with the ARI and "
         "NMI of its clusters against the true classes and its fit time. Datasets: "
         "moons (SpanningForestClustering), digits (SpanningForestClustering with and "
-        "without a few labels, PRCut, DeepImageClustering), elongated (ClAM, the paper's figure 13), celeux "
+        "without a few labels, PRCut, DeepImageClustering), elongated (ClAM, the paper's "
+        "figure 13), celeux "
         "(SparseGEMINI, the features it selects, and the clustering on them).",
     )
     parser.add_argument("--dataset", choices=list(TOUR), default=None,

@@ -301,7 +301,8 @@ class DeepImageClustering(RenamedParameters, ClassNamePrefixFeaturesOutMixin,
     }
 
     @refusing_former_names
-    def __init__(self, n_clusters=8, *, max_clusters=20, image_shape=None, channels="auto", n_neighbors=10,
+    def __init__(self, n_clusters=8, *, max_clusters=20, image_shape=None, channels="auto",
+                 n_neighbors=10,
                  n_eigenvectors="auto", n_heads=5, balance=1.0, self_labelling=0,
                  confidence=0.99, max_rotation=15.0, max_scale=0.1, max_shift=0.1,
                  max_side=32, batch_size=256, learning_rate=1e-3, max_iter="auto", tol=1e-3,
