@@ -78,7 +78,8 @@ AUTO_WIDTH_FACTORS = (1.0, 1.5, 2.0, 2.5, 3.0)
 # COUNT_FLOOR times lambda_21 (the 21st eigenvalue, whatever max_clusters, so that
 # the number found does not depend on the candidates beyond it) are read as that:
 # the tiny eigenvalues within a cluster (0.00002 to 0.00004) carry no information
-# in their ratios, and the floor stands for the zeros of separate components. FLOOR was chosen on the
+# in their ratios, and the floor stands for the zeros of separate components. FLOOR
+# was chosen on the
 # development batteries (sipu, fcps, uci) among 0.003, 0.01, 0.015, 0.02, 0.03 and
 # 0.1, by PRCut's mean ARI at the number chosen (see the user guide)
 COUNT_FLOOR, COUNT_FLOOR_EIGENVALUE = 0.03, 21
