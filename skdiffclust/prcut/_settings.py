@@ -79,9 +79,9 @@ AUTO_WIDTH_FACTORS = (1.0, 1.5, 2.0, 2.5, 3.0)
 # the number found does not depend on the candidates beyond it) are read as that:
 # the tiny eigenvalues within a cluster (0.00002 to 0.00004) carry no information
 # in their ratios, and the floor stands for the zeros of separate components. FLOOR
-# was chosen on the
-# development batteries (sipu, fcps, uci) among 0.003, 0.01, 0.015, 0.02, 0.03 and
-# 0.1, by PRCut's mean ARI at the number chosen (see the user guide)
+# was chosen on the development batteries (sipu, fcps, uci) among 0.003, 0.01,
+# 0.015, 0.02, 0.03 and 0.1, by PRCut's mean ARI at the number chosen (see the
+# user guide)
 COUNT_FLOOR, COUNT_FLOOR_EIGENVALUE = 0.03, 21
 # lambda_(max_clusters + 1) at most this: more components than candidates
 COUNT_ZERO = 1e-10
