@@ -151,19 +151,19 @@ def test_early_stopping_keeps_the_best_validation_epoch(digits, monkeypatch):
 
 
 def test_early_stopping_holds_out_labelled_samples_only(digits, monkeypatch):
-    from skdiffclust.forest import _estimator
+    from skdiffclust.forest import _fit as forest_fit
 
     X, y, _, _ = digits
     partial = np.where(np.arange(y.size) % 4 == 0, y, -1)
     seen = {}
-    original = _estimator.hold_out
+    original = forest_fit.hold_out
 
     def spy(X, labels, fraction, seed):
         X_train, y_train, (X_val, y_val) = original(X, labels, fraction, seed)
         seen.update(train=y_train, val=y_val)
         return X_train, y_train, (X_val, y_val)
 
-    monkeypatch.setattr(_estimator, "hold_out", spy)
+    monkeypatch.setattr(forest_fit, "hold_out", spy)
     model = _fit(_images(X), partial, early_stopping=True, max_iter=2,
                  validation_fraction=0.1)
     assert seen["val"].size == int(np.ceil(0.1 * 300)) and np.all(seen["val"] >= 0)
