@@ -54,9 +54,9 @@ class DeepImageClustering(RenamedParameters, ClassNamePrefixFeaturesOutMixin,
         Number of clusters. ``'auto'``: the images graph's connected components of
         10% of the images or more, when there are two or more; else the number,
         from 2 to ``max_clusters``, after which the spectrum of the graph's
-        shared-neighbour weights jumps most in ratio, where two numbers' jumps are
-        within 20% of each other the one whose spectral start has the higher
-        modularity (:ref:`n_clusters_auto`).
+        shared-neighbour weights jumps most in ratio; of the numbers whose jumps
+        are within 20% of the largest, the one whose spectral start has the
+        highest modularity on the graph (:ref:`n_clusters_auto_deep`).
 
     max_clusters : int, default=20
         The largest number ``n_clusters='auto'`` considers.
@@ -302,8 +302,7 @@ class DeepImageClustering(RenamedParameters, ClassNamePrefixFeaturesOutMixin,
 
     @refusing_former_names
     def __init__(self, n_clusters=8, *, max_clusters=20, image_shape=None, channels="auto",
-                 n_neighbors=10,
-                 n_eigenvectors="auto", n_heads=5, balance=1.0, self_labelling=0,
+                 n_neighbors=10, n_eigenvectors="auto", n_heads=5, balance=1.0, self_labelling=0,
                  confidence=0.99, max_rotation=15.0, max_scale=0.1, max_shift=0.1,
                  max_side=32, batch_size=256, learning_rate=1e-3, max_iter="auto", tol=1e-3,
                  n_iter_no_change=5, device="auto", n_jobs=None, random_state=None,
