@@ -53,6 +53,9 @@ CASES = {
     "ClAM(device='cpu') (no torch import)": BLOBS + (
         "ClAM(3, random_state=0, device='cpu').fit(X)"),
     "ClAM float32": BLOBS + "ClAM(3, random_state=0).fit(X.astype('float32'))",
+    "ClAM, 20,000 points (vectorised kernel)": (
+        "X, y = make_blobs(20_000, centers=3, random_state=0)\n"
+        "ClAM(3, random_state=0).fit(X)"),
     "PRCut": BLOBS + "PRCut(3, random_state=0, max_iter=50).fit(X)",
     "SparseGEMINI": BLOBS + "SparseGEMINI(3, random_state=0).fit(X)",
     "DeepImageClustering": (

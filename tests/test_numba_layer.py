@@ -89,7 +89,7 @@ def test_perturbed_samples_do_not_depend_on_chunks_or_threads(monkeypatch):
 
 
 def test_clam_epoch_in_chunks_of_one_batch_is_one_call(monkeypatch):
-    from skdiffclust.clam import _kernels
+    from skdiffclust.clam import _epoch, _kernels
 
     rng = np.random.default_rng(4)
     X = rng.standard_normal((70, 5)).astype(np.float32)
@@ -100,7 +100,7 @@ def test_clam_epoch_in_chunks_of_one_batch_is_one_call(monkeypatch):
         params = [P.copy(), np.zeros((3, 4), np.float32)]
         moments = tuple(np.zeros_like(a) for a in (params[0], params[0], params[1],
                                                    params[1]))
-        steps, *outputs = _kernels.train_epoch(
+        steps, *outputs = _epoch.train_epoch(
             X, np.arange(70), hidden, X.mean(0), True, np.arange(3), *params, moments,
             np.full(3, 0.05), 0, True, 1.0, False, 4, 0.25, 8)
         return steps, *outputs, *params, *moments

@@ -34,10 +34,11 @@ NOTICE_DELAY = 2.0  # seconds of compilation before the notice is printed
 
 # What the notice calls each module's kernels, and how long compiling them took on
 # one core of a 2-core AMD EPYC VM (benchmarks/bench_first_fit.py measures it: its
-# cold CPU seconds less its warm ones; ClAM's: 11 to 13 s, its float32 training
-# kernels) (the first entry whose key starts the module's name)
+# cold CPU seconds less its warm ones; ClAM's: 8 s for the compact training kernel
+# of small fits, 11 to 13 s for the vectorised one of large fits) (the first entry
+# whose key starts the module's name)
 FAMILIES = {
-    "skdiffclust.clam": ("ClAM's", 12),
+    "skdiffclust.clam": ("ClAM's", "8 to 12"),
     "skdiffclust.forest._perturbed": ("the perturbed spanning forests'", 10),
     "skdiffclust.forest": ("the spanning forests'", 3),
     "skdiffclust._utils._symmetry": ("the spanning forests'", 3),

@@ -1,6 +1,6 @@
 """ClAM's training on CUDA: the batches of an epoch in one numba.cuda kernel.
 
-The CPU kernel (``_kernels._train_batches``) runs, for each batch, the T steps of the
+The CPU kernel (``_epoch._train_batches``) runs, for each batch, the T steps of the
 masked recursion forward and back on every lane (restart x point), sums the lanes'
 gradients, clips them and takes an Adam step. On a GPU, one step of torch operations
 per batch costs hundreds of tiny launches (``_torch_fit``); here a launch runs a whole
@@ -721,7 +721,7 @@ def train_batches_kernel(X, order, hidden, fill, start_from_fill, restarts, P, W
                          position_loss, sum_P, sum_W, layout, dlayout, ws_global,
                          doubles_global, in_shared, per_lane, n_slots):
     """The batches of an epoch that start at ``start``, ``start + batch_size``, ...
-    before ``stop``, for restart ``restarts[block]`` (``_kernels._train_batches``).
+    before ``stop``, for restart ``restarts[block]`` (``_epoch._train_batches``).
 
     ``P``, ``m_P``, ``v_P`` and ``sum_P`` are (R, k d), the others of W (R, k);
     ``constants`` is ``device_constants``; ``adam_steps`` the steps taken before

@@ -1,5 +1,5 @@
-"""Numba kernels of ClAM on the CPU: training epochs of algorithm 1, and the lanes'
-forward pass that inference shares (its kernel is in ``_inference_kernel``).
+"""Numba kernels of ClAM on the CPU: the batches of algorithm 1's training, and the
+lanes' forward pass that inference shares (its kernel is in ``_inference_kernel``).
 
 The maths are those of :mod:`skdiffclust.clam._backprop` (same notation, same
 floors), reorganised for a CPU:
@@ -19,19 +19,22 @@ floors), reorganised for a CPU:
   independent problems ("lanes"); every array stores lanes along its last,
   contiguous axis and every inner loop runs over lanes, so that LLVM vectorises
   it (the other axes, k and h, are a handful each).
-* **Everything per batch is here** (gathering, T steps forward and back,
-  scattering the gradients, Adam): a Python loop over batches costs more than
-  the arithmetic. :func:`train_epoch` (and ``_inference`` for large inference)
-  calls the kernels for chunks of batches or points of some milliseconds each,
-  into arrays they allocate: the kernels return no arrays, so that Ctrl-C, seen
-  between calls, raises ``KeyboardInterrupt`` cleanly.
-* **Two kernels to compile**, one for training (float32 by default) and one for
-  inference (float64, ``_inference_kernel._infer``): completion losses and
-  converged points share the latter, which ``_inference`` uses only on large data
-  (NumPy computes the same bits on small data, without compiling). Their
-  ``cosine`` argument is True, or None for the Euclidean variant: ``is None`` on
-  an argument is decided when a kernel compiles, so that a Euclidean fit never
-  compiles the spherical code, nor the reverse.
+* **Everything per batch is in numba** (gathering, T steps forward and back,
+  scattering the gradients, and Adam in :mod:`skdiffclust.clam._epoch`): a Python
+  loop over batches costs more than the arithmetic. ``_epoch.train_epoch`` (and
+  ``_inference`` for large inference) calls the kernels for chunks of batches or
+  points of some milliseconds each, into arrays they allocate: the kernels return
+  no arrays, so that Ctrl-C, seen between calls, raises ``KeyboardInterrupt``
+  cleanly.
+* **Kernels to compile**: for training, this module's batch
+  (:func:`_batch_loss_and_grads`) on large epochs, or
+  :mod:`skdiffclust.clam._compact`'s, the same bits one lane at a time, which
+  compiles in about 3 s less, on small ones (float32 by default); for inference,
+  ``_inference_kernel._infer`` (float64): completion losses and converged points
+  share it, and ``_inference`` uses it only on large data (NumPy computes the same
+  bits on small data, without compiling). Their ``cosine`` argument is True, or
+  None for the Euclidean variant: ``is None`` on an argument is decided when a
+  kernel compiles, so that a Euclidean fit never compiles the spherical code.
 * **Compilation time** (seconds the first time, in a fresh environment;
   ``benchmarks/bench_first_fit.py``). numba compiles every kernel on its own, then
   links and optimises it again into each caller, and inlining at numba's level
@@ -54,7 +57,6 @@ import math
 
 import numpy as np
 
-from skdiffclust._training._optim import ADAM_BETA1, ADAM_BETA2, adam_update, integer_power
 from skdiffclust.clam._fastexp import exp_weights
 from skdiffclust._utils._numba import jit
 
@@ -394,13 +396,12 @@ def _project_backward(grad_z, gamma, z_next, cs, norms, sq_visible, t, n_lanes, 
 
 
 @jit(**INTERNAL)
-def _scatter_gradients(ws, restarts, n_rows, P_used, beta, scale, cosine, grad_P,
-                       grad_W, factors):
+def _scatter_gradients(hid, grad_PH, grad_visible, grad_offset, visible_rows, restarts,
+                       n_rows, P_used, beta, scale, cosine, grad_P, grad_W, factors):
     """Sum the lanes' gradients, each times its factor (``_clip_lanes``), into those
     of each restart's prototypes (as used: unit rows for cosine) and offsets, then
-    into ``grad_W`` and the Euclidean ``-beta ||rho||^2`` term."""
-    hid, grad_PH, grad_visible = ws[HIDDEN], ws[GRAD_P_H], ws[GRAD_VISIBLE]
-    grad_offset, visible_rows = ws[GRAD_OFFSET], ws[VISIBLE_ROWS]
+    into ``grad_W`` and the Euclidean ``-beta ||rho||^2`` term (arrays of the
+    workspace: HIDDEN, GRAD_P_H, GRAD_VISIBLE, GRAD_OFFSET, VISIBLE_ROWS)."""
     n_hidden, k, d = hid.shape[0], grad_P.shape[1], grad_P.shape[2]
     # each scaled gradient rounded to the working precision, as if scaled in place
     to_working = grad_PH.dtype.type
@@ -507,8 +508,9 @@ def _batch_loss_and_grads(X, order, first, n_rows, hidden, restarts, P, W, fill,
         _clip_lanes(ws[GRAD_P_H], ws[GRAD_VISIBLE], ws[GRAD_OFFSET], ws[P_H], ws[A_VISIBLE],
                     ws[SQ_VISIBLE], restarts, n_rows, P_used, beta, constants[0], clip,
                     cosine, clip_scratch)
-    _scatter_gradients(ws, restarts, n_rows, P_used, beta, constants[0], cosine, grad_P,
-                       grad_W, clip_scratch[1])
+    _scatter_gradients(ws[HIDDEN], ws[GRAD_P_H], ws[GRAD_VISIBLE], ws[GRAD_OFFSET],
+                       ws[VISIBLE_ROWS], restarts, n_rows, P_used, beta, constants[0], cosine,
+                       grad_P, grad_W, clip_scratch[1])
     if cosine is not None:
         _unproject_gradient(grad_P, P_used, norms, restarts)
     for slot in range(restarts.shape[0]):
@@ -554,9 +556,18 @@ def _clip_lanes(grad_PH, grad_visible, grad_offset, PH, A, sq_visible, restarts,
         for lane in range(lo, hi):
             # +0.0 rather than -0.0 or NaN, as _median needs
             lane_norms[lane] = math.sqrt(lane_norms[lane]) if lane_norms[lane] > 0.0 else 0.0
+    _clip_factors(lane_norms, factors, restarts.shape[0], n_rows, clip)
+
+
+@jit(error_model="numpy", inline="always")
+def _clip_factors(lane_norms, factors, n_slots, n_rows, clip):
+    """Each lane's factor from the gradient norms of its restart's lanes (rows of
+    ``_clip_lanes``' scratch): 1 for the points within ``clip`` times their median,
+    the bound over its norm for the others."""
+    for slot in range(n_slots):
+        lo, hi = slot * n_rows, (slot + 1) * n_rows
         bound = clip * _median(lane_norms, lo, hi)
         for lane in range(lo, hi):
-            # factor 1 for the points within the bound
             factors[lane] = min(bound / max(lane_norms[lane], bound), 1.0) \
                 if bound > 0.0 else 1.0
 
@@ -626,64 +637,6 @@ def batch_loss_and_grads(X, hidden, P, W, fill, *, start_from_fill, beta, cosine
     return losses, grad_P, grad_W
 
 
-# -- the epoch ------------------------------------------------------------------------
-
-
-@jit(error_model="numpy", nogil=True, _nrt=False, no_cfunc_wrapper=True)
-def _train_batches(X, order, hidden, fill, start_from_fill, restarts, P, W, lr, adam_steps,
-                   weighted, beta, cosine, n_steps, constants, batch_size, clip, start, stop,
-                   work):
-    """The batches of an epoch that start at ``start``, ``start + batch_size``, ...
-    before ``stop``; returns the number of Adam steps taken so far (see
-    :func:`train_epoch`, which allocates ``work``).
-
-    Each restart's prototypes and weights take the shared Adam step of
-    ``skdiffclust._training._optim``. Besides the losses, records the sum of the
-    parameters after each step (for their average over the epoch) and, for the
-    re-seeding of dead prototypes (``_training``), each example's loss by position
-    in the epoch and how many examples each prototype attracts most at the last
-    step of the dynamics.
-    """
-    ws, prepared, grad_P, grad_W, losses, epoch_loss, counts, position_loss, moments, \
-        sums, clip_scratch = work
-    m_P, v_P, m_W, v_W = moments
-    sum_P, sum_W = sums
-    k = P.shape[1]
-    n_samples = order.shape[0]
-    last = ws[ATTRACTION][n_steps - 1]
-    for first in range(start, stop, batch_size):
-        n_rows = min(batch_size, n_samples - first)
-        _batch_loss_and_grads(X, order, first, n_rows, hidden, restarts, P, W, fill,
-                              start_from_fill, beta, cosine, n_steps, constants, ws,
-                              prepared, grad_P, grad_W, losses, clip, clip_scratch)
-        adam_steps += 1
-        correction1 = 1.0 - integer_power(ADAM_BETA1, adam_steps)
-        correction2 = 1.0 - integer_power(ADAM_BETA2, adam_steps)
-        for slot in range(restarts.shape[0]):
-            r = restarts[slot]
-            for b in range(n_rows):
-                lane = slot * n_rows + b
-                epoch_loss[r] += losses[r, b]
-                position_loss[r, first + b] = losses[r, b]
-                strongest = 0
-                for mu in range(1, k):
-                    if last[mu, lane] > last[strongest, lane]:
-                        strongest = mu
-                counts[r, strongest] += 1
-            step_size = lr[r] / correction1
-            for mu in range(k):  # rows: the 1-D arrays of W[r], one compilation
-                adam_update(P[r, mu], grad_P[r, mu], m_P[r, mu], v_P[r, mu], step_size,
-                            correction2)
-            if weighted:
-                adam_update(W[r], grad_W[r], m_W[r], v_W[r], step_size, correction2)
-            # the sum of the iterates, for their average over the epoch
-            for mu in range(k):
-                sum_W[r, mu] += W[r, mu]
-                for c in range(P.shape[2]):
-                    sum_P[r, mu, c] += P[r, mu, c]
-    return adam_steps
-
-
 # Kernel calls of training and inference take about this many lane-steps (one lane,
 # one step of the recursion, weighted by its size): about 10 milliseconds each
 LANE_STEPS_PER_CALL = 1 << 24
@@ -693,67 +646,6 @@ def _points_per_call(n_lanes_per_point, n_clusters, n_hidden, n_steps, granule):
     """Points per kernel call, a multiple of ``granule`` (a batch, an inference chunk)."""
     cost = n_lanes_per_point * n_steps * (n_clusters * (n_hidden + 2) + n_hidden)
     return granule * max(LANE_STEPS_PER_CALL // max(cost * granule, 1), 1)
-
-
-def _check_contiguous(arrays):
-    for array in arrays:
-        if not array.flags.c_contiguous:
-            raise ValueError("ClAM's parameters and Adam moments must be C-contiguous arrays.")
-
-
-def train_epoch(X, order, hidden, fill, start_from_fill, restarts, P, W, moments, lr,
-                adam_steps, weighted, beta, cosine, n_steps, alpha, batch_size, clip=0.0):
-    """One epoch of mini-batch Adam for the given (active) restarts.
-
-    With ``clip > 0``, each point's gradient is clipped to ``clip`` times the
-    median norm of its batch's (:func:`_clip_lanes`) before the batch's are
-    averaged.
-
-    ``X`` holds the points (an array), or gives them by ``X.take(indices)`` (rows
-    made dense a call at a time: sparse input). ``order`` is the epoch's
-    permutation of the points and ``hidden[r, i]`` the tracked features of the
-    i-th example of the epoch for restart r. Updates ``P``, ``W`` and the Adam
-    ``moments`` (m_P, v_P, m_W, v_W) in place; returns the number of Adam steps
-    taken so far, each restart's summed loss, the examples each prototype attracts
-    most (R, k), each example's loss by position in the epoch (R, n), and the
-    average of the prototypes (R, k, d) and log-weights (R, k) over the epoch's
-    steps (float64).
-    """
-    n_restarts, k, d = P.shape
-    n_samples, n_hidden = order.shape[0], hidden.shape[2]
-    _check_contiguous((P, W) + tuple(moments))
-    counts = np.zeros((n_restarts, k), dtype=np.int64)
-    position_loss = np.zeros((n_restarts, n_samples))
-    work = [new_workspace(restarts.shape[0] * batch_size, k, d, n_hidden, n_steps, P.dtype),
-            new_prepared(P), np.zeros_like(P), np.zeros_like(W),
-            np.zeros((n_restarts, batch_size), dtype=P.dtype), np.zeros(n_restarts), counts,
-            position_loss, tuple(moments), (np.zeros(P.shape), np.zeros(W.shape)),
-            new_clip_scratch(restarts.shape[0] * batch_size)]
-    constants = working_constants(P.dtype, beta, alpha, cosine)
-    # the backward pass costs about twice the forward one
-    step = _points_per_call(3 * restarts.shape[0], k, n_hidden, n_steps, batch_size)
-    dense = isinstance(X, np.ndarray)
-    for start in range(0, n_samples, step):
-        stop = min(start + step, n_samples)
-        if dense:
-            adam_steps = _train_batches(
-                X, order, hidden, fill, start_from_fill, restarts, P, W, lr, adam_steps,
-                weighted, beta, _spherical(cosine), n_steps, constants, batch_size,
-                float(clip), start, stop, tuple(work))
-            continue
-        # a dense block of this call's rows, in the order of the epoch
-        rows = np.ascontiguousarray(X.take(order[start:stop]), dtype=P.dtype)
-        work[7] = np.zeros((n_restarts, stop - start))
-        adam_steps = _train_batches(
-            rows, np.arange(stop - start), np.ascontiguousarray(hidden[:, start:stop]), fill,
-            start_from_fill, restarts, P, W, lr, adam_steps, weighted, beta,
-            _spherical(cosine), n_steps, constants, batch_size, float(clip), 0, stop - start,
-            tuple(work))
-        position_loss[:, start:stop] = work[7]
-    n_steps_taken = -(-n_samples // batch_size)
-    sum_P, sum_W = work[9]
-    return (adam_steps, work[5], counts, position_loss, sum_P / n_steps_taken,
-            sum_W / n_steps_taken)
 
 
 def _map_in_threads(function, items, n_threads):

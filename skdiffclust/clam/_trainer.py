@@ -31,6 +31,7 @@ import numpy as np
 from skdiffclust._training import Cooldown
 from skdiffclust._utils._random import draw_in_proportion, numpy_generator
 from skdiffclust.clam import _kernels as kernels
+from skdiffclust.clam._epoch import train_epoch
 from skdiffclust.clam._kernels import COSINE, _map_in_threads, hidden_count
 from skdiffclust.clam._selection import same_prototypes
 from skdiffclust.clam._settings import (
@@ -223,7 +224,7 @@ class CPUTrainer:
         dynamics, state = self.dynamics, self.optimizer
 
         def train(restarts):
-            return kernels.train_epoch(
+            return train_epoch(
                 self.X, order, hidden, self.fill, self.n_hidden > 0, restarts,
                 self.prototypes, self.log_weights, state.moments, state.lr, state.steps,
                 self.weighted, dynamics.beta, dynamics.metric == COSINE, dynamics.n_steps,

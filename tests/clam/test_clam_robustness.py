@@ -21,7 +21,7 @@ from sklearn.metrics import adjusted_rand_score
 from sklearn.preprocessing import StandardScaler
 
 from skdiffclust import ClAM
-from skdiffclust.clam import _kernels, _selection, _settings
+from skdiffclust.clam import _epoch, _kernels, _selection, _settings
 from skdiffclust.clam._data import ScaledData
 from tests._data import load_benchmark
 
@@ -99,9 +99,9 @@ def test_restart_groups_compute_the_same_bits():
         P, W = initial.copy(), np.zeros((n_restarts, k), np.float32)
         moments = tuple(np.zeros_like(a) for a in (P, P, W, W))
         for group in groups:
-            _kernels.train_epoch(X, order, hidden, np.zeros(n_features, np.float32), True,
-                                 group, P, W, moments, np.full(n_restarts, 0.01), 0, True,
-                                 0.5, False, 5, 0.2, 16)
+            _epoch.train_epoch(X, order, hidden, np.zeros(n_features, np.float32), True,
+                               group, P, W, moments, np.full(n_restarts, 0.01), 0, True,
+                               0.5, False, 5, 0.2, 16)
         results.append((P, W))
     np.testing.assert_array_equal(results[0][0], results[1][0])
     np.testing.assert_array_equal(results[0][1], results[1][1])
