@@ -21,7 +21,7 @@ from skdiffclust.clam._kernels import ATTRACTION, _batch_loss_and_grads, _spheri
 
 
 # Epochs of at most this many lane-steps (one example, one step of the recursion,
-# weighted by its size as in ``_kernels._points_per_call``) take the compact
+# weighted by its size: ``_kernels.lane_steps``) take the compact
 # kernel: 200 points of 2 features in 3 clusters cost 2e4, the digits 2.3e6
 COMPACT_LANE_STEPS = 1 << 20
 
@@ -29,8 +29,7 @@ COMPACT_LANE_STEPS = 1 << 20
 def uses_compact_kernel(n_lanes, n_clusters, n_hidden, n_steps):
     """Whether an epoch of ``n_lanes`` examples (points times restarts) takes the
     compact kernel (:data:`COMPACT_LANE_STEPS`)."""
-    cost = n_lanes * n_steps * (n_clusters * (n_hidden + 2) + n_hidden)
-    return cost <= COMPACT_LANE_STEPS
+    return kernels.lane_steps(n_lanes, n_clusters, n_hidden, n_steps) <= COMPACT_LANE_STEPS
 
 
 @jit(error_model="numpy", nogil=True, _nrt=False, no_cfunc_wrapper=True)

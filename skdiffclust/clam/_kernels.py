@@ -642,9 +642,14 @@ def batch_loss_and_grads(X, hidden, P, W, fill, *, start_from_fill, beta, cosine
 LANE_STEPS_PER_CALL = 1 << 24
 
 
+def lane_steps(n_lanes, n_clusters, n_hidden, n_steps):
+    """The work of ``n_lanes`` lanes through ``n_steps`` steps, in lane-steps."""
+    return n_lanes * n_steps * (n_clusters * (n_hidden + 2) + n_hidden)
+
+
 def _points_per_call(n_lanes_per_point, n_clusters, n_hidden, n_steps, granule):
     """Points per kernel call, a multiple of ``granule`` (a batch, an inference chunk)."""
-    cost = n_lanes_per_point * n_steps * (n_clusters * (n_hidden + 2) + n_hidden)
+    cost = lane_steps(n_lanes_per_point, n_clusters, n_hidden, n_steps)
     return granule * max(LANE_STEPS_PER_CALL // max(cost * granule, 1), 1)
 
 
