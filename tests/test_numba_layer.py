@@ -5,6 +5,7 @@ unwritable install are properties of a process.
 """
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -186,6 +187,39 @@ def test_clam_exp_in_numpy_is_the_float64_kernel():
         kernel(logits, largest, LOGIT_FLOOR, n_lanes, p, total, np.empty_like(logits))
         np.testing.assert_array_equal(p_numpy, p)
         np.testing.assert_array_equal(total_numpy, total)
+
+
+# -- compiling for size ------------------------------------------------------------
+
+
+def _attributes_of(llvm_ir, name):
+    """The attributes of the definition of the function whose symbol contains
+    ``name`` in a module's LLVM IR (groups ``#N`` resolved)."""
+    define = next(line for line in llvm_ir.splitlines()
+                  if line.startswith("define") and name in line)
+    words = set(define.split())
+    for group in re.findall(r"#(\d+)", define):
+        words |= set(re.search(rf"^attributes #{group} = {{(.*)}}", llvm_ir, re.M)[1].split())
+    return words
+
+
+def test_compile_for_size_marks_the_kernel_only_when_asked_and_keeps_its_bits():
+    import numba
+
+    @numba.njit
+    def affine_sum(x, for_size):
+        _numba.compile_for_size(for_size)
+        total = 0.0
+        for i in range(x.shape[0]):
+            total += 2.0 * x[i] + 1.0
+        return total
+
+    x = np.random.default_rng(0).standard_normal(10_001)
+    assert affine_sum(x, True) == affine_sum(x, None)
+    for signature in affine_sum.signatures:
+        marked = signature[1] != numba.none
+        attributes = _attributes_of(affine_sum.inspect_llvm(signature), "affine_sum")
+        assert ({"minsize", "optsize"} <= attributes) is marked
 
 
 def test_systemerror_of_an_interrupted_kernel_becomes_keyboardinterrupt():

@@ -19,7 +19,7 @@ import math
 import numpy as np
 
 from skdiffclust._training._loop import EpochHook
-from skdiffclust._utils._numba import jit
+from skdiffclust._utils._numba import compile_for_size, jit
 
 ADAM_BETA1 = 0.9
 ADAM_BETA2 = 0.999
@@ -27,14 +27,16 @@ ADAM_EPS = 1e-8
 
 
 @jit(error_model="numpy", _nrt=False)
-def adam_update(param, grad, m, v, step_size, correction2):
+def adam_update(param, grad, m, v, step_size, correction2, for_size=None):
     """One Adam step on ``param`` in place (1-D arrays of one length: the flat
     views of C-contiguous arrays; a reshape inside the kernel would cost its
     compilation about 0.2 s).
 
     ``step_size`` is ``lr / (1 - beta1^t)`` and ``correction2`` is
-    ``1 - beta2^t``; ``m`` and ``v`` are updated in place.
+    ``1 - beta2^t``; ``m`` and ``v`` are updated in place. ``for_size``: True
+    where the caller is a small fit's kernel (:func:`~skdiffclust._utils._numba.compile_for_size`).
     """
+    compile_for_size(for_size)
     for i in range(param.shape[0]):
         g = grad[i]
         m[i] = ADAM_BETA1 * m[i] + (1.0 - ADAM_BETA1) * g

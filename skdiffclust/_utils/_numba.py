@@ -1,4 +1,5 @@
-"""numba glue: best-effort on-disk caching, a notice while kernels compile, Ctrl-C.
+"""numba glue: best-effort on-disk caching, compiling for size, a notice while kernels
+compile, Ctrl-C.
 
 * Every kernel of the package is declared with :func:`jit`, a drop-in for
   ``numba.njit(cache=True, ...)`` that never fails for want of a writable cache
@@ -7,6 +8,8 @@
   Small helpers are declared ``jit(inline="always")``: numba compiles each callee
   on its own, then links and optimises it again into every caller, so that each
   level of calls adds compilation time.
+* :func:`compile_for_size`, called at the top of a kernel, has LLVM compile it for
+  size: ClAM's compact kernel of small fits, whose compilation is most of the fit.
 * Compiling a family of kernels (ClAM's, the spanning forests') takes seconds the
   first time. numba reports each compilation (not the loads from its on-disk
   cache) as an event; once a family has spent ``NOTICE_DELAY`` seconds compiling
@@ -25,8 +28,9 @@ import time
 import warnings
 
 import numba
-from numba.core import event
+from numba.core import event, types
 from numba.core.caching import FunctionCache
+from numba.extending import intrinsic
 
 from skdiffclust.exceptions import CachingDisabledWarning
 
@@ -34,11 +38,11 @@ NOTICE_DELAY = 2.0  # seconds of compilation before the notice is printed
 
 # What the notice calls each module's kernels, and how long compiling them took on
 # one core of a 2-core AMD EPYC VM (benchmarks/bench_first_fit.py measures it: its
-# cold CPU seconds less its warm ones; ClAM's: 8 s for the compact training kernel
-# of small fits, 11 to 13 s for the vectorised one of large fits) (the first entry
-# whose key starts the module's name)
+# cold CPU seconds less its warm ones; ClAM's: 5 to 7 s for the compact training
+# kernel of small fits, 11 to 13 s for the vectorised one of large fits) (the first
+# entry whose key starts the module's name)
 FAMILIES = {
-    "skdiffclust.clam": ("ClAM's", "8 to 12"),
+    "skdiffclust.clam": ("ClAM's", "5 to 12"),
     "skdiffclust.forest._perturbed": ("the perturbed spanning forests'", 10),
     "skdiffclust.forest": ("the spanning forests'", 3),
     "skdiffclust._utils._symmetry": ("the spanning forests'", 3),
@@ -103,6 +107,31 @@ def jit(function=None, **options):
 def caching_is_off():
     """Whether kernels compile in memory only (see :class:`CachingDisabledWarning`)."""
     return _state["caching_off"]
+
+
+# -- compiling for size ----------------------------------------------------------------
+
+
+@intrinsic
+def compile_for_size(typingctx, when):
+    """Have LLVM optimise the calling kernel for size (the ``minsize`` and
+    ``optsize`` attributes, as clang's ``-Oz``), unless ``when`` is None or omitted.
+
+    For kernels whose first call costs more compilation than running: LLVM
+    optimises them without loop vectorisation or unrolling, in about half the time.
+    The arithmetic stays: without fast-math flags no pipeline may change a result,
+    so the kernel computes the same bits (where ``contract`` lets products and sums
+    fuse, tests compare the two pipelines). numba compiles once per signature: a
+    kernel shared with hot paths takes ``when`` as an argument (True or None) and
+    compiles once for each.
+    """
+    def codegen(context, builder, signature, args):
+        if not isinstance(signature.args[0], (types.NoneType, types.Omitted)):
+            builder.function.attributes.add("optsize")
+            builder.function.attributes.add("minsize")
+        return context.get_dummy_value()
+
+    return types.none(when), codegen
 
 
 # -- the compilation notice ------------------------------------------------------------

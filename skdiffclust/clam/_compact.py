@@ -4,8 +4,12 @@
 :func:`skdiffclust.clam._kernels._batch_loss_and_grads` runs each step of the
 recursion for all the lanes of a batch at once, every inner loop over the lanes, so
 that LLVM vectorises it; this kernel runs the T steps forward and back for one
-lane, then the next. It runs 2.5 to 3.5 times slower and compiles in about 3 s
-less (of 11 s, on the 2-core machine). Each lane's arithmetic is the same,
+lane, then the next. It runs 2.5 to 3.5 times slower and compiles in about half
+the time: it has less code, and LLVM compiles it for size
+(:func:`skdiffclust._utils._numba.compile_for_size`), which leaves it as fast, one
+lane having little to vectorise. The kernels it shares with the vectorised batch
+take ``for_size=True`` here, for a variant compiled the same way. Each lane's
+arithmetic is the same,
 operation for operation and in the same order, on the same workspace, so the
 choice between them (:func:`skdiffclust.clam._epoch.uses_compact_kernel`, by the
 size of an epoch) changes no bit: ``tests/clam/test_compact_kernel.py`` checks it
@@ -47,13 +51,14 @@ from skdiffclust.clam._kernels import (
     _scatter_gradients,
     _unproject_gradient,
 )
-from skdiffclust._utils._numba import jit
+from skdiffclust._utils._numba import compile_for_size, jit
 
 
 @jit(**INTERNAL)
 def _gather_lane(x, features, fill, start_from_fill, P, offset, r, lane, ws):
     """``_kernels._gather_lanes`` for the lane of the point ``x`` whose hidden
     features are ``features`` (restart r)."""
+    compile_for_size(True)
     hid, PH, visible, visible_rows = ws[HIDDEN], ws[P_H], ws[VISIBLE], ws[VISIBLE_ROWS]
     A, off, target, zs, cs = ws[A_VISIBLE], ws[OFFSET], ws[TARGET], ws[STATES], ws[SCALES]
     sq_visible = ws[SQ_VISIBLE]
@@ -84,6 +89,7 @@ def _gather_lane(x, features, fill, start_from_fill, P, offset, r, lane, ws):
 @jit(**INTERNAL)
 def _forward_lane(lane, ws, n_steps, scale, alpha, floor, tiny, cosine):
     """``_kernels._forward`` (softmax and projection included) for one lane."""
+    compile_for_size(True)
     PH, A, off, zs, ps = ws[P_H], ws[A_VISIBLE], ws[OFFSET], ws[STATES], ws[ATTRACTION]
     cs, norms, sq_visible = ws[SCALES], ws[NORMS], ws[SQ_VISIBLE]
     logits, scalars, exp_scratch = ws[LOGITS], ws[LANE_SCALARS], ws[EXP_SCRATCH]
@@ -106,7 +112,7 @@ def _forward_lane(lane, ws, n_steps, scale, alpha, floor, tiny, cosine):
         # the lane's column: the same code as the vectorised kernel's, on one lane
         column = slice(lane, lane + 1)
         exp_weights(logits[:, column], largest[column], floor, 1, p[:, column],
-                    total[column], exp_scratch[:, column])
+                    total[column], exp_scratch[:, column], for_size=True)
         total[lane] = 1.0 / total[lane]
         for mu in range(k):
             p[mu, lane] *= total[lane]
@@ -132,6 +138,7 @@ def _forward_lane(lane, ws, n_steps, scale, alpha, floor, tiny, cosine):
 def _backward_lane(lane, ws, n_rows, n_steps, scale, alpha, keep, cosine):
     """The lane's loss (``_kernels._loss_and_seed_gradient``), then
     ``_kernels._backward`` (projection included) for one lane."""
+    compile_for_size(True)
     PH, A, target, zs, ps = ws[P_H], ws[A_VISIBLE], ws[TARGET], ws[STATES], ws[ATTRACTION]
     cs, norms, sq_visible = ws[SCALES], ws[NORMS], ws[SQ_VISIBLE]
     grad_PH, grad_visible, grad_offset = ws[GRAD_P_H], ws[GRAD_VISIBLE], ws[GRAD_OFFSET]
@@ -192,6 +199,7 @@ def _backward_lane(lane, ws, n_rows, n_steps, scale, alpha, keep, cosine):
 def _gradient_norm_lane(lane, r, ws, P_used, beta, scale, cosine, lane_norms):
     """``_kernels._clip_lanes``' norm of the lane's gradient (restart r), into
     ``lane_norms[lane]``."""
+    compile_for_size(True)
     grad_PH, grad_visible, grad_offset = ws[GRAD_P_H], ws[GRAD_VISIBLE], ws[GRAD_OFFSET]
     PH, A, sq_visible = ws[P_H], ws[A_VISIBLE], ws[SQ_VISIBLE]
     n_hidden, k, d = grad_PH.shape[0], grad_PH.shape[1], P_used.shape[2]
@@ -219,7 +227,7 @@ def compact_batch(X, order, first, n_rows, hidden, restarts, P, W, fill, start_f
     P_used, norms, offset = prepared
     scale, alpha, keep, floor, tiny = (constants[0], constants[1], constants[2],
                                        constants[3], constants[4])
-    _prepare_prototypes(P, W, restarts, beta, cosine, P_used, norms, offset)
+    _prepare_prototypes(P, W, restarts, beta, cosine, P_used, norms, offset, for_size=True)
     loss = ws[LANE_SCALARS][LOSS]
     for slot in range(restarts.shape[0]):
         r = restarts[slot]
@@ -237,9 +245,9 @@ def compact_batch(X, order, first, n_rows, hidden, restarts, P, W, fill, start_f
         _clip_factors(clip_scratch[0], clip_scratch[1], restarts.shape[0], n_rows, clip)
     _scatter_gradients(ws[HIDDEN], ws[GRAD_P_H], ws[GRAD_VISIBLE], ws[GRAD_OFFSET],
                        ws[VISIBLE_ROWS], restarts, n_rows, P_used, beta, scale, cosine, grad_P,
-                       grad_W, clip_scratch[1])
+                       grad_W, clip_scratch[1], for_size=True)
     if cosine is not None:
-        _unproject_gradient(grad_P, P_used, norms, restarts)
+        _unproject_gradient(grad_P, P_used, norms, restarts, for_size=True)
     for slot in range(restarts.shape[0]):
         for b in range(n_rows):
             losses[restarts[slot], b] = loss[slot * n_rows + b]

@@ -4,9 +4,9 @@ records around the batch kernels of :mod:`skdiffclust.clam._kernels`
 
 The two compute the same bits; they differ in the time they take to compile and
 to run. With this loop, the vectorised kernel compiles in about 11 s of CPU on the
-2-core machine (once: numba caches it), the compact one in about 8 s, and the
-vectorised one runs an epoch 2.5 to 3.5 times faster. :func:`uses_compact_kernel`
-gives the compact kernel the epochs of small fits (at most
+2-core machine (once: numba caches it), the compact one, compiled for size, in
+about 5 s, and the vectorised one runs an epoch 2.5 to 3.5 times faster.
+:func:`uses_compact_kernel` gives the compact kernel the epochs of small fits (at most
 :data:`COMPACT_LANE_STEPS` lane-steps, about 20 ms each in it), whose whole
 training then costs about what the compilation it saves does, or less.
 """
@@ -14,7 +14,7 @@ training then costs about what the compilation it saves does, or less.
 import numpy as np
 
 from skdiffclust._training._optim import ADAM_BETA1, ADAM_BETA2, adam_update, integer_power
-from skdiffclust._utils._numba import jit
+from skdiffclust._utils._numba import compile_for_size, jit
 from skdiffclust.clam import _kernels as kernels
 from skdiffclust.clam._compact import compact_batch
 from skdiffclust.clam._kernels import ATTRACTION, _batch_loss_and_grads, _spherical
@@ -58,8 +58,9 @@ def _train_batches(X, order, hidden, fill, start_from_fill, restarts, P, W, lr, 
     n_samples = order.shape[0]
     last = ws[ATTRACTION][n_steps - 1]
     for first in range(start, stop, batch_size):
-        n_rows = min(batch_size, n_samples - first)
-        if compact is not None:
+        n_rows = n_samples - first if n_samples - first < batch_size else batch_size
+        if compact is not None:  # small epochs: LLVM's size pipeline compiles faster
+            compile_for_size(True)
             compact_batch(X, order, first, n_rows, hidden, restarts, P, W, fill,
                           start_from_fill, beta, cosine, n_steps, constants, ws, prepared,
                           grad_P, grad_W, losses, clip, clip_scratch)
@@ -84,9 +85,10 @@ def _train_batches(X, order, hidden, fill, start_from_fill, restarts, P, W, lr, 
             step_size = lr[r] / correction1
             for mu in range(k):  # rows: the 1-D arrays of W[r], one compilation
                 adam_update(P[r, mu], grad_P[r, mu], m_P[r, mu], v_P[r, mu], step_size,
-                            correction2)
+                            correction2, for_size=compact)
             if weighted:
-                adam_update(W[r], grad_W[r], m_W[r], v_W[r], step_size, correction2)
+                adam_update(W[r], grad_W[r], m_W[r], v_W[r], step_size, correction2,
+                            for_size=compact)
             # the sum of the iterates, for their average over the epoch
             for mu in range(k):
                 sum_W[r, mu] += W[r, mu]

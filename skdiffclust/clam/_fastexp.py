@@ -20,7 +20,7 @@ import numpy as np
 from numba import types
 from numba.extending import overload
 
-from skdiffclust._utils._numba import jit
+from skdiffclust._utils._numba import compile_for_size, jit
 
 # float64: degree 13, remainder below 2e-16 relative; Cody-Waite split of ln2
 F64_SHIFT = 6755399441055744.0  # 1.5 * 2^52
@@ -57,7 +57,8 @@ def exp_weights_double(logits, largest, floor, n_lanes, p, total, shifted):
     computes the same bits."""
     for row in range(p.shape[0]):
         for lane in range(n_lanes):
-            value = max(logits[row, lane] - largest[lane], floor)
+            value = logits[row, lane] - largest[lane]
+            value = floor if floor > value else value  # max(): compiles a function
             shifted[row, lane] = value * F64_LOG2E + F64_SHIFT
             n = shifted[row, lane] - F64_SHIFT
             r = (value - n * F64_LN2_HI) - n * F64_LN2_LO
@@ -84,13 +85,16 @@ def exp_weights_double(logits, largest, floor, n_lanes, p, total, shifted):
 
 
 @jit(**OPTIONS)
-def exp_weights_single(logits, largest, floor, n_lanes, p, total, shifted):
+def exp_weights_single(logits, largest, floor, n_lanes, p, total, shifted, for_size=None):
     """``p = exp(max(logits - largest, floor))`` and ``total += p``, in float32;
-    ``shifted`` is float32 scratch of the shape of ``p``."""
+    ``shifted`` is float32 scratch of the shape of ``p``. ``for_size``: True in the
+    compact kernel (:func:`~skdiffclust._utils._numba.compile_for_size`)."""
+    compile_for_size(for_size)
     c0, c1, c2, c3, c4, c5, c6, c7 = F32_TERMS
     for row in range(p.shape[0]):
         for lane in range(n_lanes):
-            value = max(logits[row, lane] - largest[lane], floor)
+            value = logits[row, lane] - largest[lane]
+            value = floor if floor > value else value  # max(): compiles a function
             shifted[row, lane] = value * F32_LOG2E + F32_SHIFT
             n = shifted[row, lane] - F32_SHIFT
             r = (value - n * F32_LN2_HI) - n * F32_LN2_LO
@@ -133,7 +137,7 @@ def exp_weights_numpy(logits, largest, floor, p, total):
         total += row
 
 
-def exp_weights(logits, largest, floor, n_lanes, p, total, shifted):
+def exp_weights(logits, largest, floor, n_lanes, p, total, shifted, for_size=None):
     """``p = exp(max(logits - largest, floor))`` and ``total += p``, by the code of
     p's precision, chosen when compiling (a branch on the dtype would compile both)."""
 
@@ -144,11 +148,11 @@ def exp_weights(logits, largest, floor, n_lanes, p, total, shifted):
 # kernel is called, as it compiles with other options (no fusion); only inference on
 # large data compiles that call.
 @overload(exp_weights, jit_options=OPTIONS)
-def _exp_weights_of_precision(logits, largest, floor, n_lanes, p, total, shifted):
+def _exp_weights_of_precision(logits, largest, floor, n_lanes, p, total, shifted, for_size=None):
     if p.dtype == types.float32:
         return exp_weights_single.py_func
 
-    def call_double(logits, largest, floor, n_lanes, p, total, shifted):
+    def call_double(logits, largest, floor, n_lanes, p, total, shifted, for_size=None):
         exp_weights_double(logits, largest, floor, n_lanes, p, total, shifted)
 
     return call_double

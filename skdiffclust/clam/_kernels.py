@@ -29,7 +29,7 @@ floors), reorganised for a CPU:
 * **Kernels to compile**: for training, this module's batch
   (:func:`_batch_loss_and_grads`) on large epochs, or
   :mod:`skdiffclust.clam._compact`'s, the same bits one lane at a time, which
-  compiles in about 3 s less, on small ones (float32 by default); for inference,
+  compiles in about half the time, on small ones (float32 by default); for inference,
   ``_inference_kernel._infer`` (float64): completion losses and converged points
   share it, and ``_inference`` uses it only on large data (NumPy computes the same
   bits on small data, without compiling). Their ``cosine`` argument is True, or
@@ -58,7 +58,7 @@ import math
 import numpy as np
 
 from skdiffclust.clam._fastexp import exp_weights
-from skdiffclust._utils._numba import jit
+from skdiffclust._utils._numba import compile_for_size, jit
 
 EUCLIDEAN = "euclidean"
 COSINE = "cosine"
@@ -397,11 +397,14 @@ def _project_backward(grad_z, gamma, z_next, cs, norms, sq_visible, t, n_lanes, 
 
 @jit(**INTERNAL)
 def _scatter_gradients(hid, grad_PH, grad_visible, grad_offset, visible_rows, restarts,
-                       n_rows, P_used, beta, scale, cosine, grad_P, grad_W, factors):
+                       n_rows, P_used, beta, scale, cosine, grad_P, grad_W, factors,
+                       for_size=None):
     """Sum the lanes' gradients, each times its factor (``_clip_lanes``), into those
     of each restart's prototypes (as used: unit rows for cosine) and offsets, then
     into ``grad_W`` and the Euclidean ``-beta ||rho||^2`` term (arrays of the
-    workspace: HIDDEN, GRAD_P_H, GRAD_VISIBLE, GRAD_OFFSET, VISIBLE_ROWS)."""
+    workspace: HIDDEN, GRAD_P_H, GRAD_VISIBLE, GRAD_OFFSET, VISIBLE_ROWS).
+    ``for_size``: True in the compact kernel (``_utils._numba.compile_for_size``)."""
+    compile_for_size(for_size)
     n_hidden, k, d = hid.shape[0], grad_P.shape[1], grad_P.shape[2]
     # each scaled gradient rounded to the working precision, as if scaled in place
     to_working = grad_PH.dtype.type
@@ -433,8 +436,10 @@ def _scatter_gradients(hid, grad_PH, grad_visible, grad_offset, visible_rows, re
 
 
 @jit(**INTERNAL)
-def _prepare_prototypes(P, W, restarts, beta, cosine, P_used, norms, offset):
-    """The prototypes the dynamics use (unit rows for cosine) and the offsets."""
+def _prepare_prototypes(P, W, restarts, beta, cosine, P_used, norms, offset, for_size=None):
+    """The prototypes the dynamics use (unit rows for cosine) and the offsets
+    (``for_size`` as :func:`_scatter_gradients`')."""
+    compile_for_size(for_size)
     k, d = P.shape[1], P.shape[2]
     for r in restarts:
         for mu in range(k):
@@ -453,9 +458,10 @@ def _prepare_prototypes(P, W, restarts, beta, cosine, P_used, norms, offset):
 
 
 @jit(**INTERNAL)
-def _unproject_gradient(grad_P, P_used, norms, restarts):
+def _unproject_gradient(grad_P, P_used, norms, restarts, for_size=None):
     """Gradient through ``rho~ = rho / ||rho||``: drop the radial part, divide by the
-    norm."""
+    norm (``for_size`` as :func:`_scatter_gradients`')."""
+    compile_for_size(for_size)
     k, d = P_used.shape[1], P_used.shape[2]
     for r in restarts:
         for mu in range(k):
@@ -568,8 +574,11 @@ def _clip_factors(lane_norms, factors, n_slots, n_rows, clip):
         lo, hi = slot * n_rows, (slot + 1) * n_rows
         bound = clip * _median(lane_norms, lo, hi)
         for lane in range(lo, hi):
-            factors[lane] = min(bound / max(lane_norms[lane], bound), 1.0) \
-                if bound > 0.0 else 1.0
+            # min(bound / max(norm, bound), 1.0), as numba's min and max compare
+            # (each would compile a function of its own)
+            norm = lane_norms[lane]
+            factor = bound / (bound if bound > norm else norm)
+            factors[lane] = (1.0 if 1.0 < factor else factor) if bound > 0.0 else 1.0
 
 
 # the bits of +inf: for non-negative floats, the order of their bits as int64 is theirs
