@@ -9,11 +9,10 @@ the time: it has less code, and LLVM compiles it for size
 (:func:`skdiffclust._utils._numba.compile_for_size`), which leaves it as fast, one
 lane having little to vectorise. The kernels it shares with the vectorised batch
 take ``for_size=True`` here, for a variant compiled the same way. Each lane's
-arithmetic is the same,
-operation for operation and in the same order, on the same workspace, so the
-choice between them (:func:`skdiffclust.clam._epoch.uses_compact_kernel`, by the
-size of an epoch) changes no bit: ``tests/clam/test_compact_kernel.py`` checks it
-for every option.
+arithmetic is the same, operation for operation and in the same order, on the
+same workspace, so the choice between them
+(:func:`skdiffclust.clam._epoch.uses_compact_kernel`, by the size of an epoch)
+changes no bit: ``tests/clam/test_compact_kernel.py`` checks it for every option.
 """
 
 import math
