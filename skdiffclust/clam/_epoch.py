@@ -57,10 +57,10 @@ def _train_batches(X, order, hidden, fill, start_from_fill, restarts, P, W, lr, 
     k = P.shape[1]
     n_samples = order.shape[0]
     last = ws[ATTRACTION][n_steps - 1]
+    compile_for_size(compact)  # small epochs: LLVM's size pipeline compiles faster
     for first in range(start, stop, batch_size):
         n_rows = n_samples - first if n_samples - first < batch_size else batch_size
-        if compact is not None:  # small epochs: LLVM's size pipeline compiles faster
-            compile_for_size(True)
+        if compact is not None:
             compact_batch(X, order, first, n_rows, hidden, restarts, P, W, fill,
                           start_from_fill, beta, cosine, n_steps, constants, ws, prepared,
                           grad_P, grad_W, losses, clip, clip_scratch)

@@ -574,11 +574,14 @@ def _clip_factors(lane_norms, factors, n_slots, n_rows, clip):
         lo, hi = slot * n_rows, (slot + 1) * n_rows
         bound = clip * _median(lane_norms, lo, hi)
         for lane in range(lo, hi):
-            # min(bound / max(norm, bound), 1.0), as numba's min and max compare
-            # (each would compile a function of its own)
-            norm = lane_norms[lane]
-            factor = bound / (bound if bound > norm else norm)
-            factors[lane] = (1.0 if 1.0 < factor else factor) if bound > 0.0 else 1.0
+            if bound > 0.0:
+                # min(bound / max(norm, bound), 1.0), as numba's min and max compare
+                # (each would compile a function of its own)
+                norm = lane_norms[lane]
+                factor = bound / (bound if bound > norm else norm)
+                factors[lane] = 1.0 if 1.0 < factor else factor
+            else:
+                factors[lane] = 1.0
 
 
 # the bits of +inf: for non-negative floats, the order of their bits as int64 is theirs
