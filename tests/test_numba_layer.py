@@ -222,6 +222,42 @@ def test_compile_for_size_marks_the_kernel_only_when_asked_and_keeps_its_bits():
         assert ({"minsize", "optsize"} <= attributes) is marked
 
 
+@pytest.mark.parametrize("source, target", [(np.float64, np.int64), (np.int64, np.float64),
+                                            (np.float32, np.int32), (np.int32, np.float32)])
+def test_bits_as_reads_the_bits_as_numpy_view_does(source, target):
+    import numba
+
+    @numba.njit
+    def reread(values, out):
+        for i in range(values.shape[0]):
+            out[i] = _numba.bits_as(values[i], target)
+
+    special = [0.0, -0.0, 1.0, -2.5, np.inf, -np.inf, np.nan, 5e-324, 1e-45, 3.4e38]
+    rng = np.random.default_rng(0)
+    if np.issubdtype(source, np.floating):
+        values = np.concatenate([np.array(special, source),
+                                 rng.standard_normal(50).astype(source)])
+    else:
+        info = np.iinfo(source)
+        values = np.concatenate([np.array([0, -1, 1, info.min, info.max], source),
+                                 rng.integers(info.min, info.max, 50, dtype=source)])
+    out = np.empty(values.shape, target)
+    reread(values, out)
+    assert np.array_equal(out.view(source), values, equal_nan=True)
+    assert np.array_equal(out, values.view(target), equal_nan=True)
+
+
+def test_bits_as_refuses_types_of_another_width():
+    import numba
+
+    @numba.njit
+    def narrowing(x):
+        return _numba.bits_as(x, np.int32)
+
+    with pytest.raises(numba.core.errors.TypingError, match="bits_as: cannot read"):
+        narrowing(1.0)
+
+
 def test_systemerror_of_an_interrupted_kernel_becomes_keyboardinterrupt():
     def kernel_interrupted_while_boxing():
         try:

@@ -241,7 +241,8 @@ def compact_batch(X, order, first, n_rows, hidden, restarts, P, W, fill, start_f
             for b in range(n_rows):
                 _gradient_norm_lane(slot * n_rows + b, restarts[slot], ws, P_used, beta,
                                     scale, cosine, clip_scratch[0])
-        _clip_factors(clip_scratch[0], clip_scratch[1], restarts.shape[0], n_rows, clip)
+        _clip_factors(clip_scratch[0], clip_scratch[1], restarts.shape[0], n_rows, clip,
+                      for_size=True)
     _scatter_gradients(ws[HIDDEN], ws[GRAD_P_H], ws[GRAD_VISIBLE], ws[GRAD_OFFSET],
                        ws[VISIBLE_ROWS], restarts, n_rows, P_used, beta, scale, cosine, grad_P,
                        grad_W, clip_scratch[1], for_size=True)

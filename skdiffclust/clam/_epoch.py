@@ -32,7 +32,7 @@ def uses_compact_kernel(n_lanes, n_clusters, n_hidden, n_steps):
     return kernels.lane_steps(n_lanes, n_clusters, n_hidden, n_steps) <= COMPACT_LANE_STEPS
 
 
-@jit(error_model="numpy", nogil=True, _nrt=False, no_cfunc_wrapper=True)
+@jit(error_model="numpy", nogil=True, _nrt=False)
 def _train_batches(X, order, hidden, fill, start_from_fill, restarts, P, W, lr, adam_steps,
                    weighted, beta, cosine, n_steps, constants, batch_size, clip, start, stop,
                    work, compact, vectorised):

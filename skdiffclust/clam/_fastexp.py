@@ -20,7 +20,7 @@ import numpy as np
 from numba import types
 from numba.extending import overload
 
-from skdiffclust._utils._numba import compile_for_size, jit
+from skdiffclust._utils._numba import bits_as, compile_for_size, jit
 
 # float64: degree 13, remainder below 2e-16 relative; Cody-Waite split of ln2
 F64_SHIFT = 6755399441055744.0  # 1.5 * 2^52
@@ -75,10 +75,10 @@ def exp_weights_double(logits, largest, floor, n_lanes, p, total, shifted):
             poly = poly * r + 0.5
             poly = poly * r + 1.0
             p[row, lane] = poly * r + 1.0
-        for lane in range(n_lanes):  # 2^n (scalar views: an array view compiles more)
-            bits = np.float64(shifted[row, lane]).view(np.int64)
-            shifted[row, lane] = np.int64((bits - F64_SHIFT_BITS + 1023) << 52).view(
-                np.float64)
+        for lane in range(n_lanes):  # 2^n, as exponent bits
+            bits = bits_as(np.float64(shifted[row, lane]), np.int64)
+            shifted[row, lane] = bits_as(np.int64((bits - F64_SHIFT_BITS + 1023) << 52),
+                                         np.float64)
         for lane in range(n_lanes):
             p[row, lane] *= shifted[row, lane]
             total[lane] += p[row, lane]
@@ -101,9 +101,9 @@ def exp_weights_single(logits, largest, floor, n_lanes, p, total, shifted, for_s
             p[row, lane] = (((((((c7 * r + c6) * r + c5) * r + c4) * r + c3) * r + c2) * r
                              + c1) * r + c0)
         for lane in range(n_lanes):
-            bits = np.float32(shifted[row, lane]).view(np.int32)
-            shifted[row, lane] = np.int32(
-                (bits - F32_SHIFT_BITS + np.int32(127)) << np.int32(23)).view(np.float32)
+            bits = bits_as(np.float32(shifted[row, lane]), np.int32)
+            shifted[row, lane] = bits_as(
+                np.int32((bits - F32_SHIFT_BITS + np.int32(127)) << np.int32(23)), np.float32)
         for lane in range(n_lanes):
             p[row, lane] *= shifted[row, lane]
             total[lane] += p[row, lane]
@@ -146,8 +146,10 @@ def exp_weights(logits, largest, floor, n_lanes, p, total, shifted, for_size=Non
 # kernels' options, for the calling kernel: returning a function that calls the
 # kernel would compile that trampoline besides the kernel (about 0.3 s). The float64
 # kernel is called, as it compiles with other options (no fusion); only inference on
-# large data compiles that call.
-@overload(exp_weights, jit_options=OPTIONS)
+# large data compiles that call. Called from kernels only, it needs no entry point
+# from Python or C.
+@overload(exp_weights, jit_options={**OPTIONS, "no_cpython_wrapper": True,
+                                    "no_cfunc_wrapper": True})
 def _exp_weights_of_precision(logits, largest, floor, n_lanes, p, total, shifted, for_size=None):
     if p.dtype == types.float32:
         return exp_weights_single.py_func

@@ -39,8 +39,11 @@ floors), reorganised for a CPU:
   ``benchmarks/bench_first_fit.py``). numba compiles every kernel on its own, then
   links and optimises it again into each caller, and inlining at numba's level
   (``inline="always"``) copies the callee's code block by block, at a cost that
-  grows with the square of its size. So small helpers are inlined, larger ones
-  are kernels of their own, declared :data:`INTERNAL`: called only from other
+  grows with the square of its size, and again at each level of inlining. So
+  small helpers are inlined, at most two levels deep, and larger ones are kernels
+  of their own, as is :func:`_clip_factors` (it inlines the median, and the batch
+  kernels that call it are inlined into the epoch loop). They are declared
+  :data:`INTERNAL`: called only from other
   kernels, they need no Python entry point, whose unboxing of the 21 workspace
   arrays would cost about 0.2 s of compilation each. Each array in the workspace
   tuple costs every kernel that takes it compilation time, so a kernel needing
@@ -58,7 +61,7 @@ import math
 import numpy as np
 
 from skdiffclust.clam._fastexp import exp_weights
-from skdiffclust._utils._numba import compile_for_size, jit
+from skdiffclust._utils._numba import bits_as, compile_for_size, jit
 
 EUCLIDEAN = "euclidean"
 COSINE = "cosine"
@@ -565,11 +568,13 @@ def _clip_lanes(grad_PH, grad_visible, grad_offset, PH, A, sq_visible, restarts,
     _clip_factors(lane_norms, factors, restarts.shape[0], n_rows, clip)
 
 
-@jit(error_model="numpy", inline="always")
-def _clip_factors(lane_norms, factors, n_slots, n_rows, clip):
+@jit(**INTERNAL)
+def _clip_factors(lane_norms, factors, n_slots, n_rows, clip, for_size=None):
     """Each lane's factor from the gradient norms of its restart's lanes (rows of
     ``_clip_lanes``' scratch): 1 for the points within ``clip`` times their median,
-    the bound over its norm for the others."""
+    the bound over its norm for the others. ``for_size``: True in the compact
+    kernel (:func:`~skdiffclust._utils._numba.compile_for_size`)."""
+    compile_for_size(for_size)
     for slot in range(n_slots):
         lo, hi = slot * n_rows, (slot + 1) * n_rows
         bound = clip * _median(lane_norms, lo, hi)
@@ -607,12 +612,12 @@ def _median(values, start, stop):
         bisector = lo + (hi - lo) // 2
         count = 0
         for i in range(start, stop):
-            count += np.float64(values[i]).view(np.int64) <= bisector
+            count += bits_as(np.float64(values[i]), np.int64) <= bisector
         if count > middle:
             hi = bisector
         else:
             lo = bisector
-    lower = np.int64(hi).view(np.float64)
+    lower = bits_as(np.int64(hi), np.float64)
     if n % 2 == 1:
         return lower
     upper, count = np.inf, 0
