@@ -443,6 +443,43 @@ def test_compilation_notice_when_compiling_and_never_from_the_cache(tmp_path):
     assert "skdiffclust:" not in warm.stderr
 
 
+@pytest.mark.parametrize("enabled", [True, False])
+def test_the_collector_pauses_while_a_kernel_compiles_and_no_longer(enabled):
+    import gc
+
+    from numba.core import event
+
+    from skdiffclust.forest._dense import group_trees, upper_triangle_edges
+
+    seen = []
+    was_enabled = gc.isenabled()
+    (gc.enable if enabled else gc.disable)()
+    try:
+        with event.trigger_event("numba:compile", data={"dispatcher": upper_triangle_edges}):
+            with event.trigger_event("numba:compile", data={"dispatcher": group_trees}):
+                seen.append(gc.isenabled())
+            seen.append(gc.isenabled())
+        seen.append(gc.isenabled())
+    finally:
+        (gc.enable if was_enabled else gc.disable)()
+    assert seen == [False, False, enabled]
+
+
+def test_the_collector_runs_while_other_code_compiles():
+    import gc
+
+    import numba
+    from numba.core import event
+
+    def twice(x):
+        return 2 * x
+
+    seen = []
+    with event.trigger_event("numba:compile", data={"dispatcher": numba.njit(twice)}):
+        seen.append(gc.isenabled())
+    assert seen == [gc.isenabled()]
+
+
 def test_a_second_process_loads_every_prim_kernel_from_the_cache(tmp_path):
     # The sweep once took its row kernel as an argument: numba never found such a
     # kernel in its cache, so every process compiled it again (and saving the

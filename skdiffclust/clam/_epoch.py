@@ -15,6 +15,7 @@ import numpy as np
 
 from skdiffclust._training._optim import ADAM_BETA1, ADAM_BETA2, adam_update, integer_power
 from skdiffclust._utils._numba import compile_for_size, jit
+from skdiffclust._utils._packed import pack, unpacker
 from skdiffclust.clam import _kernels as kernels
 from skdiffclust.clam._compact import compact_batch
 from skdiffclust.clam._kernels import ATTRACTION, _batch_loss_and_grads, _spherical
@@ -24,6 +25,21 @@ from skdiffclust.clam._kernels import ATTRACTION, _batch_loss_and_grads, _spheri
 # weighted by its size: ``_kernels.lane_steps``) take the compact
 # kernel: 200 points of 2 features in 3 clusters cost 2e4, the digits 2.3e6
 COMPACT_LANE_STEPS = 1 << 20
+
+# The epoch's scratch and result arrays, packed (``_utils._packed``) into three
+# buffers: of the parameters' dtype (role 0), float64 (1) and int64 (2)
+_F, _D, _I = 0, 1, 2
+_WORK = (
+    ((_I, 2), (_F, 3), (_F, 2), (_F, 2), (_F, 2), (_F, 2), (_F, 3), (_F, 3), (_F, 2),
+     (_F, 2), (_F, 1), (_F, 3), (_F, 2), (_F, 2), (_F, 2), (_F, 2), (_F, 2), (_F, 2),
+     (_F, 2), (_F, 2), (_F, 3)),  # the batch's workspace, kernels.new_workspace
+    ((_F, 3), (_F, 2), (_F, 2)),  # kernels.new_prepared
+    (_F, 3), (_F, 2), (_F, 2),  # gradients of P and W, each lane's loss
+    (_D, 1), (_I, 2), (_D, 2),  # each restart's loss, attraction counts, position losses
+    ((_D, 3), (_D, 2)),  # the sums of the iterates
+    (_D, 2),  # kernels.new_clip_scratch
+)
+_unpack_work = unpacker(_WORK)
 
 
 def uses_compact_kernel(n_lanes, n_clusters, n_hidden, n_steps):
@@ -35,23 +51,25 @@ def uses_compact_kernel(n_lanes, n_clusters, n_hidden, n_steps):
 @jit(error_model="numpy", nogil=True, _nrt=False)
 def _train_batches(X, order, hidden, fill, start_from_fill, restarts, P, W, lr, adam_steps,
                    weighted, beta, cosine, n_steps, constants, batch_size, clip, start, stop,
-                   work, compact, vectorised):
+                   position_start, buffers, layout, moments, compact, vectorised):
     """The batches of an epoch that start at ``start``, ``start + batch_size``, ...
     before ``stop``; returns the number of Adam steps taken so far (see
-    :func:`train_epoch`, which allocates ``work``). One of ``compact`` and
-    ``vectorised`` is True, the other None: the batch kernel taken. numba drops a
-    branch on an argument that is None when it compiles, so a fit compiles one
-    kernel (it keeps both branches on a bool).
+    :func:`train_epoch`, which packs the scratch and result arrays into ``buffers``:
+    numba compiles code to unbox each array argument of a kernel called from
+    Python, and these are about 40). One of ``compact`` and ``vectorised`` is True,
+    the other None: the batch kernel taken. numba drops a branch on an argument
+    that is None when it compiles, so a fit compiles one kernel (it keeps both
+    branches on a bool).
 
     Each restart's prototypes and weights take the shared Adam step of
     ``skdiffclust._training._optim``. Besides the losses, records the sum of the
     parameters after each step (for their average over the epoch) and, for the
     re-seeding of dead prototypes (``_training``), each example's loss by position
-    in the epoch and how many examples each prototype attracts most at the last
-    step of the dynamics.
+    in the epoch (from ``position_start``) and how many examples each prototype
+    attracts most at the last step of the dynamics.
     """
-    ws, prepared, grad_P, grad_W, losses, epoch_loss, counts, position_loss, moments, \
-        sums, clip_scratch = work
+    ws, prepared, grad_P, grad_W, losses, epoch_loss, counts, position_loss, sums, \
+        clip_scratch = _unpack_work(buffers, layout)
     m_P, v_P, m_W, v_W = moments
     sum_P, sum_W = sums
     k = P.shape[1]
@@ -76,7 +94,7 @@ def _train_batches(X, order, hidden, fill, start_from_fill, restarts, P, W, lr, 
             for b in range(n_rows):
                 lane = slot * n_rows + b
                 epoch_loss[r] += losses[r, b]
-                position_loss[r, first + b] = losses[r, b]
+                position_loss[r, position_start + first + b] = losses[r, b]
                 strongest = 0
                 for mu in range(1, k):
                     if last[mu, lane] > last[strongest, lane]:
@@ -129,14 +147,13 @@ def train_epoch(X, order, hidden, fill, start_from_fill, restarts, P, W, moments
     n_restarts, k, d = P.shape
     n_samples, n_hidden = order.shape[0], hidden.shape[2]
     _check_contiguous((P, W) + tuple(moments))
-    counts = np.zeros((n_restarts, k), dtype=np.int64)
-    position_loss = np.zeros((n_restarts, n_samples))
-    work = [kernels.new_workspace(restarts.shape[0] * batch_size, k, d, n_hidden, n_steps,
-                                  P.dtype),
-            kernels.new_prepared(P), np.zeros_like(P), np.zeros_like(W),
-            np.zeros((n_restarts, batch_size), dtype=P.dtype), np.zeros(n_restarts), counts,
-            position_loss, tuple(moments), (np.zeros(P.shape), np.zeros(W.shape)),
-            kernels.new_clip_scratch(restarts.shape[0] * batch_size)]
+    buffers, layout, work = pack(_WORK, (
+        kernels.new_workspace(restarts.shape[0] * batch_size, k, d, n_hidden, n_steps, P.dtype),
+        kernels.new_prepared(P), np.zeros_like(P), np.zeros_like(W),
+        np.zeros((n_restarts, batch_size), dtype=P.dtype), np.zeros(n_restarts),
+        np.zeros((n_restarts, k), dtype=np.int64), np.zeros((n_restarts, n_samples)),
+        (np.zeros(P.shape), np.zeros(W.shape)),
+        kernels.new_clip_scratch(restarts.shape[0] * batch_size)), (P.dtype, np.float64, np.int64))
     constants = kernels.working_constants(P.dtype, beta, alpha, cosine)
     # the backward pass costs about twice the forward one
     step = kernels._points_per_call(3 * restarts.shape[0], k, n_hidden, n_steps, batch_size)
@@ -150,18 +167,17 @@ def train_epoch(X, order, hidden, fill, start_from_fill, restarts, P, W, moments
             adam_steps = _train_batches(
                 X, order, hidden, fill, start_from_fill, restarts, P, W, lr, adam_steps,
                 weighted, beta, _spherical(cosine), n_steps, constants, batch_size,
-                float(clip), start, stop, tuple(work), compact, vectorised)
+                float(clip), start, stop, 0, buffers, layout, tuple(moments), compact,
+                vectorised)
             continue
         # a dense block of this call's rows, in the order of the epoch
         rows = np.ascontiguousarray(X.take(order[start:stop]), dtype=P.dtype)
-        work[7] = np.zeros((n_restarts, stop - start))
         adam_steps = _train_batches(
             rows, np.arange(stop - start), np.ascontiguousarray(hidden[:, start:stop]), fill,
             start_from_fill, restarts, P, W, lr, adam_steps, weighted, beta,
             _spherical(cosine), n_steps, constants, batch_size, float(clip), 0, stop - start,
-            tuple(work), compact, vectorised)
-        position_loss[:, start:stop] = work[7]
+            start, buffers, layout, tuple(moments), compact, vectorised)
     n_steps_taken = -(-n_samples // batch_size)
-    sum_P, sum_W = work[9]
-    return (adam_steps, work[5], counts, position_loss, sum_P / n_steps_taken,
+    epoch_loss, counts, position_loss, (sum_P, sum_W) = work[5], work[6], work[7], work[8]
+    return (adam_steps, epoch_loss, counts, position_loss, sum_P / n_steps_taken,
             sum_W / n_steps_taken)
