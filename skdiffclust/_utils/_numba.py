@@ -163,6 +163,11 @@ def bits_as(typingctx, value, to):
 # -- the compilation notice ------------------------------------------------------------
 
 
+def _module_compiled(ev):
+    """The module of the function a ``numba:compile`` event compiles ('' if none)."""
+    return getattr(ev.data["dispatcher"].py_func, "__module__", "") or ""
+
+
 class _CompilationNotice(event.Listener):
     """Times the compilations of skdiffclust's kernels, per family, and prints one
     line when a family's total passes ``NOTICE_DELAY``.
@@ -184,7 +189,7 @@ class _CompilationNotice(event.Listener):
         self.depth += 1
         if self.depth > 1:
             return
-        module = getattr(ev.data["dispatcher"].py_func, "__module__", "") or ""
+        module = _module_compiled(ev)
         if not module.startswith("skdiffclust."):
             return
         self.family = next((family for prefix, family in FAMILIES.items()
@@ -238,7 +243,7 @@ class _CollectorPause(event.Listener):
 
     def on_start(self, ev):
         self.depth += 1
-        module = getattr(ev.data["dispatcher"].py_func, "__module__", "") or ""
+        module = _module_compiled(ev)
         if self.depth == 1 and module.startswith("skdiffclust.") and gc.isenabled():
             gc.disable()
             self.paused = True
