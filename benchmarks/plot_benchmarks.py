@@ -1,7 +1,7 @@
 """Draw the figures of ``doc/benchmarks.rst`` from the benchmarks' result files.
 
 Reads the CSV files under ``benchmarks/results/`` (written by the benchmark
-scripts' ``--csv`` option, see ``_results.py``) and writes two PNG files to
+scripts' ``--csv`` option, see ``_results.py``) and writes three PNG files to
 ``doc/images/benchmarks/``:
 
 * ``quality_time.png``: quality against fit time, our estimators against
@@ -11,7 +11,10 @@ scripts' ``--csv`` option, see ``_results.py``) and writes two PNG files to
   (``gpu.csv``, ``mnist.csv``, ``perturbed.csv``). For each case the newest
   CUDA row that has a CPU row of the same machine is compared with that row;
   a case measured on no machine with both is compared with the newest CPU row,
-  and its bar names both machines.
+  and its bar names both machines;
+* ``n_clusters_images.png``: DeepImageClustering's ``n_clusters='auto'`` on
+  image sets, the stability and the modularity of each candidate, with the number
+  found and the number of classes (``n_clusters_scores.csv``, ``n_clusters.csv``).
 
 Usage::
 
@@ -234,6 +237,49 @@ def plot_gpu(tables, out):
     return path
 
 
+# the image sets of n_clusters_images.png, and their titles
+COUNT_SETS = [("images/mnist", "MNIST, 60,000 images"),
+              ("images/fashion", "Fashion-MNIST, 60,000 images"),
+              ("images/mix-20", "MNIST and Fashion-MNIST, 20 classes"),
+              ("images/pairs-36", "Pairs of digits, 36 classes")]
+
+
+def plot_n_clusters(tables, out):
+    """n_clusters_images.png: stability and modularity against the candidates."""
+    rows = tables.get("n_clusters_scores")
+    if not rows:
+        return None
+    truth = {row["dataset"]: int(row["note"].split(" of ")[1].split("/")[0])
+             for row in tables.get("n_clusters", []) if row["estimator"] == "Deep-auto"}
+    shown = [(key, title) for key, title in COUNT_SETS
+             if any(row["dataset"] == key for row in rows)]
+    if not shown:
+        return None
+    fig, axes = plt.subplots(1, len(shown), figsize=(3.6 * len(shown), 3.2), squeeze=False)
+    for ax, (key, title) in zip(axes[0], shown):
+        mine = [row for row in rows if row["dataset"] == key]
+        candidates = [int(row["candidate"]) for row in mine]
+        ax.plot(candidates, [float(row["stability"]) for row in mine], color=OURS_COLOUR,
+                label="stability")
+        ax.plot(candidates, [float(row["modularity"]) for row in mine], color=OTHER_COLOUR,
+                linestyle="--", label="modularity")
+        found = int(mine[0]["found"])
+        ax.axvline(found, color=OURS_COLOUR, linewidth=0.8)
+        if key in truth:
+            ax.axvline(truth[key], color=SKLEARN_COLOUR, linestyle=":", linewidth=1.2,
+                       label="classes")
+        ax.set_title(f"{title}\nfound {found}", fontsize=9)
+        ax.set_xlabel("number of clusters", fontsize=8)
+        ax.set_ylim(0, 1.02)
+        ax.tick_params(labelsize=7)
+    axes[0][0].legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    path = out / "n_clusters_images.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--results", default=str(RESULTS), help="folder of the CSV files")
@@ -244,7 +290,8 @@ def main():
     tables = read_folder(args.results)
     if not tables:
         raise SystemExit(f"no result file (*.csv) in {args.results}")
-    for path in (plot_quality(tables, out), plot_gpu(tables, out)):
+    for path in (plot_quality(tables, out), plot_gpu(tables, out),
+                 plot_n_clusters(tables, out)):
         if path is not None:
             print(f"wrote {path}")
 

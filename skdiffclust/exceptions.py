@@ -1,6 +1,6 @@
 """Warnings and errors specific to skdiffclust."""
 
-__all__ = ["CachingDisabledWarning", "InfeasibleConstraintsWarning"]
+__all__ = ["CachingDisabledWarning", "ClusterCountWarning", "InfeasibleConstraintsWarning"]
 
 
 class InfeasibleConstraintsWarning(UserWarning):
@@ -20,4 +20,16 @@ class CachingDisabledWarning(UserWarning):
     memory in every new process, which makes first fits slower; set the
     environment variable ``NUMBA_CACHE_DIR`` to a writable directory to cache them
     there.
+    """
+
+
+class ClusterCountWarning(UserWarning):
+    """``n_clusters='auto'`` found no number of clusters that stands out.
+
+    The estimator fits the candidate its criterion scored highest, but that score
+    says the data support no number clearly (for example, k-means partitions of
+    the images' graph that disagree from start to start at every candidate), so
+    the number found may be far from the number of classes. The criterion of
+    every candidate is in ``n_clusters_scores_``; pass ``n_clusters`` when the
+    number is known.
     """

@@ -292,3 +292,56 @@ def test_bench_n_clusters_scores_against_the_best_labelling_and_counts_right():
     assert not fit.error and fit.n_found == 3 and fit.ari == 1.0
     fit = bench.fit_one("SparseGEMINI-auto", ds, max_clusters=4, threads=1)
     assert fit.n_found == 3 and fit.right(ds)
+
+
+def test_the_image_battery_has_two_halves_of_every_kind():
+    """``_image_battery``: a tuning and a checking half, each with class subsets,
+    unions, an imbalanced set and sets of 30 or more classes; the digits' sets
+    load without MNIST's files, shuffled, labels 0 .. k - 1."""
+    import numpy as np
+
+    battery = _benchmark("_image_battery")
+    tune, check = battery.names("tune"), battery.names("check")
+    assert len(tune) >= 10 and len(check) >= 10 and not set(tune) & set(check)
+    for half in (tune, check):
+        assert any(name.startswith("union") for name in half)
+        assert any("imb" in name for name in half)
+        assert sum(name.startswith("pairs") for name in half) >= 2
+    images, labels = battery.load("digits-500")
+    assert images.shape == (500, 8, 8) and images.dtype == np.float32
+    np.testing.assert_array_equal(np.bincount(labels), np.full(10, 50))
+    assert not np.all(np.diff(labels) >= 0)  # shuffled
+    again, same = battery.load("digits-500")
+    np.testing.assert_array_equal(again, images)
+
+
+def test_the_pairs_of_the_battery_are_two_images_side_by_side():
+    import numpy as np
+
+    battery = _benchmark("_image_battery")
+    images, labels = battery.pairs("digits", "digits", 12, 5, seed=0)
+    assert images.shape == (60, 8, 16) and np.bincount(labels).tolist() == [5] * 12
+    digits, _ = battery.source("digits")
+    left = {tuple(image.ravel()) for image in digits}
+    assert all(tuple(image[:, :8].ravel()) in left for image in images)
+
+
+def test_deep_auto_scores_are_written_and_drawn(tmp_path):
+    """bench_n_clusters writes Deep-auto's criterion of every candidate, and
+    plot_benchmarks draws it against the candidates."""
+    pytest.importorskip("matplotlib")
+    import numpy as np
+
+    bench = _benchmark("bench_n_clusters")
+    ds = bench.Dataset("images/mnist", "images", np.zeros((4, 2)), [np.ones(4)], [10])
+    ds.cache["deep-count"] = (np.arange(2, 6), np.array([0.5, 0.9, 0.7, 0.6]),
+                              np.array([0.4, 0.6, 0.7, 0.7]), 3)
+    path = tmp_path / "n_clusters_scores.csv"
+    bench.write_scores(path, [ds])
+    bench.write_scores(path, [ds])  # the set's rows replaced, not repeated
+    plot = _benchmark("plot_benchmarks")
+    tables = plot.read_folder(tmp_path)
+    assert len(tables["n_clusters_scores"]) == 4
+    tables["n_clusters"] = [dict(dataset="images/mnist", estimator="Deep-auto",
+                                 note="found 3 of 10")]
+    assert plot.plot_n_clusters(tables, tmp_path).name == "n_clusters_images.png"

@@ -12,6 +12,7 @@ from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import validate_data as sklearn_validate_data
 
 from skdiffclust._utils._symmetry import summarise
+from skdiffclust.exceptions import ClusterCountWarning
 
 
 class NumberInterval(Interval):
@@ -230,6 +231,23 @@ def warn_empty_clusters(name, n_found, n_clusters, *, cause, remedy, relabelled=
         f"{name} found {n_found} non-empty clusters of the n_clusters={n_clusters} "
         f"asked: {cause}. {numbering}. {remedy} may help.",
         UserWarning, stacklevel=stacklevel + 1,
+    )
+
+
+def warn_unclear_count(name, count, decided_by, stacklevel=1):
+    """The warning of ``n_clusters='auto'`` when no number stands out (``count``:
+    a ``ClusterCount`` by stability whose ``clear`` is False); ``decided_by``
+    says what chose the number fitted instead. ``stacklevel`` counts from the
+    caller."""
+    best = int(np.argmax(count.scores))
+    warnings.warn(
+        f"{name}(n_clusters='auto') found no number of clusters that stands out: the "
+        f"most stable, {count.candidates[best]} (stability {count.scores[best]:.2f}), "
+        "either reproduces poorly or is poorly separated in the graph. "
+        f"It fitted {count.n_clusters} clusters, {decided_by}, which may be far "
+        "from the data's number; n_clusters_scores_ holds every candidate's stability. "
+        "Pass n_clusters if you know it.",
+        ClusterCountWarning, stacklevel=stacklevel + 1,
     )
 
 

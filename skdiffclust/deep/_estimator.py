@@ -19,7 +19,8 @@ from skdiffclust._utils._state import keeps_state_on_failure
 from skdiffclust._utils._threads import host_threads
 from skdiffclust._utils._validation import (ANY_INTEGER, NumberInterval, RenamedParameters,
                                             refusing_former_names,
-                                            check_n_clusters, warn_empty_clusters)
+                                            check_n_clusters, warn_empty_clusters,
+                                            warn_unclear_count)
 from skdiffclust.deep._images import (
     PixelScale, check_images, float32_precision, reduced_side)
 from skdiffclust.deep._inference import forward
@@ -53,13 +54,18 @@ class DeepImageClustering(RenamedParameters, ClassNamePrefixFeaturesOutMixin,
     n_clusters : int or 'auto', default=8
         Number of clusters. ``'auto'``: the images graph's connected components of
         10% of the images or more, when there are two or more; else the number,
-        from 2 to ``max_clusters``, after which the spectrum of the graph's
-        shared-neighbour weights jumps most in ratio; of the numbers whose jumps
-        are within 20% of the largest, the one whose spectral start has the
-        highest modularity on the graph (:ref:`n_clusters_auto_deep`).
+        from 2 to ``max_clusters``, whose partitions of the graph are the most
+        stable: k-means runs from 20 starts on the spectral embedding of the
+        graph's shared-neighbour weights (twice as many eigenvectors as
+        clusters) agree best with each other (:ref:`n_clusters_auto_deep`).
+        Where no number stands out (the runs agree little, or the graph does not
+        separate their clusters), the number whose partition has the highest
+        modularity, with a ``ClusterCountWarning``.
 
-    max_clusters : int, default=20
-        The largest number ``n_clusters='auto'`` considers.
+    max_clusters : int, default=50
+        The largest number ``n_clusters='auto'`` considers. Each candidate costs
+        20 k-means runs on at most 6,000 images, and the graph's eigenvectors
+        twice the largest candidate.
 
     image_shape : tuple of int, default=None
         ``(height, width)``, ``(channels, height, width)`` or ``(height, width,
@@ -175,14 +181,13 @@ class DeepImageClustering(RenamedParameters, ClassNamePrefixFeaturesOutMixin,
         The numbers ``n_clusters='auto'`` chose among. Only then.
 
     n_clusters_scores_ : ndarray of shape (n_candidates,)
-        Their scores, the log ratio of the eigenvalues k + 1 and k of the
-        normalised Laplacian of the graph's shared-neighbour weights. Only with
+        Their stability: the mean adjusted Rand index between the partitions of
+        the k-means runs at each candidate (1: the runs agree). Only with
         ``'auto'``.
 
     n_clusters_modularity_ : ndarray of shape (n_candidates,)
-        The modularity on the graph of the spectral start's partition of the
-        candidates within 20% of the best score (NaN for the others), which
-        decides between them. Only with ``'auto'``.
+        The modularity on the graph of a run's partition at each candidate,
+        which decides where no number stands out. Only with ``'auto'``.
 
     network_state_ : dict of str to ndarray
         The trained network's weights and normalisation statistics (its torch
@@ -301,7 +306,7 @@ class DeepImageClustering(RenamedParameters, ClassNamePrefixFeaturesOutMixin,
     }
 
     @refusing_former_names
-    def __init__(self, n_clusters=8, *, max_clusters=20, image_shape=None, channels="auto",
+    def __init__(self, n_clusters=8, *, max_clusters=50, image_shape=None, channels="auto",
                  n_neighbors=10, n_eigenvectors="auto", n_heads=5, balance=1.0, self_labelling=0,
                  confidence=0.99, max_rotation=15.0, max_scale=0.1, max_shift=0.1,
                  max_side=32, batch_size=256, learning_rate=1e-3, max_iter="auto", tol=1e-3,
@@ -390,6 +395,10 @@ class DeepImageClustering(RenamedParameters, ClassNamePrefixFeaturesOutMixin,
         self.loss_curve_ = np.asarray(curve[:, kept], dtype=np.float64)
         self.n_iter_ = int(result.n_iter)
         self._set_count(count)
+        if not count.clear:
+            warn_unclear_count("DeepImageClustering", count,
+                               "the number whose partition has the highest modularity",
+                               stacklevel=4)  # fit, keeps_state_on_failure, _fit_context
         if self.n_clusters_ < settings.n_clusters:
             identical = np.ptp(images.reshape(n_samples, -1), axis=0).max() == 0
             warn_empty_clusters(
@@ -407,8 +416,7 @@ class DeepImageClustering(RenamedParameters, ClassNamePrefixFeaturesOutMixin,
         if count.candidates is not None:
             values = (np.asarray(count.candidates, dtype=np.int64),
                       np.asarray(count.scores, dtype=np.float64),
-                      np.asarray(np.full(count.candidates.size, np.nan) if count.ties is None
-                                 else count.ties, dtype=np.float64))
+                      np.asarray(count.modularity, dtype=np.float64))
             self.__dict__.update(zip(COUNT_ATTRIBUTES, values))
 
     def _settings(self, n_samples):

@@ -35,7 +35,6 @@ from typing import NamedTuple
 
 import numpy as np
 import torch
-from scipy import sparse
 from torch.nn import functional as F
 
 from skdiffclust._neighbors import kneighbors
@@ -45,8 +44,7 @@ from skdiffclust.deep._augment import strong_view, weak_view
 from skdiffclust.deep._features import graph_features
 from skdiffclust.deep._network import build_network, evaluate
 from skdiffclust.prcut._spectral import spectral_start
-from skdiffclust.prcut._graph import (affinity_from_neighbors, connected_component_labels,
-                                      partition_objective)
+from skdiffclust.prcut._graph import affinity_from_neighbors, partition_objective
 from skdiffclust.prcut._loss import EdgeBlock, PRCutLoss
 from skdiffclust.prcut._start import CountedGraph
 
@@ -212,47 +210,12 @@ def start_of(images, settings, *, feature_seed, start_seed):
     device = torch.device(settings.device)
     neighbours, graph = graph_of(images, settings.n_neighbors, feature_seed,
                                  settings.n_threads, device=device)
-    starts = StartPartitions(graph, settings, device, start_seed)
-    settings, count = settings.counted(starts)
-    return neighbours, graph, starts.labels(settings.n_clusters), settings, count
-
-
-class StartPartitions(CountedGraph):
-    """The spectral start's partition of the images' graph into any number of
-    clusters (each computed once), and what ``n_clusters='auto'`` reads of the
-    graph: its components, spectrum, and the modularity of a start partition."""
-
-    def __init__(self, graph, settings, device, seed):
-        super().__init__(graph, None, device, seed, settings.n_threads)
-        self.settings, self._labels = settings, {}
-
-    @property
-    def components(self):
-        if self._components is None:
-            self._components = connected_component_labels(self.graph)
-        return self._components
-
-    @components.setter
-    def components(self, components):
-        self._components = components
-
-    def labels(self, n_clusters):
-        if n_clusters not in self._labels:
-            _, self._labels[n_clusters] = spectral_start(
-                self.graph, n_clusters, start=self.settings, device=self.device,
-                seed=self.seed, graph_threads=self.n_threads, gamma=self.settings.gamma)
-        return self._labels[n_clusters]
-
-    def modularity(self, n_clusters):
-        """Newman's modularity of the start's partition into ``n_clusters``: the
-        share of the graph's weight within clusters less its expectation for
-        random edges of the same degrees."""
-        labels = self.labels(n_clusters)
-        one_hot = sparse.csr_matrix((np.ones(labels.size), (np.arange(labels.size), labels)))
-        between = (one_hot.T @ self.graph @ one_hot).toarray()
-        total = between.sum()
-        shares = between.sum(1) / total
-        return float(np.trace(between) / total - shares @ shares)
+    settings, count = settings.counted(
+        CountedGraph(graph, None, device, start_seed, settings.n_threads))
+    _, labels = spectral_start(graph, settings.n_clusters, start=settings, device=device,
+                               seed=start_seed, graph_threads=settings.n_threads,
+                               gamma=settings.gamma)
+    return neighbours, graph, labels, settings, count
 
 
 def fit_network(images, settings, seeds, name):

@@ -21,16 +21,15 @@ MIN_EPOCHS = 3
 # RGBA: as PIL, imageio and matplotlib give images)
 LAST_AXIS_CHANNELS = (1, 3, 4)
 
-# n_clusters='auto': PRCut's criterion (the largest jump in ratio of the spectrum
-# of the graph's shared-neighbour weights, which the start reads), except that the
-# candidates scoring at least COUNT_TIE_SHARE of the best are tied, and the one
-# whose start partition has the highest modularity on the graph is chosen. An
-# image graph's spectrum can jump as much at a coarse split as at the classes:
-# MNIST's scores 0.41 at 2 clusters (its start's NMI 0.44, modularity 0.50) and
-# 0.40 at 10 (NMI 0.95, modularity 0.88); the digits' 0.49 at 8 and 0.47 at 10
-# (modularity 0.84 and 0.86). Modularity alone grows with the candidates past
-# the classes (0.888 at 11 on MNIST): it only breaks the spectrum's ties
-COUNT_TIE_SHARE = 0.8
+# n_clusters='auto': the number whose partitions of the graph are the most stable
+# (prcut._stability: k-means runs on the spectral embedding of the graph's
+# shared-neighbour weights, twice as wide as the number, from 20 starts). The
+# spectrum's largest jump in ratio, PRCut's criterion on tables, counted too few
+# on images: their graphs' spectra rise smoothly, and jump as much at a coarse
+# split as at the classes (MNIST's scores 0.41 at 2 clusters and 0.40 at 10). On
+# the image battery's tuning half (benchmarks/_image_battery.py) it counted 2 to
+# 8 for 2 to 40 classes, mean NMI 0.81; stability 2 to 23, 0.87 (0.91 given the
+# numbers; see the user guide)
 
 
 def channels_layout(axes, channels):
@@ -90,7 +89,7 @@ class DeepSettings:
     device: object = "cpu"
     n_threads: int = 1
     verbose: bool = False
-    max_clusters: int = 20
+    max_clusters: int = 50
 
     @classmethod
     def of(cls, estimator, n_samples):
@@ -138,10 +137,10 @@ class DeepSettings:
     def counted(self, graph):
         """These settings with ``n_clusters`` an integer, and how it was found
         (``n_clusters='auto'``: :func:`~skdiffclust.prcut._settings.count_clusters`
-        on the spectrum of the graph's shared-neighbour weights, its near ties
-        broken by modularity, :data:`COUNT_TIE_SHARE`; candidates up to
-        ``max_clusters``, and at most an integer ``n_eigenvectors``). ``graph``: a
-        ``_fit.StartPartitions``, asked only for ``'auto'``.
+        by the stability of the partitions of the graph's shared-neighbour
+        weights; candidates up to ``max_clusters``, and at most an integer
+        ``n_eigenvectors``). ``graph``: a ``prcut._start.CountedGraph``, asked
+        only for ``'auto'``.
 
         Returns
         -------
@@ -153,7 +152,7 @@ class DeepSettings:
         max_clusters = self.max_clusters if self.n_eigenvectors == "auto" else \
             min(self.max_clusters, self.n_eigenvectors)
         count = count_clusters(max_clusters, graph, shared_neighbours=True,
-                               tie_break=graph.modularity, tie_share=COUNT_TIE_SHARE)
+                               criterion="stability")
         return replace(self, n_clusters=count.n_clusters), count
 
     def resolved_start(self, n_clusters, graph):

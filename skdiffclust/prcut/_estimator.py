@@ -66,10 +66,12 @@ class PRCut(RenamedParameters, ClassNamePrefixFeaturesOutMixin, TransformerMixin
     n_clusters : int or 'auto', default=8
         Number of clusters k (outputs of the network). ``'auto'``: the graph's
         connected components of 10% of the samples or more, when there are two or
-        more; else the number, from 2 to ``max_clusters``, after which the
-        spectrum of its normalised Laplacian jumps most in ratio (:ref:`n_clusters_auto`).
+        more; else the number, from 2 to ``max_clusters`` (default 50), after
+        which the spectrum of its normalised Laplacian jumps most in ratio, or,
+        where the graph has hubs (images), whose partitions are the most stable
+        unless none stands out (:ref:`n_clusters_auto`).
 
-    max_clusters : int, default=20
+    max_clusters : int, default=50
         The largest number ``n_clusters='auto'`` considers.
 
     affinity : {'nearest_neighbors', 'rbf', 'precomputed'}, default='nearest_neighbors'
@@ -80,8 +82,8 @@ class PRCut(RenamedParameters, ClassNamePrefixFeaturesOutMixin, TransformerMixin
         sparse, and the network reads its rows (:ref:`prcut_parameters`).
 
     n_neighbors : int, default=10
-        Neighbours per sample of the graph, among the distinct samples (a copy of
-        a sample is joined to its copies); at most the distinct samples less one, with a warning.
+        Neighbours per sample of the graph, among the distinct samples (a copy joins
+        its copies); at most the distinct samples less one, with a warning.
 
     neighbors_algorithm : {'auto', 'exact', 'approximate'}, default='auto'
         How the graph's neighbours are searched: ``'exact'`` (scikit-learn or
@@ -191,12 +193,14 @@ class PRCut(RenamedParameters, ClassNamePrefixFeaturesOutMixin, TransformerMixin
         Number of non-empty clusters (unused outputs are removed, with a
         warning); labels and the columns of ``predict_proba`` follow them.
 
-    n_clusters_candidates_ : ndarray of shape (n_candidates,)
-        The numbers ``n_clusters='auto'`` chose among. Only then.
+    n_clusters_candidates_, n_clusters_scores_ : ndarray of shape (n_candidates,)
+        The numbers ``n_clusters='auto'`` chose among, and their scores: the log
+        ratio of the Laplacian's eigenvalues k + 1 and k, or where the graph has
+        hubs the stability of the partitions. Only with ``'auto'``.
 
-    n_clusters_scores_ : ndarray of shape (n_candidates,)
-        Their scores, the log ratio of the Laplacian's eigenvalues k + 1 and k;
-        the highest is chosen unless large components decide. Only with ``'auto'``.
+    n_clusters_modularity_ : ndarray of shape (n_candidates,)
+        The modularity of a partition at each candidate, where the stability was
+        measured.
 
     coefs_ : list of ndarray
         Weight matrices of the built-in network (the standardisation of the
@@ -229,8 +233,7 @@ class PRCut(RenamedParameters, ClassNamePrefixFeaturesOutMixin, TransformerMixin
         Number of features seen during ``fit``.
 
     feature_names_in_ : ndarray of shape (`n_features_in_`,)
-        Names of features seen during ``fit``. Defined only when `X`
-        has feature names that are all strings.
+        Names of the features, when `X` has feature names that are all strings.
 
     See Also
     --------
@@ -298,13 +301,13 @@ class PRCut(RenamedParameters, ClassNamePrefixFeaturesOutMixin, TransformerMixin
     }
 
     @refusing_former_names
-    def __init__(self, n_clusters=8, *, max_clusters=20, affinity="nearest_neighbors",
-                 n_neighbors=10,
-                 neighbors_algorithm="auto", rbf_gamma=None, hidden_layer_sizes=(64, 64),
-                 module=None, balance=0.3, keep_components=True, momentum=0.8, annealing=0.0,
-                 batch_size=1024, max_iter=500, learning_rate="auto", tol=1e-3,
-                 n_iter_no_change="auto", n_init=1, init="auto", n_eigenvectors="auto",
-                 device="auto", n_jobs=None, random_state=None, verbose=False):
+    def __init__(self, n_clusters=8, *, max_clusters=50, affinity="nearest_neighbors",
+                 n_neighbors=10, neighbors_algorithm="auto", rbf_gamma=None,
+                 hidden_layer_sizes=(64, 64), module=None, balance=0.3, keep_components=True,
+                 momentum=0.8, annealing=0.0, batch_size=1024, max_iter=500,
+                 learning_rate="auto", tol=1e-3, n_iter_no_change="auto", n_init=1,
+                 init="auto", n_eigenvectors="auto", device="auto", n_jobs=None,
+                 random_state=None, verbose=False):
         self.n_clusters = n_clusters
         self.max_clusters = max_clusters
         self.affinity = affinity
@@ -364,9 +367,8 @@ class PRCut(RenamedParameters, ClassNamePrefixFeaturesOutMixin, TransformerMixin
         self._graph_input_used = graph_input is not None
         graph_input = check_fit_inputs(X, graph_input, affinity=self.affinity)
         training, torch_utils = import_training()
-        settings = self._training_settings(X.shape[0],
-                                           torch_utils.resolve_device(self.device),
-                                           verbose=self.verbose)
+        settings = self._training_settings(
+            X.shape[0], torch_utils.resolve_device(self.device), verbose=self.verbose)
         begun = training_start(X, settings, StartSettings.of(self),
                                n_seeds=2 * self.n_init + 1, graph_input=graph_input)
         inputs, settings = network_input(X, begun.scaling, begun.settings)
@@ -529,9 +531,7 @@ class PRCut(RenamedParameters, ClassNamePrefixFeaturesOutMixin, TransformerMixin
         return self.n_clusters_
 
     def predict(self, X):
-        """Most likely cluster of each new sample.
-
-        On the training samples this gives ``labels_``.
+        """Most likely cluster of each new sample (on the training samples, ``labels_``).
 
         Parameters
         ----------

@@ -9,7 +9,7 @@ from scipy.special import softmax
 
 from skdiffclust._utils._numba import jit
 from skdiffclust._utils._threads import one_blas_thread
-from skdiffclust._utils._validation import warn_empty_clusters
+from skdiffclust._utils._validation import warn_empty_clusters, warn_unclear_count
 from skdiffclust.prcut._settings import ClusterCount, FittedWith
 
 
@@ -64,7 +64,8 @@ def module_logits(module, X):
 # the fitted attributes of the two kinds of network (one kind per fit)
 NETWORK_ATTRIBUTES = ("coefs_", "intercepts_", "module_", "module_outputs_")
 # the fitted attributes of n_clusters='auto' (only then)
-COUNT_ATTRIBUTES = ("n_clusters_candidates_", "n_clusters_scores_")
+COUNT_ATTRIBUTES = ("n_clusters_candidates_", "n_clusters_scores_",
+                    "n_clusters_modularity_")
 
 
 def exported_network(weights, X, scaling, module, torch_utils):
@@ -81,8 +82,10 @@ def exported_network(weights, X, scaling, module, torch_utils):
 def fitted_count(estimator):
     """The ``ClusterCount`` of a fitted estimator (``partial_fit``'s later calls
     keep the first call's)."""
-    return ClusterCount(estimator._fitted_with.n_clusters,
-                        *(getattr(estimator, name, None) for name in COUNT_ATTRIBUTES))
+    candidates, scores, modularity = (getattr(estimator, name, None)
+                                      for name in COUNT_ATTRIBUTES)
+    return ClusterCount(estimator._fitted_with.n_clusters, candidates, scores,
+                        modularity=modularity)
 
 
 def fitted_attributes(network, labels, graph, curve, *, count, gamma, module,
@@ -99,7 +102,9 @@ def fitted_attributes(network, labels, graph, curve, *, count, gamma, module,
     from skdiffclust.prcut._graph import partition_objective
 
     n_clusters = count.n_clusters
-
+    if not count.clear:
+        warn_unclear_count("PRCut", count, "the number after which the spectrum jumps most",
+                           stacklevel=stacklevel + 1)
     used = np.unique(labels)
     if used.size < n_clusters:
         warn_empty_clusters(
@@ -124,5 +129,9 @@ def fitted_attributes(network, labels, graph, curve, *, count, gamma, module,
 def _count_attributes(count):
     if count.candidates is None:
         return {}
-    return dict(zip(COUNT_ATTRIBUTES, (np.asarray(count.candidates, dtype=np.int64),
-                                       np.asarray(count.scores, dtype=np.float64))))
+    values = (np.asarray(count.candidates, dtype=np.int64),
+              np.asarray(count.scores, dtype=np.float64),
+              None if count.modularity is None else
+              np.asarray(count.modularity, dtype=np.float64))
+    return {name: value for name, value in zip(COUNT_ATTRIBUTES, values)
+            if value is not None}

