@@ -39,7 +39,7 @@ union ``mix-20``, scikit-learn's ``digits``), this runs in one process:
   ``HDBSCAN-Deep``, ``GMM-BIC-Deep`` and ``KMeans-silhouette-Deep`` on
   ``Deep-auto``'s embedding (its ``transform``; the Deep fit's time not counted).
 
-The candidates are 2 to 20 on the tables and 2 to 50 on images (the defaults of
+The candidates are 2 to 20 on the tables and 2 to 50 on images (the default of
 ``PRCut``'s and ``DeepImageClustering``'s ``max_clusters``), for every method.
 Tables as in ``bench_quality.py``: ``clustbench.load_dataset(battery, name,
 random_state=0)``, ``uci`` standardised per feature. A dataset may have several
@@ -97,8 +97,9 @@ IMAGE_METHODS = ("Deep-auto", "Deep", "PRCut-auto", "PRCut", "KMeans-silhouette-
                  "GMM-BIC-PCA", "HDBSCAN-PCA", "KMeans-silhouette-Deep", "GMM-BIC-Deep",
                  "HDBSCAN-Deep")
 SILHOUETTE_SAMPLE = 10_000
-# the candidates of every method: 2 to these (the defaults of PRCut's and of
-# DeepImageClustering's max_clusters)
+# the candidates of every method: 2 to these (on the tables the peers' usual range,
+# where PRCut's numbers found are the same at its default of 50; on images the
+# default of PRCut's and DeepImageClustering's max_clusters)
 MAX_CLUSTERS, MAX_CLUSTERS_IMAGES = 20, 50
 # GaussianMixture's fits by BIC on at most this many samples (then predicted on all)
 PEER_SAMPLE = 10_000

@@ -52,12 +52,11 @@ class DeepImageClustering(RenamedParameters, ClassNamePrefixFeaturesOutMixin,
     Parameters
     ----------
     n_clusters : int or 'auto', default=8
-        Number of clusters. ``'auto'``: the images graph's connected components of
-        10% of the images or more, when there are two or more; else the number,
-        from 2 to ``max_clusters``, whose partitions of the graph are the most
-        stable: k-means runs from 20 starts on the spectral embedding of the
-        graph's shared-neighbour weights (twice as many eigenvectors as
-        clusters) agree best with each other (:ref:`n_clusters_auto_deep`).
+        Number of clusters. ``'auto'``: the number, from 2 to ``max_clusters``,
+        whose partitions of the images' graph are the most stable: k-means runs
+        from 20 starts on the spectral embedding of the graph's shared-neighbour
+        weights (twice as many eigenvectors as clusters) agree best with each
+        other (:ref:`n_clusters_auto_deep`).
         Where no number stands out (the runs agree little, or the graph does not
         separate their clusters), the number whose partition has the highest
         modularity, with a ``ClusterCountWarning``.

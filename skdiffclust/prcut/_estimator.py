@@ -64,12 +64,12 @@ class PRCut(RenamedParameters, ClassNamePrefixFeaturesOutMixin, TransformerMixin
     Parameters
     ----------
     n_clusters : int or 'auto', default=8
-        Number of clusters k (outputs of the network). ``'auto'``: the graph's
-        connected components of 10% of the samples or more, when there are two or
-        more; else the number, from 2 to ``max_clusters`` (default 50), after
-        which the spectrum of its normalised Laplacian jumps most in ratio, or,
-        where the graph has hubs (images), whose partitions are the most stable
-        unless none stands out (:ref:`n_clusters_auto`).
+        Number of clusters k (outputs of the network). ``'auto'``: where the graph
+        has hubs (images), the number from 2 to ``max_clusters`` whose partitions
+        are the most stable, if it stands out; elsewhere, or else, its connected
+        components of 10% of the samples or more, when there are two or more, or
+        the number after which the spectrum of its normalised Laplacian jumps
+        most in ratio (:ref:`n_clusters_auto`).
 
     max_clusters : int, default=50
         The largest number ``n_clusters='auto'`` considers.
