@@ -42,7 +42,6 @@ import argparse
 import os
 import time
 import warnings
-from pathlib import Path
 
 import numpy as np
 from sklearn.cluster import KMeans
@@ -51,12 +50,11 @@ from sklearn.metrics import adjusted_rand_score, silhouette_score
 from sklearn.preprocessing import StandardScaler
 from threadpoolctl import threadpool_limits
 
+from _data import suite_folder
+
 from skdiffclust.clam import ClAM
 
-DATA = Path(os.environ.get(
-    "SKDIFFCLUST_DATA",
-    Path(__file__).resolve().parents[1].parent / "shared" / "data" / "clustering-data-v1",
-))
+DATA = suite_folder()  # the Clustering Benchmarks suite (_data.py)
 DATASETS = ["ecoli", "glass", "wine", "yeast", "statlog"]
 PAPER_BETAS = [0.1, 0.3, 1.0, 3.0]
 # the paper's procedure: no re-seeding, every restart trained to the end, its rate;

@@ -8,11 +8,17 @@ needs is compiled), then again in another process with the cache that run left
 whether the compilation notice was printed on stderr (it should be, cold, for the
 cases that compile for more than two seconds, and never warm).
 
+``--csv PATH`` writes one row per case (``_results.write_results``): the cold and
+warm CPU and wall seconds, whether the notice was printed, the machine, the date
+and the load average over the run; ``doc/user_guide/faq.rst`` and
+``doc/benchmarks.rst`` show the file ``benchmarks/results/first_fit.csv``.
+
 Usage::
 
     pip install ".[torch]"
     python benchmarks/bench_first_fit.py                  # every case
     python benchmarks/bench_first_fit.py --cases ClAM     # cases whose name contains it
+    python benchmarks/bench_first_fit.py --csv benchmarks/results/first_fit.csv
 """
 
 import argparse
@@ -21,6 +27,8 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+
+from _results import load_average, load_span, write_results
 
 BLOBS = "X, y = make_blobs(200, centers=3, random_state=0)\n"
 CASES = {
@@ -31,10 +39,11 @@ CASES = {
         "X, y = make_blobs(300, n_features=10, centers=3, random_state=0)\n"
         "SpanningForestClustering(3).fit(X)"),
     "SpanningForestClustering + labels": BLOBS + (
-        "y[10:] = -1\nSpanningForestClustering(3).fit(X, y)"),
+        "y[10:] = -1\nSpanningForestClustering(3).fit(X, partial_labels=y)"),
     "SpanningForestClustering(embedding='mlp')": BLOBS + (
         "y[30:] = -1\n"
-        "SpanningForestClustering(3, embedding='mlp', max_iter=2, random_state=0).fit(X, y)"),
+        "SpanningForestClustering(3, embedding='mlp', max_iter=2, random_state=0)"
+        ".fit(X, partial_labels=y)"),
     "spanning_forest (precomputed)": BLOBS + (
         "S = -((X[:, None] - X[None]) ** 2).sum(-1)\nspanning_forest(S, 3)"),
     "partial_fenchel_young_loss": BLOBS + (
@@ -91,10 +100,30 @@ def run(code, cache):
     return cpu, wall, "skdiffclust: compiling" in out.stderr
 
 
+# the cases of a torch operator or a function rather than an estimator's fit
+OPERATORS = {"spanning_forest (precomputed)", "partial_fenchel_young_loss",
+             "perturbed_spanning_forest"}
+
+
+def result_row(name, cold, warm):
+    """The row of ``--csv`` for one case: (CPU, wall, notice) cold and warm."""
+    return {"dataset": name, "estimator": name.split(" ")[0].split("(")[0].split(",")[0],
+            "device": "cpu", "seconds": cold[0],
+            "note": "CPU seconds of a fresh process, imports included",
+            "kind": "operator" if name in OPERATORS else "estimator",
+            "cold_cpu": cold[0], "cold_wall": cold[1], "warm_cpu": warm[0],
+            "warm_wall": warm[1],
+            "notice": f"{'yes' if cold[2] else 'no'} / {'yes' if warm[2] else 'no'}"}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", default="", help="run the cases whose name contains this")
+    parser.add_argument("--csv", metavar="PATH",
+                        help="write each case's row to this CSV file (e.g. "
+                             "benchmarks/results/first_fit.csv)")
     args = parser.parse_args()
+    load_start, rows = load_average(), []
     print(f"{'case':<45}{'cold CPU':>9}{'wall':>7}{'warm CPU':>10}{'wall':>7}  notice")
     for name, code in CASES.items():
         if args.cases not in name:
@@ -108,6 +137,11 @@ def main():
         notice = f"{'yes' if cold[2] else 'no'} / {'yes' if warm[2] else 'no'}"
         print(f"{name:<45}{cold[0]:8.1f}s{cold[1]:6.1f}s{warm[0]:9.1f}s{warm[1]:6.1f}s  "
               f"{notice}", flush=True)
+        rows.append(result_row(name, cold, warm))
+    if args.csv and rows:
+        write_results(args.csv, rows, "bench_first_fit",
+                      load=load_span(load_start, load_average()))
+        print(f"results written to {args.csv}")
 
 
 if __name__ == "__main__":

@@ -132,11 +132,11 @@ def memory_case(n=20_000, n_labels=10_000):
     rng = np.random.default_rng(0)
     X = rng.uniform(size=(n, 2))
     y = rng.permutation(np.arange(n) % n_labels)
-    SpanningForestClustering(n_clusters=2).fit(X[:50], np.r_[0, 1, [-1] * 48])  # warm
+    SpanningForestClustering(2).fit(X[:50], partial_labels=np.r_[0, 1, [-1] * 48])  # warm
     est = SpanningForestClustering(n_clusters=n_labels)
-    seconds, _ = best_time(lambda: est.fit(X, y), 1)
+    seconds, _ = best_time(lambda: est.fit(X, partial_labels=y), 1)
     tracemalloc.start()  # a second fit, traced (tracing slows Python code down)
-    est.fit(X, y)
+    est.fit(X, partial_labels=y)
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     print(f"\npartial labels: n={n}, {n_labels} labels (2 samples each), "

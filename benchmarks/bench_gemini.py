@@ -17,10 +17,18 @@ before the fit, and the peak of the allocations traced by ``tracemalloc``
 (NumPy's included). ``--with-full-matrix`` adds ``batch_size=None`` with an
 exact rbf kernel: the single n x n matrix that ``batch_size='auto'`` avoids.
 
+Against k-means (``--csv PATH``): the part of the tour (``python -m skdiffclust
+--dataset celeux``) on scenario 5, three draws of the data, ``random_state=0``: the
+path's selected model, the dense model fitted again on the features it kept, and
+``KMeans(n_init=10)`` on every feature and on the 5 informative ones; written with
+the speed rows (mean over the seeds) to the CSV file (``_results.write_results``),
+which the pages quote (``benchmarks/results/gemini.csv``).
+
 Usage::
 
     pip install ".[benchmark]"      # gemclus (GPL-3.0) is only used here, as a peer
     python benchmarks/bench_gemini.py --seeds 5
+    python benchmarks/bench_gemini.py --seeds 3 --no-gemclus --csv benchmarks/results/gemini.csv
     python benchmarks/bench_gemini.py --memory
 """
 
@@ -35,8 +43,11 @@ import tracemalloc
 import warnings
 
 import numpy as np
+from sklearn.cluster import KMeans
 from sklearn.datasets import make_blobs
-from sklearn.metrics import adjusted_rand_score
+from sklearn.metrics import adjusted_rand_score, normalized_mutual_info_score
+
+from _results import load_average, load_span, write_results
 
 from skdiffclust import SparseGEMINI
 from skdiffclust.datasets import make_celeux_one
@@ -110,6 +121,51 @@ def speed(args):
         for name in OURS:
             ours = np.mean([r[0] for r in results[name]])
             print(f"  gemclus time / {name} = {theirs / ours:.1f}x")
+    return results
+
+
+def against_kmeans():
+    """The tour's scenario-5 section (its draws, its seed), and k-means on the
+    informative features of the same draws: rows of the result file."""
+    import io
+
+    from skdiffclust.__main__ import TOUR, run_section
+
+    out = io.StringIO()
+    rows = run_section("celeux", 0.05, 0, out)
+    print(out.getvalue())
+    names = {"SparseGEMINI": "SparseGEMINI path",
+             "SparseGEMINI on its features": "SparseGEMINI on its features",
+             "KMeans (reference)": "KMeans, all features"}
+    section = TOUR["celeux"]
+    results = [{"dataset": "scenario 5", "estimator": names[row.name], "device": "cpu",
+                "ari": row.ari, "nmi": row.nmi, "seconds": row.seconds,
+                "note": f"the tour's section, {section.n_draws} draws, random_state=0; "
+                        "scores: mean over the draws, seconds: total"}
+               for row in rows if row.name in names]
+    aris, nmis = [], []
+    for draw in range(section.n_draws):
+        data = section.load(draw)
+        labels = KMeans(3, n_init=10, random_state=0).fit_predict(data.X[:, data.informative])
+        aris.append(adjusted_rand_score(data.y, labels))
+        nmis.append(normalized_mutual_info_score(data.y, labels))
+    results.append({"dataset": "scenario 5", "estimator": "KMeans, the informative features",
+                    "device": "cpu", "ari": np.mean(aris), "nmi": np.mean(nmis),
+                    "note": f"{section.n_draws} draws, random_state=0"})
+    print(f"KMeans on the 5 informative features: ARI {np.mean(aris):.3f}")
+    return results
+
+
+def speed_rows(results, n_seeds):
+    """The mean over the seeds of each package's path: rows of the result file."""
+    rows = []
+    for name, runs in results.items():
+        r = np.array(runs, dtype=float)
+        rows.append({"dataset": "scenario 5 path", "estimator": name, "device": "cpu",
+                     "ari": r[:, 1].mean(), "seconds": r[:, 0].mean(), "cvr": r[:, 2].mean(),
+                     "vser": r[:, 3].mean(), "exact": r[:, 4].mean(),
+                     "note": f"path(), mean over random_state 0 to {n_seeds - 1}"})
+    return rows
 
 
 def memory_case(params, n_samples):
@@ -161,6 +217,9 @@ def main():
     parser.add_argument("--n-samples", type=int, default=20_000)
     parser.add_argument("--with-full-matrix", action="store_true",
                         help="also the n x n kernel matrix (3.2 GB at 20,000 samples)")
+    parser.add_argument("--csv", metavar="PATH",
+                        help="also run the tour's comparison with k-means, and write the "
+                             "rows to this CSV file (e.g. benchmarks/results/gemini.csv)")
     parser.add_argument("--memory-case", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.memory_case is not None:
@@ -168,7 +227,13 @@ def main():
     elif args.memory:
         memory(args)
     else:
-        speed(args)
+        load_start = load_average()
+        results = speed(args)
+        if args.csv:
+            rows = speed_rows(results, args.seeds) + against_kmeans()
+            write_results(args.csv, rows, "bench_gemini",
+                          load=load_span(load_start, load_average()))
+            print(f"results written to {args.csv}")
 
 
 if __name__ == "__main__":

@@ -104,7 +104,7 @@ def forest_case(scale):
         model = SpanningForestClustering(
             n_clusters=10, embedding="mlp", n_components=16, batch_size=256,
             max_iter=max_iter, device=device, random_state=0,
-        ).fit(data, partial[: data.shape[0]])
+        ).fit(data, partial_labels=partial[: data.shape[0]])
         # predict: the held-out samples join the training forest's trees (single
         # linkage of the held-out half alone chains into one cluster, ARI 0.00)
         return adjusted_rand_score(y_test, model.predict(X_test)), model.n_iter_
@@ -172,7 +172,7 @@ def forest_batch_table(scale, devices):
         model = SpanningForestClustering(
             n_clusters=10, embedding="mlp", n_components=16, batch_size=batch_size,
             max_iter=max_iter, device=device, random_state=0,
-        ).fit(data, partial[: data.shape[0]])
+        ).fit(data, partial_labels=partial[: data.shape[0]])
         return model.n_iter_, adjusted_rand_score(y_test, model.predict(X_test))
 
     print(f"\nlearning through clustering on digits ({X_train.shape[0]} training samples, "

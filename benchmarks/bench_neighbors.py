@@ -9,8 +9,8 @@ the same cells and probes as ours, and HNSW), the k nearest neighbours of
   PRCut scales them (the blobs of ``bench_scale.py``; isotropic 32-dimensional
   blobs, a hard case), 10 neighbours;
 * MNIST's 60,000 training images, raw pixels / 255 (784 features), 150 and 10
-  neighbours (the paper's graph, and PRCut's default), when the data folder
-  ``../shared/data/mnist`` is there.
+  neighbours (the paper's graph, and PRCut's default), when ``mnist/`` is in
+  the data folder (``$SKDIFFCLUST_DATA_HOME``, else ``~/skdiffclust_data``).
 
 Printed: each library's first call in a fresh process (an empty numba cache: its
 compilation) and installed size; then per case the wall and CPU seconds of a

@@ -54,9 +54,9 @@ with numba and torch limited to as many threads, so that no estimator gets more
 cores than another; each estimator is fitted once on small data before the timed
 runs (numba compilation, torch's lazy initialisation).
 
-The full run takes about 4 minutes on the project's 2-core CPU machine (under
-load; half of it PRCut's fits, a quarter SparseGEMINI's), ``--quick`` about 1,
-plus about 45 s for numba's first compilation of a fresh checkout.
+The full run takes a few minutes on a 2-core CPU (most of it PRCut's fits, then
+SparseGEMINI's), ``--quick`` about one, plus numba's first compilation in a fresh
+checkout (in the warm-up, before the timed fits).
 ``--jobs 2`` fits two datasets at a time (each fit still on ``--threads``
 threads): faster, but the fit times then include the competition for the cores.
 
@@ -66,6 +66,11 @@ Usage::
     python benchmarks/bench_quality.py                  # all 33 datasets
     python benchmarks/bench_quality.py --estimators PRCut,Spectral --datasets fcps/atom
     python benchmarks/bench_quality.py --csv benchmarks/results/quality.csv
+
+The last is the comparison the documentation quotes: its rows, with the machine,
+the date and the load average over the run, replace the file's rows of every
+machine (one run is the comparison); then ``python benchmarks/plot_benchmarks.py``
+redraws its picture.
 """
 
 import argparse
@@ -91,15 +96,13 @@ from sklearn.neighbors import kneighbors_graph
 from sklearn.preprocessing import StandardScaler
 from threadpoolctl import threadpool_limits
 
-from _results import write_results
+from _data import suite_folder
+from _results import load_average, load_span, write_results
 
 import skdiffclust
 from skdiffclust import ClAM, PRCut, SpanningForestClustering, SparseGEMINI
 
-DATA = Path(os.environ.get(
-    "SKDIFFCLUST_DATA",
-    Path(__file__).resolve().parents[1].parent / "shared" / "data" / "clustering-data-v1",
-))
+DATA = suite_folder()
 BATTERIES = ["sipu", "fcps", "uci"]
 STANDARDISED = {"uci"}
 MAX_N = 10_000
@@ -238,11 +241,14 @@ def warm_up(names, threads, spectral_labels):
     """Fit each estimator on small data: numba compilation, torch's initialisation.
 
     In 3 and 12 dimensions: estimators take other paths (and kernels) above a few
-    features, e.g. ClAM's masked loss and the spanning forest's Prim algorithm.
+    features, e.g. ClAM's masked loss and the spanning forest's Prim algorithm;
+    and with 20 clusters, where ClAM's batches take its vectorised kernel (a
+    batch of few lanes takes the compact one): without it the first dataset with
+    many clusters would time ClAM's compilation.
     """
-    for n_features in (3, 12):
-        X, y = make_blobs(200, n_features, centers=3, random_state=SEED)
-        tiny = Dataset("warm-up", X, y + 1, 3, 1, len(X))
+    for n_samples, n_features, k in ((200, 3, 3), (200, 12, 3), (400, 2, 20), (400, 12, 20)):
+        X, y = make_blobs(n_samples, n_features, centers=k, random_state=SEED)
+        tiny = Dataset("warm-up", X, y + 1, k, 1, len(X))
         for name in names:
             fit_one(name, tiny, threads, spectral_labels)
 
@@ -435,10 +441,10 @@ def print_acceptance(fits, names, common):
                   f"{'yes' if mean >= kmeans else 'NO'}")
 
 
-def write_csv(path, datasets, fits, names, seed=SEED):
+def write_csv(path, datasets, fits, names, seed=SEED, load=None):
     """One row per dataset and estimator (``_results.write_results``): ARI, NMI and
     fit seconds, with the dataset's shape, the clusters found, the CPU seconds and
-    the warnings in columns of their own."""
+    the warnings in columns of their own; ``load``: the load average over the run."""
     rows = []
     for ds in datasets:
         for n in names:
@@ -453,7 +459,10 @@ def write_csv(path, datasets, fits, names, seed=SEED):
                 "n_warnings": sum(fit.warnings.values()),
                 "warning_categories": ";".join(sorted({c for c, _ in fit.warnings})),
             })
-    return write_results(path, rows, "bench_quality")
+    # one run is the comparison: it replaces the rows of its datasets and
+    # estimators whatever machine measured them
+    return write_results(path, rows, "bench_quality", load=load,
+                         key=("benchmark", "dataset", "estimator", "device"))
 
 
 # ---------------------------------------------------------------- main
@@ -517,7 +526,8 @@ def run_seed(args, datasets, names, seed):
     print()
     print_acceptance(fits, names, common)
     if args.csv and seed == args.seeds[0]:
-        write_csv(args.csv, datasets, fits, names, seed)
+        write_csv(args.csv, datasets, fits, names, seed,
+                  load_span(args.load_start, load_average()))
         print(f"per-dataset results written to {args.csv}")
     return {n: mean_ari(fits, common, n) for n in names} if common else {}
 
@@ -535,6 +545,7 @@ def main():
     args = parse_args()
     start = time.perf_counter()
     load_start = os.getloadavg()
+    args.load_start = load_average()
     names = list(args.estimators)
     if importlib.util.find_spec("torch") is None:
         for n in sorted(NEEDS_TORCH & set(names)):

@@ -28,7 +28,8 @@ in this order (all by default):
   and the recall@k of the whole approximate graph against the exact one; with
   ``--mnist-prcut``, PRCut on each graph too (the paper's protocol of
   ``bench_mnist.py`` at k=150, the defaults otherwise): ACC and ARI. Skipped
-  when the data folder ``../shared/data/mnist`` is absent.
+  when ``mnist/`` is not in the data folder (``$SKDIFFCLUST_DATA_HOME``, else
+  ``~/skdiffclust_data``).
 
 Each timing is printed with the load average at its start: the project's
 machine has 2 cores shared with other jobs. Usage::

@@ -97,6 +97,12 @@ def machines(rows):
     return "; ".join(sorted({row["machine"] for row in rows if row.get("machine")}))
 
 
+def load_note(rows):
+    """``', load average 3.0 to 3.9'`` where the rows record the run's load."""
+    values = [float(x) for row in rows for x in (row.get("load") or "").split(" to ") if x]
+    return f", load average {min(values):.1f} to {max(values):.1f}" if values else ""
+
+
 def battery_points(rows):
     """(estimator, mean ARI, total CPU seconds) over the datasets on which every
     estimator ran; the CPU seconds where recorded (wall seconds otherwise)."""
@@ -151,7 +157,7 @@ def plot_quality(tables, out):
             points, n_datasets = battery_points(rows)
             scatter(ax, points, "fit time, CPU seconds (sum over the datasets)",
                     "mean ARI", f"Clustering Benchmarks: {n_datasets} datasets")
-            footer.append(f"batteries: {machines(rows)}, {dates(rows)}")
+            footer.append(f"batteries: {machines(rows)}, {dates(rows)}{load_note(rows)}")
         else:
             rows = [row for row in mnist if row["dataset"] == panel]
             points = [(CASE_LABELS[row["estimator"]], row["estimator"], number(row, "acc"),

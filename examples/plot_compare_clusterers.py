@@ -7,7 +7,8 @@ The four skdiffclust estimators next to three of scikit-learn's clusterers, on t
 toy datasets of scikit-learn's "comparing different clustering algorithms"
 example. Each panel gives the adjusted Rand index with the generating labels and
 the fit time. The datasets are small (300 points) so that the whole grid runs in
-seconds; the torch estimators (ClAM, PRCut) run on the CPU.
+seconds, all on the CPU: ClAM trains with its numba kernels (no torch), PRCut
+with torch.
 
 As always with such toys, the point is the shape of each method's clusters, not a
 ranking: single linkage (the spanning forest) follows any gap, centroid methods

@@ -36,7 +36,7 @@ partial = np.full(X.shape[0], -1)
 partial[[0, 1, 150, 151]] = y[[0, 1, 150, 151]]  # four labelled samples
 
 plain = SpanningForestClustering(n_clusters=2).fit(X)
-constrained = SpanningForestClustering(n_clusters=2).fit(X, partial)
+constrained = SpanningForestClustering(n_clusters=2).fit(X, partial_labels=partial)
 
 fig, axes = plt.subplots(1, 2, figsize=(10, 4))
 for ax, model, title in [(axes[0], plain, "no labels"), (axes[1], constrained, "4 labels")]:

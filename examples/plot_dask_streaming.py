@@ -4,9 +4,9 @@ Streaming a dask array through ``partial_fit`` with dask-ml
 ===========================================================
 
 A clustering that needs all the data in one ``fit`` call is bounded by that
-call's budget: :class:`~skdiffclust.SparseGEMINI` fits 70,000 points of
-32 features in about 40 s and 450 MB (``benchmarks/bench_scale.py``), and both
-grow with the number of points. Its ``partial_fit`` makes one pass over a chunk
+call's budget: the time and the memory of
+:class:`~skdiffclust.SparseGEMINI`'s ``fit`` grow with the number of points
+(``benchmarks/bench_scale.py``). Its ``partial_fit`` makes one pass over a chunk
 per call instead, carrying the model and the optimiser from call to call, so
 that the work is proportional to the data and the memory to one chunk.
 
@@ -21,8 +21,8 @@ parallel. ``Incremental(estimator).fit(X)`` runs the whole loop in one call (in
 a shuffled order of the blocks); with a ``dask.distributed`` client
 (``Client(LocalCluster())``) the same code runs on a cluster.
 
-Needs ``pip install "skdiffclust[dask]"``. The example runs in about 15 s on
-two CPU cores.
+Needs ``pip install "skdiffclust[dask]"``. The example runs in well under a
+minute on two CPU cores.
 """
 
 # %%

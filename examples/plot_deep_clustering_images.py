@@ -14,7 +14,7 @@ the same defaults cluster MNIST, Fashion-MNIST and scikit-learn's 8 x 8 digits
 (:ref:`deep_clustering`).
 
 The example clusters 4,000 MNIST training images, then predicts the clusters of
-1,000 images it has not seen with the trained network. It takes about 45 seconds
+1,000 images it has not seen with the trained network. It takes about a minute
 on two CPU cores.
 
 MNIST is read by :func:`~skdiffclust.datasets.load_mnist` from its original IDX

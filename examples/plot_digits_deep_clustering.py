@@ -25,8 +25,7 @@ three ways:
 KMeans and SpectralClustering on the pixels are the references. Every network
 is initialised from a local :class:`torch.Generator`, with one seed fixed in
 advance (0); torch's global generator is never seeded. It is one of the
-gallery's longer examples: 75 to 112 s on two CPU cores shared with other jobs
-(2026-11-27).
+gallery's longer examples: a minute or two on two CPU cores.
 """
 
 # %%

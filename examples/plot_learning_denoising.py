@@ -36,7 +36,7 @@ print(f"single linkage on the raw validation points: ARI = "
 # epoch's loss stops improving (at most ``max_iter=100`` epochs).
 model = SpanningForestClustering(
     n_clusters=4, embedding="linear", n_components=2, random_state=0,
-).fit(X, y)
+).fit(X, partial_labels=y)
 print(f"{model.n_iter_} epochs")
 embedded_val = model.transform(X_val)
 learned = SpanningForestClustering(n_clusters=4).fit(embedded_val)

@@ -15,9 +15,9 @@ spectral clustering gets it ready-made.
 
 The sizes are kept small so that the example runs in seconds; at these sizes
 both take about a second. ``benchmarks/bench_prcut.py`` goes further, on 10
-blobs in 32 dimensions: at 70,000 samples PRCut fits in about 15 s on one core,
-most of it the neighbour search, and spectral clustering needs about 12 minutes
-and 5 GiB.
+blobs in 32 dimensions: at 70,000 samples PRCut fits in seconds, most of it the
+neighbour search, where spectral clustering needs minutes and gigabytes
+(:doc:`/benchmarks`).
 """
 
 # %%

@@ -49,7 +49,7 @@ print(f"{labelled.sum()} labelled training images, none of digits {withheld}")
 model = SpanningForestClustering(
     n_clusters=10, embedding="mlp", hidden_layer_sizes=(128,), n_components=16,
     max_iter=60, learning_rate=3e-3, n_perturbations=30, random_state=0,
-).fit(X_train, partial)
+).fit(X_train, partial_labels=partial)
 
 # %%
 # Baseline: the same network with a cross-entropy head, on the labelled images

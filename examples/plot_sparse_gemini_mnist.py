@@ -9,7 +9,7 @@ good location of the digits". This example draws the same picture: the pixels th
 selected model keeps, as a 28 x 28 mask over the mean image, with
 :class:`~skdiffclust.inspection.FeatureMaskDisplay`.
 
-It runs a light version of the paper's experiment (about 25 s of CPU): 2,000
+It runs a light version of the paper's experiment (under a minute): 2,000
 images and a 64-unit MLP (the paper: 12,000 images, two hidden
 layers of 1,200 units; ``python benchmarks/bench_mnist.py --only gemini-path``
 runs that, see :doc:`/user_guide/mnist`).

@@ -202,8 +202,10 @@ def fit_one(method, data, partial, seed, selected=None):
     with threads:
         if method.fit_with_path:
             estimator.path(X)
+        elif method.uses_labels:
+            estimator.fit(X, partial_labels=partial)
         else:
-            estimator.fit(X, partial if method.uses_labels else None)
+            estimator.fit(X)
     return estimator, time.perf_counter() - start
 
 

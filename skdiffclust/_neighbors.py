@@ -81,6 +81,7 @@ that depends on the threads' timing, and pynndescent's parallel updates
 likewise.
 """
 
+import contextlib
 import math
 import numbers
 from concurrent.futures import ThreadPoolExecutor
@@ -88,11 +89,12 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 from numba import prange
 import scipy.sparse as sp
-from joblib import effective_n_jobs
+from sklearn import get_config
 from sklearn.neighbors import NearestNeighbors
 
 from skdiffclust._utils._numba import jit
 from skdiffclust._utils._random import derive_seeds
+from skdiffclust._utils._threads import host_threads, one_blas_thread, openmp_threads
 from skdiffclust._utils._validation import check_array, consistent_sparse_indices
 
 ALGORITHMS = ("auto", "exact", "approximate")
@@ -156,9 +158,10 @@ def kneighbors(X, n_neighbors, *, algorithm="auto", device=None, n_jobs=None,
         scikit-learn.
 
     n_jobs : int or None, default=None
-        CPU threads of the approximate search; ``None`` or ``-1``: all cores, as
-        scikit-learn's exact brute-force search uses (its ``n_jobs`` is passed
-        on too, for its tree searches). The neighbours found do not depend on it.
+        CPU threads of every search: ``None`` means 1 unless in a
+        ``joblib.parallel_config`` context, ``-1`` every core (scikit-learn's
+        glossary). The neighbours found do not depend on it
+        (:func:`same_neighbours_on_any_threads` for scikit-learn's search).
 
     random_state : int, RandomState instance or None, default=None
         Seeds the approximate index's k-means (drawn only when it is used).
@@ -195,7 +198,7 @@ def kneighbors(X, n_neighbors, *, algorithm="auto", device=None, n_jobs=None,
             "sparse input as it is."
         )
     cuda = device is not None and _device_type(device) == "cuda"
-    threads = effective_n_jobs(-1 if n_jobs is None else n_jobs)
+    threads = host_threads(n_jobs)
     if algorithm == "approximate" or (
             algorithm == "auto" and not sparse and not cuda
             and not exact_is_affordable(n_samples, X.shape[1], n_neighbors)):
@@ -203,7 +206,7 @@ def kneighbors(X, n_neighbors, *, algorithm="auto", device=None, n_jobs=None,
         return _approximate(X, n_neighbors, n_threads=threads, seed=seed)
     if not sparse and (cuda or (n_samples > AUTO_EXACT_MAX_SAMPLES and _has_torch())):
         return _torch_search(X, n_neighbors, device or "cpu", n_threads=threads)
-    return _scikit_learn_search(X, n_neighbors, n_jobs)
+    return _scikit_learn_search(X, n_neighbors, threads)
 
 
 def check_kneighbors_arguments(X, n_neighbors, *, algorithm="exact", n_jobs=None):
@@ -239,7 +242,8 @@ def check_kneighbors_arguments(X, n_neighbors, *, algorithm="exact", n_jobs=None
             f"({type(n_jobs).__name__})."
         )
     if n_jobs == 0:
-        raise ValueError("n_jobs=0 means no thread; use None, -1 (all cores) or a "
+        raise ValueError("n_jobs=0 means no thread; use None (1, unless in a "
+                         "joblib.parallel_config context), -1 (all cores) or a "
                          "positive number of threads.")
     # NaN or infinity: a ValueError naming it, in every search (the index and the
     # torch search would drop a feature holding a NaN, or index out of range)
@@ -291,9 +295,10 @@ def _unscaled(distances, shift):
     return distances
 
 
-def _scikit_learn_search(X, n_neighbors, n_jobs):
+def _scikit_learn_search(X, n_neighbors, n_threads=1):
     """scikit-learn's exact search, on X times a power of two where its squares
-    would overflow or underflow."""
+    would overflow or underflow, on up to ``n_threads`` threads
+    (:func:`same_neighbours_on_any_threads`)."""
     values = X.data if sp.issparse(X) else X
     narrow = values.dtype in (np.float32, np.float16)
     shift = _power_of_two_shift(
@@ -304,10 +309,38 @@ def _scikit_learn_search(X, n_neighbors, n_jobs):
                               shape=X.shape)
         else:
             X = np.ldexp(X, shift)
-    search = NearestNeighbors(n_neighbors=n_neighbors, n_jobs=n_jobs).fit(X)
-    # kneighbors() without X leaves each sample out of its own neighbours
-    distances, indices = search.kneighbors()
+    n_samples = X.shape[0]
+    with same_neighbours_on_any_threads(n_samples, n_samples, n_threads):
+        search = NearestNeighbors(n_neighbors=n_neighbors, n_jobs=n_threads).fit(X)
+        # kneighbors() without X leaves each sample out of its own neighbours
+        distances, indices = search.kneighbors()
     return _unscaled(distances, shift), indices.astype(np.int64, copy=False)
+
+
+@contextlib.contextmanager
+def same_neighbours_on_any_threads(n_queries, n_samples, n_threads):
+    """A context in which scikit-learn's exact search of ``n_queries`` rows among
+    ``n_samples`` finds the same neighbours on any number of threads, using up to
+    ``n_threads`` of them (OpenMP; BLAS on one thread).
+
+    Its brute-force reduction (scikit-learn 1.1 to 1.9; the tests check the rule
+    holds) shares out chunks of the queries among its OpenMP threads when there
+    are more than ``4 * chunk_size`` queries per thread (or fewer samples than
+    queries), each chunk searched by one thread: then the neighbours do not
+    depend on the thread count. Otherwise it shares out the samples, and merges
+    the threads' heaps: among samples at equal distances (on scikit-learn's
+    digits, integer pixels, many) the ones kept then depend on the count (30 of
+    the 1,797 digits' 10 neighbours differed between 1 and 2 threads). The
+    threads are therefore limited to those that keep the first sharing, and to
+    one where there are too few queries: the neighbours of one thread, whatever
+    ``n_threads`` (at 20,000 samples, as many threads as before).
+    """
+    n_threads = max(int(n_threads), 1)
+    if n_samples >= n_queries:
+        chunk = int(get_config().get("pairwise_dist_chunk_size", 256))
+        n_threads = min(n_threads, max(1, (n_queries - 1) // (4 * chunk)))
+    with openmp_threads(n_threads), one_blas_thread():
+        yield
 
 
 def exact_is_affordable(n_samples, n_features, n_neighbors):
@@ -397,8 +430,9 @@ def _approximate(X, n_neighbors, *, n_threads=1, seed=0, n_probe=None):
                              n_probe=n_probe)
     incomplete = np.flatnonzero((indices < 0).any(1))
     if incomplete.size:
-        search = NearestNeighbors(n_neighbors=n_neighbors + 1).fit(X)
-        rows = search.kneighbors(X[incomplete], return_distance=False)
+        with same_neighbours_on_any_threads(incomplete.size, X.shape[0], n_threads):
+            search = NearestNeighbors(n_neighbors=n_neighbors + 1).fit(X)
+            rows = search.kneighbors(X[incomplete], return_distance=False)
         indices[incomplete] = _without_self(rows, n_neighbors, incomplete)
     distances, indices = _sorted_by_exact_distance(X, indices, n_threads)
     return _unscaled(distances, shift), indices

@@ -88,7 +88,8 @@ class Entry:
         Parameters under which ``fit`` trains by epochs (``max_iter``, ``tol``,
         ``n_iter_no_change``, ``loss_curve_``); ``{}``: it always does.
     training_needs_labels : bool
-        Whether that training learns from partial labels ``y`` (``-1``: unlabelled).
+        Whether that training learns from partial labels, which ``fit`` takes as
+        ``partial_labels`` (``-1``: unlabelled; ``y`` is ignored, as everywhere).
     fit_needs_torch : bool
         Whether every ``fit`` needs PyTorch.
     torch_parameters : tuple of str
@@ -126,6 +127,11 @@ class Entry:
     def make_trained(self, **params):
         """An instance whose ``fit`` trains by epochs (:attr:`training`)."""
         return self.make(**{**self.training, **params})
+
+    def label_params(self, partial_labels):
+        """``fit``'s keyword arguments that give it ``partial_labels``: none for an
+        estimator whose training does not learn from them."""
+        return {"partial_labels": partial_labels} if self.training_needs_labels else {}
 
     def needs_torch(self, **params):
         """Whether a fit with these parameters (on top of :attr:`params`) needs torch."""

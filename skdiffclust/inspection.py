@@ -106,8 +106,8 @@ class SpanningForestDisplay:
         self.partial_labels = partial_labels
 
     @classmethod
-    def from_estimator(cls, estimator, X, y=None, *, ax=None, scatter_kwargs=None,
-                       edge_kwargs=None, labeled_kwargs=None):
+    def from_estimator(cls, estimator, X, partial_labels=None, *, ax=None,
+                       scatter_kwargs=None, edge_kwargs=None, labeled_kwargs=None):
         """Draw the forest of a fitted :class:`~skdiffclust.SpanningForestClustering`.
 
         Parameters
@@ -120,9 +120,9 @@ class SpanningForestDisplay:
             data itself when it has two features, or any 2-D coordinates of the
             same samples (a PCA projection, say) otherwise.
 
-        y : array-like of shape (n_samples,), default=None
+        partial_labels : array-like of shape (n_samples,), default=None
             Partial labels (``-1`` for unlabelled samples) to highlight, such as
-            those given to ``fit``.
+            those given to ``fit(X, partial_labels=...)``.
 
         ax : matplotlib Axes, default=None
             Axes to draw on; a new figure by default.
@@ -147,12 +147,11 @@ class SpanningForestDisplay:
                 f"({n_samples}, 2), one row per training sample and two columns, "
                 f"got {X.shape}; project higher-dimensional data first (e.g. with PCA)."
             )
-        partial_labels = None
-        if y is not None:
-            partial_labels = np.asarray(y)
+        if partial_labels is not None:
+            partial_labels = np.asarray(partial_labels)
             if partial_labels.shape != (n_samples,):
                 raise ValueError(
-                    f"y must give one partial label per training sample: shape "
+                    f"partial_labels must give one partial label per training sample: shape "
                     f"({n_samples},), got {partial_labels.shape}."
                 )
         display = cls(X, np.asarray(estimator.forest_edges_), estimator.labels_,

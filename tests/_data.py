@@ -1,16 +1,29 @@
-"""Access to the Clustering Benchmarks suite in ../shared (optional for tests)."""
+"""Access to the Clustering Benchmarks suite (optional for tests).
+
+Where the benchmarks look (``benchmarks/_data.py``): ``SKDIFFCLUST_DATA``, else
+``clustering-data-v1/`` in the data folder (``SKDIFFCLUST_DATA_HOME``, else
+``~/skdiffclust_data``); the folder beside the checkout that CI fills last.
+"""
 
 import os
 from pathlib import Path
 
 import pytest
 
-SHARED_DATA = Path(
-    os.environ.get(
-        "SKDIFFCLUST_DATA",
-        Path(__file__).resolve().parents[1].parent / "shared" / "data" / "clustering-data-v1",
-    )
-)
+_SUITE = "clustering-data-v1"
+_CHECKOUT = Path(__file__).resolve().parents[1]
+
+
+def _suite_folder():
+    if os.environ.get("SKDIFFCLUST_DATA"):
+        return Path(os.environ["SKDIFFCLUST_DATA"])
+    home = Path(os.environ.get("SKDIFFCLUST_DATA_HOME") or "~/skdiffclust_data").expanduser()
+    if (home / _SUITE).is_dir():
+        return home / _SUITE
+    return _CHECKOUT.parent / "shared" / "data" / _SUITE
+
+
+SHARED_DATA = _suite_folder()
 
 
 # The loader adds white noise of 1e-6 times the data's standard deviation, drawn

@@ -28,7 +28,7 @@ def warm_numba_kernels():
         y = np.array([0, 1, -1] * 4)
         for metric in ("euclidean", "manhattan", "chebyshev", "minkowski", "cosine"):
             SpanningForestClustering(n_clusters=3, metric=metric, algorithm="prim").fit(X)
-        SpanningForestClustering(n_clusters=3).fit(X, y)
+        SpanningForestClustering(n_clusters=3).fit(X, partial_labels=y)
         SpanningForestClustering(n_clusters=3).fit(X, cannot_link=[[0, 1], [1, 2]])
         S = -((X[:, None, :] - X[None, :, :]) ** 2).sum(-1)
         spanning_forest(S, 3)

@@ -21,7 +21,6 @@ from sklearn.exceptions import ConvergenceWarning
 from skdiffclust import ClAM
 from skdiffclust._utils._validation import NumberInterval
 from tests._estimators import each, each_with
-from tests._torchless import run_without_torch
 
 TORCH = pytest.mark.torch
 X, _ = make_blobs(60, centers=3, random_state=0)
@@ -153,9 +152,9 @@ def test_torch_tensors_numpy_cannot_read_are_refused_clearly(entry):
 @TORCH
 @pytest.mark.parametrize("entry", each(lambda entry: "device" in entry.params, trained=True))
 def test_cuda_without_cuda_is_a_clear_error(entry, no_cuda):
-    y = np.r_[0, 1, 2, [-1] * 57] if entry.training_needs_labels else None
+    model = entry.make_trained(n_clusters=3, device=no_cuda.device)
     with pytest.raises(ValueError, match=re.escape(no_cuda.message)):
-        entry.make_trained(n_clusters=3, device=no_cuda.device).fit(entry.as_input(X), y)
+        model.fit(entry.as_input(X), **entry.label_params(np.r_[0, 1, 2, [-1] * 57]))
 
 
 # -- torch blocks -------------------------------------------------------------------
@@ -487,29 +486,6 @@ def test_the_blocks_steps_read_nothing_back_once_checked(blocks, block, monkeypa
     finally:
         set_input_checks(previous)
     blocks["torch"].testing.assert_close(checked, unchecked)
-
-
-# -- the documentation ----------------------------------------------------------------
-
-
-def test_the_docs_build_without_torch_stops_with_the_install_command(tmp_path):
-    import importlib.util
-
-    if importlib.util.find_spec("sphinx") is None or \
-            importlib.util.find_spec("sphinx.__main__") is None:  # a stray "sphinx" package
-        pytest.skip("needs Sphinx (the documentation extra)")
-    from pathlib import Path
-
-    doc = Path(__file__).resolve().parents[1] / "doc"
-    code = ("import runpy\n"
-            "sys.argv = ['sphinx', '-b', 'html', '-q', sys.argv[1], sys.argv[2]]\n"
-            "runpy.run_module('sphinx', run_name='__main__')\n")
-    finished = run_without_torch(code, doc, tmp_path / "html")
-    assert finished.returncode != 0
-    lines = finished.stderr.strip().splitlines()
-    assert len(lines) == 1 and re.fullmatch(
-        r'The documentation needs the torch and dask extras \(missing: torch(, \w+)*\): '
-        r'pip install "\.\[doc,torch,dask\]"', lines[0]), finished.stderr
 
 
 @TORCH

@@ -235,6 +235,43 @@ def test_result_files_replace_the_rows_a_run_measured_and_keep_the_others(tmp_pa
     assert rows["a", "2-core CPU"]["ari"] == "0.75" and rows["a", "2-core CPU"]["k"] == ""
 
 
+def test_result_files_record_the_load_and_a_comparison_replaces_every_machine(tmp_path):
+    """The ``load`` column holds the run's load average; a run written without the
+    machine in its key (``bench_quality.py``'s) replaces the rows of every
+    machine, so that its comparison is one run."""
+    results = _benchmark("_results")
+    path = tmp_path / "quality.csv"
+    row = {"dataset": "a", "estimator": "KMeans", "device": "cpu", "ari": 0.5}
+    results.write_results(path, [row], "bench_x", "2-core CPU", load="0.50 to 3.00")
+    results.write_results(path, [row], "bench_x", "GPU host")
+    assert [r["load"] for r in results.read_results(path)] == ["0.50 to 3.00", ""]
+    assert results.load_span(1.234, 4.5) == "1.23 to 4.50"
+    assert results.load_span(None, 1.0) is None
+    key = ("benchmark", "dataset", "estimator", "device")
+    results.write_results(path, [dict(row, ari=0.75)], "bench_x", "idle CPU", key=key)
+    (only,) = results.read_results(path)
+    assert (only["machine"], only["ari"]) == ("idle CPU", "0.75")
+
+
+def test_bench_first_fit_rows_say_what_each_case_is():
+    bench = _benchmark("bench_first_fit")
+    row = bench.result_row("ClAM, 20,000 points (vectorised kernel)",
+                           (14.0, 43.1, True), (2.9, 2.0, False))
+    assert (row["estimator"], row["kind"], row["cold_cpu"], row["warm_cpu"]) == (
+        "ClAM", "estimator", 14.0, 2.9)
+    assert row["notice"] == "yes / no"
+    assert bench.result_row("perturbed_spanning_forest", (1, 1, 0), (1, 1, 0))["kind"] == \
+        "operator"
+    assert set(bench.OPERATORS) <= set(bench.CASES)
+
+
+def test_bench_mnist_reads_the_digits_as_images():
+    bench_mnist = _benchmark("bench_mnist")
+    data = bench_mnist.load_digits_images()
+    assert data.train_images.shape == (1797, 8, 8) and data.X_train.shape == (1797, 64)
+    assert 0 <= data.train_images.min() and data.train_images.max() <= 1
+
+
 def test_bench_mnist_writes_its_rows_to_the_csv_file(monkeypatch, tmp_path, capsys):
     """``--csv PATH``: a row per case, ACC and NMI as printed, the data set's name."""
     bench_mnist = _benchmark("bench_mnist")

@@ -7,13 +7,10 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from tests._estimators import check_instances, expected_failed_checks
 
-# expected: the checks train a few epochs (max_iter=3 to 20: ConvergenceWarning),
-# and pass y to fit, which the forest reads as partial labels (with fewer clusters
-# than classes, the cannot-links cannot all hold: InfeasibleConstraintsWarning)
+# expected: the checks train a few epochs (max_iter=3 to 20: ConvergenceWarning);
+# the y they pass to fit is ignored (the forest's partial labels are partial_labels)
 pytestmark = [
     pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning"),
-    pytest.mark.filterwarnings(
-        "ignore::skdiffclust.exceptions.InfeasibleConstraintsWarning"),
 ]
 
 

@@ -28,10 +28,10 @@ PARTIAL = np.where(np.arange(120) % 4 == 0, Y, -1)
 OWN = {"SparseGEMINI": dict(alpha=5.0)}
 
 
-def _quiet_fit(estimator, X, y=None):
+def _quiet_fit(estimator, X, fit_params=None):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        return estimator.fit(X, y)
+        return estimator.fit(X, **(fit_params or {}))
 
 
 def _make(entry):
@@ -44,7 +44,8 @@ def _transformer(entry):
 
 
 def _y(entry):
-    return PARTIAL if entry.training_needs_labels else None
+    """fit's partial labels, for an estimator whose training learns from them."""
+    return entry.label_params(PARTIAL)
 
 
 def _takes_sparse(entry):
@@ -102,6 +103,26 @@ def test_score_is_a_finite_float_and_grid_search_needs_no_scorer(entry):
     assert np.isfinite(search.cv_results_["mean_test_score"]).all()
 
 
+@pytest.mark.filterwarnings("ignore:.*non-empty clusters:UserWarning")
+@pytest.mark.filterwarnings("ignore:The affinity graph has:UserWarning")
+@pytest.mark.parametrize("entry", ALL)
+def test_grid_search_over_n_clusters_without_a_scorer_chooses_the_blobs(entry):
+    # score compares fits with different numbers of clusters (a silhouette, a
+    # modularity, the forest's gap), not the objective, which more (or fewer)
+    # clusters always improve
+    if entry.images:  # four digits
+        digits = load_digits()
+        data = digits.images[digits.target < 4][:400]
+    else:
+        data, _ = make_blobs(n_samples=240, n_features=4, centers=4, cluster_std=0.5,
+                             random_state=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        search = GridSearchCV(entry.make(random_state=0), {"n_clusters": [2, 4, 7]},
+                              cv=2).fit(data)
+    assert search.best_params_ == {"n_clusters": 4}
+
+
 @pytest.mark.parametrize("entry", ALL)
 def test_n_jobs_changes_nothing_but_the_threads(entry):
     assert "n_jobs" in _make(entry).get_params()
@@ -111,28 +132,27 @@ def test_n_jobs_changes_nothing_but_the_threads(entry):
 
 
 @pytest.mark.parametrize("entry", ALL)
-def test_n_jobs_none_means_every_core_in_every_estimator(entry, monkeypatch):
+def test_n_jobs_none_follows_scikit_learns_glossary_in_every_estimator(entry, monkeypatch):
     # one meaning of n_jobs=None in the five estimators, said in the same words:
-    # every core, as scikit-learn's OpenMP estimators (KMeans) take; no path may
-    # hand None to joblib, whose effective_n_jobs(None) is one thread
+    # scikit-learn's glossary, 1 unless in a joblib.parallel_config context (which
+    # then sets it); the paths ask host_threads, none turns None into every core
     import joblib
 
-    from skdiffclust import _neighbors
     from skdiffclust._utils import _threads
 
     asked = []
 
-    def spy(n_jobs=-1):
+    def spy(n_jobs):
         asked.append(n_jobs)
         return joblib.effective_n_jobs(n_jobs)
 
-    for module in (_threads, _neighbors):
-        monkeypatch.setattr(module, "effective_n_jobs", spy)
-    _quiet_fit(_make(entry).set_params(n_jobs=None), entry.as_input(X), _y(entry))
-    assert None not in asked
-    assert _threads.host_threads(None) == _threads.host_threads(-1) == joblib.cpu_count()
+    monkeypatch.setattr(_threads, "effective_n_jobs", spy)
+    with joblib.parallel_config(n_jobs=2):
+        _quiet_fit(_make(entry).set_params(n_jobs=None), entry.as_input(X), _y(entry))
+    assert None in asked and -1 not in asked, asked
     described = entry.estimator.__doc__.split("n_jobs : int, default=None")[1]
-    assert "``None`` or ``-1``: every core" in " ".join(described.split()[:60])
+    assert ("``None`` means 1 unless in a ``joblib.parallel_config`` context, ``-1`` "
+            "every core (:term:`n_jobs`)") in " ".join(described.split()[:80])
 
 
 @pytest.mark.parametrize("entry", ALL)
@@ -238,11 +258,32 @@ def test_estimators_without_sparse_input_reject_it_clearly(entry):
 def test_partial_labels_only_use_minus_one_for_unlabelled(bad):
     y = PARTIAL.copy()
     y[1] = bad
-    with pytest.raises(ValueError, match="-1"):
-        SpanningForestClustering(n_clusters=3).fit(X, y)
+    with pytest.raises(ValueError, match="partial_labels contains the negative label.*-1"):
+        SpanningForestClustering(n_clusters=3).fit(X, partial_labels=y)
 
 
 @pytest.mark.parametrize("pairs", ["must_link", "cannot_link"])
 def test_self_pairs_are_rejected(pairs):
     with pytest.raises(ValueError, match="itself"):
         SpanningForestClustering(n_clusters=3).fit(X, **{pairs: [(0, 1), (4, 4)]})
+
+
+@pytest.mark.parametrize("entry", ALL)
+def test_fit_ignores_y(entry):
+    # as scikit-learn's clusterers: cross-validation passes the true labels as y
+    # (the forest's partial labels are fit's partial_labels)
+    def fit(*y):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            labels = _make(entry).fit(entry.as_input(X), *y).labels_
+        ignored = [w for w in caught if "y is ignored" in str(w.message)]
+        return labels, ignored
+
+    plain, _ = fit()
+    rng = np.random.default_rng(0)
+    for y in (Y, rng.integers(0, 7, X.shape[0]), rng.normal(size=X.shape[0]), PARTIAL):
+        labels, ignored = fit(y)
+        np.testing.assert_array_equal(labels, plain)
+        # a y holding -1 (the forest's former partial labels) says where they go now
+        said = entry.name == "SpanningForestClustering" and y is PARTIAL
+        assert [str(w.message).count("partial_labels=") for w in ignored] == [1] * said

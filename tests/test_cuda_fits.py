@@ -24,15 +24,17 @@ pytestmark = [
 ]
 
 
-def _quiet_fit(model, X, y=None):
+def _quiet_fit(model, X, **fit_params):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        return model.fit(X) if y is None else model.fit(X, y)
+        return model.fit(X, **fit_params)
 
 
-def _pair(make, X, y=None):
-    """The same estimator fitted on each device."""
-    return [_quiet_fit(make(device), X, y) for device in ("cpu", "cuda")]
+def _pair(make, X, **fit_params):
+    """The same estimator fitted on each device; each fit's ``device_`` says which."""
+    fits = [_quiet_fit(make(device), X, **fit_params) for device in ("cpu", "cuda")]
+    assert [fit.device_ for fit in fits] == ["cpu", "cuda"]
+    return fits
 
 
 def test_clam_fused_kernel_fit_equals_the_cpu_fit():
@@ -71,7 +73,7 @@ def test_forest_embedding_fit_on_cuda_equals_the_cpu_fit():
     partial = np.where(np.arange(len(y)) % 4 == 0, y, -1)
     cpu, cuda = _pair(lambda device: SpanningForestClustering(
         10, embedding="mlp", batch_size=256, max_iter=15, device=device,
-        random_state=0), X, partial)
+        random_state=0), X, partial_labels=partial)
     assert adjusted_rand_score(cpu.predict(X), cuda.predict(X)) > 0.8
     assert adjusted_rand_score(y, cuda.predict(X)) > 0.75  # 0.83 on the CPU
     # the same first epoch; rounding then moves the fits apart (on an H200: 0.25% by

@@ -47,7 +47,7 @@ def gemini_path():
 
 def test_forest_display_draws_one_segment_per_forest_edge(moons):
     X, _, partial = moons
-    forest = SpanningForestClustering(n_clusters=3).fit(X, partial)
+    forest = SpanningForestClustering(n_clusters=3).fit(X, partial_labels=partial)
     display = SpanningForestDisplay.from_estimator(forest, X, partial)
 
     segments = display.edges_.get_segments()
@@ -97,8 +97,8 @@ def test_forest_display_errors(moons):
         SpanningForestDisplay.from_estimator(forest, np.hstack([X, X]))
     with pytest.raises(ValueError, match="one row per training sample"):
         SpanningForestDisplay.from_estimator(forest, X[:10])
-    with pytest.raises(ValueError, match="partial label"):
-        SpanningForestDisplay.from_estimator(forest, X, np.zeros(3))
+    with pytest.raises(ValueError, match="partial_labels must give one partial label"):
+        SpanningForestDisplay.from_estimator(forest, X, partial_labels=np.zeros(3))
     from sklearn.cluster import KMeans  # said to be not fitted before
 
     with pytest.raises(TypeError, match="SpanningForestClustering, got KMeans"):

@@ -7,8 +7,9 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from tests._estimators import check_instances, expected_failed_checks
 
 # expected: the checks train a few epochs (ConvergenceWarning) on small data, where
-# PRCut leaves clusters empty and shortens its neighbour lists, and pass y to fit,
-# which the forest reads as partial labels (too few, or infeasible): UserWarnings
+# PRCut leaves clusters empty and shortens its neighbour lists, and the forest's
+# embeddings, given no partial labels (the checks' y is ignored), learn nothing:
+# UserWarnings
 pytestmark = [
     pytest.mark.torch,
     pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning"),

@@ -2,8 +2,9 @@
 
 ``max_iter`` counts epochs; ``ConvergenceWarning`` when it runs out before the
 stopping rule holds, none on a converged fit; ``n_iter_ <= max_iter``;
-``len(loss_curve_) == n_iter_``; same ``random_state``, same labels; ``verbose``
-shows one progress bar that ends at ``n_iter_``.
+``len(loss_curve_) == n_iter_``; ``device_`` names where the fit trained; same
+``random_state``, same labels; ``verbose`` shows one progress bar that ends at
+``n_iter_``.
 """
 
 import re
@@ -25,11 +26,10 @@ PARAMS = each(trained=True)
 
 
 def _fit(entry, **params):
-    y = PARTIAL if entry.training_needs_labels else None
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         estimator = entry.make_trained(n_clusters=3, random_state=0, **params).fit(
-            entry.as_input(X), y)
+            entry.as_input(X), **entry.label_params(PARTIAL))
     convergence = [w for w in caught if issubclass(w.category, ConvergenceWarning)]
     return estimator, convergence
 
@@ -49,6 +49,25 @@ def test_too_few_epochs_warn_and_are_all_run(entry):
     assert len(convergence) == 1
     assert "max_iter=2" in str(convergence[0].message)
     assert estimator.n_iter_ == 2 and estimator.loss_curve_.shape == (2,)
+
+
+def _cuda_available():
+    try:
+        import torch
+    except ImportError:
+        return False
+    return torch.cuda.is_available()
+
+
+@pytest.mark.parametrize("entry", PARAMS)
+def test_device_names_where_the_fit_trained(entry):
+    estimator, _ = _fit(entry, max_iter=2)
+    assert isinstance(estimator.device_, str)
+    # 'auto' trains on the CPU of a machine without CUDA (test_cuda_fits: with it)
+    assert estimator.device_ == ("cuda" if _cuda_available() else "cpu") or (
+        estimator.device_ == "cpu" and _cuda_available())
+    if "device" in estimator.get_params():
+        assert _fit(entry, max_iter=2, device="cpu")[0].device_ == "cpu"
 
 
 @pytest.mark.parametrize("entry", PARAMS)

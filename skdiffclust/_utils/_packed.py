@@ -2,7 +2,7 @@
 
 numba compiles, into the entry point of a kernel called from Python, code of its own
 for each array argument (unboxing it). ClAM's epoch kernel takes about 40 scratch
-and result arrays; unboxing them was about 6% of the instructions of its first
+and result arrays; unboxing them was a noticeable share of the work of its first
 fit in a fresh process.
 
 * :func:`pack` copies nested arrays into one buffer per role (a dtype each), and

@@ -1,20 +1,31 @@
-"""How many CPU threads a fit's kernels take (no numba or torch import)."""
+"""How many CPU threads a fit's kernels take, and where it ran (no numba or torch
+import)."""
 
 import itertools
 
 from joblib import effective_n_jobs
 
-# the BLAS libraries' thread controls, found once (scanning the loaded libraries
-# takes about 0.2 ms; limiting a found one, 5 us)
+# the BLAS and OpenMP libraries' thread controls, found once (scanning the loaded
+# libraries takes about 0.2 ms, threadpool_limits 3 to 7 ms; limiting a found one, 5 us)
 _BLAS = []
+_OPENMP = []
 
 
 def host_threads(n_jobs):
-    """The CPU threads of ``n_jobs``, the same in every estimator: ``None`` and
-    ``-1`` mean every core (as in scikit-learn's OpenMP estimators, such as
-    KMeans), ``-2`` all but one, and so on (joblib's rule). The callers' kernels
-    give the same result on any number of threads."""
-    return max(int(effective_n_jobs(-1 if n_jobs is None else n_jobs)), 1)
+    """The CPU threads of ``n_jobs``, the same in every estimator and search
+    (scikit-learn's glossary, joblib's rule): ``None`` means 1, unless inside a
+    ``joblib.parallel_config(n_jobs=...)`` context, which then sets it; ``-1``
+    every core, ``-2`` all but one, and so on. The callers' kernels give the same
+    result on any number of threads."""
+    return max(int(effective_n_jobs(n_jobs)), 1)
+
+
+def device_type(device):
+    """``'cpu'`` or ``'cuda'``: the kind of device a fit ran on, given as a string
+    (``'cpu'``, ``'cuda'``, ClAM's ``'numba-cuda'``) or a ``torch.device``; the
+    value of every trained estimator's fitted attribute ``device_``."""
+    name = str(getattr(device, "type", device))
+    return "cuda" if name.startswith(("cuda", "numba-cuda")) else "cpu"
 
 
 def one_blas_thread():
@@ -28,6 +39,16 @@ def one_blas_thread():
 
         _BLAS.append(ThreadpoolController().select(user_api="blas"))
     return _BLAS[0].limit(limits=1)
+
+
+def openmp_threads(n_threads):
+    """A context running the OpenMP loops of the libraries loaded at the first call
+    (scikit-learn's) on ``n_threads`` threads."""
+    if not _OPENMP:
+        from threadpoolctl import ThreadpoolController
+
+        _OPENMP.append(ThreadpoolController().select(user_api="openmp"))
+    return _OPENMP[0].limit(limits=max(int(n_threads), 1))
 
 
 _NO_ITEM = object()

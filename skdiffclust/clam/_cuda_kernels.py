@@ -27,9 +27,9 @@ slice of an epoch:
   lanes are ``while`` loops that step an offset. numba indexes with signed 64-bit
   integers otherwise, each access paying for the wrap-around of negative indices,
   and a ``range`` with a step computed at run time divides 64-bit integers (a
-  subroutine call) at every entry: ptxas (sm_90) made 34 instructions of an
-  iteration of ``pulled += ws[used + mu * d + f] * ws[p + mu]`` written with
-  ``range`` over ``int64``, 6 with a ``uint32`` ``while`` loop.
+  subroutine call) at every entry: ptxas (sm_90) made an iteration of
+  ``pulled += ws[used + mu * d + f] * ws[p + mu]`` several times longer written
+  with ``range`` over ``int64`` than with a ``uint32`` ``while`` loop.
 * **The same maths, floors, order of sums and precision** as the CPU kernel, step
   for step (float64 where it accumulates in float64: lane norms, offsets, Adam's
   arithmetic), so that an epoch here equals the CPU's within float32 rounding. The

@@ -79,15 +79,15 @@ def fused_wins(fit, batch_size):
 
 
 def train_where_resolved(train, settings, requested_device):
-    """``train(settings)``; where the fused kernel was chosen and numba.cuda fails on
-    this machine (no libNVVM, which torch's CUDA wheels do not bring; a driver too
-    old for its PTX), a warning, then the training again: on the CPU for
-    ``device='auto'`` (the CPU's fit), in torch on CUDA for ``device='cuda'``
-    (``_settings.kernel_fallback``)."""
+    """``train(settings)`` and the device it trained on; where the fused kernel was
+    chosen and numba.cuda fails on this machine (no libNVVM, which torch's CUDA
+    wheels do not bring; a driver too old for its PTX), a warning, then the
+    training again: on the CPU for ``device='auto'`` (the CPU's fit), in torch on
+    CUDA for ``device='cuda'`` (``_settings.kernel_fallback``)."""
     if settings.device != NUMBA_CUDA:
-        return train(settings)
+        return train(settings), settings.device
     try:
-        return train(settings)
+        return train(settings), settings.device
     except Exception as error:
         if not is_numba_error(error):
             raise
@@ -102,7 +102,7 @@ def train_where_resolved(train, settings, requested_device):
             f"{'on the CPU' if fallback == 'cpu' else 'in torch on CUDA'} instead. "
             "Installing numba-cuda for this CUDA version enables the kernel.",
             RuntimeWarning, stacklevel=2)
-        return train(dataclasses.replace(settings, device=fallback))
+        return train(dataclasses.replace(settings, device=fallback)), fallback
 
 
 def torch_cuda_or_raise(error):

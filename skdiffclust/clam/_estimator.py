@@ -16,6 +16,7 @@ from threadpoolctl import threadpool_limits
 
 from skdiffclust._training._stream import forget_stream, keep_stream, resumed_stream
 from skdiffclust._utils._random import derive_seeds
+from skdiffclust._utils._scores import silhouette
 from skdiffclust._utils._state import keeps_state_on_failure
 from skdiffclust._utils._threads import host_threads
 from skdiffclust._utils._validation import (ANY_INTEGER, NumberInterval, check_magnitude,
@@ -170,8 +171,9 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
         a warning, where numba.cuda fails). Inference always runs on the CPU.
 
     n_jobs : int, default=None
-        Threads of the CPU kernels (``None`` or ``-1``: every core). The result
-        does not depend on it.
+        Threads of the CPU kernels. ``None`` means 1 unless in a
+        ``joblib.parallel_config`` context, ``-1`` every core (:term:`n_jobs`).
+        The result does not depend on it.
 
     random_state : int, RandomState instance or None, default=None
         Seeds every random draw: same seed and data, same labels, in any process
@@ -211,6 +213,10 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
 
     loss_curve_ : ndarray of shape (`n_iter_`,)
         Its mean loss over each training epoch (same units).
+
+    device_ : str
+        Where the fit trained: ``'cpu'`` or ``'cuda'`` (what ``device='auto'``
+        chose; ``partial_fit`` trains on the CPU).
 
     n_features_in_ : int
         Number of features seen during ``fit``.
@@ -429,7 +435,7 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
             device=device, seed=train_seed, verbose=self.verbose, n_threads=n_threads,
             reseed=self.reseed, prune=self.prune)
         fill = data.column_reduction(self.mask_value)
-        trained = train_where_resolved(lambda settings: train_restarts(
+        trained, device = train_where_resolved(lambda settings: train_restarts(
             data.training_rows(), fill.astype(np.float32), initial.astype(np.float32),
             dynamics, settings), settings, self.device)
         if self.max_iter == 0:  # untrained: the initial prototypes, not their float32 copy
@@ -439,7 +445,8 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
                          weighted=self.weighted, mask_prob=self.mask_prob,
                          cosine=self.metric == "cosine")
         return FittedState.of(kept, data, dynamics, fill, score_seed, X.dtype,
-                              weighted=self.weighted, mask_prob=self.mask_prob)
+                              weighted=self.weighted, mask_prob=self.mask_prob,
+                              device=device)
 
     def _adopt(self, state):
         """Take the fitted attributes (and private state) of ``state`` by name."""
@@ -552,11 +559,14 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
         return self._converge(X)[1]
 
     def score(self, X, y=None):
-        """Minus the masked completion loss of the points (higher is better).
+        """Silhouette of the partition ``predict`` gives X (higher is better).
 
-        The loss of ``loss_`` (masks from a seed fixed at fit time: ``score(X_train)
-        == -loss_``). It favours more clusters: select ``n_clusters`` or ``beta``
-        with a silhouette scorer instead.
+        The mean silhouette of X's clusters (euclidean; cosine for
+        ``metric='cosine'``), in [-1, 1], -1 where it is undefined (one cluster);
+        above 4,000 points, that of a fixed sample of them. Unlike the masked
+        completion loss fit minimises (``loss_``), which falls as clusters are
+        added, it compares fits with different numbers of clusters:
+        ``GridSearchCV`` over ``n_clusters`` without a scorer chooses by it.
 
         Parameters
         ----------
@@ -570,17 +580,9 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
         -------
         score : float
         """
-        from skdiffclust.clam._inference import evaluate_loss
-
-        _, rows = self._scaled(X)
-        log_weights = self._log_weights()
-        losses = evaluate_loss(
-            rows, self._mask_fill, self._prototypes[None],
-            None if log_weights is None else log_weights[None],
-            self._fit_dynamics, self._mask_prob, self._score_seed,
-            host_threads(self.n_jobs),
-        )
-        return -float(losses[0]) * self._scale**2
+        labels = self.predict(X)
+        _, rows = self._scaled(X)  # centring and scaling leave silhouettes as they are
+        return silhouette(rows, labels, metric=self._fit_dynamics.metric)
 
     @property
     def _n_features_out(self):

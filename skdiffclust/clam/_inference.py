@@ -38,6 +38,7 @@ time:
 import numpy as np
 
 from skdiffclust._utils._random import numpy_generator
+from skdiffclust._utils._threads import host_threads
 from skdiffclust.clam import _kernels as kernels
 from skdiffclust.clam._data import squared_distances
 from skdiffclust.clam._fastexp import exp_weights_numpy
@@ -411,3 +412,18 @@ def converge(X, prototypes, log_weights, dynamics, n_threads=1, proba=False):
 
 def _unit_rows(X):
     return X / np.maximum(np.linalg.norm(X, axis=1, keepdims=True), np.finfo(X.dtype).tiny)
+
+
+def fitted_masked_loss(model, X):
+    """The masked completion loss of points X under a fitted ``ClAM``, in the
+    squared units of the input (masks from a seed fixed at fit time: on the
+    training points, ``loss_``); what :class:`~skdiffclust.torch.ClAMLayer`
+    computes."""
+    _, rows = model._scaled(X)
+    log_weights = model._log_weights()
+    losses = evaluate_loss(
+        rows, model._mask_fill, model._prototypes[None],
+        None if log_weights is None else log_weights[None],
+        model._fit_dynamics, model._mask_prob, model._score_seed,
+        host_threads(model.n_jobs))
+    return float(losses[0]) * model._scale**2

@@ -173,7 +173,7 @@ class ClAMLayer(nn.Module):
             first for ``metric='cosine'``).
         mask : torch.Tensor of bool, shape (batch_size, n_features), default=None
             True where a coordinate is hidden: hidden coordinates start at
-            :attr:`fill` and are the only ones that evolve (the visible ones stay
+            ``fill`` and are the only ones that evolve (the visible ones stay
             as they are, up to the common rescaling back to the sphere for
             ``metric='cosine'``). ``None``: every coordinate starts at the point
             and evolves (the inference of the estimator).
@@ -210,7 +210,7 @@ class ClAMLayer(nn.Module):
         Returns
         -------
         labels : torch.Tensor of int64, shape (batch_size,)
-            Index of the prototype (row of :attr:`prototypes`) of each point.
+            Index of the prototype (row of ``prototypes``) of each point.
         """
         return self.memories().nearest(self(x))
 

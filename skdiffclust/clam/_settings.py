@@ -17,6 +17,7 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
+from skdiffclust._utils._threads import device_type
 from skdiffclust.clam._selection import relabel_by_first_appearance
 
 # learning-rate schedule of the paper (appendix B.1, table 5): x0.8 after more than 5
@@ -207,6 +208,7 @@ class FittedState:
     n_iter_: int
     loss_: float
     loss_curve_: np.ndarray
+    device_: str
     _prototypes: np.ndarray  # (k, d) float64, ClAM's units
     _shift: np.ndarray
     _scale: float
@@ -219,10 +221,10 @@ class FittedState:
 
     @classmethod
     def of(cls, kept, data, dynamics, fill, score_seed, dtype, *, weighted, mask_prob,
-           relabel=True):
+           relabel=True, device="cpu"):
         """The state of a fit whose kept restart is ``kept`` (``_selection.keep_best``,
         or ``partial_fit``'s): clusters numbered by first appearance in the labels
-        (occupied first) unless not ``relabel``."""
+        (occupied first) unless not ``relabel``; ``device``: where it trained."""
         cosine = dynamics.metric == "cosine"
         n_clusters = kept["prototypes"].shape[0]
         order, labels = np.arange(n_clusters), kept["labels"]
@@ -236,7 +238,8 @@ class FittedState:
             labels_=labels, n_clusters_=int(np.unique(labels).size),
             beta_=dynamics.beta / squared_scale, n_iter_=kept["n_iter"],
             loss_=kept["loss"] * squared_scale, loss_curve_=kept["loss_curve"] * squared_scale,
-            _prototypes=prototypes, _shift=data.shift, _scale=data.scale, _mask_fill=fill,
+            device_=device_type(device), _prototypes=prototypes, _shift=data.shift,
+            _scale=data.scale, _mask_fill=fill,
             _score_seed=score_seed, _fit_dynamics=dynamics, _weighted=bool(weighted),
             _mask_prob=float(mask_prob))
 

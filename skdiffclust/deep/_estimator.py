@@ -16,7 +16,7 @@ from sklearn.utils.validation import check_is_fitted
 from skdiffclust._utils._optional import import_optional
 from skdiffclust._utils._random import derive_seeds
 from skdiffclust._utils._state import keeps_state_on_failure
-from skdiffclust._utils._threads import host_threads
+from skdiffclust._utils._threads import device_type, host_threads
 from skdiffclust._utils._validation import (ANY_INTEGER, NumberInterval, RenamedParameters,
                                             refusing_former_names,
                                             check_n_clusters, warn_empty_clusters,
@@ -155,10 +155,12 @@ class DeepImageClustering(RenamedParameters, ClassNamePrefixFeaturesOutMixin,
     n_jobs : int, default=None
         CPU threads of the graph's features, the neighbour search, the start's
         graph products and the network's NumPy forward pass (chunks of images,
-        each computed alike on any thread) (``None`` or ``-1``: every core),
-        whose results do not depend on it. The network trains on one CPU thread (torch
-        splits a convolution's weight gradient across its threads in an order
-        that depends on their count), so the labels do not depend on ``n_jobs``.
+        each computed alike on any thread), whose results do not depend on it.
+        ``None`` means 1 unless in a ``joblib.parallel_config`` context, ``-1``
+        every core (:term:`n_jobs`); the same beside a CUDA training. The network
+        trains on one CPU thread (torch splits a convolution's weight gradient
+        across its threads in an order that depends on their count), so the
+        labels do not depend on ``n_jobs``.
 
     random_state : int, RandomState instance or None, default=None
         Seeds every random draw (features, start, network, batches, views): the
@@ -223,6 +225,10 @@ class DeepImageClustering(RenamedParameters, ClassNamePrefixFeaturesOutMixin,
     n_iter_ : int
         Epochs of the clustering phase.
 
+    device_ : str
+        Where the fit trained: ``'cpu'`` or ``'cuda'`` (what ``device='auto'``
+        chose).
+
     pixel_mean_, pixel_scale_ : float
         The centring and scale of the pixels (their mean and standard deviation
         over the training images, outliers clipped).
@@ -250,7 +256,7 @@ class DeepImageClustering(RenamedParameters, ClassNamePrefixFeaturesOutMixin,
 
     See Also
     --------
-    skdiffclust.prcut.PRCut : The ratio cut of a graph, with the user's network.
+    skdiffclust.PRCut : The ratio cut of a graph, with the user's network.
 
     Notes
     -----
@@ -385,14 +391,12 @@ class DeepImageClustering(RenamedParameters, ClassNamePrefixFeaturesOutMixin,
         self.affinity_matrix_ = graph
         self.head_ = kept
         self.self_labelled_ = bool(self_labelled)
-        # score's graph and objective: the fit's, whatever set_params changes later
-        self._graph_with = dict(n_clusters=settings.n_clusters,
-                                n_neighbors=settings.n_neighbors, gamma=settings.gamma,
-                                feature_seed=seeds[0])
+        self._feature_seed = seeds[0]  # score's graph features: the fit's
         curve = np.atleast_2d(result.loss_curve.T).T if result.loss_curve.size else \
             np.empty((0, settings.n_heads))
         self.loss_curve_ = np.asarray(curve[:, kept], dtype=np.float64)
         self.n_iter_ = int(result.n_iter)
+        self.device_ = device_type(settings.device)
         self._set_count(count)
         if not count.clear:
             warn_unclear_count("DeepImageClustering", count,
@@ -493,17 +497,16 @@ class DeepImageClustering(RenamedParameters, ClassNamePrefixFeaturesOutMixin,
         return embedding.astype(dtype, copy=False)
 
     def score(self, X, y=None):
-        """Minus the objective of the partition ``predict`` gives X (higher is better).
+        """Silhouette of the partition ``predict`` gives X (higher is better).
 
-        The objective by which ``fit`` judges a partition of its images (PRCut's,
-        at hard assignments): the ratio cut of the kNN graph of the images'
-        gradient histograms, built as ``fit`` builds it, in units of the graph's
-        total weight, plus ``gamma`` times the KL divergence of the cluster
-        proportions from uniform; on the training images, that of ``labels_`` on
-        ``affinity_matrix_``. Like :meth:`PRCut.score
-        <skdiffclust.prcut.PRCut.score>` and k-means' inertia, it compares fits
-        with the same number of clusters; ``GridSearchCV`` uses it when given no
-        scorer. Needs PyTorch (the gradient histograms).
+        The mean silhouette of X's clusters in the images' graph features (the
+        principal components of their gradient histograms, from which ``fit``
+        builds its graph: a space that does not depend on the number of
+        clusters), in [-1, 1], -1 where it is undefined (one cluster); above
+        4,000 images, that of a fixed sample. Unlike the objective fit
+        minimises, it compares fits with different numbers of clusters:
+        ``GridSearchCV`` over ``n_clusters`` without a scorer chooses by it
+        (:ref:`n_clusters_auto`). Needs PyTorch (the gradient histograms).
 
         Parameters
         ----------
@@ -516,8 +519,6 @@ class DeepImageClustering(RenamedParameters, ClassNamePrefixFeaturesOutMixin,
         Returns
         -------
         score : float
-            Minus the objective; 0 for a partition that cuts no edge into clusters
-            of equal sizes.
         """
         images = self._scaled(X, stacklevel=2)  # checks that the model is fitted
         if images.shape[0] < 2:
@@ -525,10 +526,10 @@ class DeepImageClustering(RenamedParameters, ClassNamePrefixFeaturesOutMixin,
         n_threads = host_threads(self.n_jobs)
         labels = forward(self.network_state_, images, self.input_side_, n_threads)[1]
         _require_torch()
-        from skdiffclust.deep._fit import graph_objective
+        from skdiffclust.deep._fit import feature_silhouette
 
-        return 0.0 - float(graph_objective(images, labels.argmax(1), n_threads=n_threads,
-                                           **self._graph_with))
+        return feature_silhouette(images, labels.argmax(1), n_threads=n_threads,
+                                  feature_seed=self._feature_seed)
 
     @property
     def module_(self):

@@ -34,6 +34,8 @@ import torch
 from sklearn.decomposition import PCA
 from torch.nn import functional as F
 
+from skdiffclust._utils._threads import one_blas_thread
+
 N_ORIENTATIONS = 8
 CELLS_PER_SIDE = 7
 N_COMPONENTS = 50
@@ -89,9 +91,12 @@ def _histograms(images, side, stride):
 
 def graph_features(images, seed):
     """The principal components of the gradient histograms (at most
-    ``N_COMPONENTS``), float64: what the first kNN graph is built from."""
+    ``N_COMPONENTS``), float64: what the first kNN graph is built from. The
+    products run on one BLAS thread: on two, their last bits differed (the same
+    components on any number of threads, so the same neighbours)."""
     histograms = gradient_histograms(images)
     n_components = min(N_COMPONENTS, histograms.shape[1], histograms.shape[0] - 1)
     if n_components < 1 or np.ptp(histograms, axis=0).max() == 0:  # nothing to rotate
         return histograms.astype(np.float64)
-    return PCA(n_components, random_state=seed).fit_transform(histograms)
+    with one_blas_thread():
+        return PCA(n_components, random_state=seed).fit_transform(histograms)

@@ -39,6 +39,7 @@ from torch.nn import functional as F
 
 from skdiffclust._neighbors import kneighbors
 from skdiffclust._training._torch import UniformBatches, one_thread, torch_threads, train
+from skdiffclust._utils._scores import silhouette
 from skdiffclust._utils._torch import float32_by_default, make_generator
 from skdiffclust.deep._augment import strong_view, weak_view
 from skdiffclust.deep._features import graph_features
@@ -188,15 +189,14 @@ def graph_of(images, n_neighbors, feature_seed, n_threads, device=None):
     return neighbours, affinity_from_neighbors(np.zeros(neighbours.shape), neighbours)
 
 
-def graph_objective(images, labels, *, n_clusters, n_neighbors, gamma, feature_seed,
-                    n_threads):
-    """PRCut's objective, at hard assignments, of the partition ``labels`` of the
-    (n, C, H, W) float32 images (scaled) on their graph, built as ``fit`` builds
-    it (``score``; on the training images, that of ``labels_`` on
-    ``affinity_matrix_``)."""
+def feature_silhouette(images, labels, *, feature_seed, n_threads):
+    """The silhouette of the partition ``labels`` of the (n, C, H, W) float32
+    images (scaled) in their graph features, computed as ``fit`` computes them
+    (``score``): a space that does not depend on the number of clusters, so that
+    fits with different numbers compare."""
     with float32_by_default(), torch_threads(n_threads):
-        _, graph = graph_of(images, n_neighbors, feature_seed, n_threads)
-    return partition_objective(graph, labels, n_clusters, gamma)
+        features = graph_features(images, feature_seed)
+    return silhouette(features, labels)
 
 
 def start_of(images, settings, *, feature_seed, start_seed):

@@ -8,6 +8,8 @@ pairwise cannot link (every class of partial labels: no pair list is needed) and
 only for other cannot-link structures, the list of cannot-linked group pairs.
 """
 
+import warnings
+
 import numpy as np
 from scipy.sparse import coo_array
 from scipy.sparse.csgraph import connected_components
@@ -384,10 +386,30 @@ def check_pairs(pairs, n_samples, name):
     return arr
 
 
-def build_constraints(y, n_samples, must_link, cannot_link):
-    """The Constraints of a fit's partial labels ``y`` and pairs (None: none given)."""
-    if y is None and must_link is None and cannot_link is None:
+def build_constraints(partial_labels, n_samples, must_link, cannot_link):
+    """The Constraints of a fit's ``partial_labels`` and pairs (None: none given)."""
+    if partial_labels is None and must_link is None and cannot_link is None:
         return None
-    if y is None:
+    if partial_labels is None:
         return Constraints.from_pairs(n_samples, must_link, cannot_link)
-    return Constraints.from_labels(y, n_samples, must_link, cannot_link)
+    return Constraints.from_labels(partial_labels, n_samples, must_link, cannot_link,
+                                   name="partial_labels")
+
+
+def warn_if_partial_labels_in_y(y, stacklevel):
+    """Say that ``y`` is ignored when it looks like the partial labels that ``fit``
+    once took as ``y`` (it holds a ``-1``); ``y`` is read for nothing else, and
+    a full labelling (what cross-validation passes) is ignored silently
+    (``stacklevel`` counts from the caller)."""
+    if y is None:
+        return
+    try:
+        values = np.asarray(y)
+    except (TypeError, ValueError, RuntimeError):  # ragged lists, tensors on a GPU
+        return
+    if values.dtype.kind in "iuf" and np.any(values == UNLABELLED):
+        warnings.warn(
+            "y is ignored: as every scikit-learn clusterer, SpanningForestClustering "
+            "does not read y. It holds -1 entries, the former way to give partial "
+            "labels: pass them as fit(X, partial_labels=...) instead.",
+            UserWarning, stacklevel=stacklevel + 1)

@@ -24,6 +24,7 @@ import torch
 
 from skdiffclust._training._torch import CosineDecay, PooledBatches, train
 from skdiffclust._utils._random import derive_seeds
+from skdiffclust._utils._threads import device_type
 from skdiffclust._utils._torch import (
     apply_in_batches,
     build_mlp,
@@ -46,7 +47,7 @@ from skdiffclust.forest._torch import (
 
 # On CUDA, batches from this size up have their forests solved on the device,
 # smaller ones by the numba solver on the host (one copy of S each way, on
-# n_jobs threads: every core by default). A small step's device solve costs host
+# n_jobs threads: one by default, -1 every core). A small step's device solve costs host
 # time, not GPU time: numba.cuda prepares about 76 array arguments a step (7
 # launches). Measured on an H100 (16-core host), a step at batch 64 ('mlp' (256,
 # 128), 100 perturbations): 7.4 ms with the device solver (10.5 before its views of
@@ -292,7 +293,7 @@ def train_embedding(module, X, y, settings, *, validation_data=None, sample_shap
         validation = BatchValidation(
             module, as_samples(tensor_from_numpy(X_val, dtype, device), sample_shape), y_val,
             n_clusters=settings.n_clusters, batch_size=settings.batch_size)
-    # numba's solver on n_jobs threads (every core by default), between torch's
+    # numba's solver on n_jobs threads (one by default, -1 every core), between torch's
     # steps on one: LeNet-5 on 3,000 MNIST images at batches of 64, 2 epochs, took
     # 1.5 to 2.3 s on both cores of the 2-core machine against 1.9 to 2.2 s on one
     # (2026-11-27), the same labels
@@ -330,6 +331,7 @@ def fit_embedding(module, X, y, settings, *, validation_data=None, sample_shape=
         validation_curve = result.validation_curve
     scores = None if validation_curve is None else 1.0 - validation_curve
     return {"embedding_state_": state, "loss_curve_": loss_curve, "n_iter_": n_iter,
+            "device_": device_type(settings.device),
             "_embedding_template": module_from_state(module, state) if keep_template
             else None, "validation_scores_": scores,
             "best_validation_score_": (None if scores is None or not scores.size

@@ -23,7 +23,7 @@ from skdiffclust._utils._validation import (
     validate_data,
 )
 from skdiffclust.forest._api import warn_if_distances
-from skdiffclust.forest._constraints import build_constraints
+from skdiffclust.forest._constraints import build_constraints, warn_if_partial_labels_in_y
 from skdiffclust.forest._fit import fit_forest
 from skdiffclust.forest._inference import (
     NeighbourIndex,
@@ -52,8 +52,9 @@ class SpanningForestClustering(ClusterMixin, _SetOutputMixin, BaseEstimator):
     (Stewart et al., 2023), which is single-linkage clustering. Partial labels or
     must-link / cannot-link pairs constrain the forest, so that samples known to
     belong together end in the same tree and samples known to differ in different
-    trees. With ``embedding``, an embedding of the features is first learnt
-    through clustering, from the partial labels.
+    trees. Partial labels are passed as ``fit(X, partial_labels=...)``; ``y`` is
+    ignored, as by every scikit-learn clusterer. With ``embedding``, an embedding
+    of the features is first learnt through clustering, from the partial labels.
 
     Read more in the :ref:`User Guide <spanning_forest>`.
 
@@ -90,9 +91,9 @@ class SpanningForestClustering(ClusterMixin, _SetOutputMixin, BaseEstimator):
     embedding : {'linear', 'mlp'}, torch.nn.Module or None, default=None
         ``None``: cluster the input as it is. Otherwise, first train an embedding
         (``'linear'``, a ReLU ``'mlp'``, or a copy of a module) with the perturbed
-        partial Fenchel-Young loss so that its forests agree with the partial
-        labels ``y``, then cluster the embedded samples. Training needs PyTorch;
-        see the :ref:`User Guide <spanning_forest_embedding>`.
+        partial Fenchel-Young loss so that its forests agree with the
+        ``partial_labels`` of ``fit``, then cluster the embedded samples.
+        Training needs PyTorch; see the :ref:`User Guide <spanning_forest_embedding>`.
 
     n_components : int, default=2
         Dimension of the ``'linear'`` and ``'mlp'`` embeddings.
@@ -152,9 +153,10 @@ class SpanningForestClustering(ClusterMixin, _SetOutputMixin, BaseEstimator):
         Fitted weights are NumPy arrays: ``predict`` never needs a GPU.
 
     n_jobs : int, default=None
-        CPU threads of the k-d tree, of the perturbed forests solved on the host
-        while training, and of ``predict``'s neighbour search (``None`` or ``-1``:
-        every core). The results do not depend on it.
+        CPU threads of Prim's distances, of the perturbed forests solved on the
+        host while training, and of ``predict``'s neighbour search. ``None``
+        means 1 unless in a ``joblib.parallel_config`` context, ``-1`` every core
+        (:term:`n_jobs`). The results do not depend on it.
 
     random_state : int, RandomState instance or None, default=None
         Seeds the weight initialisation, the batches and the noise. Same seed, same
@@ -206,6 +208,10 @@ class SpanningForestClustering(ClusterMixin, _SetOutputMixin, BaseEstimator):
     n_iter_ : int
         Training epochs run (0 without labelled samples); 1 without ``embedding``.
 
+    device_ : str
+        Where the fit trained the embedding: ``'cpu'`` or ``'cuda'`` (what
+        ``device='auto'`` chose); ``'cpu'`` without ``embedding``.
+
     n_features_in_ : int
         Number of features seen during ``fit``.
 
@@ -249,8 +255,8 @@ class SpanningForestClustering(ClusterMixin, _SetOutputMixin, BaseEstimator):
 
     Partial labels (``-1`` for unlabelled) force samples apart:
 
-    >>> y = np.array([0, 1, -1, -1, -1])
-    >>> SpanningForestClustering(n_clusters=3).fit(X, y).labels_
+    >>> partial = np.array([0, 1, -1, -1, -1])
+    >>> SpanningForestClustering(n_clusters=3).fit(X, partial_labels=partial).labels_
     array([0, 1, 2, 2, 2])
     """
 
@@ -315,7 +321,7 @@ class SpanningForestClustering(ClusterMixin, _SetOutputMixin, BaseEstimator):
 
     @_fit_context(prefer_skip_nested_validation=True)
     @keeps_state_on_failure
-    def fit(self, X, y=None, *, must_link=None, cannot_link=None):
+    def fit(self, X, y=None, *, partial_labels=None, must_link=None, cannot_link=None):
         """Compute the maximum-weight k-spanning forest and its clusters.
 
         Parameters
@@ -326,7 +332,11 @@ class SpanningForestClustering(ClusterMixin, _SetOutputMixin, BaseEstimator):
             samples may have another shape, ``(n_samples, *sample_shape)`` (images):
             the module gets them in that shape, the estimator sees flattened rows.
 
-        y : array-like of shape (n_samples,), default=None
+        y : Ignored
+            Not used, present for API consistency by convention (a ``y`` holding
+            ``-1``, the former partial labels, says so in a ``UserWarning``).
+
+        partial_labels : array-like of shape (n_samples,), default=None
             Optional partial labels: non-negative integers, ``-1`` for unlabelled
             samples. Samples with the same label end in the same cluster
             (must-link), samples with different labels in different clusters
@@ -343,6 +353,7 @@ class SpanningForestClustering(ClusterMixin, _SetOutputMixin, BaseEstimator):
         self : object
             Fitted estimator.
         """
+        warn_if_partial_labels_in_y(y, stacklevel=4)
         X, sample_shape = self._flatten_samples(X)
         X = validate_data(self, X, dtype=[np.float64, np.float32])
         n_samples = X.shape[0]
@@ -354,20 +365,21 @@ class SpanningForestClustering(ClusterMixin, _SetOutputMixin, BaseEstimator):
             check_magnitude(X)
             raw, unit = X, spread_unit(X)
             X = X if unit == 1.0 else X * unit  # exact (a power of two): spread_unit
-        constraints = build_constraints(y, n_samples, must_link, cannot_link)
+        constraints = build_constraints(partial_labels, n_samples, must_link, cannot_link)
         check_n_clusters(self.n_clusters, n_samples, auto=True)
         params = None if precomputed else self._clustering_metric_params(X)
         with thread_limit(self.n_jobs):
-            forest, count, trained, X = fit_forest(self, X, y, constraints, params=params,
-                                                   sample_shape=sample_shape)
+            forest, count, trained, X = fit_forest(self, X, partial_labels, constraints,
+                                                   params=params, sample_shape=sample_shape)
         # distances in the input's units (after a rescale of tiny data, spread_unit)
         units = 1.0 if precomputed or self.embedding is not None else input_units(
             X, forest.edges, forest.weights, unit, self._clustering_metric(), params, raw)
         if constraints is None:
             warn_if_duplicates_split(X, forest, precomputed)
         # what inference reads (set_params may change the parameters after the fit)
-        fitted = {"n_iter_": 1, "_embedding_template": None, "_sample_shape": sample_shape,
-                  "_unit": 1.0 if precomputed else unit, "embedding_state_": None, **trained}
+        fitted = {"n_iter_": 1, "device_": "cpu", "_embedding_template": None,
+                  "_sample_shape": sample_shape, "_unit": 1.0 if precomputed else unit,
+                  "embedding_state_": None, **trained}
         if count.candidates is not None:
             fitted.update(zip(COUNT_ATTRIBUTES, (np.asarray(count.candidates, dtype=np.int64),
                                                  np.asarray(count.scores, dtype=np.float64))))
@@ -386,20 +398,22 @@ class SpanningForestClustering(ClusterMixin, _SetOutputMixin, BaseEstimator):
         return self
 
     def fit_predict(self, X, y=None, **fit_params):
-        """Fit (``y`` and ``must_link`` / ``cannot_link`` as in :meth:`fit`) and
-        return the clusters of the training samples.
+        """Fit (``partial_labels``, ``must_link`` / ``cannot_link`` as in
+        :meth:`fit`) and return the clusters of the training samples.
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features) or (n_samples, n_samples)
-        y : array-like of shape (n_samples,), default=None
+        y : Ignored
+            Not used, present for API consistency by convention.
         **fit_params : dict
 
         Returns
         -------
         labels : ndarray of shape (n_samples,)
         """
-        return self.fit(X, y, **fit_params).labels_
+        warn_if_partial_labels_in_y(y, stacklevel=2)
+        return self.fit(X, **fit_params).labels_
 
     def _flatten_samples(self, X, reset=True):
         """X as rows, and the shape of a sample when X came in another shape (a
@@ -451,17 +465,18 @@ class SpanningForestClustering(ClusterMixin, _SetOutputMixin, BaseEstimator):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,), default=None
-            Partial labels, ``-1`` for unlabelled samples.
+        y : Ignored
+            Not used, present for API consistency by convention.
         **fit_params : dict
-            ``must_link`` / ``cannot_link`` pairs, passed to :meth:`fit`.
+            ``partial_labels``, ``must_link`` / ``cannot_link``, passed to :meth:`fit`.
 
         Returns
         -------
         X_embedded : ndarray of shape (n_samples, n_components)
             In the dtype of ``X`` (float32 or float64).
         """
-        return self.fit(X, y, **fit_params)._fit_X
+        warn_if_partial_labels_in_y(y, stacklevel=4)  # below available_if, set_output
+        return self.fit(X, **fit_params)._fit_X
 
     @available_if(_has_embedding)
     def transform(self, X):

@@ -26,14 +26,14 @@ from skdiffclust.forest._solver import (
 )
 
 
-def fit_forest(estimator, X, y, constraints, *, params, sample_shape):
+def fit_forest(estimator, X, partial_labels, constraints, *, params, sample_shape):
     """The forest of a fit, its count and the embedding's fitted attributes.
 
-    ``X``: the validated (rescaled) features, or similarities; ``params``: the
-    clustering metric's resolved parameters. The number of clusters is counted on
-    ``X`` as given, with the estimator's metric and the constraints, before an
-    embedding is trained (its training needs the number); the embedded samples are
-    then cut at that number.
+    ``X``: the validated (rescaled) features, or similarities; ``partial_labels``:
+    fit's (None: none given); ``params``: the clustering metric's resolved
+    parameters. The number of clusters is counted on ``X`` as given, with the
+    estimator's metric and the constraints, before an embedding is trained (its
+    training needs the number); the embedded samples are then cut at that number.
 
     Returns
     -------
@@ -55,7 +55,8 @@ def fit_forest(estimator, X, y, constraints, *, params, sample_shape):
     count = counted(estimator.n_clusters, estimator.max_clusters, forests)
     fitted = {}
     if estimator.embedding is not None:
-        fitted = train_embedding(estimator, X, y, sample_shape, count.n_clusters)
+        fitted = train_embedding(estimator, X, partial_labels, sample_shape,
+                                 count.n_clusters)
         X = embed(X, fitted["embedding_state_"], fitted["_embedding_template"],
                   sample_shape)
         fitted["_n_features_out"] = X.shape[1]
@@ -65,7 +66,7 @@ def fit_forest(estimator, X, y, constraints, *, params, sample_shape):
     return forests.forest(count.n_clusters), count, fitted, X
 
 
-def train_embedding(estimator, X, y, sample_shape, n_clusters):
+def train_embedding(estimator, X, partial_labels, sample_shape, n_clusters):
     """Train the embedding for ``n_clusters`` clusters; returns its fitted attributes."""
     if estimator.metric == "precomputed":
         raise ValueError(
@@ -73,8 +74,8 @@ def train_embedding(estimator, X, y, sample_shape, n_clusters):
             "metric='precomputed'."
         )
     embedding_module, torch_utils = _import_torch_training()
-    labels = (np.full(X.shape[0], UNLABELLED) if y is None
-              else check_partial_labels(y, X.shape[0]))
+    labels = (np.full(X.shape[0], UNLABELLED) if partial_labels is None
+              else check_partial_labels(partial_labels, X.shape[0], "partial_labels"))
     init_seed, train_seed, split_seed = derive_seeds(estimator.random_state, 3)
     module = embedding_module.make_embedding(
         estimator.embedding, X.shape[1], estimator.n_components,
@@ -87,7 +88,7 @@ def train_embedding(estimator, X, y, sample_shape, n_clusters):
                                               split_seed)
     if np.count_nonzero(labels != UNLABELLED) < 2:
         warnings.warn(
-            "Fewer than two labelled samples in y: nothing to learn from, the "
+            "Fewer than two labelled samples in partial_labels: nothing to learn from, the "
             "embedding keeps its initial weights.", UserWarning, stacklevel=6,
         )
     # 'linear' and 'mlp' embed with NumPy (no torch object is kept, so that the

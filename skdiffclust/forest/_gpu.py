@@ -44,8 +44,8 @@ sends them to the CPU solver.
 Cost model (n points, N samples, B threads per block)
 -----------------------------------------------------
 Prim costs n - 1 iterations per sample, each relaxing up to n entries (one
-noise evaluation each: two splitmix64 hashes and a float32 Box-Muller, ~150
-instructions, straight-line so that the lanes of a warp never run it twice) in
+noise evaluation each: two splitmix64 hashes and a float32 Box-Muller,
+straight-line code so that the lanes of a warp never run it twice) in
 ceil(m / B) steps, then an argmin by warp shuffles with one barrier. Total work
 N n^2 / 2 noise evaluations; latency about n (n / (2B) * c_noise + c_sync).
 Samples run concurrently when N * B threads fit on the device (1024 threads per SM

@@ -10,6 +10,8 @@ import numpy as np
 from sklearn.metrics import pairwise_distances
 from sklearn.neighbors import NearestNeighbors
 
+from skdiffclust._neighbors import same_neighbours_on_any_threads
+from skdiffclust._utils._threads import host_threads
 from skdiffclust._utils._validation import check_spread
 
 # rows embedded at a time by the NumPy forward pass (bounds its temporaries)
@@ -33,13 +35,20 @@ class NeighbourIndex:
         return NearestNeighbors(n_neighbors=1, metric=self.metric,
                                 metric_params=self.metric_params, n_jobs=self.n_jobs).fit(X)
 
+    def _kneighbors(self, search, queries, **kwargs):
+        """``search.kneighbors(queries)``: the same nearest sample (among equally
+        near ones) on any number of threads."""
+        with same_neighbours_on_any_threads(queries.shape[0], search.n_samples_fit_,
+                                            host_threads(self.n_jobs)):
+            return search.kneighbors(queries, **kwargs)
+
     def nearest(self, queries, return_distance=False):
         """Index of the nearest training sample of each query (and its distance)."""
         if self._search is None:
             self._search = self._new_search(self.X)
         if not return_distance:
-            return self._search.kneighbors(queries, return_distance=False)[:, 0]
-        distance, index = self._search.kneighbors(queries)
+            return self._kneighbors(self._search, queries, return_distance=False)[:, 0]
+        distance, index = self._kneighbors(self._search, queries)
         return index[:, 0], distance[:, 0]
 
     def other_cluster_distance(self, queries, labels, own):
@@ -51,7 +60,7 @@ class NeighbourIndex:
         for c, search in enumerate(self._per_cluster):
             outside = own != c
             if outside.any():
-                distance = search.kneighbors(queries[outside])[0][:, 0]
+                distance = self._kneighbors(search, queries[outside])[0][:, 0]
                 best[outside] = np.minimum(best[outside], distance)
         return best
 

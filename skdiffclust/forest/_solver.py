@@ -15,10 +15,10 @@ from dataclasses import dataclass
 
 import numba
 import numpy as np
-from joblib import effective_n_jobs
 from sklearn.metrics import pairwise_distances, pairwise_distances_chunked
 
 from skdiffclust._utils._numba import interruptible
+from skdiffclust._utils._threads import host_threads, one_blas_thread
 from skdiffclust._utils._validation import check_n_clusters
 from skdiffclust.exceptions import InfeasibleConstraintsWarning
 from skdiffclust.forest._kruskal import (
@@ -134,17 +134,25 @@ def _tree_by_sort(x):
 
 
 def _tree_by_kd_tree(X):
+    """quitefastmst's Borůvka tree, on one OpenMP thread: on two it kept other
+    edges among equally long ones (281 of the 4,999 edges of 5,000 blobs rounded
+    to a grid), so that the forest's edges depended on the thread count."""
     import quitefastmst
 
     X = np.ascontiguousarray(X, dtype=np.float64)
-    if X.shape[1] >= KD_TREE_SINGLE_MIN_FEATURES:
-        # measured on 20000-100000 points in 5-8 dimensions: 20-25% faster than
-        # quitefastmst's default (sesqui-tree, leaves of 32)
-        dist, index = quitefastmst.mst_euclid(
-            X, algorithm="single_kd_tree", max_leaf_size=KD_TREE_SINGLE_LEAF_SIZE
-        )
-    else:
-        dist, index = quitefastmst.mst_euclid(X)
+    previous = quitefastmst.omp_get_max_threads()
+    quitefastmst.omp_set_num_threads(1)
+    try:
+        if X.shape[1] >= KD_TREE_SINGLE_MIN_FEATURES:
+            # measured on 20000-100000 points in 5-8 dimensions: 20-25% faster than
+            # quitefastmst's default (sesqui-tree, leaves of 32)
+            dist, index = quitefastmst.mst_euclid(
+                X, algorithm="single_kd_tree", max_leaf_size=KD_TREE_SINGLE_LEAF_SIZE
+            )
+        else:
+            dist, index = quitefastmst.mst_euclid(X)
+    finally:
+        quitefastmst.omp_set_num_threads(previous)
     return index[:, 0].astype(np.int64), index[:, 1].astype(np.int64), dist
 
 
@@ -284,22 +292,16 @@ def similarity_tree(S):
 
 @contextlib.contextmanager
 def thread_limit(n_jobs):
-    """Run numba's parallel kernels and quitefastmst's OpenMP loops on ``n_jobs``
-    threads (``None``: leave their defaults), restoring the previous counts."""
-    if n_jobs is None:
-        yield
-        return
-    import quitefastmst
-
-    n_threads = max(int(effective_n_jobs(n_jobs)), 1)
-    previous = numba.get_num_threads(), quitefastmst.omp_get_max_threads()
+    """Run numba's parallel kernels on ``n_jobs`` threads
+    (:func:`~skdiffclust._utils._threads.host_threads`: ``None`` means 1 unless in
+    a ``joblib.parallel_config`` context), restoring the previous count. (The k-d
+    tree runs on one: :func:`_tree_by_kd_tree`.)"""
+    previous = numba.get_num_threads()
     try:
-        numba.set_num_threads(min(n_threads, numba.config.NUMBA_NUM_THREADS))
-        quitefastmst.omp_set_num_threads(n_threads)
+        numba.set_num_threads(min(host_threads(n_jobs), numba.config.NUMBA_NUM_THREADS))
         yield
     finally:
-        numba.set_num_threads(previous[0])
-        quitefastmst.omp_set_num_threads(previous[1])
+        numba.set_num_threads(previous)
 
 
 # ------------------------------------------------------------------------- forests
@@ -492,13 +494,15 @@ def _all_feature_edges(X, metric, metric_params):
     src, dst = np.triu_indices(n, k=1)
     dist = np.empty(src.shape[0])
     start = 0
-    for chunk in pairwise_distances_chunked(X, metric=metric, **(metric_params or {})):
-        rows = np.arange(start, start + chunk.shape[0])
-        lo = _triu_offset(rows[0], n)
-        hi = _triu_offset(rows[-1] + 1, n)
-        mask = np.triu(np.ones_like(chunk, dtype=bool), k=start + 1)
-        dist[lo:hi] = chunk[mask]
-        start += chunk.shape[0]
+    # one BLAS thread: the Euclidean products' last bits, the same on any count
+    with one_blas_thread():
+        for chunk in pairwise_distances_chunked(X, metric=metric, **(metric_params or {})):
+            rows = np.arange(start, start + chunk.shape[0])
+            lo = _triu_offset(rows[0], n)
+            hi = _triu_offset(rows[-1] + 1, n)
+            mask = np.triu(np.ones_like(chunk, dtype=bool), k=start + 1)
+            dist[lo:hi] = chunk[mask]
+            start += chunk.shape[0]
     return src.astype(np.int64), dst.astype(np.int64), dist
 
 

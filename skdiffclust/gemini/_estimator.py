@@ -13,6 +13,7 @@ from sklearn.utils.validation import check_is_fitted
 from skdiffclust._training import TrainingSession
 from skdiffclust._training._stream import forget_stream, keep_stream, resumed_stream
 from skdiffclust._utils._random import derive_seeds
+from skdiffclust._utils._scores import silhouette
 from skdiffclust._utils._state import keeps_state_on_failure
 from skdiffclust._utils._threads import host_threads, one_blas_thread
 from skdiffclust._utils._validation import (
@@ -31,8 +32,8 @@ from skdiffclust.gemini._count import (COUNT_ATTRIBUTES, FitStart, counted_fit, 
                                        fitted_count, fitted_state)
 from skdiffclust.gemini._models import predict_proba
 from skdiffclust.gemini._objectives import OBJECTIVES
-from skdiffclust.gemini._fit import (GeminiStream, Problem, full_gemini, run_path,
-                                     selected_model, train_at_penalty)
+from skdiffclust.gemini._fit import (GeminiStream, Problem, run_path, selected_model,
+                                     train_at_penalty)
 from skdiffclust.gemini._path import exit_lambdas, path_from_records
 from skdiffclust.gemini._settings import (GeminiSettings, counts_clusters, fit_batch_size,
                                           stream_batch_size)
@@ -47,7 +48,7 @@ class SparseGEMINI(RenamedParameters, ClusterMixin, SelectorMixin, BaseEstimator
     one-vs-one), while a group-lasso penalty on the skip connection removes
     features (Ohl et al., 2024). :meth:`path` increases the penalty and keeps the
     model with the fewest features whose GEMINI stays within
-    ``selection_threshold`` of the best; :meth:`transform` keeps their columns.
+    ``selection_threshold`` of the best; ``transform`` keeps their columns.
 
     Read more in the :ref:`User Guide <sparse_gemini>`, which lists the defaults
     that differ from the paper and why.
@@ -168,9 +169,10 @@ default='mmd_ovo'
         Patience of the stopping rule, in epochs.
 
     n_jobs : int, default=None
-        Threads sharing the products with the data (``None`` or ``-1``: every
-        core). They compute blocks of 256 rows, each on one BLAS thread, summed
-        in their order, so the results do not depend on ``n_jobs``.
+        Threads sharing the products with the data. ``None`` means 1 unless in a
+        ``joblib.parallel_config`` context, ``-1`` every core (:term:`n_jobs`).
+        They compute blocks of 256 rows, each on one BLAS thread, summed in their
+        order, so the results do not depend on ``n_jobs``.
 
     random_state : int, RandomState instance or None, default=None
         Seeds the initial weights, the k-means++ seedings and the batches.
@@ -221,6 +223,10 @@ default='mmd_ovo'
     loss_curve_ : ndarray of shape (`n_iter_`,)
         Minus the penalised GEMINI of each of these epochs (lower is better), for
         the restart kept.
+
+    device_ : str
+        Where the fit trained: always ``'cpu'`` (NumPy's gradients; the attribute
+        every trained estimator of the package has).
 
     n_features_in_ : int
         Number of features seen during ``fit``.
@@ -508,7 +514,7 @@ default='mmd_ovo'
         for name in ("path_", "feature_exit_lambdas_", "n_steps_", "n_samples_seen_",
                      *COUNT_ATTRIBUTES):
             self.__dict__.pop(name, None)
-        self.__dict__.update(attributes)
+        self.__dict__.update(attributes, device_="cpu")  # NumPy's gradients
         return labels
 
     def _warn_empty_clusters(self):
@@ -556,11 +562,14 @@ default='mmd_ovo'
         return np.argmax(self.predict_proba(X), axis=1)
 
     def score(self, X, y=None):
-        """The GEMINI of the model's predictions on X (higher is better).
+        """Silhouette of the partition ``predict`` gives X (higher is better).
 
-        Computed as in training (the geometry of the training data; the mean over
-        batches of the training's size, in a fixed order, if it used batches).
-        ``GridSearchCV`` uses it when given no scorer.
+        The mean silhouette of X's clusters in the selected features, standardised
+        as the model reads them (euclidean), in [-1, 1], -1 where it is undefined
+        (one cluster, or no feature selected); above 4,000 samples, that of a fixed
+        sample of them. Unlike the GEMINI fit maximises, which grows as clusters
+        are added, it compares fits with different numbers of clusters:
+        ``GridSearchCV`` over ``n_clusters`` without a scorer chooses by it.
 
         Parameters
         ----------
@@ -571,14 +580,10 @@ default='mmd_ovo'
         -------
         score : float
         """
-        inputs = self._inputs(X)
-        problem = Problem(inputs=inputs, geometry=self._geometry,  # the fit's GEMINI
-                          objective=self._geometry.objective,
-                          group=None, n_groups=0, M=0.0,
-                          batch_size=min(self._batch, inputs.n_samples),
-                          n_threads=self._n_threads())
-        with self._threads():
-            return float(full_gemini(self._model, problem)[0])
+        labels = self.predict(X)
+        if not self._support.any():
+            return -1.0
+        return silhouette(self._inputs(X).data[:, self._support], labels)
 
     def _get_support_mask(self):
         check_is_fitted(self)

@@ -454,3 +454,16 @@ def selected_model(records, models, problem, settings, rng, session):
         params = copy_params(params)
         curves.append(relax(params, problem, settings, rng, session).loss_curve[:, 0])
     return selected, params, np.concatenate(curves)
+
+
+def fitted_gemini(model, X):
+    """The GEMINI of a fitted ``SparseGEMINI``'s predictions on X, computed as in
+    training (the geometry of the training data; the mean over batches of the
+    training's size, in a fixed order, if it used batches)."""
+    inputs = model._inputs(X)
+    problem = Problem(inputs=inputs, geometry=model._geometry,  # the fit's GEMINI
+                      objective=model._geometry.objective, group=None, n_groups=0, M=0.0,
+                      batch_size=min(model._batch, inputs.n_samples),
+                      n_threads=model._n_threads())
+    with model._threads():
+        return float(full_gemini(model._model, problem)[0])

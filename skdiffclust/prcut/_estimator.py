@@ -15,30 +15,20 @@ from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from skdiffclust._training._stream import forget_stream, keep_stream, resumed_stream
+from skdiffclust._utils._scores import silhouette
 from skdiffclust._utils._state import keeps_state_on_failure
+from skdiffclust._utils._threads import device_type
 from skdiffclust._utils._validation import (ANY_INTEGER, NumberInterval, RenamedParameters,
                                             refusing_former_names,
                                             check_hidden_layer_sizes, check_magnitude,
                                             check_n_clusters, validate_data)
-from skdiffclust.prcut._graph import query_objective
-from skdiffclust.prcut._inference import (
-    COUNT_ATTRIBUTES,
-    NETWORK_ATTRIBUTES,
-    exported_network,
-    fitted_attributes,
-    fitted_count,
-    module_logits,
-    predict_logits,
-)
-from skdiffclust.prcut._inputs import (
-    DTYPES,
-    check_fit_inputs,
-    check_nd_samples,
-    check_stream_affinity,
-    reads_rows,
-    score_graph_source,
-    x_is_affinity,
-)
+from skdiffclust.prcut._graph import bipartite_modularity
+from skdiffclust.prcut._inference import (COUNT_ATTRIBUTES, NETWORK_ATTRIBUTES, exported_network,
+                                          fitted_attributes, fitted_count, module_logits,
+                                          predict_logits)
+from skdiffclust.prcut._inputs import (DTYPES, check_fit_inputs, check_nd_samples,
+                                       check_stream_affinity, reads_rows, score_graph_source,
+                                       x_is_affinity)
 from skdiffclust.prcut._settings import PRCutSettings, StartSettings
 from skdiffclust.prcut._start import import_training, network_input, training_start
 from skdiffclust.prcut._stream import PRCutStream
@@ -173,9 +163,9 @@ class PRCut(RenamedParameters, ClassNamePrefixFeaturesOutMixin, TransformerMixin
         Where the network is trained (and, on CUDA, the kNN graph built).
 
     n_jobs : int, default=None
-        CPU threads of the neighbour search and of the start's graph products and
-        counts (``None`` or ``-1``: every core). The network and the eigenvectors
-        are computed on one thread, so the labels do not depend on ``n_jobs``.
+        CPU threads of the neighbour search and the start's graph products and counts; ``None``
+        means 1 unless in a ``joblib.parallel_config`` context, ``-1`` every core (:term:`n_jobs`).
+        The network and eigenvectors use one thread, so the labels do not depend on it.
 
     random_state : int, RandomState instance or None, default=None
         Seeds every random draw: same seed and data, same labels on the CPU, with
@@ -221,13 +211,18 @@ class PRCut(RenamedParameters, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 
     objective_ : float
         PRCut's objective of ``labels_`` on ``affinity_matrix_`` (the bound at hard
-        assignments plus ``gamma`` times the KL term); ``score(X_train)`` is minus it.
+        assignments plus ``gamma`` times the KL term): it compares fits with the
+        same number of clusters (``score`` compares any).
 
     loss_curve_ : ndarray of shape (`n_iter_`,)
         Mean mini-batch objective of each epoch of the kept training.
 
     n_iter_ : int
         Epochs of PRCut's training in the kept run.
+
+    device_ : str
+        Where the fit trained: ``'cpu'`` or ``'cuda'`` (what ``device='auto'``
+        chose; ``partial_fit`` trains on the CPU).
 
     n_features_in_ : int
         Number of features seen during ``fit``.
@@ -239,7 +234,7 @@ class PRCut(RenamedParameters, ClassNamePrefixFeaturesOutMixin, TransformerMixin
     --------
     sklearn.cluster.SpectralClustering : Relaxes the (normalised) cut to an
         eigenproblem on the whole graph; PRCut's default start.
-    skdiffclust.prcut.ratio_cut : The ratio cut of a partition.
+    skdiffclust.metrics.ratio_cut : The ratio cut of a partition.
 
     Notes
     -----
@@ -378,7 +373,8 @@ class PRCut(RenamedParameters, ClassNamePrefixFeaturesOutMixin, TransformerMixin
         network, labels = exported_network(weights, X, begun.scaling, self.module, torch_utils)
         if begun.whole:  # the components exactly, whatever a boundary sample's network says
             labels = begun.initial_labels
-        self._set_fitted(network, labels, begun.graph, curve, begun.count, begun.shared)
+        self._set_fitted(network, labels, begun.graph, curve, begun.count, settings.device,
+                         begun.shared)
         return self
 
     @_fit_context(prefer_skip_nested_validation=True)
@@ -434,7 +430,7 @@ class PRCut(RenamedParameters, ClassNamePrefixFeaturesOutMixin, TransformerMixin
             stream, scaling, graph, weights = stream.continued(
                 X, start, settings.but(n_clusters=count.n_clusters))
         network, labels = exported_network(weights, X, scaling, self.module, torch_utils)
-        self._set_fitted(network, labels, graph, stream.curve(), count)
+        self._set_fitted(network, labels, graph, stream.curve(), count, "cpu")
         keep_stream(self, stream)
         return self
 
@@ -463,8 +459,10 @@ class PRCut(RenamedParameters, ClassNamePrefixFeaturesOutMixin, TransformerMixin
             self._sample_shape = X.shape[1:]
         return X
 
-    def _set_fitted(self, network, labels, graph, curve, count, shared_neighbours=False):
-        """The fitted attributes (:func:`~._inference.fitted_attributes`)."""
+    def _set_fitted(self, network, labels, graph, curve, count, device,
+                    shared_neighbours=False):
+        """The fitted attributes (:func:`~._inference.fitted_attributes`), trained on
+        ``device``."""
         for name in NETWORK_ATTRIBUTES + COUNT_ATTRIBUTES:  # an earlier fit's
             vars(self).pop(name, None)
         for name, value in fitted_attributes(
@@ -472,6 +470,7 @@ class PRCut(RenamedParameters, ClassNamePrefixFeaturesOutMixin, TransformerMixin
                 module=self.module, start=StartSettings.of(self),
                 shared_neighbours=shared_neighbours, stacklevel=5).items():
             setattr(self, name, value)
+        self.device_ = device_type(device)
 
     def predict_proba(self, X):
         """Cluster-assignment probabilities of new samples, from the network.
@@ -548,13 +547,14 @@ class PRCut(RenamedParameters, ClassNamePrefixFeaturesOutMixin, TransformerMixin
         return self.predict_proba(X).argmax(1).astype(np.int64)
 
     def score(self, X, y=None, *, graph_input=None):
-        """Minus PRCut's objective of the partition ``predict`` gives X (higher is better).
+        """Silhouette of the partition ``predict`` gives X (higher is better).
 
-        The objective ``fit`` minimises, at hard assignments, on the kNN graph of
-        X (or of ``graph_input``; its shared-neighbour weights if fit's were), or,
-        with ``affinity='precomputed'``, on the bipartite graph of the queries'
-        affinities to the training samples (:ref:`prcut_parameters`). Like
-        k-means' inertia, it compares fits with the same number of clusters.
+        The mean silhouette (euclidean) of X's clusters in the features the graph
+        is built from (``graph_input`` if fit had one), -1 where undefined; above
+        4,000 samples, that of a fixed sample. With ``affinity='precomputed'``,
+        Barber's modularity of the queries' affinities to the training samples.
+        Unlike ``objective_``, it compares numbers of clusters: ``GridSearchCV``
+        over ``n_clusters`` without a scorer chooses by it.
 
         Parameters
         ----------
@@ -574,20 +574,19 @@ class PRCut(RenamedParameters, ClassNamePrefixFeaturesOutMixin, TransformerMixin
         Returns
         -------
         score : float
-            Minus the objective; 0 for a partition that cuts no edge into clusters
-            of equal sizes.
         """
         labels = self.predict(X)
         X = self._check_samples(X, reset=False)
         if X.shape[0] < 2:
             raise ValueError(f"score needs at least 2 samples, got {X.shape[0]}.")
-        fitted = self._fitted_with  # the fit's graph and objective, whatever set_params
+        fitted = self._fitted_with  # the fit's graph, whatever set_params
         source = score_graph_source(
             X, graph_input, precomputed=fitted.start.affinity == "precomputed",
             graph_input_used=getattr(self, "_graph_input_used", False),
             n_train=self.labels_.shape[0])
-        return 0.0 - float(query_objective(
-            source, labels, train_labels=self.labels_, **fitted._asdict()))
+        if fitted.start.affinity == "precomputed":
+            return bipartite_modularity(source, labels, self.labels_, fitted.n_clusters)
+        return silhouette(source, labels)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

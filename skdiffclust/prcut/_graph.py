@@ -18,9 +18,7 @@ from scipy.sparse.csgraph import connected_components
 from skdiffclust._neighbors import kneighbors
 from skdiffclust._utils._numba import jit
 from skdiffclust._utils._symmetry import summarise
-from skdiffclust._utils._threads import host_threads
 from skdiffclust._utils._validation import check_sparse_structure
-from skdiffclust.prcut._scaling import FeatureScaling
 
 AFFINITIES = ("nearest_neighbors", "rbf", "precomputed")
 
@@ -673,20 +671,36 @@ def bipartite_objective(B, labels_left, labels_right, n_clusters, gamma):
     return bound + gamma * kl
 
 
-def query_objective(source, labels, start, *, train_labels, n_clusters, gamma,
-                    shared_neighbours=False):
-    """PRCut's objective of the queries' ``labels`` (``score``): with
-    ``affinity='precomputed'``, :func:`bipartite_objective` of their affinities
-    ``source`` to the training samples (labelled ``train_labels``); otherwise
-    :func:`partition_objective` on the kNN graph of their features ``source``
-    (:func:`build_graph` with ``start``'s settings), reweighted by shared
-    neighbours where the training's was."""
-    if start.affinity == "precomputed":
-        return bipartite_objective(source, labels, train_labels, n_clusters, gamma)
-    graph = build_graph(FeatureScaling(source), start, warn=False)
-    if shared_neighbours:
-        graph = shared_neighbor_graph(graph, host_threads(start.n_jobs))
-    return partition_objective(graph, labels, n_clusters, gamma)
+def bipartite_modularity(B, labels_left, labels_right, n_clusters):
+    """Barber's modularity of hard partitions of both sides of a bipartite graph
+    ``B`` (n_left, n_right): the share of its weight between vertices of the same
+    cluster less the product of the clusters' shares of the row and column
+    weights."""
+    B = sp.coo_matrix(B)
+    total = B.data.sum()
+    if total <= 0:
+        return 0.0
+    rows = np.bincount(labels_left[B.row], B.data, minlength=n_clusters) / total
+    cols = np.bincount(labels_right[B.col], B.data, minlength=n_clusters) / total
+    within = B.data[labels_left[B.row] == labels_right[B.col]].sum() / total
+    return float(within - rows @ cols)
+
+
+def graph_measures(graph, labels, n_clusters):
+    """Newman's modularity of the partition ``labels`` of the graph (the share of
+    its weight within clusters less its expectation were the edges drawn at
+    random between vertices of the same weighted degrees), and its relative cut:
+    the share of the weight between clusters over that expectation (``1 -
+    sum_c (vol_c / vol)^2``): 0 for clusters joined by no edge, about 1 for a
+    partition the graph does not see."""
+    graph = graph.tocoo()
+    total = graph.data.sum()
+    if total <= 0:
+        return 0.0, 0.0
+    volumes = np.bincount(labels[graph.row], graph.data, minlength=n_clusters) / total
+    expected = 1.0 - np.sum(volumes ** 2)
+    between = graph.data[labels[graph.row] != labels[graph.col]].sum() / total
+    return float(expected - between), float(between / expected) if expected > 0 else 0.0
 
 
 def warn_on_degenerate_graph(components, identical, n_clusters, keep_components,

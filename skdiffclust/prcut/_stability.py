@@ -32,6 +32,7 @@ from sklearn.cluster import KMeans
 from threadpoolctl import threadpool_limits
 
 from skdiffclust._training._torch import one_thread
+from skdiffclust.prcut._graph import graph_measures
 from skdiffclust.prcut._spectral import NormalisedAdjacency, top_eigenvectors
 
 # k-means runs per candidate (pairs of runs compared: RUNS * (RUNS - 1) / 2)
@@ -87,23 +88,6 @@ class PartitionStability:
                 measures[index] = (mean_pairwise_ari([run.labels_ for run in runs]),
                                    *graph_measures(self.graph, labels, k))
         return CandidateMeasures(*measures.T.copy())
-
-
-def graph_measures(graph, labels, n_clusters):
-    """Newman's modularity of the partition ``labels`` of the graph (the share of
-    its weight within clusters less its expectation were the edges drawn at
-    random between vertices of the same weighted degrees), and its relative cut:
-    the share of the weight between clusters over that expectation (``1 -
-    sum_c (vol_c / vol)^2``): 0 for clusters joined by no edge, about 1 for a
-    partition the graph does not see."""
-    graph = graph.tocoo()
-    total = graph.data.sum()
-    if total <= 0:
-        return 0.0, 0.0
-    volumes = np.bincount(labels[graph.row], graph.data, minlength=n_clusters) / total
-    expected = 1.0 - np.sum(volumes ** 2)
-    between = graph.data[labels[graph.row] != labels[graph.col]].sum() / total
-    return float(expected - between), float(between / expected) if expected > 0 else 0.0
 
 
 def partition_stability(graph, candidates, *, device, seed, n_threads=1):

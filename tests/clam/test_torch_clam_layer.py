@@ -11,6 +11,7 @@ from sklearn.metrics import adjusted_rand_score
 from sklearn.preprocessing import StandardScaler
 
 from skdiffclust import ClAM
+from skdiffclust.clam._inference import fitted_masked_loss
 from skdiffclust.clam._kernels import hidden_count
 from skdiffclust.torch import ClAMLayer, clam_loss
 from tests.clam.test_torch_clam import _hidden_and_masks, _paper_step
@@ -95,7 +96,7 @@ def test_soft_assignments_are_differentiable_and_agree_with_predict():
                                               ("cosine", False)])
 def test_a_copied_layer_scores_the_estimators_masked_loss(metric, weighted):
     """The fill value and the masked recursion carried to the input's units: with the
-    estimator's own masks, the layer's completion loss is minus its score."""
+    estimator's own masks, the layer's completion loss is its masked loss."""
     X = _wine() * 3.0 + 5.0
     clam = _fit(X, n_clusters=3, beta=1.0, metric=metric, weighted=weighted, max_iter=20,
                 mask_prob=0.3)
@@ -108,14 +109,14 @@ def test_a_copied_layer_scores_the_estimators_masked_loss(metric, weighted):
     with torch.no_grad():
         completed = layer(x, mask=masks[0])
     loss = ((x - completed) * masks[0]).square().sum(1).mean()
-    assert loss.item() == pytest.approx(-clam.score(X), rel=1e-9)
+    assert loss.item() == pytest.approx(fitted_masked_loss(clam, X), rel=1e-9)
 
 
-def test_the_unmasked_loss_of_a_copied_layer_is_the_estimators_score():
+def test_the_unmasked_loss_of_a_copied_layer_is_the_estimators_loss():
     X = _blobs()
     clam = _fit(X, n_clusters=4, beta=1.0, mask_prob=0.0, max_iter=10)
     loss = clam_loss(ClAMLayer.from_estimator(clam), torch.as_tensor(X), mask_prob=0.0)
-    assert loss.item() == pytest.approx(-clam.score(X), rel=1e-9)
+    assert loss.item() == pytest.approx(fitted_masked_loss(clam, X), rel=1e-9)
 
 
 def test_from_estimator_needs_a_fitted_clam():

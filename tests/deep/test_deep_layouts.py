@@ -18,7 +18,6 @@ from sklearn.model_selection import GridSearchCV  # noqa: E402
 from skdiffclust import DeepImageClustering  # noqa: E402
 from skdiffclust.deep._images import image_shape_of  # noqa: E402
 from skdiffclust.metrics import calinski_harabasz_scorer, silhouette_scorer  # noqa: E402
-from skdiffclust.prcut._graph import partition_objective  # noqa: E402
 from tests.deep.test_torch_deep import FAST, IMAGES, fit_fast  # noqa: E402
 
 pytestmark = pytest.mark.torch
@@ -149,16 +148,19 @@ def test_grey_images_in_any_layout_are_the_same_images():
         np.testing.assert_array_equal(model.predict(layout), labels)
 
 
-def test_score_is_minus_the_objective_of_the_partition_on_the_graph(first, last):
-    """On the training images, score is minus PRCut's objective of labels_ on
-    affinity_matrix_ (the graph fit built), at the fit's gamma whatever set_params
-    changes later; a partition's score is higher than that of a worse one."""
-    objective = partition_objective(first.affinity_matrix_, first.labels_, 10, 1.0)
+def test_score_is_the_silhouette_of_the_partition_in_the_graph_features(first, last):
+    """On the training images, score is the silhouette of labels_ in the graph's
+    features (fit's), whatever set_params changes later; a partition's score is
+    higher than that of a worse one."""
+    from skdiffclust.deep._features import graph_features
+
+    with torch.no_grad():
+        features = graph_features(first._scaled(RGB), first._feature_seed)
     score = first.score(RGB)
-    assert score == -objective
+    assert score == pytest.approx(silhouette_score(features, first.labels_), rel=1e-9)
     assert last.score(RGB_LAST) == score
     shuffled = np.random.default_rng(0).permutation(first.labels_)
-    assert score > -partition_objective(first.affinity_matrix_, shuffled, 10, 1.0)
+    assert score > silhouette_score(features, shuffled)
     assert copy.deepcopy(first).set_params(balance=5.0, n_neighbors=3).score(RGB) == score
     assert np.isfinite(first.score(QUERIES))
     with pytest.raises(ValueError, match="at least 2 samples"):
@@ -178,7 +180,7 @@ def test_grid_search_without_a_scorer_uses_score():
         warnings.simplefilter("ignore", UserWarning)
         grid.fit(IMAGES[:80])
     scores = grid.cv_results_["mean_test_score"]
-    assert np.all(np.isfinite(scores)) and np.all(scores <= 0)
+    assert np.all(np.isfinite(scores)) and np.all(np.abs(scores) <= 1)
     assert grid.best_params_["max_rotation"] in (0.0, 15.0)
 
 

@@ -34,12 +34,11 @@ def test_contradictory_constraints_raise(must_link, cannot_link):
 
 
 def test_fit_predict_takes_the_partial_labels_and_pairs_as_fit_does():
-    # ClusterMixin.fit_predict passes no y to fit: the labels were dropped, silently
     X = np.array([[0.0, 0.0], [0.1, 0.0], [5.0, 5.0], [5.1, 5.0], [9.0, 0.0]])
     y = np.array([0, 1, -1, -1, -1])
     model = SpanningForestClustering(n_clusters=3)
-    labels = model.fit_predict(X, y)
-    np.testing.assert_array_equal(labels, model.fit(X, y).labels_)
+    labels = model.fit_predict(X, partial_labels=y)
+    np.testing.assert_array_equal(labels, model.fit(X, partial_labels=y).labels_)
     assert labels[0] != labels[1]
     np.testing.assert_array_equal(model.fit_predict(X, cannot_link=[[0, 1]]),
                                   model.fit(X, cannot_link=[[0, 1]]).labels_)
@@ -58,7 +57,8 @@ def test_checked_labels_build_the_constraints_of_the_checked_path(labels):
 def test_contradictory_labels_and_pairs_raise():
     X = np.random.default_rng(0).standard_normal((5, 2))
     with pytest.raises(ValueError, match="Contradictory constraints"):
-        SpanningForestClustering(n_clusters=2).fit(X, [0, 0, -1, -1, -1], cannot_link=[[0, 1]])
+        SpanningForestClustering(n_clusters=2).fit(X, partial_labels=[0, 0, -1, -1, -1],
+                                                   cannot_link=[[0, 1]])
 
 
 @pytest.mark.parametrize("pairs,match", [
@@ -88,12 +88,12 @@ def test_bad_constraint_matrix_raises(C, match):
 
 def test_bad_partial_labels_raise():
     X = np.random.default_rng(0).standard_normal((4, 2))
-    with pytest.raises(ValueError, match="3 entries"):
-        SpanningForestClustering().fit(X, [0, 1, -1])
-    with pytest.raises(ValueError, match="non-integer"):
-        SpanningForestClustering().fit(X, [0.5, 1, -1, -1])
-    with pytest.raises(ValueError, match="NaN"):
-        SpanningForestClustering().fit(X, [np.nan, 1, -1, -1])
+    with pytest.raises(ValueError, match="partial_labels has 3 entries"):
+        SpanningForestClustering().fit(X, partial_labels=[0, 1, -1])
+    with pytest.raises(ValueError, match="partial_labels must hold .*non-integer"):
+        SpanningForestClustering().fit(X, partial_labels=[0.5, 1, -1, -1])
+    with pytest.raises(ValueError, match="partial_labels contains NaN"):
+        SpanningForestClustering().fit(X, partial_labels=[np.nan, 1, -1, -1])
 
 
 def test_labels_make_the_rooted_exact_solver_apply():
@@ -117,7 +117,7 @@ def test_infeasible_cannot_links_warn_and_report_clusters():
     X = np.random.default_rng(0).standard_normal((10, 2))
     y = np.array([0, 1, 2] + [-1] * 7)
     with pytest.warns(InfeasibleConstraintsWarning, match="keep 3 clusters apart"):
-        est = SpanningForestClustering(n_clusters=2).fit(X, y)
+        est = SpanningForestClustering(n_clusters=2).fit(X, partial_labels=y)
     assert est.n_clusters_ == 3
     assert len(np.unique(est.labels_)) == 3
     assert len(np.unique(est.labels_[:3])) == 3
@@ -127,7 +127,7 @@ def test_infeasible_must_links_warn_and_report_clusters():
     X = np.random.default_rng(0).standard_normal((6, 2))
     y = np.array([0, 0, 0, 1, 1, 1])
     with pytest.warns(InfeasibleConstraintsWarning, match="leave only 2 clusters"):
-        est = SpanningForestClustering(n_clusters=3).fit(X, y)
+        est = SpanningForestClustering(n_clusters=3).fit(X, partial_labels=y)
     assert est.n_clusters_ == 2
 
 
@@ -208,7 +208,7 @@ def _fit_precomputed(S, k, y, ml, cl):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         est = SpanningForestClustering(n_clusters=k, metric="precomputed").fit(
-            S, y, must_link=ml, cannot_link=cl
+            S, partial_labels=y, must_link=ml, cannot_link=cl
         )
     infeasible = any(issubclass(w.category, InfeasibleConstraintsWarning) for w in caught)
     return est, infeasible

@@ -122,7 +122,8 @@ def test_pipeline_passes_partial_labels_to_the_forest():
     X = rng.standard_normal((40, 2)) * [1, 100]
     y = np.full(40, -1)
     y[:2] = [0, 1]
-    pipe = make_pipeline(StandardScaler(), SpanningForestClustering(n_clusters=2)).fit(X, y)
+    pipe = make_pipeline(StandardScaler(), SpanningForestClustering(n_clusters=2))
+    pipe.fit(X, spanningforestclustering__partial_labels=y)
     labels = pipe[-1].labels_
     assert labels[0] != labels[1]
 
@@ -183,7 +184,7 @@ def test_a_million_points_in_2d_fit_in_memory():
     y = np.full(n, -1)
     y[:3] = [0, 1, 2]
     tracemalloc.start()
-    est = SpanningForestClustering(n_clusters=3).fit(X, y)
+    est = SpanningForestClustering(n_clusters=3).fit(X, partial_labels=y)
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     assert peak < 512 * 2**20
@@ -197,7 +198,7 @@ def test_constraints_from_many_labels_take_linear_memory():
     X = rng.uniform(size=(n, 2))
     y = rng.permutation(np.arange(n) % 10_000)
     tracemalloc.start()
-    est = SpanningForestClustering(n_clusters=10_000).fit(X, y)
+    est = SpanningForestClustering(n_clusters=10_000).fit(X, partial_labels=y)
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     assert peak < 64 * 2**20  # was 2.5 GB
@@ -334,7 +335,7 @@ def test_n_jobs_restores_the_thread_counts():
 def test_partial_labels_name_minus_one_and_self_pairs_are_rejected():
     X = _blobs()
     with pytest.raises(ValueError, match="only -1 marks unlabelled"):
-        SpanningForestClustering(n_clusters=3).fit(X, np.r_[-3, [-1] * 179])
+        SpanningForestClustering(n_clusters=3).fit(X, partial_labels=np.r_[-3, [-1] * 179])
     with pytest.raises(ValueError, match="with itself"):
         SpanningForestClustering(n_clusters=3).fit(X, must_link=[(2, 2)])
 

@@ -295,7 +295,7 @@ def test_an_epsilon_too_large_for_a_learned_embedding_is_named():
     y[::2] = -1
     model = SpanningForestClustering(3, embedding="linear", epsilon=1e300, max_iter=1)
     with pytest.raises(ValueError, match=r"epsilon=1e\+300 is too large"):
-        model.fit(X, y)
+        model.fit(X, partial_labels=y)
 
 
 @pytest.mark.torch

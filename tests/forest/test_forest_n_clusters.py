@@ -136,10 +136,10 @@ def test_partial_labels_start_the_candidates_at_the_classes_they_keep_apart():
     partial[first[:2]] = [0, 1]  # two classes inside one blob
     partial[np.flatnonzero(y == 1)[0]] = 2
     partial[np.flatnonzero(y == 2)[0]] = 3
-    model = SpanningForestClustering(n_clusters="auto").fit(X, partial)
+    model = SpanningForestClustering(n_clusters="auto").fit(X, partial_labels=partial)
     assert model.n_clusters_candidates_[0] == 4  # at least the four classes
     assert model.n_clusters_ == 4  # the blobs, the first one split
-    same = SpanningForestClustering(n_clusters=model.n_clusters_).fit(X, partial)
+    same = SpanningForestClustering(n_clusters=model.n_clusters_).fit(X, partial_labels=partial)
     np.testing.assert_array_equal(model.labels_, same.labels_)
 
 
@@ -148,7 +148,7 @@ def test_labels_of_the_blobs_keep_their_number():
     partial = np.full(90, -1)
     for label in range(3):
         partial[np.flatnonzero(y == label)[:3]] = label
-    model = SpanningForestClustering(n_clusters="auto").fit(X, partial)
+    model = SpanningForestClustering(n_clusters="auto").fit(X, partial_labels=partial)
     assert model.n_clusters_candidates_[0] == 3
     assert model.n_clusters_ == 3
     assert adjusted_rand_score(y, model.labels_) == 1.0
@@ -178,9 +178,9 @@ def test_precomputed_with_partial_labels_is_the_features_count():
     X, y = _blobs(3, n_samples=60)
     partial = np.where(np.arange(60) % 7 == 0, y, -1)
     partial[np.flatnonzero(y == 2)[:2]] = 2
-    features = SpanningForestClustering(n_clusters="auto").fit(X, partial)
+    features = SpanningForestClustering(n_clusters="auto").fit(X, partial_labels=partial)
     similarity = SpanningForestClustering(n_clusters="auto", metric="precomputed").fit(
-        -pairwise_distances(X), partial)
+        -pairwise_distances(X), partial_labels=partial)
     assert similarity.n_clusters_ == features.n_clusters_ == 3
     np.testing.assert_array_equal(similarity.n_clusters_candidates_,
                                   features.n_clusters_candidates_)
@@ -218,10 +218,10 @@ def test_an_embedding_is_trained_for_the_number_counted_on_the_input():
     X, y = _blobs(3, n_samples=60)
     partial = np.where(np.arange(60) % 5 == 0, y, -1)
     model = SpanningForestClustering(n_clusters="auto", embedding="linear", max_iter=1,
-                                     random_state=0, device="cpu").fit(X, partial)
-    counted = SpanningForestClustering(n_clusters="auto").fit(X, partial)
+                                     random_state=0, device="cpu").fit(X, partial_labels=partial)
+    counted = SpanningForestClustering(n_clusters="auto").fit(X, partial_labels=partial)
     assert model.n_clusters_ == counted.n_clusters_ == 3
     np.testing.assert_array_equal(model.n_clusters_scores_, counted.n_clusters_scores_)
     same = SpanningForestClustering(n_clusters=3, embedding="linear", max_iter=1,
-                                    random_state=0, device="cpu").fit(X, partial)
+                                    random_state=0, device="cpu").fit(X, partial_labels=partial)
     np.testing.assert_array_equal(model.labels_, same.labels_)

@@ -33,13 +33,14 @@ def _fit_denoising(X, y, **params):
     settings = dict(embedding="linear", n_components=2, batch_size=32, max_iter=30,
                     learning_rate=0.01, random_state=0, device="cpu")
     settings.update(params)
-    return SpanningForestClustering(n_clusters=4, **settings).fit(X, y)
+    return SpanningForestClustering(n_clusters=4, **settings).fit(X, partial_labels=y)
 
 
 def test_an_embedding_without_parameters_is_refused_clearly(denoising):
     X, y, _, _ = denoising  # a bare StopIteration before
     with pytest.raises(ValueError, match="nothing to train"):
-        SpanningForestClustering(n_clusters=4, embedding=torch.nn.Identity()).fit(X, y)
+        SpanningForestClustering(n_clusters=4, embedding=torch.nn.Identity()).fit(
+            X, partial_labels=y)
 
 
 def test_inference_reads_the_fit_not_parameters_set_since(denoising):
@@ -53,7 +54,7 @@ def test_inference_reads_the_fit_not_parameters_set_since(denoising):
     plain = SpanningForestClustering(n_clusters=4).fit(X)
     before = plain.predict(X_val)
     with pytest.raises(ValueError):  # a refit that fails leaves the fit as it was
-        plain.set_params(embedding="linear").fit(np.full_like(X, np.nan), y)
+        plain.set_params(embedding="linear").fit(np.full_like(X, np.nan), partial_labels=y)
     np.testing.assert_array_equal(plain.predict(X_val), before)
     assert plain.embedding_state_ is None
 
@@ -131,7 +132,7 @@ def test_embedding_with_precomputed_similarity_raises():
     S = -np.eye(5)
     model = SpanningForestClustering(embedding="linear", metric="precomputed")
     with pytest.raises(ValueError, match="precomputed"):
-        model.fit(S, [0, 1, -1, -1, -1])
+        model.fit(S, partial_labels=[0, 1, -1, -1, -1])
 
 
 def test_cuda_device_trains_there_or_raises_without_cuda(denoising):
@@ -154,7 +155,7 @@ def test_semi_supervised_digits_cluster_held_out_points():
     est = SpanningForestClustering(
         n_clusters=10, embedding="mlp", n_components=16, max_iter=60,
         learning_rate=3e-3, random_state=0, device="cpu",
-    ).fit(X_train, partial)
+    ).fit(X_train, partial_labels=partial)
     embedded = est.transform(X_test)
     # the paper's protocol: cluster held-out mini-batches of 64 points
     order = np.random.default_rng(1).permutation(len(y_test))
@@ -195,7 +196,7 @@ def test_denoising_with_default_settings_reaches_perfect_validation_clustering()
     X, y = make_denoising(random_state=2024)
     X_val, y_val = make_denoising(random_state=7)
     est = SpanningForestClustering(n_clusters=4, embedding="linear", n_components=2,
-                                   random_state=0, device="cpu").fit(X, y)
+                                   random_state=0, device="cpu").fit(X, partial_labels=y)
     learned = SpanningForestClustering(n_clusters=4).fit(est.transform(X_val)).labels_
     assert adjusted_rand_score(y_val, learned) == 1.0
     assert adjusted_rand_score(y_val, est.predict(X_val)) == 1.0
@@ -241,7 +242,7 @@ def test_float32_in_float32_out_and_feature_names(denoising):
     X, y, X_val, _ = denoising
     est = _fit_denoising(X.astype(np.float32), y, max_iter=2)
     assert est.transform(X_val.astype(np.float32)).dtype == np.float32
-    assert est.fit_transform(X.astype(np.float32), y).dtype == np.float32
+    assert est.fit_transform(X.astype(np.float32), partial_labels=y).dtype == np.float32
     assert est.get_feature_names_out().tolist() == [
         "spanningforestclustering0", "spanningforestclustering1"]
     plain = SpanningForestClustering(n_clusters=4).fit(X)

@@ -43,7 +43,7 @@ def _fit(X, y, **params):
     settings = dict(embedding=_cnn(), learning_rate=3e-3, max_iter=6, steps_per_epoch=25,
                     device="cpu", random_state=0)
     settings.update(params)
-    return SpanningForestClustering(10, **settings).fit(X, y)
+    return SpanningForestClustering(10, **settings).fit(X, partial_labels=y)
 
 
 def _images(X):
@@ -73,7 +73,7 @@ def test_images_of_another_shape_or_without_a_module_raise(digits):
     with pytest.raises(ValueError, match="shape"):
         model.transform(X_test.reshape(-1, 1, 4, 16))
     with pytest.raises(ValueError, match="torch module"):
-        SpanningForestClustering(10, embedding="mlp").fit(_images(X), y)
+        SpanningForestClustering(10, embedding="mlp").fit(_images(X), partial_labels=y)
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")

@@ -102,15 +102,21 @@ def test_training_only_ever_improves_on_the_initial_partition():
     assert model.objective_ <= init.objective_ + 1e-12
 
 
-def test_score_is_minus_the_objective_of_the_training_partition():
-    X, _ = make_blobs(200, centers=3, random_state=2)
-    model = _fit(X, 3)
-    assert model.score(X) == pytest.approx(-model.objective_)
-    W = model.affinity_matrix_
-    precomputed = _fit(W, 3, affinity="precomputed")
-    assert precomputed.score(W) == pytest.approx(-precomputed.objective_)
-    # a bad partition of the same graph scores lower
-    assert model.score(X) > -_fit(X, 3, init="random", max_iter=1).objective_
+def test_score_is_a_silhouette_and_chooses_the_number_of_blobs():
+    from sklearn.metrics import silhouette_score
+
+    from skdiffclust.prcut._graph import graph_measures
+
+    X, _ = make_blobs(240, n_features=4, centers=4, cluster_std=0.5, random_state=3)
+    fits = {k: _fit(X, k) for k in (2, 4, 7)}
+    assert fits[4].score(X) == pytest.approx(silhouette_score(X, fits[4].labels_))
+    assert max(fits, key=lambda k: fits[k].score(X)) == 4
+    # on the affinities to the training samples: Barber's bipartite modularity,
+    # which on the whole graph is Newman's
+    W = fits[4].affinity_matrix_
+    precomputed = _fit(W, 4, affinity="precomputed")
+    assert precomputed.score(W) == pytest.approx(
+        graph_measures(W, precomputed.labels_, 4)[0])
 
 
 def test_float32_input_gives_the_float64_partition():

@@ -23,6 +23,7 @@ from skdiffclust.prcut._spectral import (
     StartGraph,
     cluster_qr,
     group_components,
+    initial_partition,
     laplacian_eigengap,
     spectral_partition,
     top_eigenvectors,
@@ -201,7 +202,11 @@ def _auto_start(W, n_clusters, init="spectral_snn", gamma=0.0):
 def test_auto_width_stays_narrow_where_the_laplacian_has_a_clear_eigengap():
     # six separated blobs: eigenvalue 7 of the Laplacian far above eigenvalue 6, so
     # 'auto' is the QR start; the digits' shared-neighbour graph has no such gap,
-    # and 'auto' reads a wider embedding there (NMI 0.912, the narrow one 0.858)
+    # and 'auto' reads wider embeddings there, one of which partitions them better
+    # (15 eigenvectors: NMI 0.912, the narrow one 0.858). Which one the objective
+    # keeps moved with the neighbours kept among equally near digits: 15 on the
+    # graph of scikit-learn's search on two threads, 10 on one thread's (the graph
+    # of any count now)
     from sklearn.datasets import load_digits
     from sklearn.metrics import normalized_mutual_info_score
 
@@ -226,7 +231,9 @@ def test_auto_width_stays_narrow_where_the_laplacian_has_a_clear_eigengap():
     resolved, read, auto = _auto_start(W, 10, gamma=0.3)
     assert resolved.widths == (10, 15, 20, 25, 30) and resolved.shared_neighbours
     np.testing.assert_array_equal(read.toarray(), G.toarray())
-    assert (normalized_mutual_info_score(y, auto)
+    assert normalized_mutual_info_score(y, auto) >= normalized_mutual_info_score(y, narrow)
+    wide = initial_partition(G, 10, None, device=CPU, seed=0, widths=(15,), gamma=0.3)
+    assert (normalized_mutual_info_score(y, wide)
             > normalized_mutual_info_score(y, narrow) + 0.03)
 
 

@@ -1,0 +1,755 @@
+"""The benchmark figures of the documentation, read from the benchmarks' result files.
+
+One source of truth: every benchmark figure a page shows comes from a file
+``benchmarks/results/*.csv`` that a benchmark wrote (``benchmarks/_results.py``:
+one row per dataset, estimator and device, with the machine, the date and, for the
+newer runs, the load average). A page quotes a figure as a substitution, e.g.
+``|quality-prcut-ari|``, and the date and machine beside it as another, e.g.
+``|quality-when|``; ``conf.py`` appends to each page the definitions of those
+it quotes (:func:`definitions`). A table of results is a ``csv-table`` of a file that
+:func:`write_tables` writes from the same rows into ``doc/_generated/`` at build
+time. So a rerun of a benchmark with ``--csv`` changes every page that quotes it,
+and no page can disagree with another.
+
+``README.rst``, which GitHub renders without Sphinx, defines its few figures
+itself, at its end; ``tests/test_figures.py`` checks them against
+:func:`substitutions`, and that no page holds a timing, a speed-up or a score
+typed by hand where it should quote one.
+
+Names: ``<file>-<dataset>-<estimator>[-<device>]-<column>`` for a row's cell
+(the newest row of each dataset, estimator and device; ``mnist.csv``'s without
+the ``mnist-`` prefix of the file: ``|mnist-deep-acc|``,
+``|fashion-mnist-deep-seconds|``, ``|digits-prcut-defaults-nmi|``), ``...-when``
+for its machine and date, and the aggregates of :func:`quality_figures`,
+:func:`n_clusters_figures` and :func:`first_fit_figures`. ``python
+doc/_figures.py`` prints them all; ``python doc/_figures.py --readme`` rewrites
+README.rst's definitions after a rerun.
+"""
+
+import csv
+import math
+import re
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+TABLES = Path(__file__).resolve().parent / "_generated"
+
+# a difference of mean ARI under this is "level": over seeds an estimator's mean
+# ARI on the 33 datasets moves by about 0.005 (bench_quality.py --seeds)
+MARGIN = 0.02
+# the load average above which a run on the CPU machine shared it with other jobs:
+# the benchmark's own thread counts 1
+BUSY_LOAD = 1.5
+
+QUALITY_OURS = ["SpanningForest", "ClAM", "PRCut", "SparseGEMINI"]
+QUALITY_PEERS = ["KMeans", "GMM", "Ward", "Spectral", "HDBSCAN"]
+QUALITY_NAMES = {
+    "SpanningForest": "SpanningForestClustering",
+    "ClAM": "ClAM",
+    "PRCut": "PRCut",
+    "SparseGEMINI": "SparseGEMINI",
+    "KMeans": "KMeans (``n_init=10``)",
+    "GMM": "GaussianMixture",
+    "Ward": "AgglomerativeClustering (Ward)",
+    "Spectral": "SpectralClustering (10-NN)",
+    "HDBSCAN": "HDBSCAN",
+}
+# the class each name stands for, for the pages' cross-references
+QUALITY_CLASSES = {
+    "SpanningForest": ":class:`~skdiffclust.SpanningForestClustering`",
+    "ClAM": ":class:`~skdiffclust.ClAM`",
+    "PRCut": ":class:`~skdiffclust.PRCut`",
+    "SparseGEMINI": ":class:`~skdiffclust.SparseGEMINI`",
+    "KMeans": ":class:`~sklearn.cluster.KMeans`",
+    "GMM": ":class:`~sklearn.mixture.GaussianMixture`",
+    "Ward": ":class:`~sklearn.cluster.AgglomerativeClustering`",
+    "Spectral": ":class:`~sklearn.cluster.SpectralClustering`",
+    "HDBSCAN": ":class:`~sklearn.cluster.HDBSCAN`",
+}
+# each of ours and scikit-learn's nearest estimator
+QUALITY_PAIRS = [("PRCut", "Spectral"), ("SparseGEMINI", "GMM"), ("ClAM", "KMeans"),
+                 ("SparseGEMINI", "KMeans")]
+
+# bench_mnist.py's cases, as the pages name them
+MNIST_CASES = {
+    "deep": "``DeepImageClustering(10)``, 3 seeds' mean",
+    "prcut-defaults": "``PRCut(10)`` at its defaults",
+    "prcut": "PRCut, the paper's protocol",
+    "prcut-mlp-pca": "PRCut, built-in MLP on the PCA-50 graph",
+    "prcut-cnn": "PRCut, a small CNN on the PCA-50 graph",
+    "spectral": "SpectralClustering, PCA-50 10-NN graph",
+    "kmeans": "``KMeans(10, n_init=3)``, pixels",
+    "n2d": "N2D (8 epochs), 3 seeds' mean",
+    "dec": "DEC (ClustPy, 10 + 10 epochs)",
+    "idec": "IDEC (ClustPy, 10 + 10 epochs)",
+}
+
+N_CLUSTERS_GROUPS = {"development": ("sipu", "fcps", "uci"),
+                     "evaluation": ("wut", "graves", "other")}
+N_CLUSTERS_NAMES = {
+    "PRCut-auto": "PRCut, ``n_clusters='auto'``",
+    "SparseGEMINI-auto": "SparseGEMINI, ``n_clusters='auto'``",
+    "SpanningForest-auto": "SpanningForestClustering, ``n_clusters='auto'``",
+    "HDBSCAN": "HDBSCAN",
+    "GMM-BIC": "GaussianMixture by BIC",
+    "KMeans-silhouette": "KMeans by silhouette",
+    "Spectral-eigengap": "Spectral clustering, eigengap",
+    "PRCut": "PRCut given the reference number",
+}
+
+
+# ---------------------------------------------------------------- reading
+
+
+def read(stem, folder=RESULTS):
+    """The rows of ``<folder>/<stem>.csv`` (dictionaries of strings); [] if absent."""
+    path = Path(folder) / f"{stem}.csv"
+    if not path.exists():
+        return []
+    with open(path, newline="") as file:
+        return list(csv.DictReader(file))
+
+
+def number(row, column):
+    """The cell as a float; None where it is empty or missing."""
+    text = (row.get(column) or "").strip()
+    try:
+        return float(text) if text else None
+    except ValueError:
+        return None
+
+
+def slug(text):
+    """``'mnist (unbalanced 10)'`` -> ``'mnist-unbalanced-10'``."""
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+
+# ---------------------------------------------------------------- formats
+
+
+def score(value, digits=3):
+    return "--" if value is None else f"{value:.{digits}f}"
+
+
+def seconds(value):
+    """Three significant digits, in seconds: ``'0.240 s'``, ``'66.9 s'``, ``'531 s'``."""
+    if value is None:
+        return "--"
+    if value >= 100:
+        return f"{value:.0f} s"
+    if value >= 10:
+        return f"{value:.1f} s"
+    if value >= 1:
+        return f"{value:.2f} s"
+    return f"{value:.3f} s"
+
+
+def ratio(value):
+    """A speed-up or a ratio of times: ``'4.0x'``, ``'34x'``."""
+    return f"{value:.0f}x" if value >= 10 else f"{value:.1f}x"
+
+
+def times(value):
+    """A ratio of times in words' company: ``'34'`` (times), ``'1.6'``."""
+    return f"{value:.0f}" if value >= 10 else f"{value:.1f}"
+
+
+def loads(rows):
+    """(lowest, highest) load average recorded over ``rows`` (None if none was)."""
+    values = [float(x) for row in rows
+              for x in re.findall(r"\d+(?:\.\d+)?", row.get("load") or "")]
+    return (min(values), max(values)) if values else None
+
+
+def short_machine(name):
+    """``'2-core x86_64 CPU (AMD EPYC)'`` -> ``'2-core CPU'``; ``'NVIDIA H200, 16-core
+    host'`` -> ``'NVIDIA H200'``."""
+    if name.startswith("NVIDIA "):
+        return name.split(",")[0]
+    cores = re.match(r"(\d+)-core", name)
+    return f"{cores.group(1)}-core CPU" if cores else name
+
+
+def dates(rows):
+    found = sorted({row["date"] for row in rows if row.get("date")})
+    if not found:
+        return ""
+    return found[0] if len(found) == 1 else f"{found[0]} to {found[-1]}"
+
+
+def when(rows):
+    """The machine(s), the date(s) and, where recorded, the load of ``rows``:
+    ``'2-core CPU, 2026-11-29, under load: load average 3.0 to 3.4'``."""
+    machines = sorted({short_machine(row["machine"]) for row in rows if row.get("machine")})
+    text = ", ".join([" and ".join(machines), dates(rows)] if machines else [dates(rows)])
+    span = loads(rows)
+    if span is not None:
+        state = "under load" if span[1] >= BUSY_LOAD else "idle"
+        low, high = span
+        text += f", {state}: load average {low:.1f} to {high:.1f}"
+    return text
+
+
+def versus(a, b, name_b, possess=True):
+    """``'level with k-means' (0.63 against 0.63)'``, ``'above ...'``, ``'below ...'``:
+    a mean ARI against another, level within :data:`MARGIN`."""
+    where = "level with" if abs(a - b) <= MARGIN else "above" if a > b else "below"
+    return f"{where} {possessive(name_b) if possess else name_b} ({a:.2f} against {b:.2f})"
+
+
+def possessive(name):
+    """``"KMeans'"``, ``"SpectralClustering's"``."""
+    return f"{name}'" if name.endswith("s") else f"{name}'s"
+
+
+# ---------------------------------------------------------------- rows
+
+
+def newest(rows):
+    """The newest row of each (dataset, estimator, device): the last of the newest
+    date."""
+    best = {}
+    for row in rows:
+        key = (row.get("dataset", ""), row.get("estimator", ""), row.get("device", "cpu"))
+        if key not in best or row.get("date", "") >= best[key].get("date", ""):
+            best[key] = row
+    return best
+
+
+# columns quoted by name, and how each is written
+ROW_FORMATS = {
+    "ari": score, "acc": score, "nmi": score, "test_acc": score,
+    "seconds": seconds, "seconds_per_epoch": seconds, "cold_cpu": seconds,
+    "warm_cpu": seconds, "cold_wall": seconds, "warm_wall": seconds,
+    "peak_gb": lambda v: f"{v:.2f} GB", "exact": lambda v: f"{v:.0%}",
+    "n_found": lambda v: f"{v:.0f}",
+}
+PREFIXES = {"mnist": "", "n_clusters": "n-clusters-"}
+
+
+def row_figures(stem, rows):
+    """``<stem>-<dataset>-<estimator>[-<device>]-<column>`` of every cell of
+    :data:`ROW_FORMATS`, and ``...-when``, of the newest rows."""
+    figures = {}
+    prefix = PREFIXES.get(stem, f"{slug(stem)}-")
+    for (dataset, estimator, device), row in newest(rows).items():
+        name = f"{prefix}{slug(dataset)}-{slug(estimator)}"
+        if device and device != "cpu":
+            name += f"-{slug(device)}"
+        for column, form in ROW_FORMATS.items():
+            value = number(row, column)
+            if value is not None and math.isfinite(value):
+                figures[f"{name}-{slug(column)}"] = form(value)
+        figures[f"{name}-when"] = when([row])
+    return figures
+
+
+def speedup_figures(stem, rows):
+    """``<stem>-<dataset>-<estimator>-speedup``: the CPU seconds over the CUDA seconds
+    of the newest CUDA row that has a CPU row of the same machine."""
+    figures = {}
+    cases = defaultdict(lambda: defaultdict(list))
+    for row in rows:
+        cases[row["dataset"], row["estimator"]][row.get("device", "cpu")].append(row)
+    for (dataset, estimator), by_device in cases.items():
+        paired = [(cpu, cuda) for cuda in by_device["cuda"] for cpu in by_device["cpu"]
+                  if cpu["machine"] == cuda["machine"]]
+        for column in ("seconds", "seconds_per_epoch"):
+            usable = [(cpu, cuda) for cpu, cuda in paired
+                      if number(cpu, column) and number(cuda, column)]
+            if usable:
+                cpu, cuda = max(usable, key=lambda pair: pair[1]["date"])
+                name = f"{PREFIXES.get(stem, slug(stem) + '-')}{slug(dataset)}-{slug(estimator)}"
+                figures[f"{name}-speedup"] = ratio(number(cpu, column) / number(cuda, column))
+                break
+    return figures
+
+
+# ---------------------------------------------------------------- the 33 datasets
+
+
+def quality_summary(rows):
+    """Per estimator of ``bench_quality.py``'s rows: mean ARI, NMI and rank over the
+    datasets on which every estimator ran, mean ARI over those whose 10-NN graph is
+    disconnected, fits that returned fewer clusters than asked, total fit seconds
+    (wall and CPU). As ``bench_quality.py`` prints them. Returns (summary, common
+    datasets, disconnected datasets)."""
+    rows = [row for row in rows if row.get("benchmark", "bench_quality") == "bench_quality"]
+    by_dataset = defaultdict(dict)
+    for row in rows:
+        by_dataset[row["dataset"]][row["estimator"]] = row
+    names = [n for n in QUALITY_OURS + QUALITY_PEERS
+             if any(n in fits for fits in by_dataset.values())]
+
+    def ran(row):
+        return row is not None and number(row, "ari") is not None
+
+    common = sorted(key for key, fits in by_dataset.items()
+                    if all(ran(fits.get(n)) for n in names))
+    disconnected = [key for key in common
+                    if (number(by_dataset[key][names[0]], "components") or 1) > 1]
+    ranks = defaultdict(list)
+    for key in common:
+        aris = [number(by_dataset[key][n], "ari") for n in names]
+        for n, rank in zip(names, _ranks([-a for a in aris])):
+            ranks[n].append(rank)
+    summary = {}
+    for n in names:
+        fits = [fits[n] for fits in by_dataset.values() if ran(fits.get(n))]
+        summary[n] = {
+            "ran": len(fits),
+            "ari": _mean([number(by_dataset[k][n], "ari") for k in common]),
+            "nmi": _mean([number(by_dataset[k][n], "nmi") for k in common]),
+            "rank": _mean(ranks[n]),
+            "disconnected": _mean([number(by_dataset[k][n], "ari") for k in disconnected]),
+            "fewer": sum((number(r, "n_clusters_found") or 0) < (number(r, "k") or 0)
+                         for r in fits) if n != "HDBSCAN" else None,
+            "wall": sum(number(r, "seconds") or 0.0 for r in fits),
+            "cpu": sum(number(r, "cpu_seconds") or 0.0 for r in fits),
+        }
+    return summary, common, disconnected
+
+
+def _mean(values):
+    return sum(values) / len(values) if values else float("nan")
+
+
+def _ranks(values):
+    """Ranks, 1 for the lowest value, ties averaged (``scipy.stats.rankdata``)."""
+    order = sorted(range(len(values)), key=values.__getitem__)
+    ranks = [0.0] * len(values)
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
+            j += 1
+        for position in order[i:j + 1]:
+            ranks[position] = (i + j) / 2 + 1
+        i = j + 1
+    return ranks
+
+
+def quality_figures(rows):
+    """``|quality-<estimator>-ari|`` (and ``-nmi``, ``-rank``, ``-disconnected``,
+    ``-cpu``, ``-wall``), ``|quality-n|``, ``|quality-when|``, the pairs of
+    :data:`QUALITY_PAIRS` (``|quality-prcut-vs-spectral|``: above, level with or
+    below; ``|quality-prcut-spectral-cpu-times|``: how many times the CPU time),
+    and the advice of the first row of the choosing page
+    (``|quality-use|``, ``|quality-verdict|``)."""
+    if not rows:
+        return {}
+    summary, common, disconnected = quality_summary(rows)
+    figures = {"quality-n": str(len(common)), "quality-disconnected-n": str(len(disconnected)),
+               "quality-when": when(rows), "quality-date": dates(rows)}
+    for n, s in summary.items():
+        name = f"quality-{slug(n)}"
+        figures[f"{name}-ari"] = score(s["ari"], 2)
+        figures[f"{name}-nmi"] = score(s["nmi"], 2)
+        figures[f"{name}-rank"] = f"{s['rank']:.1f}"
+        figures[f"{name}-disconnected"] = score(s["disconnected"], 2)
+        figures[f"{name}-cpu"] = seconds(s["cpu"])
+        figures[f"{name}-wall"] = seconds(s["wall"])
+    for a, b in QUALITY_PAIRS:
+        if a in summary and b in summary:
+            figures[f"quality-{slug(a)}-vs-{slug(b)}"] = versus(
+                summary[a]["ari"], summary[b]["ari"], QUALITY_NAMES[b].split(" (")[0])
+            figures[f"quality-{slug(a)}-{slug(b)}-cpu-times"] = times(
+                summary[a]["cpu"] / summary[b]["cpu"])
+    for battery in sorted({key.split("/")[0] for key in common}):
+        keys = [key for key in common if key.startswith(battery + "/")]
+        for n in summary:
+            mine = [number(row, "ari") for row in rows
+                    if row["estimator"] == n and row["dataset"] in keys]
+            figures[f"quality-{slug(n)}-{battery}-ari"] = score(_mean(mine), 3)
+    figures.update(quality_advice(summary))
+    return figures
+
+
+def quality_advice(summary):
+    """The first row of the choosing page, from the results whichever way they go:
+    the estimator of the best mean ARI, ours or scikit-learn's; where the two best
+    are level (within :data:`MARGIN`), the faster of the two."""
+    ours = [n for n in QUALITY_OURS if n in summary]
+    peers = [n for n in QUALITY_PEERS if n in summary]
+    if not ours or not peers:
+        return {}
+    best_ours = max(ours, key=lambda n: summary[n]["ari"])
+    best_peer = max(peers, key=lambda n: summary[n]["ari"])
+    a, b = summary[best_ours]["ari"], summary[best_peer]["ari"]
+    ta, tb = summary[best_ours]["cpu"], summary[best_peer]["cpu"]
+    if abs(a - b) <= MARGIN:
+        winner = best_ours if ta < tb else best_peer
+        why = (f"{QUALITY_NAMES[best_ours]} and {QUALITY_NAMES[best_peer]} have the best "
+               f"mean ARI, level ({a:.2f} and {b:.2f}); "
+               f"{QUALITY_NAMES[winner].split(' (')[0]} fits "
+               f"{times(max(ta, tb) / min(ta, tb))} times faster")
+    else:
+        winner = best_ours if a > b else best_peer
+        loser = best_peer if winner == best_ours else best_ours
+        why = (f"{QUALITY_NAMES[winner].split(' (')[0]} has the best mean ARI, "
+               f"{summary[winner]['ari']:.2f} against {summary[loser]['ari']:.2f} for "
+               f"{QUALITY_NAMES[loser].split(' (')[0]}, in "
+               f"{times(summary[winner]['cpu'] / summary[loser]['cpu'])} times its CPU time")
+    side = "scikit-learn" if winner in QUALITY_PEERS else "skdiffclust"
+    return {"quality-use": f"**{side}**: {QUALITY_CLASSES[winner]}",
+            "quality-use-name": QUALITY_NAMES[winner].split(" (")[0],
+            "quality-use-side": side,
+            "quality-verdict": why}
+
+
+def quality_table(rows):
+    """The summary table of the benchmarks page: one row per estimator."""
+    summary, _, disconnected = quality_summary(rows)
+    header = ["estimator", "mean ARI", "mean NMI", "mean rank",
+              f"ARI, disconnected ({len(disconnected)})", "fewer clusters",
+              "fit CPU s", "fit wall s"]
+    body = [[QUALITY_NAMES[n], score(s["ari"], 3), score(s["nmi"], 3), f"{s['rank']:.1f}",
+             score(s["disconnected"], 2), "--" if s["fewer"] is None else str(s["fewer"]),
+             seconds(s["cpu"])[:-2], seconds(s["wall"])[:-2]] for n, s in summary.items()]
+    return [header] + body
+
+
+def quality_pairs_table(rows):
+    """Ours beside scikit-learn's nearest (the choosing page)."""
+    summary, _, _ = quality_summary(rows)
+    header = ["ours", "mean ARI", "fit CPU time", "scikit-learn's nearest", "mean ARI",
+              "fit CPU time"]
+    body = []
+    for a, b in [("PRCut", "Spectral"), ("SparseGEMINI", "GMM"), ("ClAM", "KMeans")]:
+        if a in summary and b in summary:
+            body.append([QUALITY_NAMES[a], score(summary[a]["ari"], 2),
+                         seconds(summary[a]["cpu"]), QUALITY_NAMES[b],
+                         score(summary[b]["ari"], 2), seconds(summary[b]["cpu"])])
+    return [header] + body
+
+
+# ---------------------------------------------------------------- MNIST
+
+
+def mnist_table(rows, datasets=("mnist", "fashion-mnist"), cases=tuple(MNIST_CASES)):
+    """bench_mnist.py's ``cases`` on the CPU: ACC / NMI, test ACC and fit seconds of
+    each image set, and the dates."""
+    best = newest([row for row in rows if row.get("device", "cpu") == "cpu"])
+    header = ["method (``--only``)"]
+    for dataset in datasets:
+        title = "MNIST" if dataset.startswith("mnist") else "Fashion-MNIST"
+        title += ", unbalanced" if "unbalanced" in dataset else ""
+        header += [f"{title} ACC / NMI", "test ACC", "fit"]
+    header.append("measured")
+    body = []
+    for case in cases:
+        label = MNIST_CASES[case]
+        found = [best.get((dataset, case, "cpu")) for dataset in datasets]
+        if not any(found):
+            continue
+        line = [f"{label} (``{case}``)"]
+        for row in found:
+            if row is None:
+                line += ["--", "--", "--"]
+                continue
+            line += [f"{score(number(row, 'acc'))} / {score(number(row, 'nmi'))}",
+                     score(number(row, "test_acc")), seconds(number(row, "seconds"))]
+        line.append(dates([row for row in found if row]))
+        body.append(line)
+    return [header] + body
+
+
+IMAGE_CASES = ("deep", "kmeans", "spectral")
+
+
+def mnist_figures(rows):
+    """``|mnist-table-when|``: the machines and dates of the CPU rows of MNIST and
+    Fashion-MNIST; ``|images-when|`` those of :data:`IMAGE_CASES`;
+    ``|digits-verdict|``: our two on the digits, and ``|digits-when|``."""
+    cpu = [row for row in rows if row.get("device", "cpu") == "cpu"]
+    figures = {}
+    both = [row for row in cpu if row["dataset"] in ("mnist", "fashion-mnist")]
+    if both:
+        figures["mnist-table-when"] = when(both)
+        figures["images-when"] = when([row for row in both if row["estimator"] in IMAGE_CASES])
+    digits = [row for row in newest(cpu).values() if row["dataset"] == "digits"
+              and row["estimator"] in MNIST_CASES and number(row, "acc") is not None]
+    if digits:
+        figures["digits-when"] = when(digits)
+        ours = sorted((row for row in digits if row["estimator"] in ("deep", "prcut-defaults")),
+                      key=lambda row: -number(row, "acc"))
+        if len(ours) == 2:
+            figures["digits-verdict"] = digits_verdict(*ours)
+    return figures
+
+
+def digits_verdict(first, second):
+    """Our two on the digits, the better ACC first: level within 0.01, or ahead;
+    with their fit times."""
+    name = {row["estimator"]: MNIST_CASES[row["estimator"]].split(",")[0]
+            for row in (first, second)}
+    a, b = number(first, "acc"), number(second, "acc")
+    times = (f"{name[first['estimator']]} fits in {seconds(number(first, 'seconds'))}, "
+             f"{name[second['estimator']]} in {seconds(number(second, 'seconds'))}")
+    if a - b <= 0.01:
+        return (f"{name[first['estimator']]} and {name[second['estimator']]} are level in "
+                f"ACC ({a:.3f} and {b:.3f}); {times}")
+    return (f"{name[first['estimator']]} has the better ACC ({a:.3f} against {b:.3f} for "
+            f"{name[second['estimator']]}); {times}")
+
+
+def digits_table(rows):
+    best = newest([row for row in rows if row.get("device", "cpu") == "cpu"])
+    header = ["method (``--only``)", "ACC / NMI", "fit"]
+    body = []
+    for case, label in MNIST_CASES.items():
+        row = best.get(("digits", case, "cpu"))
+        if row is not None:
+            body.append([f"{label} (``{case}``)",
+                         f"{score(number(row, 'acc'))} / {score(number(row, 'nmi'))}",
+                         seconds(number(row, "seconds"))])
+    return [header] + body
+
+
+# ---------------------------------------------------------------- GPU
+
+
+GPU_CASES = {
+    ("clam", "ClAM"): "ClAM 200,000 x 32, k=20, defaults (the fused kernel)",
+    ("clam-batch-1024", "ClAM"): "ClAM, the same at ``batch_size=1024`` (torch)",
+    ("prcut", "PRCut"): "PRCut 1,000,000 x 32, k=10, graph included",
+    ("mnist/prcut", "prcut"): "PRCut, MNIST, the paper's protocol (k=150)",
+    ("mnist/prcut-defaults", "prcut-defaults"): "PRCut(10), MNIST",
+    ("forest", "SpanningForestClustering"): "forests, ``embedding='mlp'``, digits, batch 256",
+    ("deep", "DeepImageClustering"): "``DeepImageClustering(10)``, digits",
+    ("digits, batch 64", "SpanningForestClustering"):
+        "forests, ``embedding='mlp'``, digits, an epoch at batch 64",
+    ("digits, batch 1024", "SpanningForestClustering"):
+        "forests, ``embedding='mlp'``, digits, an epoch at batch 1024",
+}
+
+
+def gpu_table(rows):
+    """Each case of ``bench_gpu.py`` measured on both devices of one machine, the
+    newest: host CPU and CUDA seconds, their ratio, the quality on each, the GPU
+    and the date."""
+    header = ["case", "host CPU", "CUDA", "CPU / CUDA", "quality, CPU / CUDA", "GPU, date"]
+    body = []
+    for (dataset, estimator), label in GPU_CASES.items():
+        column = "seconds_per_epoch" if dataset.startswith("digits, batch") else "seconds"
+        mine = [row for row in rows if row["dataset"] == dataset
+                and row["estimator"] == estimator and number(row, column)]
+        pairs = [(cpu, cuda) for cuda in mine if cuda["device"] == "cuda"
+                 for cpu in mine if cpu["device"] == "cpu" and cpu["machine"] == cuda["machine"]]
+        if not pairs:
+            continue
+        cpu, cuda = max(pairs, key=lambda pair: pair[1]["date"])
+        metric = "acc" if number(cpu, "acc") is not None else "ari"
+        digits = 3 if metric == "acc" else 2
+        quality = (f"{metric.upper()} {score(number(cpu, metric), digits)} / "
+                   f"{score(number(cuda, metric), digits)}"
+                   if number(cpu, metric) is not None else "--")
+        body.append([label, seconds(number(cpu, column)), seconds(number(cuda, column)),
+                     ratio(number(cpu, column) / number(cuda, column)), quality,
+                     f"{short_machine(cuda['machine']).split()[1]}, {cuda['date']}"])
+    return [header] + body
+
+
+# ---------------------------------------------------------------- the number of clusters
+
+
+def n_clusters_summary(rows, batteries):
+    """Per method over the datasets of ``batteries``: numbers right, mean ARI and NMI,
+    CPU seconds, the number of datasets."""
+    mine = [row for row in rows if row["dataset"].split("/")[0] in batteries]
+    by_method = defaultdict(list)
+    for row in mine:
+        by_method[row["estimator"]].append(row)
+    summary = {}
+    for method, fits in by_method.items():
+        scored = [row for row in fits if number(row, "ari") is not None]
+        summary[method] = {
+            "n": len(fits),
+            "right": sum(int(number(row, "right") or 0) for row in fits),
+            "ari": _mean([number(row, "ari") for row in scored]),
+            "nmi": _mean([number(row, "nmi") for row in scored]),
+            "seconds": sum(number(row, "seconds") or 0.0 for row in fits),
+        }
+    return summary, mine
+
+
+def n_clusters_figures(rows):
+    """``|n-clusters-<group>-<method>-right|`` (and ``-ari``, ``-nmi``, ``-seconds``),
+    ``|n-clusters-<group>-n|`` and ``|n-clusters-<group>-when|`` of the development and
+    evaluation batteries."""
+    figures = {}
+    for group, batteries in N_CLUSTERS_GROUPS.items():
+        summary, mine = n_clusters_summary(rows, batteries)
+        if not summary:
+            continue
+        figures[f"n-clusters-{group}-n"] = str(max(s["n"] for s in summary.values()))
+        figures[f"n-clusters-{group}-when"] = when(mine)
+        for method, s in summary.items():
+            name = f"n-clusters-{group}-{slug(method)}"
+            figures[f"{name}-right"] = str(s["right"])
+            figures[f"{name}-ari"] = score(s["ari"])
+            figures[f"{name}-nmi"] = score(s["nmi"])
+            figures[f"{name}-seconds"] = seconds(s["seconds"])
+    return figures
+
+
+def n_clusters_table(rows, group):
+    summary, _ = n_clusters_summary(rows, N_CLUSTERS_GROUPS[group])
+    header = ["method", "numbers right", "mean ARI", "mean NMI", "CPU s"]
+    body = []
+    for method, label in N_CLUSTERS_NAMES.items():
+        if method in summary:
+            s = summary[method]
+            right = f"({s['n']})" if method == "PRCut" else str(s["right"])
+            body.append([label, right, score(s["ari"]), score(s["nmi"]),
+                         seconds(s["seconds"])[:-2]])
+    return [header] + body
+
+
+# ---------------------------------------------------------------- first fit
+
+
+def first_fit_figures(rows):
+    """``|first-fit-cold-range|``: the lowest and highest first-fit CPU seconds of the
+    estimators' cases (not the torch operators'); ``|first-fit-when|``."""
+    if not rows:
+        return {}
+    fits = [row for row in rows if row.get("kind") == "estimator"]
+    colds = [number(row, "cold_cpu") for row in fits if number(row, "cold_cpu")]
+    warms = [number(row, "warm_cpu") for row in fits if number(row, "warm_cpu")]
+    figures = {"first-fit-when": when(rows)}
+    if colds:
+        figures["first-fit-cold-range"] = f"{seconds(min(colds))[:-2]} to {seconds(max(colds))}"
+    if warms:
+        figures["first-fit-warm-range"] = f"{seconds(min(warms))[:-2]} to {seconds(max(warms))}"
+    return figures
+
+
+def first_fit_table(rows):
+    header = ["case", "cold (compiles)", "warm", "notice (cold / warm)"]
+    body = [[row["dataset"], seconds(number(row, "cold_cpu")), seconds(number(row, "warm_cpu")),
+             row.get("notice", "")] for row in rows]
+    return [header] + body
+
+
+# ---------------------------------------------------------------- scenario 5
+
+
+def gemini_figures(rows):
+    """``|gemini-scenario-5-verdict|``: the path's model and the dense model on the
+    features it kept, against k-means on every feature."""
+    best = newest(rows)
+    get = {estimator: row for (_, estimator, _), row in best.items()}
+    kmeans = get.get("KMeans, all features")
+    figures = {}
+    if kmeans is None:
+        return figures
+    k = number(kmeans, "ari")
+    for estimator, name in (("SparseGEMINI path", "path"),
+                            ("SparseGEMINI on its features", "selected")):
+        if estimator in get:
+            figures[f"gemini-scenario-5-{name}-vs-kmeans"] = versus(
+                number(get[estimator], "ari"), k, "k-means on all the features", False)
+    figures["gemini-scenario-5-when"] = when(list(best.values()))
+    return figures
+
+
+# ---------------------------------------------------------------- all
+
+
+def substitutions(folder=RESULTS):
+    """{name: text} of every figure the pages may quote."""
+    figures = {}
+    for stem in ("mnist", "gpu", "perturbed", "first_fit", "gemini", "n_clusters"):
+        rows = read(stem, folder)
+        figures.update(row_figures(stem, rows))
+        if stem in ("gpu", "mnist", "perturbed"):
+            figures.update(speedup_figures(stem, rows))
+        if rows:  # the file's machines and dates
+            figures["mnist-results-when" if stem == "mnist" else f"{slug(stem)}-when"] = \
+                when(rows)
+    figures.update(mnist_figures(read("mnist", folder)))
+    figures.update(quality_figures(read("quality", folder)))
+    figures.update(n_clusters_figures(read("n_clusters", folder)))
+    figures.update(first_fit_figures(read("first_fit", folder)))
+    figures.update(gemini_figures(read("gemini", folder)))
+    return figures
+
+
+def tables(folder=RESULTS):
+    """{file name: rows} of the tables the pages include with ``csv-table``."""
+    made = {}
+    quality = read("quality", folder)
+    if quality:
+        made["quality.csv"] = quality_table(quality)
+        made["quality_pairs.csv"] = quality_pairs_table(quality)
+    mnist = read("mnist", folder)
+    if mnist:
+        made["mnist.csv"] = mnist_table(mnist)
+        made["mnist_unbalanced.csv"] = mnist_table(
+            mnist, ("mnist (unbalanced 10)", "fashion-mnist (unbalanced 10)"))
+        made["digits.csv"] = digits_table(mnist)
+        made["images.csv"] = mnist_table(mnist, cases=IMAGE_CASES)
+    gpu = read("gpu", folder)
+    if gpu:
+        made["gpu.csv"] = gpu_table(gpu)
+    n_clusters = read("n_clusters", folder)
+    if n_clusters:
+        for group in N_CLUSTERS_GROUPS:
+            made[f"n_clusters_{group}.csv"] = n_clusters_table(n_clusters, group)
+    first_fit = read("first_fit", folder)
+    if first_fit:
+        made["first_fit.csv"] = first_fit_table(first_fit)
+    return made
+
+
+def write_tables(out=TABLES, folder=RESULTS):
+    """Write :func:`tables` as CSV files into ``out``; returns their paths."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for name, rows in tables(folder).items():
+        path = out / name
+        with open(path, "w", newline="") as file:
+            csv.writer(file).writerows(rows)
+        paths.append(path)
+    return paths
+
+
+def definitions(used, figures):
+    """The substitution definitions of the figures named in ``used`` (the others
+    are left out: every page defining every figure made the build ten times
+    slower)."""
+    return "".join(f"\n.. |{name}| replace:: {figures[name]}"
+                   for name in sorted(set(used) & figures.keys()))
+
+
+def update_readme(path=ROOT / "README.rst"):
+    """Rewrite the substitution definitions at the end of README.rst with the result
+    files' figures; returns the names whose text changed."""
+    figures = substitutions()
+    changed = []
+
+    def definition(match):
+        name, text = match.group(1), match.group(2)
+        if name in figures and figures[name] != text:
+            changed.append(name)
+            return f".. |{name}| replace:: {figures[name]}"
+        return match.group(0)
+
+    text = Path(path).read_text(encoding="utf-8")
+    new = re.sub(r"^\.\. \|([^|]+)\| replace:: (.*)$", definition, text, flags=re.M)
+    Path(path).write_text(new, encoding="utf-8")
+    return changed
+
+
+if __name__ == "__main__":
+    import sys
+
+    if sys.argv[1:] == ["--readme"]:  # after a rerun: README.rst's figures
+        print("README.rst: updated", ", ".join(update_readme()) or "nothing")
+    else:
+        for name, text in sorted(substitutions().items()):
+            print(f"|{name}|  {text}")
