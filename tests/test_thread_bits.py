@@ -139,7 +139,8 @@ def fits(request):
     """Every selected case's fitted attributes, by run (one process each)."""
     has_torch = importlib.util.find_spec("torch") is not None
     selected = [item.callspec.params["case"] for item in request.session.items
-                if item.module is sys.modules[__name__] and hasattr(item, "callspec")
+                if getattr(item, "module", None) is sys.modules[__name__]
+                and hasattr(item, "callspec")
                 and "case" in item.callspec.params
                 and (has_torch or "torch" not in item.keywords)]
     with tempfile.TemporaryDirectory() as folder:

@@ -2,6 +2,7 @@
 compares partitions with different numbers of clusters (no numba or torch import)."""
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.metrics import silhouette_score
 
 from skdiffclust._utils._threads import one_blas_thread
@@ -28,5 +29,9 @@ def silhouette(X, labels, metric="euclidean"):
         X, labels = X[rows], labels[rows]
         if not 2 <= np.unique(labels).size <= labels.shape[0] - 1:
             return -1.0
+    if sp.issparse(X):  # scikit-learn's kernels want one index dtype for both arrays
+        X = sp.csr_matrix(X)
+        index = np.int32 if max(X.nnz, X.shape[1]) < np.iinfo(np.int32).max else np.int64
+        X.indices, X.indptr = X.indices.astype(index), X.indptr.astype(index)
     with one_blas_thread():
         return float(silhouette_score(X, labels, metric=metric))

@@ -581,8 +581,9 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
         score : float
         """
         labels = self.predict(X)
-        _, rows = self._scaled(X)  # centring and scaling leave silhouettes as they are
-        return silhouette(rows, labels, metric=self._fit_dynamics.metric)
+        X, rows = self._scaled(X)  # centred and scaled: the same silhouettes, in range
+        space = rows if isinstance(rows, np.ndarray) else X  # sparse rows: X, as given
+        return silhouette(space, labels, metric=self._fit_dynamics.metric)
 
     @property
     def _n_features_out(self):

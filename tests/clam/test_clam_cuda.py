@@ -206,7 +206,8 @@ def test_device_choice(monkeypatch):
 
 
 def test_auto_trains_large_data_with_the_fused_kernel(monkeypatch):
-    # the choice reaches the training settings; n_jobs=None: every core
+    # the choice reaches the training settings; n_jobs=None: one thread (the
+    # glossary's), -1: every core
     from joblib import effective_n_jobs
 
     from skdiffclust import ClAM
@@ -225,9 +226,9 @@ def test_auto_trains_large_data_with_the_fused_kernel(monkeypatch):
     X = np.random.default_rng(0).normal(size=(60, 3))
     with pytest.raises(RuntimeError, match="recorded"):
         ClAM(8, random_state=0).fit(X)
-    assert seen == {"device": _device.NUMBA_CUDA, "n_threads": effective_n_jobs(-1)}
+    assert seen == {"device": _device.NUMBA_CUDA, "n_threads": 1}
     with pytest.raises(RuntimeError, match="recorded"):
-        ClAM(8, random_state=0).fit(X[:40])
+        ClAM(8, n_jobs=-1, random_state=0).fit(X[:40])
     assert seen == {"device": "cpu", "n_threads": effective_n_jobs(-1)}
 
 
