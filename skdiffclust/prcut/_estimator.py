@@ -373,8 +373,7 @@ class PRCut(RenamedParameters, ClassNamePrefixFeaturesOutMixin, TransformerMixin
         network, labels = exported_network(weights, X, begun.scaling, self.module, torch_utils)
         if begun.whole:  # the components exactly, whatever a boundary sample's network says
             labels = begun.initial_labels
-        self._set_fitted(network, labels, begun.graph, curve, begun.count, settings.device,
-                         begun.shared)
+        self._set_fitted(network, labels, begun.graph, curve, begun.count, settings.device)
         return self
 
     @_fit_context(prefer_skip_nested_validation=True)
@@ -459,16 +458,14 @@ class PRCut(RenamedParameters, ClassNamePrefixFeaturesOutMixin, TransformerMixin
             self._sample_shape = X.shape[1:]
         return X
 
-    def _set_fitted(self, network, labels, graph, curve, count, device,
-                    shared_neighbours=False):
+    def _set_fitted(self, network, labels, graph, curve, count, device):
         """The fitted attributes (:func:`~._inference.fitted_attributes`), trained on
         ``device``."""
         for name in NETWORK_ATTRIBUTES + COUNT_ATTRIBUTES:  # an earlier fit's
             vars(self).pop(name, None)
         for name, value in fitted_attributes(
                 network, labels, graph, curve, count=count, gamma=self.balance,
-                module=self.module, start=StartSettings.of(self),
-                shared_neighbours=shared_neighbours, stacklevel=5).items():
+                module=self.module, start=StartSettings.of(self), stacklevel=5).items():
             setattr(self, name, value)
         self.device_ = device_type(device)
 

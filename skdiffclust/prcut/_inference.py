@@ -89,15 +89,14 @@ def fitted_count(estimator):
 
 
 def fitted_attributes(network, labels, graph, curve, *, count, gamma, module,
-                      start, shared_neighbours, stacklevel=1):
+                      start, stacklevel=1):
     """PRCut's fitted attributes (by name) for a network and its ``labels`` of the
     samples of ``graph``, keeping the clusters some sample chose (the others are
     left out, with a warning; ``stacklevel`` counts from the caller, as
     ``warnings.warn``'s does): the built-in network's other output columns are
     dropped; a ``module``'s trained copy is kept whole, its outputs mapped to the
     clusters (``module_outputs_``); what ``score`` reads of the fit, the graph's
-    ``start`` settings and whether training read its ``shared_neighbours``
-    (``_fitted_with``); with ``n_clusters='auto'``, the candidates and their
+    ``start`` settings (``_fitted_with``); with ``n_clusters='auto'``, the candidates and their
     scores (``count``, a ``ClusterCount``)."""
     from skdiffclust.prcut._graph import partition_objective
 
@@ -122,7 +121,7 @@ def fitted_attributes(network, labels, graph, curve, *, count, gamma, module,
     return dict(attributes, labels_=labels, affinity_matrix_=graph,
                 objective_=partition_objective(graph, labels, n_clusters, gamma),
                 loss_curve_=curve, n_iter_=int(curve.shape[0]), n_clusters_=int(used.size),
-                _fitted_with=FittedWith(start, n_clusters, gamma, shared_neighbours),
+                _fitted_with=FittedWith(start, n_clusters),
                 **_count_attributes(count))
 
 

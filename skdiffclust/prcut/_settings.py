@@ -442,10 +442,7 @@ class StartSettings:
 class FittedWith(NamedTuple):
     """What ``score`` and the queries read of a fit (``_fitted_with``), not the
     parameters, which ``set_params`` may have changed since: how the graph was
-    built, the objective's ``n_clusters`` and ``gamma``, and whether training
-    read the graph's shared-neighbour weights."""
+    built and the number of clusters fitted."""
 
     start: StartSettings
     n_clusters: int
-    gamma: float
-    shared_neighbours: bool

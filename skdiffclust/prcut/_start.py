@@ -26,7 +26,7 @@ class TrainingStart(NamedTuple):
     """Where a training starts (:func:`training_start`): the seeds, how the
     network reads X (``scaling``), the graph PRCut trains on (of X, or of
     ``graph_input``; for ``fit``, its shared-neighbour weights where the start
-    read those, and then ``shared``), the initial partition (``None`` for
+    read those), the initial partition (``None`` for
     ``init='random'``), whether it is the graph's whole components, the
     training's ``settings`` with ``n_clusters`` counted, and how it was
     (``count``, a ``_settings.ClusterCount``)."""
@@ -36,7 +36,6 @@ class TrainingStart(NamedTuple):
     graph: object
     initial_labels: object
     whole: bool
-    shared: bool
     settings: object
     count: object
 
@@ -86,7 +85,7 @@ def training_start(X, settings, start, *, n_seeds, graph_input=None,
     whole = bool(start.keep_components and components.max() + 1 >= n_clusters)
     warn_on_degenerate_graph(components, getattr(source, "identical", False),
                              n_clusters, start.keep_components, stacklevel=6)
-    initial_labels, shared = None, False
+    initial_labels = None
     if whole:  # zero cuts: whole components, which training could only cut
         initial_labels = group_components(components, n_clusters)
     elif start.init != "random":
@@ -96,11 +95,9 @@ def training_start(X, settings, start, *, n_seeds, graph_input=None,
             graph, n_clusters, components, start=start, device=settings.device,
             seed=seeds[2 * start.n_init], graph_threads=host_threads(start.n_jobs),
             gamma=settings.gamma)
-        shared = reweighted is not graph and not stream
-        if shared:  # train on the graph the start read (see the user guide)
-            graph = reweighted
-    return TrainingStart(seeds, scaling, graph, initial_labels, whole, shared, settings,
-                         count)
+        if reweighted is not graph and not stream:
+            graph = reweighted  # train on the graph the start read (see the user guide)
+    return TrainingStart(seeds, scaling, graph, initial_labels, whole, settings, count)
 
 
 class CountedGraph:
