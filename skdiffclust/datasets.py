@@ -391,10 +391,18 @@ def _idx_files(kind, subset, data_home=None):
     """The (images, labels) files of each part of ``subset``, plain or gzipped.
 
     Raises FileNotFoundError, saying where it looked and how to get the files,
-    when one is missing.
+    when one is missing; NotADirectoryError when the data folder, or its
+    ``kind`` folder, is a file.
     """
     home, source = _data_home(data_home)
     folder = home / kind
+    # a file in the folder's place: "does not exist" would send one looking for it
+    for path in (home, folder):
+        if path.exists() and not path.is_dir():
+            raise NotADirectoryError(
+                f"{path} is {'a file, ' if path.is_file() else ''}not a folder: "
+                f"load_mnist reads {_IDX_DATA_SETS[kind]['title']}'s IDX files from the "
+                f"folder {kind}/ in the data folder {home}, which is {source}.")
     parts = ("train", "test") if subset == "all" else (subset,)
     found, missing = [], []
     for part in parts:
@@ -433,13 +441,54 @@ def _missing_message(kind, home, folder, source, missing):
         f"sklearn.datasets.fetch_openml({spec['openml']!r}, return_X_y=True).")
 
 
+# what MNIST's and Fashion-MNIST's files hold, and load_mnist promises: images of
+# 28 x 28 uint8 pixels, uint8 labels 0 to 9
+IMAGE_SHAPE = (28, 28)
+N_CLASSES = 10
+
+
+def _check_images(path, images):
+    """Refuse an IDX file that is not a non-empty stack of 28 x 28 uint8 images."""
+    if images.dtype != np.uint8 or images.ndim != 3 or images.shape[1:] != IMAGE_SHAPE:
+        raise ValueError(
+            f"{path} is not a file of MNIST images: it holds {images.dtype.name} values "
+            f"of shape {images.shape}, where uint8 pixels of shape (n, 28, 28) are "
+            "expected.")
+    if len(images) == 0:  # NumPy's reshape error otherwise, or half of subset='all'
+        raise ValueError(f"{path} holds no images: its IDX header announces "
+                         f"the shape {images.shape}.")
+
+
+def _check_labels(path, labels):
+    """Refuse an IDX file that is not a non-empty vector of uint8 labels 0 to 9."""
+    # a negative label written as a signed byte reads as int8, refused here; written
+    # as an unsigned one it reads as 256 minus it (-3: 253), refused below
+    if labels.dtype != np.uint8 or labels.ndim != 1:
+        raise ValueError(
+            f"{path} is not a file of MNIST labels: it holds {labels.dtype.name} values "
+            f"of shape {labels.shape}, where uint8 labels of shape (n,) are expected.")
+    if len(labels) == 0:
+        raise ValueError(f"{path} holds no labels: its IDX header announces "
+                         f"the shape {labels.shape}.")
+    outside = labels >= N_CLASSES
+    if outside.any():
+        values = np.unique(labels[outside])
+        more = f" and {values.size - 10} more" if values.size > 10 else ""
+        raise ValueError(
+            f"{path} holds {int(outside.sum())} labels outside 0 to {N_CLASSES - 1}, "
+            f"of the values {values[:10].tolist()}{more}: the classes are 0 to "
+            f"{N_CLASSES - 1}.")
+
+
 def _read_pair(images_path, labels_path):
     images, labels = read_idx(images_path), read_idx(labels_path)
-    if images.ndim != 3 or labels.ndim != 1 or len(images) != len(labels):
+    _check_images(images_path, images)
+    _check_labels(labels_path, labels)
+    if len(images) != len(labels):
         raise ValueError(
-            f"{images_path} and {labels_path} are not a set of images and their labels: "
-            f"their arrays have the shapes {images.shape} and {labels.shape}, where "
-            "(n, height, width) and (n,) are expected.")
+            f"{images_path} holds {len(images)} images but {labels_path} "
+            f"{len(labels)} labels: they are not a set of images and their labels, "
+            f"whose arrays have the shapes {images.shape} and {labels.shape}.")
     return images, labels
 
 
@@ -510,8 +559,13 @@ def load_mnist(*, kind="mnist", subset="train", data_home=None, return_X_y=False
     FileNotFoundError
         If a file of ``subset`` is not in the folder: the message names the
         folder looked in, where its name came from, and how to get the files.
+    NotADirectoryError
+        If the data folder, or its ``kind`` folder, is a file.
     ValueError
-        If a file is not a whole IDX file, or the images and labels do not match.
+        If a file is not a whole IDX file (it holds more or fewer bytes than its
+        header announces), its images are not uint8 of shape (n, 28, 28) or its
+        labels not uint8 of shape (n,), values 0 to 9, it holds no images, or the
+        images and labels are not as many.
 
     Examples
     --------

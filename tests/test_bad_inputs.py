@@ -497,3 +497,11 @@ def test_a_device_without_number_is_the_current_one():
     assert same_device("cuda", "cuda:0") and same_device("cuda:0", "cuda")
     assert same_device("cpu", "cpu") and same_device("cuda:1", "cuda:1")
     assert not same_device("cuda:1", "cuda:0") and not same_device("cpu", "cuda:0")
+
+
+@pytest.mark.parametrize("entry", each(lambda entry: not entry.images))
+def test_a_ragged_list_is_refused_clearly(entry):
+    """numpy's "inhomogeneous shape" message before."""
+    rows = [[0.0, 1.0], [2.0], [3.0, 4.0], [5.0, 6.0]]
+    with pytest.raises(ValueError, match="X is a ragged sequence: its rows"):
+        entry.make(n_clusters=2).fit(rows)

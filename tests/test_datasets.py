@@ -222,8 +222,12 @@ def test_images_and_labels_that_do_not_match_are_refused(tmp_path, no_data_home)
     _write_set(tmp_path / "mnist", n_train=4)
     labels = _idx_bytes(np.arange(5, dtype=np.uint8), 0x08)
     (tmp_path / "mnist" / "train-labels-idx1-ubyte.gz").write_bytes(gzip.compress(labels))
-    with pytest.raises(ValueError, match=r"\(4, 28, 28\) and \(5,\)"):
+    with pytest.raises(ValueError) as error:
         load_mnist(data_home=tmp_path)
+    message = str(error.value)
+    for told in ("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
+                 "4 images", "5 labels"):
+        assert told in message, told
 
 
 @pytest.mark.parametrize("params", [dict(kind="MNIST"), dict(subset="validation"),
@@ -231,3 +235,105 @@ def test_images_and_labels_that_do_not_match_are_refused(tmp_path, no_data_home)
 def test_load_mnist_refuses_bad_parameters_by_name(params):
     with pytest.raises(ValueError, match=next(iter(params))):
         load_mnist(**params)
+
+
+# --- load_mnist on files that are IDX files but not MNIST's ------------------------
+
+def _replace(folder, name, array, code=0x08):
+    """Overwrite one of ``_write_set``'s files with ``array``, of IDX type ``code``."""
+    (folder / f"{name}.gz").write_bytes(gzip.compress(_idx_bytes(array, code)))
+
+
+@pytest.mark.parametrize("labels, told", [
+    (np.array([3, 20, 9, 1], dtype=np.uint8), "[20]"),
+    (np.array([3, 253, 10, 253], dtype=np.uint8), "[10, 253]"),  # -3 written as uint8
+])
+def test_labels_outside_0_to_9_are_refused(tmp_path, no_data_home, labels, told):
+    _write_set(tmp_path / "mnist")
+    _replace(tmp_path / "mnist", "train-labels-idx1-ubyte", labels)
+    with pytest.raises(ValueError) as error:
+        load_mnist(data_home=tmp_path)
+    message = str(error.value)
+    for expected in ("train-labels-idx1-ubyte.gz", told, "0 to 9"):
+        assert expected in message, expected
+
+
+@pytest.mark.parametrize("labels, code, found", [
+    (np.array([-3, 1, 2, 3], dtype=np.int8), 0x09, "int8"),  # -3 as a signed byte
+    (np.array([1, 2, 3, 4], dtype=">i4"), 0x0C, "int32"),  # right values, wrong type
+    (np.array([1, 2, 3, 4], dtype=">f4"), 0x0D, "float32"),
+    (np.array([[1], [2], [3], [4]], dtype=np.uint8), 0x08, "shape (4, 1)"),
+])
+def test_labels_that_are_not_a_uint8_vector_are_refused(tmp_path, no_data_home, labels,
+                                                        code, found):
+    _write_set(tmp_path / "mnist")
+    _replace(tmp_path / "mnist", "train-labels-idx1-ubyte", labels, code)
+    with pytest.raises(ValueError) as error:
+        load_mnist(data_home=tmp_path)
+    message = str(error.value)
+    for expected in ("train-labels-idx1-ubyte.gz", found, "uint8", "(n,)"):
+        assert expected in message, expected
+
+
+@pytest.mark.parametrize("images, code, found", [
+    (np.zeros((4, 28, 28), dtype=">f4"), 0x0D, "float32"),
+    (np.zeros((4, 28, 28), dtype=np.int8), 0x09, "int8"),
+    (np.zeros((4, 10, 10), dtype=np.uint8), 0x08, "shape (4, 10, 10)"),
+    (np.zeros((4, 784), dtype=np.uint8), 0x08, "shape (4, 784)"),  # flat rows
+    (np.zeros((4, 28, 28, 1), dtype=np.uint8), 0x08, "shape (4, 28, 28, 1)"),
+])
+def test_images_that_are_not_uint8_28_by_28_are_refused(tmp_path, no_data_home, images,
+                                                        code, found):
+    _write_set(tmp_path / "mnist")
+    _replace(tmp_path / "mnist", "train-images-idx3-ubyte", images, code)
+    with pytest.raises(ValueError) as error:
+        load_mnist(data_home=tmp_path)
+    message = str(error.value)
+    for expected in ("train-images-idx3-ubyte.gz", found, "uint8", "(n, 28, 28)"):
+        assert expected in message, expected
+
+
+@pytest.mark.parametrize("empty", ["images", "labels", "both"])
+def test_files_of_no_images_are_refused(tmp_path, no_data_home, empty):
+    """Not NumPy's 'cannot reshape array of size 0' (0 images and 0 labels)."""
+    _write_set(tmp_path / "mnist")
+    if empty in ("images", "both"):
+        _replace(tmp_path / "mnist", "t10k-images-idx3-ubyte",
+                 np.zeros((0, 28, 28), dtype=np.uint8))
+    if empty in ("labels", "both"):
+        _replace(tmp_path / "mnist", "t10k-labels-idx1-ubyte", np.zeros(0, dtype=np.uint8))
+    name = "t10k-labels-idx1-ubyte.gz" if empty == "labels" else "t10k-images-idx3-ubyte.gz"
+    for subset in ("test", "all"):
+        with pytest.raises(ValueError, match=rf"{name} holds no (images|labels)"):
+            load_mnist(subset=subset, data_home=tmp_path)
+
+
+@pytest.mark.parametrize("damage", [lambda data: data[:-1], lambda data: data + b"\x00"])
+@pytest.mark.parametrize("name", ["train-images-idx3-ubyte", "train-labels-idx1-ubyte"])
+def test_files_of_more_or_fewer_bytes_than_announced_are_refused(tmp_path, no_data_home,
+                                                                 damage, name):
+    _write_set(tmp_path / "mnist", gzipped=False)
+    path = tmp_path / "mnist" / name
+    path.write_bytes(damage(path.read_bytes()))
+    with pytest.raises(ValueError, match=f"{name} holds .* bytes where its IDX header"):
+        load_mnist(data_home=tmp_path)
+    # the other subset is still read
+    assert load_mnist(subset="test", data_home=tmp_path).target.shape == (3,)
+
+
+@pytest.mark.parametrize("where", ["argument", "variable", "data set folder"])
+def test_a_file_where_a_folder_is_expected_is_named(tmp_path, monkeypatch, no_data_home,
+                                                    where):
+    not_a_folder = tmp_path / ("data" if where != "data set folder" else "data/mnist")
+    not_a_folder.parent.mkdir(parents=True, exist_ok=True)
+    not_a_folder.write_bytes(b"not a folder")
+    if where == "variable":
+        monkeypatch.setenv(DATA_HOME_VARIABLE, str(tmp_path / "data"))
+    kwargs = {} if where == "variable" else {"data_home": tmp_path / "data"}
+    with pytest.raises(NotADirectoryError) as error:
+        load_mnist(**kwargs)
+    message = str(error.value)
+    assert f"{not_a_folder} is a file, not a folder" in message
+    assert "does not exist" not in message
+    if where == "variable":
+        assert f"the {DATA_HOME_VARIABLE} environment variable" in message

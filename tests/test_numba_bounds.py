@@ -7,7 +7,9 @@ corrupted in a user's process: the last test here checks that the package's ``ji
 (its cache, the options of internal kernels, inlining) does not defeat it.
 """
 
+import re
 import tempfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -89,3 +91,35 @@ def test_boundscheck_reaches_every_kind_of_kernel():
     assert outcomes.pop("in range") == "returned"
     for name, outcome in outcomes.items():
         assert outcome.startswith("IndexError"), (name, outcome)
+
+
+# a numba kernel (skdiffclust's jit, numba's njit) or intrinsic declared in a module;
+# the CUDA kernels' ``@cuda.jit`` are not (see .ci/boundscheck)
+_DECLARES_KERNEL = re.compile(
+    r"^\s*@(jit|njit|intrinsic|numba\.njit|numba\.jit)\b|\bnumba\.njit\(|^\s*\w+ = jit\(",
+    re.MULTILINE)
+
+
+def test_the_bounds_checked_leg_covers_every_numba_kernel_and_intrinsic():
+    """.ci/boundscheck names every module of the package that declares a numba
+    kernel or intrinsic (``_utils/_packed``'s included) beside the test files that
+    exercise it, and runs each of those files."""
+    import skdiffclust
+
+    root = Path(__file__).resolve().parent.parent
+    script = (root / ".ci" / "boundscheck").read_text()
+    comment = "\n".join(line for line in script.splitlines() if line.startswith("#"))
+    files = re.findall(r"^\s+(tests/\S+\.py)\b", script, re.MULTILINE)
+    assert files and all((root / name).is_file() for name in files), files
+    for name in re.findall(r"\btest_[\w*]+", comment):
+        pattern = re.compile(name.replace("*", r"\w*") + r"\.py$")
+        assert any(pattern.search(file) for file in files), f"{name} is not run"
+    package = Path(skdiffclust.__file__).parent
+    declaring = sorted(path.relative_to(package) for path in package.rglob("*.py")
+                       if _DECLARES_KERNEL.search(path.read_text(encoding="utf-8")))
+    assert Path("_utils/_packed.py") in declaring, declaring
+    missing = [str(path) for path in declaring
+               if not re.search(rf"(\b|/){path.stem}\b", comment)]
+    assert not missing, f"not covered in .ci/boundscheck: {missing}"
+    for name in ("tests/test_packed.py", "tests/clam/test_compact_kernel.py"):
+        assert name in files

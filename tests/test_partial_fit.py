@@ -114,6 +114,21 @@ def test_fit_starts_afresh_after_partial_fit(entry, blobs):
     assert estimator.n_iter_ == 1 and estimator.n_samples_seen_ == 1000
 
 
+@pytest.mark.parametrize("entry", STREAMING)
+def test_partial_fit_after_fit_starts_a_new_stream_as_documented(entry, blobs):
+    """After fit, partial_fit does not continue the fit's model: a chunk of another
+    number of features starts a stream as on a new estimator. PRCut did so without
+    saying it; every streaming estimator's docstring now says so."""
+    X, _ = blobs
+    estimator = _make(entry).fit(X[:1000])
+    estimator.partial_fit(X[1000:2000, :6])
+    fresh = _make(entry).partial_fit(X[1000:2000, :6])
+    assert estimator.n_features_in_ == 6 and estimator.n_iter_ == 1
+    np.testing.assert_array_equal(estimator.labels_, fresh.labels_)
+    assert "the first after :meth:`fit`" in " ".join(
+        entry.estimator.partial_fit.__doc__.split())
+
+
 # expected: the second chunk lies far from the first one's prototypes
 @pytest.mark.filterwarnings("ignore:ClAM found .* non-empty clusters:UserWarning")
 def test_clam_keeps_the_first_chunks_coordinates():

@@ -6,6 +6,7 @@ import pickle
 import subprocess
 import sys
 import textwrap
+import warnings
 
 import numpy as np
 import pytest
@@ -74,11 +75,35 @@ def test_the_stream_goes_on_as_if_the_refused_chunk_had_never_come(entry, chunks
     assert pickle.dumps(estimator) == pickle.dumps(twin)
 
 
+@pytest.mark.parametrize("change", ["scaled by 1e6", "shifted by 1e8"])
 @pytest.mark.parametrize("entry", STREAMING)
-def test_a_chunk_on_a_larger_but_representable_scale_is_trained_on(entry, chunks):
+def test_a_chunk_on_another_but_representable_scale_is_trained_on_with_a_warning(
+        entry, chunks, change):
+    """Under the refusal, a chunk off the first chunk's scale was trained on silently
+    (ClAM and SparseGEMINI at ARI 0.57 on the scaled chunk) or under the generic
+    warnings of empty clusters (ARI 0 on the shifted one): a warning names it."""
     first, second, _ = chunks
-    estimator = _started(entry, first).partial_fit(second * 1e6)
+    chunk = second * 1e6 if change == "scaled by 1e6" else second + 1e8
+    estimator = _started(entry, first)
+    with pytest.warns(UserWarning, match=r"partial_fit \(call 2\) holds values far beyond "
+                      r"the first chunk's: feature \d reaches .*on another scale") as record:
+        estimator.partial_fit(chunk)
+    assert any(w.filename == __file__ for w in record
+               if "far beyond the first chunk's" in str(w.message))
     assert estimator.n_iter_ == 2 and estimator.labels_.shape == (300,)
+
+
+@pytest.mark.parametrize("entry", STREAMING)
+def test_chunks_of_the_same_data_give_no_scale_warning(entry, chunks):
+    """Chunks drawn from the same data, one of a single cluster, are not flagged."""
+    first, second, third = chunks
+    estimator = _started(entry, first)
+    one_cluster = third[np.argsort(third[:, 0])[:100]]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for chunk in (second, one_cluster, second * 1.5 + 2.0):
+            estimator.partial_fit(chunk)
+    assert not [w for w in caught if "far beyond" in str(w.message)]
 
 
 @pytest.mark.torch

@@ -17,6 +17,7 @@ of bounds) or trained on, ignoring the change.
 """
 
 import copy
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -38,6 +39,8 @@ class StreamState:
     n_steps: int = 0
     n_samples_seen: int = 0
     started_with: dict = field(default_factory=dict)  # the frozen parameters
+    first_range: tuple = None  # the first chunk's smallest and largest value per feature
+    n_clusters_found: int = None  # n_clusters_ of the last chunk that could fill them
 
     def copy(self):
         """A deep copy, for a call to work on."""
@@ -66,15 +69,21 @@ MAX_CHUNK_UNITS = 1e15
 # chunk's units, collapses to one point (float32 keeps 7 digits of a value, and the
 # squares of its differences underflow): a chunk on another scale too, refused
 MIN_CHUNK_SPREAD = 1e-15
+# Between those bounds, a chunk whose values lie farther beyond the first chunk's
+# range of a feature than this many times its width is, with all likelihood, on
+# another scale (shifted, or in other units): the stream reads it in the first
+# chunk's units, and clusters it wrongly; a warning says so
+OFF_RANGE_WIDTHS = 3.0
 
 
-def check_chunk_units(X, shift, scale, *, stream, name):
+def check_chunk_units(X, shift, scale, *, stream, name, stacklevel=1):
     """Raise a ValueError, naming the call, when a chunk ``X`` (dense or sparse, finite)
     holds values that the first chunk's centring ``shift`` and scales ``scale`` (per
     feature, or one) take beyond :data:`MAX_CHUNK_UNITS`, or whose samples they bring
     closer than :data:`MIN_CHUNK_SPREAD` (though not all equal): a chunk on another scale,
-    which the stream cannot represent (``name``: the estimator's). Reads each
-    feature's extremes only."""
+    which the stream cannot represent (``name``: the estimator's); warn when it
+    lies far beyond the first chunk's range (the warning ``stacklevel`` levels above
+    the caller). Reads each feature's extremes only."""
     if X.shape[0] == 0 or X.shape[1] == 0:
         return
     lowest, highest = column_extremes(X)
@@ -98,6 +107,35 @@ def check_chunk_units(X, shift, scale, *, stream, name):
             f"as it was: the stream keeps its units), under the {MIN_CHUNK_SPREAD:.0e} "
             f"that {name} can tell apart, so that they would be trained on as one "
             f"point: {advice}")
+    _warn_off_range(lowest, highest, getattr(stream, "first_range", None), call, name,
+                    stacklevel + 1)
+
+
+def _warn_off_range(lowest, highest, first_range, call, name, stacklevel):
+    """Warn when a chunk's values (each feature's ``lowest`` and ``highest``) lie
+    beyond the first chunk's range by more than :data:`OFF_RANGE_WIDTHS` times its
+    width, in some feature that varied in the first chunk; name the farthest."""
+    if first_range is None:
+        return
+    low, high = first_range
+    width = high - low
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        excess = np.where(width > 0, np.maximum(low - lowest, highest - high) / width, 0.0)
+    beyond = excess > OFF_RANGE_WIDTHS
+    if not beyond.any():
+        return
+    j = int(np.argmax(np.where(beyond, excess, -np.inf)))
+    value = lowest[j] if low[j] - lowest[j] > highest[j] - high[j] else highest[j]
+    others = int(beyond.sum()) - 1
+    warnings.warn(
+        f"The chunk passed to partial_fit (call {call}) holds values far beyond the "
+        f"first chunk's: feature {j} reaches {value:.4g}, where the first chunk's lay "
+        f"in [{low[j]:.4g}, {high[j]:.4g}]"
+        + (f" (and {others} more feature{'s' if others > 1 else ''} so)" if others else "")
+        + f". {name} reads every chunk in the first chunk's centring and scale, so a "
+        "chunk on another scale (shifted, or in other units) is clustered wrongly: "
+        "bring it to the first chunk's scale, or start a new stream from a "
+        "representative chunk.", UserWarning, stacklevel=stacklevel + 1)
 
 
 def resumed_stream(estimator):
@@ -127,13 +165,25 @@ def _same_parameter(started, now):
         return False
 
 
-def keep_stream(estimator, stream):
+def keep_stream(estimator, stream, X):
     """Store a call's stream on the estimator, with ``n_iter_`` (the calls),
     ``n_steps_`` and ``n_samples_seen_``; a new stream records the parameters
-    it froze (its ``FIXED_PARAMETERS``)."""
+    it froze (its ``FIXED_PARAMETERS``) and the range of its first chunk ``X``
+    (validated), which later chunks are compared with; after a chunk of fewer
+    samples than the clusters found, ``n_clusters_`` stays the earlier one."""
     if not stream.started_with:
         stream.started_with = {name: getattr(estimator, name)
                                for name in stream.FIXED_PARAMETERS}
+    if getattr(stream, "first_range", None) is None:
+        rows = X if X.ndim == 2 else X.reshape(X.shape[0], -1)
+        stream.first_range = column_extremes(rows)
+    # a chunk of fewer samples than the clusters found cannot fill them: it says
+    # nothing of empty clusters, and n_clusters_ stays the last one that could
+    found = getattr(stream, "n_clusters_found", None)
+    if found is not None and X.shape[0] < found:
+        estimator.n_clusters_ = found
+    else:
+        stream.n_clusters_found = estimator.n_clusters_
     estimator.n_iter_ = len(stream.objectives)
     estimator.n_steps_ = stream.n_steps
     estimator.n_samples_seen_ = stream.n_samples_seen

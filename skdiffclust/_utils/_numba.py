@@ -30,6 +30,7 @@ import sys
 import threading
 import time
 import warnings
+from collections.abc import Mapping
 
 import numba
 from numba.core import errors, event, types
@@ -164,8 +165,19 @@ def bits_as(typingctx, value, to):
 
 
 def _module_compiled(ev):
-    """The module of the function a ``numba:compile`` event compiles ('' if none)."""
-    return getattr(ev.data["dispatcher"].py_func, "__module__", "") or ""
+    """The module of the function a ``numba:compile`` event compiles ('' if none).
+
+    The listeners run in every compilation of the process, the user's and other
+    libraries' too, where an exception would fail the compilation: the event's
+    payload (``data["dispatcher"].py_func.__module__`` in numba's own events) is
+    read without assuming any part of it."""
+    try:
+        data = getattr(ev, "data", None)
+        dispatcher = data.get("dispatcher") if isinstance(data, Mapping) else None
+        module = getattr(getattr(dispatcher, "py_func", None), "__module__", "")
+    except Exception:  # a mapping or an attribute that raises when it is read
+        return ""
+    return module if isinstance(module, str) else ""
 
 
 class _CompilationNotice(event.Listener):

@@ -13,11 +13,35 @@ fit in a fresh process.
 
 Both follow a *spec*, the nesting of the arrays in tuples, with ``(role, ndim)`` for
 each array: ``role`` indexes the buffers.
+
+A layout is data: were it wrong, the views would reach past their buffers. So
+:func:`check_layout` checks it against the buffers in Python (:func:`pack` does, on
+what it returns; a caller that keeps a layout or its buffers between calls checks
+them again before it hands them to a kernel), and the intrinsic refuses a layout
+that does not fit its buffers with a ``ValueError`` before it builds a view (a loop
+over the layout's rows in a small function of its own, once per kernel call).
+
+The intrinsic builds numba's array structures field by field: it relies on numba's
+data model of arrays (:data:`ARRAY_FIELDS`), the same from numba 0.59 to the newest
+release that the package's requirements admit, each end tested in CI.
+:func:`check_array_model` refuses another with a clear error, from :func:`pack` and
+when a kernel using the intrinsic compiles.
 """
 
+import functools
+import itertools
+import math
+import operator
+
+import numba
 import numpy as np
+from llvmlite import ir
 from numba.core import cgutils, errors, types
 from numba.extending import intrinsic
+
+# The fields of numba's array structure that the intrinsic fills, in its data model
+ARRAY_FIELDS = ("meminfo", "parent", "nitems", "itemsize", "data", "shape", "strides")
+INT64_MAX = np.iinfo(np.int64).max
 
 
 def _leaves(spec):
@@ -86,20 +110,120 @@ def pack(spec, arrays, dtypes):
         view = buffers[role][offset:offset + array.size].reshape(array.shape)
         view[...] = array
         views.append(view)
+    check_layout(spec, buffers, layout, dtypes)
     return buffers, layout, _nest(spec, iter(views))
+
+
+def check_layout(spec, buffers, layout, dtypes=None):
+    """Raise ``ValueError``, naming the first bad entry, unless every view of
+    ``layout`` lies inside its buffer (and numba's array model is the one
+    :func:`unpacker` knows, :func:`check_array_model`).
+
+    Parameters
+    ----------
+    spec : tuple
+        The nesting, ``(role, ndim)`` for each array, as for :func:`pack`.
+    buffers : tuple of ndarray
+        One aligned, C-contiguous 1-D buffer for each role (each of its role's dtype
+        in ``dtypes``, if given).
+    layout : ndarray of shape (n_arrays, at least 1 + max ndim), int64
+        C-contiguous; each array's offset and shape, depth first: the offset is not
+        negative, nor is any extent, and the offset plus the product of the extents
+        is at most the buffer's size.
+    dtypes : tuple of dtype, optional
+        Each role's dtype.
+    """
+    check_array_model()
+    leaves = _leaves(spec)
+    n_roles = 1 + max(role for role, _ in leaves)
+    width = 1 + max(ndim for _, ndim in leaves)
+    if not isinstance(buffers, tuple) or len(buffers) < n_roles:
+        raise ValueError(f"packed layout: a tuple of at least {n_roles} buffers is "
+                         f"expected, not {type(buffers).__name__} of "
+                         f"{len(buffers) if isinstance(buffers, tuple) else '?'}")
+    for role, buffer in enumerate(buffers):
+        if not (isinstance(buffer, np.ndarray) and buffer.ndim == 1
+                and buffer.flags.c_contiguous and buffer.flags.aligned):
+            raise ValueError(f"packed layout: buffer {role} is not an aligned, "
+                             f"C-contiguous 1-D array")
+        if dtypes is not None and buffer.dtype != np.dtype(dtypes[role]):
+            raise ValueError(f"packed layout: buffer {role} holds {buffer.dtype}, where "
+                             f"its role has {np.dtype(dtypes[role])}")
+    if not (isinstance(layout, np.ndarray) and layout.dtype == np.int64
+            and layout.ndim == 2 and layout.flags.c_contiguous
+            and layout.shape[0] == len(leaves) and layout.shape[1] >= width):
+        raise ValueError(f"packed layout: a C-contiguous int64 array of {len(leaves)} "
+                         f"rows and at least {width} columns is expected, not "
+                         f"{getattr(layout, 'dtype', type(layout).__name__)} of shape "
+                         f"{getattr(layout, 'shape', '?')}")
+    for row, ((role, ndim), entries) in enumerate(zip(leaves, layout.tolist())):
+        offset, shape = entries[0], tuple(entries[1:1 + ndim])
+        # the intrinsic's products of the extents, left to right, stay in int64
+        products = itertools.accumulate(shape, operator.mul)
+        if (offset < 0 or min(shape, default=0) < 0 or max(products, default=0) > INT64_MAX
+                or offset + math.prod(shape) > buffers[role].size):
+            raise ValueError(f"packed layout: row {row} (an array of {ndim} dimensions "
+                             f"in buffer {role}) has offset {offset} and shape {shape}: "
+                             f"{math.prod(shape)} items from {offset} do not fit in the "
+                             f"buffer's {buffers[role].size}")
+
+
+def check_array_model(manager=None):
+    """Raise ``RuntimeError`` unless numba's data model of arrays (``manager``'s, by
+    default numba's) is the one the intrinsic of :func:`unpacker` fills
+    (:data:`ARRAY_FIELDS`, of the types it gives them)."""
+    problem = array_model_problem(manager)
+    if problem is not None:
+        raise RuntimeError(
+            f"skdiffclust builds numba arrays field by field (_utils._packed) and "
+            f"numba {numba.__version__}'s array model is not the one it knows: "
+            f"{problem}. Install a numba release that skdiffclust's requirements admit.")
+
+
+@functools.cache
+def array_model_problem(manager=None):
+    """What differs between numba's data model of arrays (``manager``'s, by default
+    numba's) and :data:`ARRAY_FIELDS`, or None."""
+    from numba.core.datamodel import default_manager, models
+
+    manager = default_manager if manager is None else manager
+    for ndim in (1, 2):
+        kind = types.Array(types.float64, ndim, "C")
+        model = manager.lookup(kind)
+        if not isinstance(model, models.StructModel):
+            return f"{kind} is a {type(model).__name__}, not a structure"
+        fields = tuple(getattr(model, "_fields", ()))
+        if sorted(fields) != sorted(ARRAY_FIELDS):
+            return f"{kind} has the fields {fields}, not {ARRAY_FIELDS}"
+        expected = {"meminfo": types.MemInfoPointer(types.float64),
+                    "parent": types.pyobject, "nitems": types.intp,
+                    "itemsize": types.intp, "data": types.CPointer(types.float64),
+                    "shape": types.UniTuple(types.intp, ndim),
+                    "strides": types.UniTuple(types.intp, ndim)}
+        for name, member in expected.items():
+            if model.get_member_fe_type(name) != member:
+                return (f"the field {name} of {kind} is "
+                        f"{model.get_member_fe_type(name)}, not {member}")
+    return None
 
 
 def unpacker(spec):
     """The numba intrinsic ``unpack(buffers, layout)`` that returns the views of
     :func:`pack` (C-contiguous arrays, nested in tuples as ``spec``) inside a kernel.
 
-    ``buffers`` and ``layout`` are those :func:`pack` returned for ``spec``; the
-    views are not checked against the buffers' bounds.
+    ``buffers`` and ``layout`` are those :func:`pack` returned for ``spec``: a
+    layout that does not fit the buffers (:func:`check_layout`: a row's offset or an
+    extent negative, or a view past its buffer's end, or too few rows or columns)
+    raises ``ValueError`` before any view is made.
     """
     leaves = _leaves(spec)
 
     @intrinsic
     def unpack(typingctx, buffers, layout):
+        problem = array_model_problem()
+        if problem is not None:
+            raise errors.TypingError(f"unpack: numba's array model is not the one it "
+                                     f"knows: {problem}")
         if not (isinstance(buffers, types.BaseTuple)
                 and all(isinstance(b, types.Array) and b.ndim == 1 and b.layout == "C"
                         for b in buffers)
@@ -148,27 +272,106 @@ def _build_views(context, builder, arg_types, args, leaves, kinds):
         index = builder.add(builder.mul(intp(row), n_columns), intp(column))
         return builder.load(builder.gep(layout["data"], [index]))
 
+    # the layout's own shape, before any of its entries is read
+    width = 1 + max(ndim for _, ndim in leaves)
+    _refuse_unless(context, builder, builder.and_(
+        builder.icmp_signed("==", builder.extract_value(layout["shape"], 0),
+                            intp(len(leaves))),
+        builder.icmp_signed(">=", n_columns, intp(width))),
+        f"unpack: the layout is not of {len(leaves)} rows and at least {width} columns")
+    fits = _layout_fits(context, builder, intp, layout, n_columns, leaves, buffers)
+    _refuse_unless(context, builder, fits,
+                   "unpack: the layout does not fit the buffers (an offset or an extent "
+                   "is negative, or a view ends past its buffer)")
+    rows = [(entry(row, 0), [entry(row, 1 + axis) for axis in range(ndim)])
+            for row, (_, ndim) in enumerate(leaves)]
+
     views = []
-    for row, ((role, ndim), kind) in enumerate(zip(leaves, kinds)):
+    for (offset, shape), ((role, ndim), kind) in zip(rows, zip(leaves, kinds)):
         buffer = buffers[role]
-        shape = [entry(row, 1 + axis) for axis in range(ndim)]
         strides, stride = [], buffer["itemsize"]
         for extent in reversed(shape):  # C order
             strides.insert(0, stride)
             stride = builder.mul(stride, extent)
         fields = dict(buffer, nitems=builder.sdiv(stride, buffer["itemsize"]),
-                      data=builder.gep(buffer["data"], [entry(row, 0)]),
+                      data=builder.gep(buffer["data"], [offset]),
                       shape=cgutils.pack_array(builder, shape, intp),
                       strides=cgutils.pack_array(builder, strides, intp))
         views.append(_struct(context, builder, kind, fields))
     return views
 
 
+def _fits_function(module, intp):
+    """The LLVM function ``fits(layout, n_columns, roles, ndims, n_rows, sizes)`` (an
+    i1): whether each of the ``n_rows`` views of the layout fits in its buffer
+    (``roles`` and ``ndims``: each view's buffer and number of dimensions;
+    ``sizes``: each buffer's number of items).
+
+    A loop in a function of its own, never inlined: a few instructions whatever the
+    spec, where comparisons unrolled into the kernel cost LLVM's optimiser more
+    compilation (it carries what they imply into every loop over the views) than
+    packing the arrays saves."""
+    function_type = ir.FunctionType(ir.IntType(1), [intp.as_pointer(), intp,
+                                                    intp.as_pointer(), intp.as_pointer(),
+                                                    intp, intp.as_pointer()])
+    function = cgutils.get_or_insert_function(module, function_type,
+                                              "skdiffclust_packed_fits")
+    if not function.is_declaration:
+        return function
+    function.linkage = "internal"
+    function.attributes.add("noinline")
+    builder = ir.IRBuilder(function.append_basic_block("entry"))
+    layout, n_columns, roles, ndims, n_rows, sizes = function.args
+    count = cgutils.alloca_once(builder, intp)
+
+    def refuse_if(condition):
+        with builder.if_then(condition, likely=False):
+            builder.ret(cgutils.false_bit)
+
+    def load(array, index):
+        return builder.load(builder.gep(array, [index]))
+
+    with cgutils.for_range(builder, n_rows, intp=intp) as row:
+        first = builder.mul(row.index, n_columns)
+        size, offset = load(sizes, load(roles, row.index)), load(layout, first)
+        refuse_if(builder.icmp_unsigned(">", offset, size))  # a negative one too
+        builder.store(intp(1), count)
+        with cgutils.for_range(builder, load(ndims, row.index), intp=intp) as axis:
+            extent = load(layout, builder.add(first, builder.add(axis.index, intp(1))))
+            refuse_if(builder.icmp_signed("<", extent, intp(0)))
+            product = builder.smul_with_overflow(builder.load(count), extent)
+            refuse_if(builder.extract_value(product, 1))
+            builder.store(builder.extract_value(product, 0), count)
+        refuse_if(builder.icmp_signed(">", builder.load(count), builder.sub(size, offset)))
+    builder.ret(cgutils.true_bit)
+    return function
+
+
+def _layout_fits(context, builder, intp, layout, n_columns, leaves, buffers):
+    """Whether each view of ``layout`` fits in its buffer (:func:`_fits_function`)."""
+    def constant(values, name):
+        array = ir.Constant(ir.ArrayType(intp, len(values)), [intp(v) for v in values])
+        return cgutils.gep(builder, cgutils.global_constant(builder, name, array), 0, 0)
+
+    sizes = cgutils.alloca_once(builder, intp, size=len(buffers))
+    for role, buffer in enumerate(buffers):
+        builder.store(buffer["nitems"], builder.gep(sizes, [intp(role)]))
+    return builder.call(_fits_function(builder.module, intp), [
+        layout["data"], n_columns, constant([role for role, _ in leaves], "packed_roles"),
+        constant([ndim for _, ndim in leaves], "packed_ndims"), intp(len(leaves)), sizes])
+
+
+def _refuse_unless(context, builder, condition, message):
+    """Return ``ValueError(message)`` from the calling kernel unless ``condition``."""
+    with cgutils.if_unlikely(builder, builder.not_(condition)):
+        context.call_conv.return_user_exc(builder, ValueError, (message,))
+
+
 def _fields(context, builder, kind, value):
     """The fields of ``value``, of the numba array type ``kind``, by name."""
     model = context.data_model_manager[kind]
     return {name: builder.extract_value(value, model.get_field_position(name))
-            for name in ("meminfo", "parent", "itemsize", "data", "shape")}
+            for name in ("meminfo", "parent", "nitems", "itemsize", "data", "shape")}
 
 
 def _struct(context, builder, kind, fields):

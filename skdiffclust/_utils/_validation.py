@@ -47,6 +47,22 @@ def check_host_array(X, name="X"):
             f"arrays, its device parameter says where it trains. Pass {name}.cpu().")
 
 
+def check_not_ragged(X, name="X"):
+    """Refuse, clearly, a list or tuple whose rows (or images) differ in length or
+    shape: NumPy's own error speaks of an "inhomogeneous shape"."""
+    if not isinstance(X, (list, tuple)):
+        return
+    try:
+        np.asarray(X)
+    except ValueError as error:
+        if "inhomogeneous" not in str(error):
+            raise
+        raise ValueError(
+            f"{name} is a ragged sequence: its rows (or images) do not all have the "
+            "same length or shape. Give one array of shape (n_samples, n_features), or "
+            "of images of one shape.") from None
+
+
 def check_sparse_structure(X, name="X"):
     """Refuse, clearly, a scipy sparse matrix whose index arrays are inconsistent
     (an index beyond its shape, a decreasing ``indptr``): SciPy's own routines read
@@ -86,18 +102,20 @@ def check_sparse_structure(X, name="X"):
 
 
 def validate_data(estimator, X, **params):
-    """scikit-learn's ``validate_data``, after :func:`check_host_array` and
-    :func:`check_sparse_structure`."""
+    """scikit-learn's ``validate_data``, after :func:`check_host_array`,
+    :func:`check_not_ragged` and :func:`check_sparse_structure`."""
     check_host_array(X)
+    check_not_ragged(X)
     check_sparse_structure(X)
     return sklearn_validate_data(estimator, X, **params)
 
 
 def check_array(array, **params):
-    """scikit-learn's ``check_array``, after :func:`check_host_array` and
-    :func:`check_sparse_structure`."""
+    """scikit-learn's ``check_array``, after :func:`check_host_array`,
+    :func:`check_not_ragged` and :func:`check_sparse_structure`."""
     name = params.get("input_name") or "X"
     check_host_array(array, name)
+    check_not_ragged(array, name)
     check_sparse_structure(array, name)
     return sklearn_check_array(array, **params)
 
@@ -217,19 +235,22 @@ def check_n_clusters(n_clusters, n_samples, *, auto=False):
 
 
 def warn_empty_clusters(name, n_found, n_clusters, *, cause, remedy, relabelled=True,
-                        stacklevel=1):
+                        counted=False, stacklevel=1):
     """The warning of a fit that left clusters empty (``n_clusters_ < n_clusters``).
 
     ``cause`` says why the method's clusters stay empty, ``remedy`` which
     parameters may help; ``relabelled`` whether the labels were renumbered
-    0 .. n_clusters_ - 1 (or keep the model's numbers). ``stacklevel`` counts from
+    0 .. n_clusters_ - 1 (or keep the model's numbers); ``counted`` whether
+    ``n_clusters='auto'`` counted the ``n_clusters``. ``stacklevel`` counts from
     the caller, as ``warnings.warn``'s does.
     """
     numbering = ("Labels are numbered 0 .. n_clusters_ - 1" if relabelled
                  else "Labels keep the numbers of the model's clusters")
+    asked = (f"{n_clusters} that n_clusters='auto' counted" if counted else
+             f"n_clusters={n_clusters} asked")
     warnings.warn(
-        f"{name} found {n_found} non-empty clusters of the n_clusters={n_clusters} "
-        f"asked: {cause}. {numbering}. {remedy} may help.",
+        f"{name} found {n_found} non-empty clusters of the {asked}: {cause}. "
+        f"{numbering}. {remedy} may help.",
         UserWarning, stacklevel=stacklevel + 1,
     )
 

@@ -393,7 +393,7 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
         self._adopt(FittedState.of(kept, data, stream.dynamics, stream.fill,
                                    stream.score_seed, X.dtype, weighted=self.weighted,
                                    mask_prob=self.mask_prob, relabel=False))
-        keep_stream(self, stream)
+        keep_stream(self, stream, X)
         self._warn_empty_clusters(relabelled=False)
         return self
 

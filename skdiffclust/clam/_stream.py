@@ -66,7 +66,8 @@ class ClamStream(StreamState):
         cannot hold (:func:`~skdiffclust._training._stream.check_chunk_units`);
         unit rows (``cosine``) have no units."""
         if not self.cosine:
-            check_chunk_units(X, self.shift, self.scale, stream=self, name="ClAM")
+            check_chunk_units(X, self.shift, self.scale, stream=self, name="ClAM",
+                              stacklevel=5)
 
     def data(self, X):
         """A chunk in the first chunk's coordinates."""

@@ -1,5 +1,6 @@
 """DeepImageClustering: images clustered by a network that learns its own representation."""
 
+import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -78,10 +79,11 @@ class DeepImageClustering(RenamedParameters, ClassNamePrefixFeaturesOutMixin,
         three values): ``'first'`` (``(n, channels, height, width)``),
         ``'last'`` (``(n, height, width, channels)``, as PIL, imageio and
         matplotlib give images), or ``'auto'``: last when the last axis has 1,
-        3 or 4 values and the second does not, first when the last does not; a
-        shape both could describe, such as
-        ``(n, 3, 8, 3)`` or ``(n, 4, 4, 4)``, is refused with a message naming
-        both readings. The same images give the same labels in either layout;
+        3 or 4 values and the second does not, or when the images are square
+        read channels last only (``(n, 8, 8, 5)``); first in the mirror cases
+        and where neither sign speaks; a shape both could describe, such as
+        ``(n, 3, 8, 3)``, ``(n, 4, 4, 4)`` or ``(n, 28, 20, 6)``, is refused with
+        a message naming both readings. The same images give the same labels in either layout;
         new images must come in the training images' layout (``channels_``).
 
     n_neighbors : int, default=10
@@ -365,6 +367,11 @@ class DeepImageClustering(RenamedParameters, ClassNamePrefixFeaturesOutMixin,
         images = check_images(self, X, reset=True, ensure_min_samples=2)
         n_samples = images.shape[0]
         check_n_clusters(self.n_clusters, n_samples, auto=True)
+        if self.n_neighbors >= n_samples:  # as PRCut says it
+            warnings.warn(
+                f"n_neighbors={self.n_neighbors} >= n_samples={n_samples}; using "
+                f"n_neighbors={n_samples - 1} (every other image).", UserWarning,
+                stacklevel=4)  # fit, keeps_state_on_failure, _fit_context
         settings = self._settings(n_samples)
         _require_torch()
         from skdiffclust._utils._torch import state_to_numpy
@@ -384,7 +391,7 @@ class DeepImageClustering(RenamedParameters, ClassNamePrefixFeaturesOutMixin,
         self.pixel_range_ = scale.range
         embedding, proba = forward(self.network_state_, scaled, self.input_side_,
                                    settings.n_threads)
-        self.labels_ = proba.argmax(1).astype(np.int64)
+        self.labels_ = occupied_first(self.network_state_, proba.argmax(1))
         self.n_clusters_ = int(np.unique(self.labels_).size)
         self._n_features_out = embedding.shape[1]  # get_feature_names_out, set_output
         self.start_labels_ = np.asarray(start, dtype=np.int64)
@@ -408,7 +415,8 @@ class DeepImageClustering(RenamedParameters, ClassNamePrefixFeaturesOutMixin,
                 "DeepImageClustering", self.n_clusters_, settings.n_clusters,
                 cause=("the images are all identical" if identical else
                        "the network assigns no training image to the others"),
-                remedy="A larger balance (balanced clusters)", relabelled=False,
+                remedy="A larger balance (balanced clusters)",
+                counted=count.candidates is not None,
                 stacklevel=4)  # fit, keeps_state_on_failure, _fit_context
         return self
 
@@ -551,3 +559,18 @@ class DeepImageClustering(RenamedParameters, ClassNamePrefixFeaturesOutMixin,
 def _require_torch():
     """torch, or an ImportError that names the estimator and the fix."""
     import_optional("torch", "DeepImageClustering")
+
+
+def occupied_first(state, labels):
+    """The training ``labels`` numbered 0 .. n_clusters_ - 1: where clusters stay
+    empty, the kept head's outputs are reordered in ``state`` (occupied clusters
+    first, in their order), so that ``predict`` and ``predict_proba`` agree with
+    the labels. Without empty clusters, nothing changes."""
+    n_outputs = state["heads.0.bias"].shape[0]
+    occupied = np.unique(labels)
+    if occupied.size == n_outputs:
+        return labels.astype(np.int64)
+    order = np.concatenate([occupied, np.setdiff1d(np.arange(n_outputs), occupied)])
+    for name in ("heads.0.weight", "heads.0.bias"):
+        state[name] = np.ascontiguousarray(state[name][order])
+    return np.searchsorted(occupied, labels).astype(np.int64)

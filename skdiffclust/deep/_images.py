@@ -5,7 +5,8 @@ X holds images as ``(n, height, width)``, ``(n, channels, height, width)``,
 ``image_shape``; square grey images may come flattened without it (``(n, 784)``
 is read as 28 x 28, ``(n, 64)`` as 8 x 8). ``channels='auto'`` reads an image's
 last axis as its channels when it is 1, 3 or 4 (grey, RGB, RGBA, as PIL, imageio
-and matplotlib give images) and its first is not, and refuses a shape it could
+and matplotlib give images) and its first is not, or when only that reading
+gives square images (``_settings.channels_layout``), and refuses a shape it could
 read both ways (``(n, 3, 8, 3)``); the fit's layout is the one new images must
 come in. The network reads ``(n, channels, height, width)`` float32 images,
 centred and divided by one global scale (the pixels' mean and standard deviation
@@ -16,7 +17,9 @@ that float32 and float64 copies of the same images give the same network. A few
 pixels far beyond the others (a hot pixel) would set the scale and leave every
 other pixel near 0: pixels farther beyond the range of the others (their 0.1th
 to 99.9th percentiles) than ``OUTLIER_WIDTHS`` times its width are clipped to
-that bound, with a warning that names them.
+that bound, with a warning that names them. A whole faulty image holds too many
+pixels for those percentiles: the range is read without the images whose extremes
+lie that far beyond the others' (:func:`faulty_images`), and the warning names them.
 """
 
 import math
@@ -47,8 +50,8 @@ def _describe(shape, channels):
 
 def _reading(axes, channels, what):
     """The (channels, height, width) of a 3-axis image shape ``axes`` and its
-    layout, 'first' or 'last' (``channels='auto'``: last when the last axis is 1,
-    3 or 4 and the first is not; both: a ValueError naming both readings)."""
+    layout, 'first' or 'last' (``channels='auto'``: as ``channels_layout`` reads
+    it; both ways: a ValueError naming both readings)."""
     layout = channels_layout(axes, channels)
     if layout is None:
         readings = (_describe(axes, "first"), _describe((axes[2], *axes[:2]), "last"))
@@ -142,6 +145,8 @@ def check_images(estimator, X, *, reset, ensure_min_samples=1):
     image shape and its layout (``channels_``); later calls must give images of
     the same shape in the same layout (or rows of as many values, in that layout).
     """
+    if not reset:
+        _refuse_one_image(estimator, X)
     if array_ndim(X) == 2:
         X = validate_data(estimator, X, dtype=[np.float32, np.float64],
                           ensure_min_samples=ensure_min_samples, reset=reset)
@@ -164,6 +169,26 @@ def check_images(estimator, X, *, reset, ensure_min_samples=1):
         return np.ascontiguousarray(
             X.reshape(X.shape[0], *shape[1:], shape[0]).transpose(0, 3, 1, 2))
     return X.reshape(X.shape[0], *shape)
+
+
+def _refuse_one_image(estimator, X):
+    """Refuse one image without its batch axis (read as rows of pixels, it gave
+    "X has 8 features")."""
+    shape = getattr(X, "shape", None)
+    if shape is None and isinstance(X, (list, tuple)):
+        try:
+            shape = np.shape(X)
+        except ValueError:  # ragged: validation says so
+            return
+    if shape is None or len(shape) < 2:
+        return
+    fitted = estimator.image_shape_
+    one = fitted[1:] if fitted[0] == 1 else sample_shape(
+        fitted, getattr(estimator, "channels_", "first"))
+    if tuple(shape) == tuple(one):
+        raise ValueError(
+            f"X has shape {tuple(shape)}: one image, without the batch axis. Pass "
+            f"X[np.newaxis] (shape {(1, *shape)}) to cluster one image.")
 
 
 def _check_layout(estimator, sample):
@@ -198,6 +223,9 @@ RANGE_SAMPLE = 1_000_000
 # (NARROW_PERCENTILE of their ranges: a dark, flat image is not a rescaled one)
 # are on another scale
 OUTLIER_WIDTHS = 3.0
+# the percentiles of the images' smallest and largest pixels that span the range of
+# whole images (a faulty image or two among a hundred do not move them)
+IMAGE_PERCENTILES = (1.0, 99.0)
 SCALE_FACTOR = 4.0
 NARROW_PERCENTILE = 1.0
 # images rounded to float32 per chunk (the temporaries' memory)
@@ -231,6 +259,30 @@ def pixel_range(pixels):
     return np.percentile(pixels[::step], RANGE_PERCENTILES)
 
 
+def faulty_images(pixels):
+    """The indices of the images whose smallest or largest pixel lies farther beyond
+    the range of the others' (the ``IMAGE_PERCENTILES`` of the images' extremes)
+    than ``OUTLIER_WIDTHS`` times its width: a faulty frame, or a hot pixel. A
+    whole faulty image holds more pixels than the pixels' percentiles leave out,
+    so its pixels would set the range, and the scale, alone."""
+    if pixels.shape[0] < 2:
+        return np.zeros(0, dtype=np.intp)
+    flat = pixels.reshape(pixels.shape[0], -1)
+    lowest, highest = flat.min(axis=1), flat.max(axis=1)
+    lower, upper = _bounds(np.percentile(lowest, IMAGE_PERCENTILES[0]),
+                           np.percentile(highest, IMAGE_PERCENTILES[1]))
+    return np.flatnonzero((lowest < lower) | (highest > upper))
+
+
+def training_range(pixels):
+    """:func:`pixel_range` of the training images, read without the faulty ones
+    (:func:`faulty_images`), unless they are most of them."""
+    faulty = faulty_images(pixels)
+    if 0 < faulty.size < pixels.shape[0] / 2:
+        return pixel_range(np.delete(pixels, faulty, axis=0))
+    return pixel_range(pixels)
+
+
 def _bounds(low, high):
     """The values beyond which pixels are outliers, for a range of the pixels (no
     bound for a range of width 0: its pixels say nothing of a scale)."""
@@ -247,7 +299,8 @@ def _where(index, shape):
 
 
 def _warn_outliers(pixels, lower, upper, stacklevel):
-    """Warn when pixels lie beyond (lower, upper), naming the farthest."""
+    """Warn when pixels lie beyond (lower, upper), naming the farthest, or the
+    images most of whose pixels do."""
     if np.isinf(lower) or not (pixels.min() < lower or pixels.max() > upper):
         return
     flat = pixels.reshape(-1)
@@ -257,10 +310,18 @@ def _warn_outliers(pixels, lower, upper, stacklevel):
     where = f"{flat[worst]:.4g} at {_where(worst, pixels.shape)}"
     what = (f"1 pixel, {where}," if beyond.size == 1 else
             f"{beyond.size} pixels (the farthest: {where})")
+    images, counts = np.unique(beyond // max(1, math.prod(pixels.shape[1:])),
+                               return_counts=True)
+    faulty = images[counts * 2 > math.prod(pixels.shape[1:])]
+    if faulty.size:
+        named = ", ".join(str(i) for i in faulty[:10]) + (", ..." if faulty.size > 10
+                                                          else "")
+        what += (f" in {faulty.size} image{'s' if faulty.size > 1 else ''} most of "
+                 f"whose pixels are (image{'s' if faulty.size > 1 else ''} {named}),")
     warnings.warn(
         f"X holds {what} far beyond the range of the others: pixels beyond "
         f"[{lower:.4g}, {upper:.4g}] are clipped to it, so that they do not set the "
-        "pixels' scale. Correct or remove such pixels if they are faults.",
+        "pixels' scale. Correct or remove such pixels or images if they are faults.",
         UserWarning, stacklevel=stacklevel + 1)
 
 
@@ -269,13 +330,14 @@ class PixelScale:
 
     Built from the training images' pixels rounded to float32's precision
     (:func:`float32_precision`, float64): their range (``low``, ``high``: the
-    0.1th and 99.9th percentiles), the outliers' bounds, the 1st percentile of
-    the images' own ranges (``narrowest``), and the mean and standard deviation
+    0.1th and 99.9th percentiles, of the images but the faulty ones), the
+    outliers' bounds, the 1st percentile of the images' own ranges
+    (``narrowest``), and the mean and standard deviation
     of the pixels clipped to the bounds; constant images are only centred.
     """
 
     def __init__(self, pixels, *, stacklevel=1):
-        self.low, self.high = (float(v) for v in pixel_range(pixels))
+        self.low, self.high = (float(v) for v in training_range(pixels))
         self.narrowest = float(np.percentile(
             np.ptp(pixels.reshape(pixels.shape[0], -1), axis=1), NARROW_PERCENTILE))
         lower, upper = _bounds(self.low, self.high)

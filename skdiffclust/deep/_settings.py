@@ -33,15 +33,42 @@ LAST_AXIS_CHANNELS = (1, 3, 4)
 
 
 def channels_layout(axes, channels):
-    """Where the channels of a 3-axis image shape ``axes`` are, 'first' or 'last'
-    (``channels='auto'``: last when the last axis is 1, 3 or 4 and the first is
-    not); ``None`` where ``'auto'`` reads it both ways."""
+    """Where the channels of a 3-axis image shape ``axes`` are, 'first' or 'last';
+    ``None`` where ``'auto'`` reads it both ways.
+
+    ``channels='auto'`` reads two signs: a channel count of grey, RGB or RGBA
+    (1, 3 or 4) on one end and not on the other, and square images (height equal
+    to width) on one reading and not on the other, so that 5 or 6 channels last
+    of square images, ``(8, 8, 5)``, are not read as 8 channels of 8 x 5 pixels.
+    With a count on both ends, the squares decide; where the signs disagree, or
+    neither speaks and the last axis, shorter than the first, could hold the
+    channels, it reads both ways; where neither speaks otherwise, channels first
+    (as torch holds images).
+    """
     if channels != "auto":
         return channels
-    first, last = (axes[i] in LAST_AXIS_CHANNELS for i in (0, 2))
-    if first and last:
+    count, square = _count_sign(axes), _square_sign(axes)
+    if count == "both":
+        return square
+    signs = {sign for sign in (count, square) if sign}
+    if len(signs) == 1:
+        return signs.pop()
+    if signs or axes[2] < axes[0]:
         return None
-    return "last" if last else "first"
+    return "first"
+
+
+def _count_sign(axes):
+    """'first' or 'last' where one end of ``axes`` holds 1, 3 or 4 and the other
+    not, 'both' where both do, None where neither does."""
+    first, last = (axes[i] in LAST_AXIS_CHANNELS for i in (0, 2))
+    return ("both" if first else None) if first == last else "last" if last else "first"
+
+
+def _square_sign(axes):
+    """'first' or 'last' where the images are square read one way only."""
+    square_first, square_last = axes[1] == axes[2], axes[0] == axes[1]
+    return None if square_first == square_last else "first" if square_first else "last"
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from sklearn.utils._set_output import _SetOutputMixin
 from sklearn.utils.validation import _generate_get_feature_names_out, check_is_fitted
 
 from skdiffclust._utils._state import keeps_state_on_failure
+from skdiffclust._utils._structure import warn_if_unstructured
 from skdiffclust._utils._validation import (
     ANY_INTEGER,
     NumberInterval,
@@ -395,6 +396,9 @@ class SpanningForestClustering(ClusterMixin, _SetOutputMixin, BaseEstimator):
         self.n_clusters_ = forest.n_clusters
         self.forest_edges_ = forest.edges
         self.forest_weights_ = forest.weights / units
+        if constraints is None:  # constraints impose their own structure
+            warn_if_unstructured("SpanningForestClustering", None if precomputed else X,
+                                 forest.labels, count, self.random_state, stacklevel=4)
         return self
 
     def fit_predict(self, X, y=None, **fit_params):

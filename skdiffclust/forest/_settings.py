@@ -11,12 +11,14 @@ trees of must-link groups, :func:`subset_algorithm`, ``n_clusters`` by
 fewest trees the constraints allow).
 """
 
+import warnings
 from dataclasses import dataclass
 from typing import NamedTuple, Protocol
 
 import numpy as np
 
 from skdiffclust._utils._random import numpy_generator
+from skdiffclust.exceptions import InfeasibleConstraintsWarning
 from skdiffclust.forest._constraints import UNLABELLED
 
 
@@ -194,10 +196,16 @@ def counted(n_clusters, max_clusters, forests):
     reference = forests.similarity_reference
     lengths = np.sort(reference - fewest.weights[fewest.n_fixed:])[::-1]
     n_fewest = fewest.n_clusters
+    if n_fewest > max_clusters:
+        warnings.warn(
+            f"The cannot-link constraints keep {n_fewest} clusters apart, more than "
+            f"max_clusters={max_clusters} (n_clusters='auto'); returning {n_fewest} "
+            "clusters.", InfeasibleConstraintsWarning, stacklevel=6)
     candidates = count_candidates(max_clusters, n_fewest, lengths.size)
-    if candidates.size == 0:  # nothing to compare: the fewest, two with two samples
-        return ClusterCount(min(max(2, n_fewest), forests.n_samples), candidates,
-                            np.zeros(0))
+    if candidates.size == 0:  # nothing to compare: the fewest, two with two samples,
+        # the only number, unscored
+        n_clusters = min(max(2, n_fewest), forests.n_samples)
+        return ClusterCount(n_clusters, np.array([n_clusters]), np.full(1, np.nan))
     cut = np.inf
     if n_fewest > 1:
         src, dst, dist = forests.tree()

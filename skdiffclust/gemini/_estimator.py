@@ -15,6 +15,7 @@ from skdiffclust._training._stream import forget_stream, keep_stream, resumed_st
 from skdiffclust._utils._random import derive_seeds
 from skdiffclust._utils._scores import silhouette
 from skdiffclust._utils._state import keeps_state_on_failure
+from skdiffclust._utils._structure import warn_if_unstructured
 from skdiffclust._utils._threads import host_threads, one_blas_thread
 from skdiffclust._utils._validation import (
     ANY_INTEGER,
@@ -372,6 +373,7 @@ default='mmd_ovo'
                                                 session))
             labels = self._set_fitted(params, problem, curve, count)
         self._warn_empty_clusters()
+        warn_if_unstructured("SparseGEMINI", X, labels, count, self.random_state, stacklevel=4)
         self.labels_ = labels
         return self
 
@@ -421,7 +423,7 @@ default='mmd_ovo'
             stream.pass_over(problem, settings)
             stream.keep_best_restart(problem)
             labels = self._set_fitted(stream.params, problem, stream.curve(), count)
-        keep_stream(self, stream)
+        keep_stream(self, stream, X)
         self._warn_empty_clusters()
         self.labels_ = labels
         return self
@@ -523,6 +525,7 @@ default='mmd_ovo'
                 "SparseGEMINI", self.n_clusters_, self._n_outputs,
                 cause="the model assigns no training sample to the others",
                 remedy="More restarts (n_init) or fewer clusters",
+                counted=hasattr(self, "n_clusters_candidates_"),
                 stacklevel=5)  # fit, keeps_state_on_failure, _fit_context
 
     def _inputs(self, X, reset=False):

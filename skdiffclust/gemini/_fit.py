@@ -187,7 +187,8 @@ class GeminiStream(StreamState):
         units = self.standardisation
         scale = np.where(units.kernel_weights > 0,
                          np.minimum(units.scale, units.global_scale), units.scale)
-        check_chunk_units(X, units.mean, scale, stream=self, name="SparseGEMINI")
+        check_chunk_units(X, units.mean, scale, stream=self, name="SparseGEMINI",
+                          stacklevel=5)
 
     def pass_over(self, problem, settings):
         """One pass over a chunk (``problem``, in the first chunk's standardisation and

@@ -17,6 +17,7 @@ from sklearn.utils.validation import check_is_fitted
 from skdiffclust._training._stream import forget_stream, keep_stream, resumed_stream
 from skdiffclust._utils._scores import silhouette
 from skdiffclust._utils._state import keeps_state_on_failure
+from skdiffclust._utils._structure import warn_if_unstructured
 from skdiffclust._utils._threads import device_type
 from skdiffclust._utils._validation import (ANY_INTEGER, NumberInterval, RenamedParameters,
                                             refusing_former_names,
@@ -374,6 +375,9 @@ class PRCut(RenamedParameters, ClassNamePrefixFeaturesOutMixin, TransformerMixin
         if begun.whole:  # the components exactly, whatever a boundary sample's network says
             labels = begun.initial_labels
         self._set_fitted(network, labels, begun.graph, curve, begun.count, settings.device)
+        warn_if_unstructured("PRCut", None if self.affinity == "precomputed" else (
+            X if graph_input is None else graph_input), self.labels_, begun.count,
+            self.random_state, stacklevel=4)  # fit, keeps_state_on_failure, _fit_context
         return self
 
     @_fit_context(prefer_skip_nested_validation=True)
@@ -381,13 +385,14 @@ class PRCut(RenamedParameters, ClassNamePrefixFeaturesOutMixin, TransformerMixin
     def partial_fit(self, X, y=None):
         """One pass over a chunk of the data, continuing the previous calls' training.
 
-        The first call starts from its chunk as ``fit`` does and freezes the
-        centring and scales of its features (feed a representative first chunk;
-        a later chunk beyond 1e15 of those units is refused). Each call builds its
-        chunk's own kNN graph and makes one pass over it, continuing the network,
-        Adam's state, P-bar and the annealing; the stream, not ``max_iter``, decides
-        how long training lasts. ``n_iter_`` counts the calls. Trains on the CPU,
-        whatever ``device`` (:ref:`streaming`).
+        The first call (or the first after :meth:`fit`, which it does not continue)
+        starts from its chunk as ``fit`` does and freezes the centring and scales of
+        its features: feed a representative first chunk (a later one far beyond its
+        range is warned of, beyond 1e15 of its units refused). Each call makes one
+        pass over its chunk's own kNN graph, continuing the network, Adam, P-bar and
+        the annealing; the stream, not ``max_iter``, decides how long training lasts.
+        ``n_iter_`` counts the calls. Trains on the CPU, whatever ``device``
+        (:ref:`streaming`).
 
         Parameters
         ----------
@@ -429,8 +434,9 @@ class PRCut(RenamedParameters, ClassNamePrefixFeaturesOutMixin, TransformerMixin
             stream, scaling, graph, weights = stream.continued(
                 X, start, settings.but(n_clusters=count.n_clusters))
         network, labels = exported_network(weights, X, scaling, self.module, torch_utils)
-        self._set_fitted(network, labels, graph, stream.curve(), count, "cpu")
-        keep_stream(self, stream)
+        self._set_fitted(network, labels, graph, stream.curve(), count, "cpu",
+                         keep_all=X.shape[0] < count.n_clusters)
+        keep_stream(self, stream, X)
         return self
 
     def _training_settings(self, n_samples, device, verbose=False):
@@ -458,16 +464,14 @@ class PRCut(RenamedParameters, ClassNamePrefixFeaturesOutMixin, TransformerMixin
             self._sample_shape = X.shape[1:]
         return X
 
-    def _set_fitted(self, network, labels, graph, curve, count, device):
-        """The fitted attributes (:func:`~._inference.fitted_attributes`), trained on
-        ``device``."""
+    def _set_fitted(self, network, labels, graph, curve, count, device, keep_all=False):
+        """The fitted attributes (``_inference.fitted_attributes``) of a fit on ``device``."""
         for name in NETWORK_ATTRIBUTES + COUNT_ATTRIBUTES:  # an earlier fit's
             vars(self).pop(name, None)
-        for name, value in fitted_attributes(
-                network, labels, graph, curve, count=count, gamma=self.balance,
-                module=self.module, start=StartSettings.of(self), stacklevel=5).items():
-            setattr(self, name, value)
-        self.device_ = device_type(device)
+        vars(self).update(fitted_attributes(
+            network, labels, graph, curve, count=count, gamma=self.balance,
+            module=self.module, start=StartSettings.of(self), keep_all=keep_all,
+            stacklevel=5), device_=device_type(device))
 
     def predict_proba(self, X):
         """Cluster-assignment probabilities of new samples, from the network.

@@ -89,7 +89,7 @@ def fitted_count(estimator):
 
 
 def fitted_attributes(network, labels, graph, curve, *, count, gamma, module,
-                      start, stacklevel=1):
+                      start, keep_all=False, stacklevel=1):
     """PRCut's fitted attributes (by name) for a network and its ``labels`` of the
     samples of ``graph``, keeping the clusters some sample chose (the others are
     left out, with a warning; ``stacklevel`` counts from the caller, as
@@ -97,20 +97,21 @@ def fitted_attributes(network, labels, graph, curve, *, count, gamma, module,
     dropped; a ``module``'s trained copy is kept whole, its outputs mapped to the
     clusters (``module_outputs_``); what ``score`` reads of the fit, the graph's
     ``start`` settings (``_fitted_with``); with ``n_clusters='auto'``, the candidates and their
-    scores (``count``, a ``ClusterCount``)."""
+    scores (``count``, a ``ClusterCount``). ``keep_all``: keep every cluster (a
+    chunk of ``partial_fit`` too small to fill them says nothing of them)."""
     from skdiffclust.prcut._graph import partition_objective
 
     n_clusters = count.n_clusters
     if not count.clear:
         warn_unclear_count("PRCut", count, "the number after which the spectrum jumps most",
                            stacklevel=stacklevel + 1)
-    used = np.unique(labels)
+    used = np.arange(n_clusters) if keep_all else np.unique(labels)
     if used.size < n_clusters:
         warn_empty_clusters(
             "PRCut", used.size, n_clusters,
             cause="no training sample has the others as its most likely cluster, "
             "and they are removed", remedy="A larger balance (balanced clusters)",
-            stacklevel=stacklevel + 1)
+            counted=count.candidates is not None, stacklevel=stacklevel + 1)
     if module is None:
         coefs, intercepts = network
         attributes = {"coefs_": [*coefs[:-1], coefs[-1][:, used]],

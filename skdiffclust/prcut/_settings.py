@@ -241,8 +241,8 @@ def count_clusters(max_clusters, graph, *, shared_neighbours, criterion="eigenga
     """
     components = graph.components
     candidates = count_candidates(max_clusters, components.shape[0])
-    if candidates.size == 0:  # two samples
-        return ClusterCount(2, candidates, np.zeros(0))
+    if candidates.size == 0:  # two samples: 2, the only number, unscored
+        return ClusterCount(2, np.array([2]), np.full(1, np.nan))
     if criterion == "stability":
         measures = graph.stability(candidates, shared_neighbours=shared_neighbours)
         scores, modularity = measures.stability, measures.modularity

@@ -96,7 +96,8 @@ class PRCutStream(StreamState):
         # the graph reads the rows in one global scale, the built-in network per feature
         scale = first.metric_scale if settings.module is not None else \
             np.minimum(first.std, first.metric_scale)
-        check_chunk_units(rows, first.mean, scale, stream=self, name="PRCut")
+        check_chunk_units(rows, first.mean, scale, stream=self, name="PRCut",
+                          stacklevel=5)
         scaling = first.applied_to(rows)
         graph = build_graph(scaling, start, settings.device, stacklevel=6)
         stream = self.copy()

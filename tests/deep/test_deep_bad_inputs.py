@@ -38,6 +38,23 @@ def test_one_hot_pixel_does_not_set_the_scale():
         np.testing.assert_array_equal(fitted.predict(hot), fitted.labels_)
 
 
+def test_one_faulty_image_does_not_set_the_scale():
+    """An image of 1e4 everywhere among 200 digits held more pixels than the pixels'
+    percentiles leave out: it set the range and the scale, and the network put 199
+    images in one cluster, under the generic warning of empty clusters. The image is
+    named in a warning and clipped; the fit clusters the digits."""
+    faulty = SMALL.copy()
+    faulty[17] = 1e4
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fitted = fit_fast(faulty)
+    named = [str(w.message) for w in caught if "far beyond" in str(w.message)]
+    assert len(named) == 1 and "in 1 image most of whose pixels are (image 17)" in named[0]
+    assert np.unique(fitted.labels_).size == 10
+    assert clustering_accuracy(TRUTH[:200], fitted.labels_) > 0.8
+    assert fitted.pixel_range_[1] == 1.0  # the other images' range
+
+
 def test_outliers_are_counted_and_the_farthest_named():
     hot = np.repeat(SMALL[:40, None], 3, axis=1)
     hot[5, 2, 1, 6] = -300.0
@@ -172,3 +189,16 @@ def test_numbers_of_another_dtype_are_read_as_their_values(model):
     np.testing.assert_array_equal(model.predict(binary), model.predict(binary * 1.0))
     counts = (queries * 16).astype(np.uint8)
     np.testing.assert_array_equal(model.predict(counts / 16), labels)
+
+
+def test_one_image_without_its_batch_axis_is_refused_naming_it(model):
+    """predict(one image) said "X has 8 features, but ... 64"."""
+    with pytest.raises(ValueError, match=r"X has shape \(8, 8\): one image, without the "
+                                         r"batch axis. Pass X\[np.newaxis\]"):
+        model.predict(SMALL[0])
+    np.testing.assert_array_equal(model.predict(SMALL[:1]), model.labels_[:1])
+
+
+def test_a_ragged_list_of_images_is_refused_clearly(model):
+    with pytest.raises(ValueError, match="X is a ragged sequence"):
+        model.predict([SMALL[0], SMALL[1][:7]])

@@ -51,6 +51,13 @@ def last():
     ((8, 8, 1), ((1, 8, 8), "last")),
     ((32, 32, 3), ((3, 32, 32), "last")),  # was refused as 32 x 3 pixels
     ((64, 48, 4), ((4, 64, 48), "last")),
+    # 5 or 6 channels last of square images: were read as 8 channels of 8 x 5 pixels
+    ((8, 8, 5), ((5, 8, 8), "last")),
+    ((16, 16, 6), ((6, 16, 16), "last")),
+    ((5, 16, 16), ((5, 16, 16), "first")),
+    ((64, 32, 32), ((64, 32, 32), "first")),
+    ((8, 8, 8), ((8, 8, 8), "first")),
+    ((4, 4, 3), ((3, 4, 4), "last")),
 ])
 def test_auto_reads_the_channels_where_they_are(shape, expected):
     assert image_shape_of((5, *shape), None) == expected
@@ -63,6 +70,11 @@ def test_auto_reads_the_channels_where_they_are(shape, expected):
                 "pixels, channels last"),
     ((3, 3, 3), "3 channels of 3 x 3 pixels (channels first) or as 3 channels of 3 x 3"),
     ((1, 8, 4), "1 channel of 8 x 4 pixels (channels first) or as 4 channels of 1 x 8"),
+    # 6 channels of 4 x 4, or 4 channels of 6 x 4 (the signs disagree)
+    ((6, 4, 4), "6 channels of 4 x 4 pixels (channels first) or as 4 channels of 6 x 4"),
+    # neither sign, and the last axis could hold the channels
+    ((28, 20, 6), "28 channels of 20 x 6 pixels (channels first) or as 6 channels of "
+                  "28 x 20"),
 ])
 def test_a_shape_read_both_ways_is_refused_naming_both(shape, readings):
     with pytest.raises(ValueError, match=r"X of shape \(20, .*can be read as ") as error:
@@ -116,14 +128,18 @@ def test_rows_of_pixels_channels_last_with_image_shape(last):
     np.testing.assert_array_equal(flat.labels_, last.labels_)
 
 
-def test_four_channels_last_and_first_give_the_same_labels():
-    rgba = np.concatenate([RGB[:60], IMAGES[:60, None]], axis=1)  # (60, 4, 8, 8)
-    first = fit_fast(rgba, **TINY)
-    last = fit_fast(rgba.transpose(0, 2, 3, 1), **TINY)  # (60, 8, 8, 4): 4 channels
-    assert last.image_shape_ == first.image_shape_ == (4, 8, 8)
+@pytest.mark.parametrize("n_channels", [4, 5])
+def test_channels_last_and_first_give_the_same_labels(n_channels):
+    """4 channels (RGBA) and 5 (read as 8 channels of 8 x 5 pixels before, silently)."""
+    extra = [IMAGES[:60, None] * (0.3 + 0.1 * i) for i in range(n_channels - 3)]
+    images = np.concatenate([RGB[:60], *extra], axis=1)  # (60, n_channels, 8, 8)
+    first = fit_fast(images, **TINY)
+    last = fit_fast(images.transpose(0, 2, 3, 1), **TINY)  # (60, 8, 8, n_channels)
+    assert last.image_shape_ == first.image_shape_ == (n_channels, 8, 8)
+    assert last.channels_ == "last"
     np.testing.assert_array_equal(last.labels_, first.labels_)
-    np.testing.assert_array_equal(last.predict_proba(rgba.transpose(0, 2, 3, 1)),
-                                  first.predict_proba(rgba))
+    np.testing.assert_array_equal(last.predict_proba(images.transpose(0, 2, 3, 1)),
+                                  first.predict_proba(images))
 
 
 def test_new_images_in_another_layout_are_refused(first, last):

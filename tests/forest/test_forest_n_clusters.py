@@ -10,6 +10,7 @@ from sklearn.metrics import adjusted_rand_score, pairwise_distances
 from sklearn.utils._param_validation import InvalidParameterError
 
 from skdiffclust import SpanningForestClustering
+from skdiffclust.exceptions import InfeasibleConstraintsWarning
 from skdiffclust.forest._settings import count_candidates, count_scores
 
 # ---------------------------------------------------------------- the rule (NumPy)
@@ -172,6 +173,22 @@ def test_must_and_cannot_link_pairs_count_on_the_constrained_forest(pairs):
         X, **{pairs: [[a, b]] if pairs == "must_link" else
               [[a, d], [a, b], [b, c], [a, c], [d, b], [d, c]]})
     np.testing.assert_array_equal(model.labels_, same.labels_)
+
+
+def test_auto_warns_when_the_constraints_need_more_than_max_clusters():
+    """Cannot-link pairs that keep four clusters apart with max_clusters=3 returned
+    four silently, where n_clusters=3 warns: 'auto' warns alike, naming max_clusters."""
+    X, y = _blobs(3, n_samples=90)
+    a, b, c = (np.flatnonzero(y == label)[0] for label in range(3))
+    d = np.flatnonzero(y == 0)[1]
+    apart = [[a, d], [a, b], [b, c], [a, c], [d, b], [d, c]]
+    with pytest.warns(InfeasibleConstraintsWarning,
+                      match=r"keep 4 clusters apart, more than max_clusters=3 "
+                            r"\(n_clusters='auto'\); returning 4") as record:
+        model = SpanningForestClustering(n_clusters="auto", max_clusters=3).fit(
+            X, cannot_link=apart)
+    assert record[0].filename == __file__
+    assert model.n_clusters_ == 4 and np.unique(model.labels_).size == 4
 
 
 def test_precomputed_with_partial_labels_is_the_features_count():
