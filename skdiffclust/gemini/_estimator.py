@@ -30,7 +30,7 @@ from skdiffclust._utils._validation import (
 )
 from skdiffclust.gemini._data import Geometry, Standardisation, check_groups
 from skdiffclust.gemini._count import (COUNT_ATTRIBUTES, FitStart, counted_fit, dense_count,
-                                       fitted_count, fitted_state)
+                                       fitted_count, fitted_state, n_trainings)
 from skdiffclust.gemini._models import predict_proba
 from skdiffclust.gemini._objectives import OBJECTIVES
 from skdiffclust.gemini._fit import (GeminiStream, Problem, run_path, selected_model,
@@ -61,7 +61,7 @@ class SparseGEMINI(RenamedParameters, ClusterMixin, SelectorMixin, BaseEstimator
         estimator then warns and ``n_clusters_`` says how many it found.
         ``'auto'``: a fit at each number from 2 to ``max_clusters``, keeping the
         one whose partition has the highest silhouette in the GEMINI's geometry
-        (the kernel's feature space for the MMD; :ref:`n_clusters_auto`).
+        (:ref:`n_clusters_auto`; a Wasserstein GEMINI's candidates fit its MMD).
 
     max_clusters : int, default=20
         The largest number ``n_clusters='auto'`` considers.
@@ -363,14 +363,14 @@ default='mmd_ovo'
         settings = self._settings()
         forget_stream(self)
         n_phases = 1 if settings.alpha == 0 else 3 if settings.relax else 2
-        n_fits = settings.candidates(X.shape[0]).size
+        n_fits = n_trainings(problem, settings)
         with self._threads(), TrainingSession(
                 "SparseGEMINI", verbose=self.verbose,
                 total=settings.max_iter * n_phases * n_fits) as session:
             (params, curve), count = counted_fit(
                 problem, settings, start,
-                lambda params: train_at_penalty(params, problem, settings, start.rng(),
-                                                session))
+                lambda params, on: train_at_penalty(params, on, settings, start.rng(),
+                                                    session))
             labels = self._set_fitted(params, problem, curve, count)
         self._warn_empty_clusters()
         warn_if_unstructured("SparseGEMINI", X, labels, count, self.random_state, stacklevel=4)

@@ -202,3 +202,11 @@ def test_one_image_without_its_batch_axis_is_refused_naming_it(model):
 def test_a_ragged_list_of_images_is_refused_clearly(model):
     with pytest.raises(ValueError, match="X is a ragged sequence"):
         model.predict([SMALL[0], SMALL[1][:7]])
+
+
+def test_n_neighbors_above_the_number_of_images_is_lowered_with_a_warning():
+    """It was lowered silently (PRCut warns)."""
+    with pytest.warns(UserWarning, match=r"n_neighbors=10 >= n_samples=8; using "
+                                         r"n_neighbors=7") as record:
+        DeepImageClustering(2, max_iter=1, n_heads=1, random_state=0).fit(SMALL[:8])
+    assert any(w.filename == __file__ for w in record if "n_neighbors" in str(w.message))
