@@ -12,18 +12,23 @@ from sklearn.datasets import make_blobs
 from skdiffclust import PRCut, SparseGEMINI, SpanningForestClustering
 from skdiffclust._utils._validation import warn_empty_clusters
 from skdiffclust.exceptions import ClusterCountWarning
-from tests._estimators import each
+from tests._estimators import TORCH, each
 
 STREAMING = each(lambda entry: entry.has_partial_fit)
+# the estimators that count with n_clusters='auto' on tables (PRCut trains with torch)
+COUNTING = [
+    pytest.param(lambda: SpanningForestClustering(n_clusters="auto"),
+                 id="SpanningForestClustering"),
+    pytest.param(lambda: PRCut(n_clusters="auto", random_state=0), id="PRCut", marks=TORCH),
+    pytest.param(lambda: SparseGEMINI(n_clusters="auto", random_state=0), id="SparseGEMINI"),
+]
 TWO = np.array([[0.0, 0.0], [1.0, 1.0]])
 
 
-@pytest.mark.parametrize("estimator", [SpanningForestClustering(n_clusters="auto"),
-                                       PRCut(n_clusters="auto", random_state=0),
-                                       SparseGEMINI(n_clusters="auto", random_state=0)],
-                         ids=lambda e: type(e).__name__)
-def test_the_candidates_hold_the_number_found_with_two_samples(estimator):
+@pytest.mark.parametrize("make", COUNTING)
+def test_the_candidates_hold_the_number_found_with_two_samples(make):
     """The forest and PRCut answered 2 among no candidates (empty arrays)."""
+    estimator = make()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # n_neighbors lowered
         estimator.fit(TWO)
@@ -84,25 +89,21 @@ def _blob(outlier=False):
 
 
 @pytest.mark.parametrize("outlier", [False, True], ids=["one blob", "one blob, one outlier"])
-@pytest.mark.parametrize("estimator", [SpanningForestClustering(n_clusters="auto"),
-                                       PRCut(n_clusters="auto", random_state=0),
-                                       SparseGEMINI(n_clusters="auto", random_state=0)],
-                         ids=lambda e: type(e).__name__)
-def test_auto_says_so_when_the_data_show_no_cluster_structure(estimator, outlier):
+@pytest.mark.parametrize("make", COUNTING)
+def test_auto_says_so_when_the_data_show_no_cluster_structure(make, outlier):
     """One Gaussian blob of 90 points: the forest answered 6 (85 samples and five
     singletons), PRCut 4, SparseGEMINI 18, silently; with one far outlier, the
     forest and SparseGEMINI 2, the outlier alone."""
+    estimator = make()
     with pytest.warns(ClusterCountWarning, match=r"\(n_clusters='auto'\) found no cluster "
                                                  r"structure: .*give n_clusters") as record:
         estimator.fit(_blob(outlier))
     assert record[0].filename == __file__
 
 
-@pytest.mark.parametrize("estimator", [SpanningForestClustering(n_clusters="auto"),
-                                       PRCut(n_clusters="auto", random_state=0),
-                                       SparseGEMINI(n_clusters="auto", random_state=0)],
-                         ids=lambda e: type(e).__name__)
-def test_auto_does_not_warn_where_there_are_clusters(estimator):
+@pytest.mark.parametrize("make", COUNTING)
+def test_auto_does_not_warn_where_there_are_clusters(make):
+    estimator = make()
     X, _ = make_blobs(300, centers=[[0, 0], [6, 6], [12, 0]], random_state=0)
     with warnings.catch_warnings():
         warnings.simplefilter("error", ClusterCountWarning)
