@@ -14,6 +14,7 @@ from sklearn.base import (
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
+from skdiffclust._utils._count import set_count_attributes
 from skdiffclust._utils._optional import import_optional
 from skdiffclust._utils._random import derive_seeds
 from skdiffclust._utils._state import keeps_state_on_failure
@@ -30,9 +31,6 @@ from skdiffclust.deep._settings import DeepSettings
 # seeds: graph features, spectral start, network, then warm-up, clustering and
 # self-labelling batches
 N_SEEDS = 6
-# the fitted attributes of n_clusters='auto'
-COUNT_ATTRIBUTES = ("n_clusters_candidates_", "n_clusters_scores_",
-                    "n_clusters_modularity_")
 
 
 class DeepImageClustering(RenamedParameters, ClassNamePrefixFeaturesOutMixin,
@@ -404,7 +402,7 @@ class DeepImageClustering(RenamedParameters, ClassNamePrefixFeaturesOutMixin,
         self.loss_curve_ = np.asarray(curve[:, kept], dtype=np.float64)
         self.n_iter_ = int(result.n_iter)
         self.device_ = device_type(settings.device)
-        self._set_count(count)
+        set_count_attributes(self, count)
         if not count.clear:
             warn_unclear_count("DeepImageClustering", count,
                                "the number whose partition has the highest modularity",
@@ -419,16 +417,6 @@ class DeepImageClustering(RenamedParameters, ClassNamePrefixFeaturesOutMixin,
                 counted=count.candidates is not None,
                 stacklevel=4)  # fit, keeps_state_on_failure, _fit_context
         return self
-
-    def _set_count(self, count):
-        """The fitted attributes of ``n_clusters='auto'`` (an earlier fit's removed)."""
-        for name in COUNT_ATTRIBUTES:
-            self.__dict__.pop(name, None)
-        if count.candidates is not None:
-            values = (np.asarray(count.candidates, dtype=np.int64),
-                      np.asarray(count.scores, dtype=np.float64),
-                      np.asarray(count.modularity, dtype=np.float64))
-            self.__dict__.update(zip(COUNT_ATTRIBUTES, values))
 
     def _settings(self, n_samples):
         """The training's settings for ``n_samples`` images, every ``'auto'``

@@ -9,7 +9,8 @@ import math
 from dataclasses import dataclass, replace
 
 from skdiffclust._utils._threads import host_threads
-from skdiffclust.prcut._settings import ClusterCount, count_clusters, resolve_start
+from skdiffclust._utils._count import ClusterCount
+from skdiffclust.prcut._settings import count_clusters, resolve_start
 
 # 'auto' max_iter: about this many steps of the clustering phase in all (at
 # least MIN_EPOCHS epochs): 4 epochs of 60,000 images in batches of 256, 140 of

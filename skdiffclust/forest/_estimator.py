@@ -11,6 +11,7 @@ from sklearn.utils._param_validation import HasMethods, StrOptions
 from sklearn.utils._set_output import _SetOutputMixin
 from sklearn.utils.validation import _generate_get_feature_names_out, check_is_fitted
 
+from skdiffclust._utils._count import set_count_attributes
 from skdiffclust._utils._state import keeps_state_on_failure
 from skdiffclust._utils._structure import warn_if_unstructured
 from skdiffclust._utils._validation import (
@@ -38,8 +39,6 @@ from skdiffclust.forest._solver import (
     thread_limit,
     warn_if_duplicates_split,
 )
-
-COUNT_ATTRIBUTES = ("n_clusters_candidates_", "n_clusters_scores_")
 
 
 def _has_embedding(estimator):
@@ -381,13 +380,9 @@ class SpanningForestClustering(ClusterMixin, _SetOutputMixin, BaseEstimator):
         fitted = {"n_iter_": 1, "device_": "cpu", "_embedding_template": None,
                   "_sample_shape": sample_shape, "_unit": 1.0 if precomputed else unit,
                   "embedding_state_": None, **trained}
-        if count.candidates is not None:
-            fitted.update(zip(COUNT_ATTRIBUTES, (np.asarray(count.candidates, dtype=np.int64),
-                                                 np.asarray(count.scores, dtype=np.float64))))
-        for name in COUNT_ATTRIBUTES:  # an earlier fit's
-            vars(self).pop(name, None)
         for name, value in fitted.items():
             setattr(self, name, value)
+        set_count_attributes(self, count)
         self._fit_X = None if precomputed else X
         self._index = SimilarityIndex() if precomputed else NeighbourIndex(
             X, self._clustering_metric(), params, self.n_jobs)

@@ -6,6 +6,7 @@ import warnings
 
 import numpy as np
 
+from skdiffclust._utils._count import counts_clusters
 from skdiffclust._utils._optional import import_optional
 from skdiffclust._utils._random import derive_seeds
 from skdiffclust._utils._threads import host_threads
@@ -16,7 +17,6 @@ from skdiffclust.forest._settings import (
     EmbeddingSettings,
     counted,
     hold_out,
-    is_counted,
     training_device,
 )
 from skdiffclust.forest._solver import (
@@ -47,7 +47,7 @@ def fit_forest(estimator, X, partial_labels, constraints, *, params, sample_shap
     if estimator.metric == "precomputed":
         forests = SimilarityForests(X, constraints=constraints)
     else:
-        if estimator.embedding is not None and is_counted(estimator.n_clusters):
+        if estimator.embedding is not None and counts_clusters(estimator.n_clusters):
             # the input's metric (the embedding's forest ignores it)
             params = resolved_metric_params(estimator.metric, estimator.metric_params, X)
         forests = FeatureForests(X, metric=estimator.metric, metric_params=params,

@@ -13,10 +13,11 @@ fewest trees the constraints allow).
 
 import warnings
 from dataclasses import dataclass
-from typing import NamedTuple, Protocol
+from typing import Protocol
 
 import numpy as np
 
+from skdiffclust._utils._count import ClusterCount, counts_clusters
 from skdiffclust._utils._random import numpy_generator
 from skdiffclust.exceptions import InfeasibleConstraintsWarning
 from skdiffclust.forest._constraints import UNLABELLED
@@ -142,16 +143,6 @@ def hold_out(X, labels, fraction, seed):
 COUNT_FLOOR = 1e-12
 
 
-class ClusterCount(NamedTuple):
-    """A fit's number of clusters: ``n_clusters`` as given (``candidates`` and
-    ``scores`` None), or found among ``candidates`` by their ``scores``
-    (:func:`counted`)."""
-
-    n_clusters: int
-    candidates: object = None
-    scores: object = None
-
-
 class CountedForests(Protocol):
     """What :func:`counted` reads of an input (``_solver.FeatureForests`` and
     ``SimilarityForests``): the forest of the fewest trees the constraints allow,
@@ -166,11 +157,6 @@ class CountedForests(Protocol):
 
     def tree(self):
         """The spanning tree, ``(src, dst, distance)`` (minus similarity)."""
-
-
-def is_counted(n_clusters):
-    """Whether ``n_clusters`` is found by :func:`counted` (``'auto'``)."""
-    return isinstance(n_clusters, str) and n_clusters == "auto"
 
 
 def counted(n_clusters, max_clusters, forests):
@@ -190,7 +176,7 @@ def counted(n_clusters, max_clusters, forests):
     -------
     count : ClusterCount
     """
-    if not is_counted(n_clusters):
+    if not counts_clusters(n_clusters):
         return ClusterCount(n_clusters)
     fewest = forests.fewest()
     reference = forests.similarity_reference

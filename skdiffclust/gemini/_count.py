@@ -8,18 +8,18 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from skdiffclust._training import TrainingSession
+from skdiffclust._utils._count import COUNT_ATTRIBUTES, count_attributes  # noqa: F401
+from skdiffclust._utils._count import fitted_count as count_of_fit
 from skdiffclust._utils._threads import one_blas_thread
 from skdiffclust.gemini._data import Geometry
 from skdiffclust.gemini._fit import feature_mask, selected_groups, train_at_penalty
 from skdiffclust.gemini._models import (SKIP, fold_standardisation, initial_params,
                                         predict_proba)
-from skdiffclust.gemini._settings import COUNT_SAMPLE, ClusterCount
+from skdiffclust.gemini._settings import COUNT_SAMPLE
 
 # the Nystroem features of the MMD a Wasserstein GEMINI counts its clusters with
 # (count_problem): the estimator's default
 MMD_KERNEL_FEATURES = 100
-# the fitted attributes of n_clusters='auto' (only then)
-COUNT_ATTRIBUTES = ("n_clusters_candidates_", "n_clusters_scores_")
 
 
 @dataclass(frozen=True)
@@ -161,15 +161,11 @@ def fitted_state(params, problem, loss_curve, count):
         _support=feature_mask(selected_groups(params, problem), problem),
         _batch=problem.batch_size, loss_curve_=loss_curve,
         n_iter_=int(loss_curve.shape[0]), _n_outputs=int(count.n_clusters))
-    if count.candidates is not None:  # n_clusters='auto'
-        attributes.update(zip(COUNT_ATTRIBUTES, (
-            np.asarray(count.candidates, dtype=np.int64),
-            np.asarray(count.scores, dtype=np.float64))))
+    attributes.update(count_attributes(count))  # n_clusters='auto' only
     return attributes, np.argmax(proba[:, order], axis=1)
 
 
 def fitted_count(estimator):
     """The ``ClusterCount`` of a fitted estimator (``partial_fit``'s later calls
     keep the first call's)."""
-    return ClusterCount(estimator._n_outputs,
-                        *(getattr(estimator, name, None) for name in COUNT_ATTRIBUTES))
+    return count_of_fit(estimator, estimator._n_outputs)

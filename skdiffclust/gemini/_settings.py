@@ -5,9 +5,10 @@ batches (:func:`fit_batch_size`, :func:`stream_batch_size`), where
 fitted, and :meth:`GeminiSettings.counted`, the one kept)."""
 
 from dataclasses import dataclass
-from typing import NamedTuple
 
 import numpy as np
+
+from skdiffclust._utils._count import ClusterCount, counts_clusters
 
 # batch_size='auto': all samples while the GEMINI needs no n x n matrix (the linear
 # kernel, 'mi') or while that matrix stays within 128 MiB (n <= 4096); above,
@@ -112,18 +113,3 @@ class GeminiSettings:
         scores = np.asarray(scores, dtype=np.float64)
         chosen = int(candidates[int(np.argmax(scores))])
         return ClusterCount(chosen, np.asarray(candidates, dtype=np.int64), scores)
-
-
-def counts_clusters(n_clusters):
-    """Whether the ``n_clusters`` parameter asks for the number to be found."""
-    return isinstance(n_clusters, str) and n_clusters == "auto"
-
-
-class ClusterCount(NamedTuple):
-    """A fit's number of clusters: ``n_clusters`` as given (``candidates`` and
-    ``scores`` None), or found among ``candidates`` by their ``scores``
-    (:meth:`GeminiSettings.counted`)."""
-
-    n_clusters: int
-    candidates: object = None
-    scores: object = None

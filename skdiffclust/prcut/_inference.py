@@ -7,10 +7,12 @@ import numpy as np
 from numba import prange
 from scipy.special import softmax
 
+from skdiffclust._utils._count import COUNT_ATTRIBUTES, count_attributes  # noqa: F401
+from skdiffclust._utils._count import fitted_count as count_of_fit
 from skdiffclust._utils._numba import jit
 from skdiffclust._utils._threads import one_blas_thread
 from skdiffclust._utils._validation import warn_empty_clusters, warn_unclear_count
-from skdiffclust.prcut._settings import ClusterCount, FittedWith
+from skdiffclust.prcut._settings import FittedWith
 
 
 def gelu(x):
@@ -63,9 +65,6 @@ def module_logits(module, X):
 
 # the fitted attributes of the two kinds of network (one kind per fit)
 NETWORK_ATTRIBUTES = ("coefs_", "intercepts_", "module_", "module_outputs_")
-# the fitted attributes of n_clusters='auto' (only then)
-COUNT_ATTRIBUTES = ("n_clusters_candidates_", "n_clusters_scores_",
-                    "n_clusters_modularity_")
 
 
 def exported_network(weights, X, scaling, module, torch_utils):
@@ -82,10 +81,7 @@ def exported_network(weights, X, scaling, module, torch_utils):
 def fitted_count(estimator):
     """The ``ClusterCount`` of a fitted estimator (``partial_fit``'s later calls
     keep the first call's)."""
-    candidates, scores, modularity = (getattr(estimator, name, None)
-                                      for name in COUNT_ATTRIBUTES)
-    return ClusterCount(estimator._fitted_with.n_clusters, candidates, scores,
-                        modularity=modularity)
+    return count_of_fit(estimator, estimator._fitted_with.n_clusters)
 
 
 def fitted_attributes(network, labels, graph, curve, *, count, gamma, module,
@@ -123,15 +119,4 @@ def fitted_attributes(network, labels, graph, curve, *, count, gamma, module,
                 objective_=partition_objective(graph, labels, n_clusters, gamma),
                 loss_curve_=curve, n_iter_=int(curve.shape[0]), n_clusters_=int(used.size),
                 _fitted_with=FittedWith(start, n_clusters),
-                **_count_attributes(count))
-
-
-def _count_attributes(count):
-    if count.candidates is None:
-        return {}
-    values = (np.asarray(count.candidates, dtype=np.int64),
-              np.asarray(count.scores, dtype=np.float64),
-              None if count.modularity is None else
-              np.asarray(count.modularity, dtype=np.float64))
-    return {name: value for name, value in zip(COUNT_ATTRIBUTES, values)
-            if value is not None}
+                **count_attributes(count))

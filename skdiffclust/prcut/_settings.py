@@ -20,6 +20,8 @@ from typing import NamedTuple, Protocol
 
 import numpy as np
 
+from skdiffclust._utils._count import ClusterCount
+
 # learning_rate='auto': Adam's step size with mini-batches, whose noise makes larger
 # steps chaotic (fits on copies of the data differing in their last digits
 # disagreed on up to 15% of the pairs at the paper's 1e-2), and with one batch of
@@ -200,20 +202,6 @@ class PRCutSettings:
     def but(self, **changes):
         """A copy with ``changes`` (e.g. ``max_iter=0`` to only fit the start)."""
         return replace(self, **changes)
-
-
-class ClusterCount(NamedTuple):
-    """A fit's number of clusters: ``n_clusters`` as given (``candidates`` and
-    ``scores`` None), or found among ``candidates`` by their ``scores``
-    (:func:`count_clusters`, higher is better); ``clear``: whether the number
-    found stands out (:func:`stands_out`; always, when given); ``modularity``:
-    that of each candidate's partition, where the criterion measured it."""
-
-    n_clusters: int
-    candidates: object = None
-    scores: object = None
-    clear: bool = True
-    modularity: object = None
 
 
 def count_clusters(max_clusters, graph, *, shared_neighbours, criterion="eigengap",
