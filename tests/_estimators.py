@@ -77,9 +77,10 @@ def expected_failed_checks(estimator):
             "the check feeds 2-D feature vectors, not the (n, n) similarity matrix that "
             "metric='precomputed' requires")}
     # scikit-learn's sparse checks read classifier tags of any estimator with
-    # predict_proba (AttributeError for a clusterer); test_conventions.py and the
-    # estimator's own tests fit and predict on every sparse format instead
-    if hasattr(estimator, "predict_proba"):
+    # predict_proba that fits on sparse input (AttributeError for a clusterer);
+    # test_conventions.py and the estimator's own tests fit and predict on every
+    # sparse format instead. One that refuses sparse input passes them as it is.
+    if hasattr(estimator, "predict_proba") and estimator.__sklearn_tags__().input_tags.sparse:
         return {check: "the check assumes that predict_proba belongs to a classifier"
                 for check in ("check_estimator_sparse_array",
                               "check_estimator_sparse_matrix")}
