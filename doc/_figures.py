@@ -44,7 +44,9 @@ MARGIN = 0.02
 BUSY_LOAD = 1.5
 
 QUALITY_OURS = ["SpanningForest", "ClAM", "PRCut", "SparseGEMINI"]
-QUALITY_PEERS = ["KMeans", "GMM", "Ward", "Spectral", "HDBSCAN"]
+QUALITY_PEERS = ["KMeans", "GMM", "Ward", "Spectral", "HDBSCAN", "Genie"]
+# the package of a peer that is not scikit-learn's
+PEER_PACKAGES = {"Genie": "genieclust"}
 QUALITY_NAMES = {
     "SpanningForest": "SpanningForestClustering",
     "ClAM": "ClAM",
@@ -55,6 +57,7 @@ QUALITY_NAMES = {
     "Ward": "AgglomerativeClustering (Ward)",
     "Spectral": "SpectralClustering (10-NN)",
     "HDBSCAN": "HDBSCAN",
+    "Genie": "Genie (genieclust)",
 }
 # the class each name stands for, for the pages' cross-references
 QUALITY_CLASSES = {
@@ -67,6 +70,7 @@ QUALITY_CLASSES = {
     "Ward": ":class:`~sklearn.cluster.AgglomerativeClustering`",
     "Spectral": ":class:`~sklearn.cluster.SpectralClustering`",
     "HDBSCAN": ":class:`~sklearn.cluster.HDBSCAN`",
+    "Genie": "``genieclust.Genie``",
 }
 # each of ours and scikit-learn's nearest estimator
 QUALITY_PAIRS = [("PRCut", "Spectral"), ("SparseGEMINI", "GMM"), ("ClAM", "KMeans"),
@@ -392,7 +396,8 @@ def quality_advice(summary):
                f"{summary[winner]['ari']:.2f} against {summary[loser]['ari']:.2f} for "
                f"{QUALITY_NAMES[loser].split(' (')[0]}, in "
                f"{times(summary[winner]['cpu'] / summary[loser]['cpu'])} times its CPU time")
-    side = "scikit-learn" if winner in QUALITY_PEERS else "skdiffclust"
+    side = PEER_PACKAGES.get(winner, "scikit-learn") if winner in QUALITY_PEERS \
+        else "skdiffclust"
     return {"quality-use": f"**{side}**: {QUALITY_CLASSES[winner]}",
             "quality-use-name": QUALITY_NAMES[winner].split(" (")[0],
             "quality-use-side": side,
