@@ -258,6 +258,16 @@ def test_labels_outside_0_to_9_are_refused(tmp_path, no_data_home, labels, told)
         assert expected in message, expected
 
 
+def _refusal_of(tmp_path, name, values, code):
+    """The ValueError's message of load_mnist on a set whose file ``name`` holds
+    ``values`` (IDX type ``code``)."""
+    _write_set(tmp_path / "mnist")
+    _replace(tmp_path / "mnist", name, values, code)
+    with pytest.raises(ValueError) as error:
+        load_mnist(data_home=tmp_path)
+    return str(error.value)
+
+
 @pytest.mark.parametrize("labels, code, found", [
     (np.array([-3, 1, 2, 3], dtype=np.int8), 0x09, "int8"),  # -3 as a signed byte
     (np.array([1, 2, 3, 4], dtype=">i4"), 0x0C, "int32"),  # right values, wrong type
@@ -266,11 +276,7 @@ def test_labels_outside_0_to_9_are_refused(tmp_path, no_data_home, labels, told)
 ])
 def test_labels_that_are_not_a_uint8_vector_are_refused(tmp_path, no_data_home, labels,
                                                         code, found):
-    _write_set(tmp_path / "mnist")
-    _replace(tmp_path / "mnist", "train-labels-idx1-ubyte", labels, code)
-    with pytest.raises(ValueError) as error:
-        load_mnist(data_home=tmp_path)
-    message = str(error.value)
+    message = _refusal_of(tmp_path, "train-labels-idx1-ubyte", labels, code)
     for expected in ("train-labels-idx1-ubyte.gz", found, "uint8", "(n,)"):
         assert expected in message, expected
 
@@ -284,11 +290,7 @@ def test_labels_that_are_not_a_uint8_vector_are_refused(tmp_path, no_data_home, 
 ])
 def test_images_that_are_not_uint8_28_by_28_are_refused(tmp_path, no_data_home, images,
                                                         code, found):
-    _write_set(tmp_path / "mnist")
-    _replace(tmp_path / "mnist", "train-images-idx3-ubyte", images, code)
-    with pytest.raises(ValueError) as error:
-        load_mnist(data_home=tmp_path)
-    message = str(error.value)
+    message = _refusal_of(tmp_path, "train-images-idx3-ubyte", images, code)
     for expected in ("train-images-idx3-ubyte.gz", found, "uint8", "(n, 28, 28)"):
         assert expected in message, expected
 

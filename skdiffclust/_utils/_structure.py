@@ -130,10 +130,10 @@ def structure_of(X, labels, random_state):
     if X is None or sp.issparse(X) or np.ndim(X) != 2:
         return None
     rng = numpy_generator(random_state)
-    X = np.asarray(X, dtype=np.float64)
-    if X.shape[0] > SAMPLE:
+    if X.shape[0] > SAMPLE:  # sampled before the float64 copy: the rows read only
         rows = np.sort(rng.choice(X.shape[0], SAMPLE, replace=False))
         X, labels = X[rows], labels[rows]
+    X = np.asarray(X, dtype=np.float64)
     with threadpool_limits(1):  # the same answer on any thread count
         cut = neighbourhood_cut(X, labels)
         blob = float(np.mean([blob_cut(X, np.unique(labels).size, rng)
