@@ -266,12 +266,12 @@ class PhaseTimer:
         return timed
 
     def __enter__(self):
-        from skdiffclust.prcut import _spectral, _start
+        from skdiffclust.prcut import _start
 
         self._restore = [(_start, "build_graph", _start.build_graph),
-                         (_spectral, "spectral_start", _spectral.spectral_start)]
+                         (_start, "spectral_start", _start.spectral_start)]
         _start.build_graph = self._timed("graph", _start.build_graph)
-        _spectral.spectral_start = self._timed("start", _spectral.spectral_start)
+        _start.spectral_start = self._timed("start", _start.spectral_start)
         self.begin = time.perf_counter()
         return self
 
@@ -472,7 +472,7 @@ def deep_images(data):
 def spectral_pca_graph(data):
     from sklearn.cluster import SpectralClustering
 
-    from skdiffclust.prcut._graph import knn_affinity
+    from skdiffclust._graphcut._graph import knn_affinity
 
     graph = knn_affinity(pca_features(data), 10)
     model = SpectralClustering(10, affinity="precomputed", assign_labels="cluster_qr",

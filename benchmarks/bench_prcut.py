@@ -64,7 +64,7 @@ from sklearn.metrics.pairwise import rbf_kernel
 from skdiffclust._utils._validation import center_and_scale
 from skdiffclust.datasets import make_graph_case
 from skdiffclust.prcut import PRCut, ratio_cut
-from skdiffclust.prcut._graph import knn_affinity
+from skdiffclust._graphcut._graph import knn_affinity
 
 N_NEIGHBORS = 10
 N_CLUSTERS = 10

@@ -241,14 +241,14 @@ def run_mnist_prcut(X, y, k):
 # (phase, module, function): the time spent in each function, less the time of
 # the phases called inside it (fit to the partition runs inside the training)
 PHASES = [
-    ("kNN search", "skdiffclust.prcut._graph", "kneighbors"),
-    ("symmetrisation", "skdiffclust.prcut._graph", "affinity_from_neighbors"),
+    ("kNN search", "skdiffclust._graphcut._graph", "kneighbors"),
+    ("symmetrisation", "skdiffclust._graphcut._graph", "affinity_from_neighbors"),
     ("components", "skdiffclust.prcut._start", "connected_component_labels"),
-    ("eigengap", "skdiffclust.prcut._spectral", "narrow_eigengap"),
-    ("spectral start", "skdiffclust.prcut._spectral", "spectral_partition"),
+    ("eigengap", "skdiffclust._graphcut._spectral", "narrow_eigengap"),
+    ("spectral start", "skdiffclust._graphcut._spectral", "spectral_partition"),
     ("fit to partition", "skdiffclust.prcut._fit", "fit_to_partition"),
     ("training", "skdiffclust.prcut._fit", "train_prcut"),
-    ("objectives", "skdiffclust.prcut._graph", "partition_objective"),
+    ("objectives", "skdiffclust._graphcut._graph", "partition_objective"),
     ("final labels", "skdiffclust.prcut._estimator", "exported_network"),
 ]
 

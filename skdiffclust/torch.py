@@ -8,7 +8,7 @@ user guide, "The objectives in your own torch model"):
   :func:`constraints_from_labels` (``forest/_torch.py``): perturbed spanning
   forests and the partial Fenchel-Young loss (Stewart et al., NeurIPS 2023), on
   the CPU or on S's CUDA device;
-* :class:`PRCutLoss` and :class:`PRCutBatchPairs` (``prcut/_loss.py``,
+* :class:`PRCutLoss` and :class:`PRCutBatchPairs` (``_graphcut/_loss.py``,
   ``prcut/_device.py``): PRCut's batch objective and its batch pairs of a graph;
 * :func:`gemini_loss` (``gemini/_torch.py``): the GEMINI objectives;
 * :class:`ClAMLayer` and :func:`clam_loss` (``clam/_layer.py``): ClAM's
@@ -31,7 +31,7 @@ from skdiffclust.forest._torch import (  # noqa: E402
 )
 from skdiffclust.gemini._torch import gemini_loss  # noqa: E402
 from skdiffclust.prcut._device import PRCutBatchPairs  # noqa: E402
-from skdiffclust.prcut._loss import PRCutLoss  # noqa: E402
+from skdiffclust._graphcut._loss import PRCutLoss  # noqa: E402
 
 __all__ = [
     "ClAMLayer",

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 import skdiffclust
+from skdiffclust._registry import ESTIMATORS
 
 ROOT = Path(__file__).resolve().parents[1]
 # the sources of the package under test: the checkout's, or the installed ones in
@@ -21,16 +22,20 @@ SOURCES = Path(skdiffclust.__file__).resolve().parents[1]
 PACKAGE = SOURCES / "skdiffclust"
 ARCHITECTURE = (ROOT / "ARCHITECTURE.md").read_text(encoding="utf-8")
 
+# one folder per method: the folders of the registry's estimators (a new
+# estimator's entry brings its folder under every rule below)
+METHODS = {entry.estimator.__module__.split(".")[1] for entry in ESTIMATORS}
 # ARCHITECTURE.md's floors: a module imports from its floor or below, never above
 FLOORS = {
     "exceptions": 1,
     "_utils": 2,
-    "_training": 3, "_neighbors": 3, "_ivf": 3, "datasets": 3,
-    "forest": 4, "clam": 4, "prcut": 4, "gemini": 4,
-    "__init__": 5, "torch": 5, "metrics": 5, "inspection": 5, "_registry": 5, "deep": 5,
+    "_training": 3, "_graphcut": 3, "_neighbors": 3, "_ivf": 3, "datasets": 3,
+    **{method: 4 for method in METHODS},
+    "__init__": 5, "torch": 5, "metrics": 5, "inspection": 5, "_registry": 5,
     "__main__": 6,
 }
-METHODS = {"forest", "clam", "prcut", "gemini"}  # one folder per paper
+# the shared folders below the methods, each module named in ARCHITECTURE.md
+SHARED_FOLDERS = ("_utils", "_training", "_graphcut")
 
 MAX_LINES = 800
 MAX_ESTIMATOR_LINES = 600
@@ -158,7 +163,7 @@ def test_modules_stay_within_their_size(path):
         "by moving whole functions into a module of their own")
 
 
-@pytest.mark.parametrize("folder", ["_utils", "_training", *sorted(METHODS), "deep"])
+@pytest.mark.parametrize("folder", [*SHARED_FOLDERS, *sorted(METHODS)])
 def test_architecture_names_every_module_of_the_shared_and_method_folders(folder):
     names = [path.stem for path in sorted((PACKAGE / folder).glob("*.py"))
              if path.stem != "__init__"]
@@ -167,7 +172,7 @@ def test_architecture_names_every_module_of_the_shared_and_method_folders(folder
 
 
 # ARCHITECTURE.md's "Where the tests live": one folder of tests per method folder
-TEST_FOLDERS = METHODS | {"deep"}
+TEST_FOLDERS = METHODS
 
 
 def test_each_methods_tests_live_in_its_own_folder():
@@ -225,7 +230,7 @@ def test_auto_comparisons_are_found():
         "init == 'auto'", "n in ('auto', None)", "'auto' != m"]
 
 
-@pytest.mark.parametrize("folder", [*sorted(METHODS), "deep"])
+@pytest.mark.parametrize("folder", sorted(METHODS))
 def test_auto_values_are_decided_only_in_the_settings_record(folder):
     # ARCHITECTURE.md: a fit resolves every 'auto' once, in its settings record
     # (_settings.py); the estimator's constraints only list 'auto' as an option
@@ -233,3 +238,27 @@ def test_auto_values_are_decided_only_in_the_settings_record(folder):
              for path in sorted((PACKAGE / folder).glob("*.py")) if path.stem != "_settings"
              for line, code in _auto_comparisons(path.read_text(encoding="utf-8"))]
     assert not stray, f"'auto' decided outside {folder}/_settings.py: {stray}"
+
+
+def _modules_as_values(source):
+    """(line, code) of each ``a, b = import_...()``: modules handed back by a call
+    as values, which hide what a function uses from the reader and the import graph."""
+    tree = ast.parse(source)
+    return [(node.lineno, ast.unparse(node)) for node in ast.walk(tree)
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
+            and "import" in ast.unparse(node.value.func).lower()
+            and any(isinstance(target, ast.Tuple) for target in node.targets)]
+
+
+def test_modules_as_values_are_found():
+    found = _modules_as_values("a, b = import_training()\nc = import_optional('x', 'y')\n"
+                               "d, e = _import_torch()\n")
+    assert [line for line, _ in found] == [1, 3]
+
+
+def test_no_module_is_passed_as_a_value():
+    # ARCHITECTURE.md: torch is imported where it is used, after import_optional
+    # says what is missing; no function hands modules back to its caller
+    found = [f"{path.relative_to(SOURCES)}:{line} {code}" for path in _modules()
+             for line, code in _modules_as_values(path.read_text(encoding="utf-8"))]
+    assert not found, f"modules passed as values: {found}"

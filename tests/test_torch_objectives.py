@@ -14,7 +14,7 @@ from torch import nn
 
 from skdiffclust.gemini import OBJECTIVES, gemini_value_and_grad
 from skdiffclust.prcut._device import PaddedGraph
-from skdiffclust.prcut._graph import bipartite_objective, pbar_floor
+from skdiffclust._graphcut._graph import bipartite_objective, pbar_floor
 from skdiffclust.torch import PRCutBatchPairs, PRCutLoss, gemini_loss, set_input_checks
 
 CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")

@@ -7,6 +7,7 @@ imports torch.
 import contextlib
 import copy
 import math
+import warnings
 
 import numpy as np
 import scipy.sparse as sp
@@ -194,3 +195,14 @@ def apply_in_batches(module, X, device, batch_size=4096):
             outputs.append(module(tensor_from_numpy(rows, dtype, device))
                            .to("cpu", torch.float64).numpy())
     return np.concatenate(outputs) if outputs else np.empty((0, 0))
+
+
+def shared_tensor(array):
+    """A CPU tensor sharing a NumPy array's memory, read-only arrays included.
+
+    torch warns that writing into a read-only array (a memory map) is undefined;
+    PRCut only reads it, and a copy could double the memory of a large affinity.
+    """
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*not writable.*")
+        return torch.as_tensor(array)

@@ -44,10 +44,9 @@ from skdiffclust._utils._torch import float32_by_default, make_generator
 from skdiffclust.deep._augment import strong_view, weak_view
 from skdiffclust.deep._features import graph_features
 from skdiffclust.deep._network import build_network, evaluate
-from skdiffclust.prcut._spectral import spectral_start
-from skdiffclust.prcut._graph import affinity_from_neighbors, partition_objective
-from skdiffclust.prcut._loss import EdgeBlock, PRCutLoss
-from skdiffclust.prcut._start import CountedGraph
+from skdiffclust._graphcut._graph import affinity_from_neighbors, partition_objective
+from skdiffclust._graphcut._loss import EdgeBlock, PRCutLoss
+from skdiffclust._graphcut._measures import GraphMeasures, spectral_start
 
 # the probability that an image's partner is another view of itself rather than
 # one of its neighbours
@@ -210,10 +209,10 @@ def start_of(images, settings, *, feature_seed, start_seed):
     device = torch.device(settings.device)
     neighbours, graph = graph_of(images, settings.n_neighbors, feature_seed,
                                  settings.n_threads, device=device)
-    settings, count = settings.counted(
-        CountedGraph(graph, None, device, start_seed, settings.n_threads))
-    _, labels = spectral_start(graph, settings.n_clusters, start=settings, device=device,
-                               seed=start_seed, graph_threads=settings.n_threads,
+    measures = GraphMeasures(graph, device=device, seed=start_seed,
+                             n_threads=settings.n_threads)
+    settings, count = settings.counted(measures)
+    _, labels = spectral_start(measures, settings.n_clusters, start=settings,
                                gamma=settings.gamma)
     return neighbours, graph, labels, settings, count
 

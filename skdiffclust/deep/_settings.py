@@ -10,7 +10,8 @@ from dataclasses import dataclass, replace
 
 from skdiffclust._utils._threads import host_threads
 from skdiffclust._utils._count import ClusterCount
-from skdiffclust.prcut._settings import count_clusters, resolve_start
+from skdiffclust._graphcut._count import count_clusters
+from skdiffclust._graphcut._start import resolve_start
 
 # 'auto' max_iter: about this many steps of the clustering phase in all (at
 # least MIN_EPOCHS epochs): 4 epochs of 60,000 images in batches of 256, 140 of
@@ -23,7 +24,7 @@ MIN_EPOCHS = 3
 LAST_AXIS_CHANNELS = (1, 3, 4)
 
 # n_clusters='auto': the number whose partitions of the graph are the most stable
-# (prcut._stability: k-means runs on the spectral embedding of the graph's
+# (_graphcut._stability: k-means runs on the spectral embedding of the graph's
 # shared-neighbour weights, twice as wide as the number, from 20 starts). The
 # spectrum's largest jump in ratio, PRCut's criterion on tables, counted too few
 # on images: their graphs' spectra rise smoothly, and jump as much at a coarse
@@ -164,10 +165,10 @@ class DeepSettings:
 
     def counted(self, graph):
         """These settings with ``n_clusters`` an integer, and how it was found
-        (``n_clusters='auto'``: :func:`~skdiffclust.prcut._settings.count_clusters`
+        (``n_clusters='auto'``: ``_graphcut._count.count_clusters``
         by the stability of the partitions of the graph's shared-neighbour
         weights; candidates up to ``max_clusters``, and at most an integer
-        ``n_eigenvectors``). ``graph``: a ``prcut._start.CountedGraph``, asked
+        ``n_eigenvectors``). ``graph``: a ``_graphcut._measures.GraphMeasures``, asked
         only for ``'auto'``.
 
         Returns
@@ -184,8 +185,8 @@ class DeepSettings:
         return replace(self, n_clusters=count.n_clusters), count
 
     def resolved_start(self, n_clusters, graph):
-        """The spectral start on ``graph`` (a ``prcut._settings.StartGraph``): the
+        """The spectral start on ``graph`` (a ``_graphcut._measures.GraphMeasures``): the
         shared-neighbour weights, which undo the hubs of features in many
         dimensions, ``n_eigenvectors`` resolved by PRCut's rule
-        (:func:`~skdiffclust.prcut._settings.resolve_start`); asked once per fit."""
+        (``_graphcut._start.resolve_start``); asked once per fit."""
         return resolve_start("spectral_snn", self.n_eigenvectors, n_clusters, graph)

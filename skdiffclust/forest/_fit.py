@@ -73,14 +73,17 @@ def train_embedding(estimator, X, partial_labels, sample_shape, n_clusters):
             "embedding needs feature vectors; it cannot be used with "
             "metric='precomputed'."
         )
-    embedding_module, torch_utils = _import_torch_training()
+    import_optional("torch", "SpanningForestClustering(embedding=...)")
+    from skdiffclust._utils._torch import make_generator
+    from skdiffclust.forest._embedding import fit_embedding, make_embedding
+
     labels = (np.full(X.shape[0], UNLABELLED) if partial_labels is None
               else check_partial_labels(partial_labels, X.shape[0], "partial_labels"))
     init_seed, train_seed, split_seed = derive_seeds(estimator.random_state, 3)
-    module = embedding_module.make_embedding(
+    module = make_embedding(
         estimator.embedding, X.shape[1], estimator.n_components,
         check_hidden_layer_sizes(estimator.hidden_layer_sizes),
-        torch_utils.make_generator(init_seed),
+        make_generator(init_seed),
     )
     validation_data = None
     if estimator.early_stopping and np.count_nonzero(labels != UNLABELLED) >= 2:
@@ -94,7 +97,7 @@ def train_embedding(estimator, X, partial_labels, sample_shape, n_clusters):
     # 'linear' and 'mlp' embed with NumPy (no torch object is kept, so that the
     # fitted model loads without torch); a user module is kept as a CPU template
     device = training_device(estimator.device, estimator.embedding, estimator.batch_size)
-    return embedding_module.fit_embedding(
+    return fit_embedding(
         module, X, labels, embedding_settings(estimator, n_clusters, device, train_seed),
         validation_data=validation_data, sample_shape=sample_shape,
         keep_template=not isinstance(estimator.embedding, str))
@@ -112,11 +115,3 @@ def embedding_settings(estimator, n_clusters, device, seed):
         learning_rate_schedule=estimator.learning_rate_schedule,
         steps_per_epoch=estimator.steps_per_epoch,
         solver_threads=host_threads(estimator.n_jobs))
-
-
-def _import_torch_training():
-    import_optional("torch", "SpanningForestClustering(embedding=...)")
-    from skdiffclust._utils import _torch
-    from skdiffclust.forest import _embedding
-
-    return _embedding, _torch

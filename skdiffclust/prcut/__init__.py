@@ -4,6 +4,6 @@ Ghriss & Monteleoni, AISTATS 2025.
 """
 
 from skdiffclust.prcut._estimator import PRCut
-from skdiffclust.prcut._graph import ratio_cut
+from skdiffclust._graphcut._graph import ratio_cut
 
 __all__ = ["PRCut", "ratio_cut"]

@@ -16,20 +16,20 @@ Each graph returns the block between a left and a right batch as an
 pairs and reads their blocks with the same classes, for a user's training loop.
 """
 
-import warnings
 import numpy as np
 import scipy.sparse as sp
 import torch
 
 from skdiffclust._training._torch import PairedBatches
+from skdiffclust._utils._torch import shared_tensor
 from skdiffclust._utils._torch_checks import (
     check_float_dtype,
     check_generator,
     check_positive_int,
     checked_device,
 )
-from skdiffclust.prcut._graph import BatchPairExtractor, check_precomputed_affinity
-from skdiffclust.prcut._loss import DenseBlock, EdgeBlock
+from skdiffclust._graphcut._graph import BatchPairExtractor, check_precomputed_affinity
+from skdiffclust._graphcut._loss import DenseBlock, EdgeBlock
 
 # ELL padding may cost at most this many times the stored entries (plus one slot
 # per row) before the host CSR path is preferred
@@ -117,17 +117,6 @@ class DenseGraph:
         block = self.matrix[left[:, None], right[None, :]].to(self.dtype)
         block = torch.where(left[:, None] == right[None, :], 0.0, block)
         return DenseBlock(block, self.dtype)
-
-
-def shared_tensor(array):
-    """A CPU tensor sharing a NumPy array's memory, read-only arrays included.
-
-    torch warns that writing into a read-only array (a memory map) is undefined;
-    PRCut only reads it, and a copy could double the memory of a large affinity.
-    """
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=".*not writable.*")
-        return torch.as_tensor(array)
 
 
 def device_graph(W, device, dtype):

@@ -23,7 +23,7 @@ from skdiffclust._utils._validation import (ANY_INTEGER, NumberInterval, Renamed
                                             refusing_former_names,
                                             check_hidden_layer_sizes, check_magnitude,
                                             check_n_clusters, validate_data)
-from skdiffclust.prcut._graph import bipartite_modularity
+from skdiffclust._graphcut._graph import bipartite_modularity
 from skdiffclust.prcut._inference import (COUNT_ATTRIBUTES, NETWORK_ATTRIBUTES, exported_network,
                                           fitted_attributes, fitted_count, module_logits,
                                           predict_logits)
@@ -31,7 +31,7 @@ from skdiffclust.prcut._inputs import (DTYPES, check_fit_inputs, check_nd_sample
                                        check_stream_affinity, reads_rows, score_graph_source,
                                        x_is_affinity)
 from skdiffclust.prcut._settings import PRCutSettings, StartSettings
-from skdiffclust.prcut._start import import_training, network_input, training_start
+from skdiffclust.prcut._start import network_input, training_device, training_start
 from skdiffclust.prcut._stream import PRCutStream
 
 
@@ -362,16 +362,16 @@ class PRCut(RenamedParameters, ClassNamePrefixFeaturesOutMixin, TransformerMixin
         check_n_clusters(self.n_clusters, X.shape[0], auto=True)
         self._graph_input_used = graph_input is not None
         graph_input = check_fit_inputs(X, graph_input, affinity=self.affinity)
-        training, torch_utils = import_training()
         settings = self._training_settings(
-            X.shape[0], torch_utils.resolve_device(self.device), verbose=self.verbose)
+            X.shape[0], training_device(self.device), verbose=self.verbose)
+        from skdiffclust.prcut._fit import train_and_keep_best  # torch, checked above
         begun = training_start(X, settings, StartSettings.of(self),
                                n_seeds=2 * self.n_init + 1, graph_input=graph_input)
         inputs, settings = network_input(X, begun.scaling, begun.settings)
-        weights, curve = training.train_and_keep_best(
+        weights, curve = train_and_keep_best(
             inputs, begun.graph, settings, n_init=self.n_init, seeds=begun.seeds,
             initial_labels=begun.initial_labels, whole=begun.whole)
-        network, labels = exported_network(weights, X, begun.scaling, self.module, torch_utils)
+        network, labels = exported_network(weights, X, begun.scaling, self.module)
         if begun.whole:  # the components exactly, whatever a boundary sample's network says
             labels = begun.initial_labels
         self._set_fitted(network, labels, begun.graph, curve, begun.count, settings.device)
@@ -416,8 +416,8 @@ class PRCut(RenamedParameters, ClassNamePrefixFeaturesOutMixin, TransformerMixin
         check_magnitude(X)
         check_hidden_layer_sizes(self.hidden_layer_sizes)
         self._graph_input_used = False
-        training, torch_utils = import_training()
-        settings = self._training_settings(X.shape[0], torch_utils.resolve_device("cpu"))
+        settings = self._training_settings(X.shape[0], training_device("cpu"))
+        from skdiffclust.prcut._fit import INIT_ERROR_TARGET  # torch, checked above
         start = StartSettings.of(self)
         if stream is None:
             begun = training_start(X, settings, start, n_seeds=2 * self.n_init + 2,
@@ -428,12 +428,12 @@ class PRCut(RenamedParameters, ClassNamePrefixFeaturesOutMixin, TransformerMixin
                 inputs, graph, begun.initial_labels, scaling=scaling, settings=settings,
                 stream_seed=begun.seeds[-1],
                 seeds=[begun.seeds[2 * i:2 * i + 2] for i in range(self.n_init)],
-                fit_target=0.0 if begun.whole else training.INIT_ERROR_TARGET)
+                fit_target=0.0 if begun.whole else INIT_ERROR_TARGET)
         else:  # on a copy: a failed call leaves the estimator as it was
             count = fitted_count(self)  # the first call's
             stream, scaling, graph, weights = stream.continued(
                 X, start, settings.but(n_clusters=count.n_clusters))
-        network, labels = exported_network(weights, X, scaling, self.module, torch_utils)
+        network, labels = exported_network(weights, X, scaling, self.module)
         self._set_fitted(network, labels, graph, stream.curve(), count, "cpu",
                          keep_all=X.shape[0] < count.n_clusters)
         keep_stream(self, stream, X)

@@ -31,12 +31,13 @@ from skdiffclust._utils._torch import (
     optimizer_state_from_numpy,
     optimizer_state_to_numpy,
     seeded_global_rng,
+    shared_tensor,
     state_to_numpy,
 )
-from skdiffclust.prcut._device import HostGraph, device_graph, shared_tensor
-from skdiffclust.prcut._loss import PRCutLoss, WholeGraphBlock
+from skdiffclust.prcut._device import HostGraph, device_graph
+from skdiffclust._graphcut._loss import PRCutLoss, WholeGraphBlock
 from skdiffclust.prcut._module import copy_module
-from skdiffclust.prcut._selection import keep_best
+from skdiffclust._graphcut._selection import keep_best
 from skdiffclust.prcut._start_fit import (
     INIT_ERROR_TARGET,
     INIT_LEARNING_RATE,
@@ -330,7 +331,7 @@ def train_prcut(X, graph, settings, *, init_seed, batch_seed, name="PRCut",
 def train_and_keep_best(X, graph, settings, *, n_init, seeds, initial_labels, whole):
     """``fit``'s training: ``n_init`` networks (:func:`train_prcut`, the i-th from
     the seeds ``seeds[2 i]`` and ``seeds[2 i + 1]``), of which the one
-    :func:`~skdiffclust.prcut._selection.keep_best` keeps: the one whose partition
+    :func:`~skdiffclust._graphcut._selection.keep_best` keeps: the one whose partition
     uses the most clusters, then has the lowest objective on the whole graph
     (with an initial partition, the network fitted to it competes too). With
     ``whole`` (``initial_labels`` are the graph's components), one network is

@@ -67,14 +67,16 @@ def module_logits(module, X):
 NETWORK_ATTRIBUTES = ("coefs_", "intercepts_", "module_", "module_outputs_")
 
 
-def exported_network(weights, X, scaling, module, torch_utils):
+def exported_network(weights, X, scaling, module):
     """The fitted network from exported weights (the built-in network's, moved
     onto raw features by ``scaling``, or ``module``'s state) and its labels of X,
     as ``predict`` gives them."""
     if module is None:
         weights = scaling.on_raw_features(*weights)
         return weights, predict_logits(X, *weights).argmax(1)
-    network = torch_utils.module_from_state(module, weights)
+    from skdiffclust._utils._torch import module_from_state  # a user's module: torch
+
+    network = module_from_state(module, weights)
     return network, module_logits(network, X).argmax(1)
 
 
@@ -95,7 +97,7 @@ def fitted_attributes(network, labels, graph, curve, *, count, gamma, module,
     ``start`` settings (``_fitted_with``); with ``n_clusters='auto'``, the candidates and their
     scores (``count``, a ``ClusterCount``). ``keep_all``: keep every cluster (a
     chunk of ``partial_fit`` too small to fill them says nothing of them)."""
-    from skdiffclust.prcut._graph import partition_objective
+    from skdiffclust._graphcut._graph import partition_objective
 
     n_clusters = count.n_clusters
     if not count.clear:

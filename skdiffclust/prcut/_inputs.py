@@ -17,7 +17,7 @@ from skdiffclust._utils._validation import (
     check_magnitude,
     warn_if_looks_like_distances,
 )
-from skdiffclust.prcut._graph import check_precomputed_affinity
+from skdiffclust._graphcut._graph import check_precomputed_affinity
 from skdiffclust.prcut._scaling import (
     AffinityRows,
     FeatureScaling,

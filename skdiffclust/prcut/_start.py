@@ -10,14 +10,13 @@ from typing import NamedTuple
 
 from skdiffclust._utils._random import derive_seeds
 from skdiffclust._utils._threads import host_threads
-from skdiffclust.prcut._graph import (
-    degree_skewness,
-    shared_neighbor_graph,
+from skdiffclust._graphcut._graph import (
     build_graph,
     connected_component_labels,
     group_components,
     warn_on_degenerate_graph,
 )
+from skdiffclust._graphcut._measures import GraphMeasures, spectral_start
 from skdiffclust.prcut._inputs import graph_source_and_input
 from skdiffclust.prcut._scaling import AffinityRows, FeatureScaling
 
@@ -79,8 +78,9 @@ def training_start(X, settings, start, *, n_seeds, graph_input=None,
     if isinstance(source, FeatureScaling):
         graph = build_graph(source, start, settings.device, stacklevel=6)
     components = connected_component_labels(graph)
-    settings, count = settings.counted(CountedGraph(
-        graph, components, settings.device, seeds[2 * start.n_init], host_threads(start.n_jobs)))
+    measures = GraphMeasures(graph, components, device=settings.device,
+                             seed=seeds[2 * start.n_init], n_threads=host_threads(start.n_jobs))
+    settings, count = settings.counted(measures)
     n_clusters = settings.n_clusters
     whole = bool(start.keep_components and components.max() + 1 >= n_clusters)
     warn_on_degenerate_graph(components, getattr(source, "identical", False),
@@ -89,63 +89,11 @@ def training_start(X, settings, start, *, n_seeds, graph_input=None,
     if whole:  # zero cuts: whole components, which training could only cut
         initial_labels = group_components(components, n_clusters)
     elif start.init != "random":
-        from skdiffclust.prcut._spectral import spectral_start  # needs torch
-
-        reweighted, initial_labels = spectral_start(
-            graph, n_clusters, components, start=start, device=settings.device,
-            seed=seeds[2 * start.n_init], graph_threads=host_threads(start.n_jobs),
-            gamma=settings.gamma)
+        reweighted, initial_labels = spectral_start(measures, n_clusters, start=start,
+                                                    gamma=settings.gamma)
         if reweighted is not graph and not stream:
             graph = reweighted  # train on the graph the start read (see the user guide)
     return TrainingStart(seeds, scaling, graph, initial_labels, whole, settings, count)
-
-
-class CountedGraph:
-    """What ``n_clusters='auto'`` reads of the graph (``PRCutSettings.counted``),
-    each measure taken when asked: its connected ``components`` (each vertex's),
-    the skewness of its degrees, and the spectrum of its normalised Laplacian or
-    the stability of its partitions (of the graph, or of its shared-neighbour
-    weights, counted once), with the start's seed."""
-
-    def __init__(self, graph, components, device, seed, n_threads):
-        self.graph, self._components = graph, components
-        self.device, self.seed, self.n_threads = device, seed, n_threads
-        self._shared = None
-
-    @property
-    def components(self):
-        """Each vertex's connected component (counted when first asked, if not given)."""
-        if self._components is None:
-            self._components = connected_component_labels(self.graph)
-        return self._components
-
-    def degree_skewness(self):
-        return degree_skewness(self.graph)
-
-    def weights(self, shared_neighbours):
-        """The graph, or its shared-neighbour weights (computed once)."""
-        if not shared_neighbours:
-            return self.graph
-        if self._shared is None:
-            self._shared = shared_neighbor_graph(self.graph, self.n_threads)
-        return self._shared
-
-    def spectrum(self, n_values, shared_neighbours):
-        """The ``n_values`` smallest eigenvalues, increasing."""
-        from skdiffclust.prcut._spectral import laplacian_spectrum  # needs torch
-
-        return laplacian_spectrum(self.weights(shared_neighbours), n_values,
-                                  device=self.device, seed=self.seed,
-                                  product_threads=self.n_threads)
-
-    def stability(self, candidates, shared_neighbours):
-        """The stability, modularity and relative cut of each candidate's
-        partitions (a ``_stability.CandidateMeasures``)."""
-        from skdiffclust.prcut._stability import PartitionStability  # needs torch
-
-        return PartitionStability(self.weights(shared_neighbours), int(candidates[-1]),
-                                  device=self.device, seed=self.seed,
-                                  n_threads=self.n_threads)(candidates)
 
 
 def network_input(X, scaling, settings):
@@ -162,13 +110,13 @@ def network_input(X, scaling, settings):
     return (scaling.network_input() if builtin else X), settings
 
 
-def import_training():
-    """PRCut's torch trainer and torch utilities (needs torch: imported by
-    ``fit`` and ``partial_fit``, never by ``import skdiffclust``)."""
+def training_device(device):
+    """The torch device ``device`` names (``'auto'`` resolved), after checking that
+    torch, which PRCut's training needs, is installed (``fit`` and ``partial_fit``
+    ask it first; ``import skdiffclust`` imports no torch)."""
     from skdiffclust._utils._optional import import_optional
 
     import_optional("torch", "PRCut")
-    from skdiffclust._utils import _torch
-    from skdiffclust.prcut import _fit
+    from skdiffclust._utils._torch import resolve_device
 
-    return _fit, _torch
+    return resolve_device(device)

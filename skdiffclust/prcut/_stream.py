@@ -23,7 +23,7 @@ import numpy as np
 
 from skdiffclust._training._stream import StreamState, check_chunk_units
 from skdiffclust._utils._random import MAX_SEED
-from skdiffclust.prcut._selection import check_finite, keep_best
+from skdiffclust._graphcut._selection import check_finite, keep_best
 
 
 @dataclass
@@ -88,7 +88,7 @@ class PRCutStream(StreamState):
         first chunk's units, with ``start``'s settings), the network's exported
         weights. A chunk those units cannot hold is refused first (a ValueError
         naming the call); this stream is left as it was."""
-        from skdiffclust.prcut._graph import build_graph
+        from skdiffclust._graphcut._graph import build_graph
         from skdiffclust.prcut._inputs import flat
         from skdiffclust.prcut._start import network_input
 

@@ -1,5 +1,5 @@
 """DeepImageClustering's n_clusters='auto': the number whose partitions of the
-images' graph are the most stable (``prcut._stability``)."""
+images' graph are the most stable (``_graphcut._stability``)."""
 
 import warnings
 

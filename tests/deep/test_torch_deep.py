@@ -53,7 +53,7 @@ def test_the_start_reads_the_shared_neighbours_of_the_graph():
     graph: on the digits it agrees with them better than the kNN graph's own wide
     start (2 * n_clusters eigenvectors, this recipe's first start)."""
     from skdiffclust.deep._fit import start_of
-    from skdiffclust.prcut._spectral import initial_partition
+    from skdiffclust._graphcut._spectral import initial_partition
 
     settings = DeepImageClustering(10, random_state=0)._settings(len(IMAGES))
     images = IMAGES[:, None].astype(np.float32)

@@ -24,8 +24,8 @@ from skdiffclust._utils._validation import (
     constant_features,
     looks_like_distances,
 )
-from skdiffclust.prcut._duplicates import find_copies, row_hashes
-from skdiffclust.prcut._graph import knn_affinity, scaled_knn_graph
+from skdiffclust._graphcut._duplicates import find_copies, row_hashes
+from skdiffclust._graphcut._graph import knn_affinity, scaled_knn_graph
 from skdiffclust.prcut._scaling import FeatureScaling
 
 TORCH = pytest.mark.torch

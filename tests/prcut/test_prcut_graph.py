@@ -10,7 +10,7 @@ from sklearn.neighbors import kneighbors_graph
 
 from skdiffclust import metrics
 from skdiffclust.prcut import ratio_cut
-from skdiffclust.prcut._graph import (
+from skdiffclust._graphcut._graph import (
     BatchPairExtractor,
     bipartite_objective,
     check_precomputed_affinity,
@@ -23,7 +23,7 @@ from skdiffclust.prcut._graph import (
     prcut_objective,
     shared_neighbor_graph,
 )
-from skdiffclust.prcut._settings import HUB_SKEWNESS, resolve_start
+from skdiffclust._graphcut._start import HUB_SKEWNESS, resolve_start
 from skdiffclust.prcut._inference import predict_probabilities
 
 
@@ -236,7 +236,7 @@ def test_shared_neighbor_weights_are_the_same_bits_from_scipy_and_the_kernel(
         n, density, seed, monkeypatch):
     # small graphs are counted by SciPy's sparse product, large ones by the numba
     # kernel: the same integers, so the same weights
-    from skdiffclust.prcut import _graph
+    from skdiffclust._graphcut import _graph
 
     W = _random_graph(n, density, seed)
     by_scipy = shared_neighbor_graph(W)
@@ -269,7 +269,7 @@ def test_degree_skewness_is_the_skewness_of_the_k_occurrences_of_a_knn_graph():
 
 
 class _Measured:
-    """What a start's 'auto' values are resolved from (``_spectral.StartGraph``'s
+    """What a start's 'auto' values are resolved from (``_measures.GraphMeasures``'
     measures, without torch): the graph's skewness and neighbourhoods, and a given
     eigengap, whose questions are recorded."""
 

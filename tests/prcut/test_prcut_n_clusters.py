@@ -7,8 +7,8 @@ from sklearn.metrics import adjusted_rand_score
 from sklearn.utils._param_validation import InvalidParameterError
 
 from skdiffclust import PRCut
-from skdiffclust.prcut._settings import (COUNT_FLOOR, count_candidates, count_scores,
-                                         large_components)
+from skdiffclust._graphcut._count import (COUNT_FLOOR, count_candidates, count_scores,
+                                          large_components)
 
 
 # ---------------------------------------------------------------- the rule (NumPy)

@@ -13,7 +13,7 @@ from sklearn.metrics.pairwise import rbf_kernel
 
 from skdiffclust.prcut import PRCut, ratio_cut
 from skdiffclust.prcut import _fit as _training
-from skdiffclust.prcut import _spectral
+from skdiffclust._graphcut import _spectral
 from tests._data import load_benchmark
 
 pytestmark = pytest.mark.torch
@@ -105,7 +105,7 @@ def test_training_only_ever_improves_on_the_initial_partition():
 def test_score_is_a_silhouette_and_chooses_the_number_of_blobs():
     from sklearn.metrics import silhouette_score
 
-    from skdiffclust.prcut._graph import graph_measures
+    from skdiffclust._graphcut._graph import graph_measures
 
     X, _ = make_blobs(240, n_features=4, centers=4, cluster_std=0.5, random_state=3)
     fits = {k: _fit(X, k) for k in (2, 4, 7)}

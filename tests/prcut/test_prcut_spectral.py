@@ -11,16 +11,17 @@ from sklearn.metrics import adjusted_rand_score
 
 from skdiffclust._training import StoppingRule
 from skdiffclust._utils._torch import make_generator
-from skdiffclust.prcut import _spectral
-from skdiffclust.prcut._graph import (
+from skdiffclust._graphcut import _spectral
+from skdiffclust._graphcut._graph import (
     check_precomputed_affinity,
     knn_affinity,
     shared_neighbor_graph,
 )
-from skdiffclust.prcut._settings import StartSettings, clear_eigengap
-from skdiffclust.prcut._spectral import (
+from skdiffclust._graphcut._measures import GraphMeasures
+from skdiffclust._graphcut._start import clear_eigengap
+from skdiffclust.prcut._settings import StartSettings
+from skdiffclust._graphcut._spectral import (
     NormalisedAdjacency,
-    StartGraph,
     cluster_qr,
     group_components,
     initial_partition,
@@ -194,7 +195,8 @@ def _auto_start(W, n_clusters, init="spectral_snn", gamma=0.0):
     start = StartSettings(n_neighbors=10, affinity="precomputed", rbf_gamma=None,
                           algorithm="auto", n_jobs=None, random_state=0, init=init,
                           n_eigenvectors="auto", keep_components=True, n_init=1)
-    measured = StartGraph(W, n_clusters, device=CPU, seed=0)
+    measured = GraphMeasures(W, device=CPU, seed=0)
+    measured.n_clusters = n_clusters
     resolved = start.resolved_start(n_clusters, measured)
     return (resolved, *measured.partition(resolved, gamma))
 
@@ -238,7 +240,7 @@ def test_auto_width_stays_narrow_where_the_laplacian_has_a_clear_eigengap():
 
 
 def test_the_wide_start_is_reproducible_and_independent_of_the_thread_count():
-    from skdiffclust.prcut._spectral import initial_partition
+    from skdiffclust._graphcut._spectral import initial_partition
 
     from skdiffclust._training._torch import torch_threads
 

@@ -1,4 +1,4 @@
-"""The stability of a graph's partitions (``prcut._stability``), the criterion of
+"""The stability of a graph's partitions (``_graphcut._stability``), the criterion of
 ``n_clusters='auto'`` on images: the agreement of k-means runs on the graph's
 spectral embedding at each candidate number of clusters."""
 
@@ -13,13 +13,14 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from sklearn.metrics import adjusted_rand_score
 
-from skdiffclust.prcut._settings import count_clusters, stands_out
+from skdiffclust._graphcut._count import count_clusters, stands_out
 
 torch = pytest.importorskip("torch", reason="the embedding is computed with torch")
 pytestmark = pytest.mark.torch
 
-from skdiffclust.prcut._graph import affinity_from_neighbors, shared_neighbor_graph  # noqa: E402
-from skdiffclust.prcut._stability import (  # noqa: E402
+from skdiffclust._graphcut._graph import (  # noqa: E402
+    affinity_from_neighbors, shared_neighbor_graph)
+from skdiffclust._graphcut._stability import (  # noqa: E402
     STABILITY_RUNS, mean_pairwise_ari, partition_stability)
 
 
@@ -73,7 +74,7 @@ def test_the_measure_is_the_same_in_a_process_started_with_one_thread():
     candidates = np.arange(2, 9)
     here = partition_stability(graph, candidates, device="cpu", seed=5, n_threads=2)
     code = ("import sys, numpy as np; from tests.prcut.test_prcut_stability import "
-            "_blobs_graph; from skdiffclust.prcut._stability import partition_stability; "
+            "_blobs_graph; from skdiffclust._graphcut._stability import partition_stability; "
             "s = partition_stability(_blobs_graph(4), np.arange(2, 9), device='cpu', "
             "seed=5, n_threads=1); np.save(sys.stdout.buffer, s)")
     env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1",
@@ -86,7 +87,7 @@ def test_the_measure_is_the_same_in_a_process_started_with_one_thread():
 
 def test_runs_partition_a_sample_of_large_graphs(monkeypatch):
     """Above the sample's size, the runs partition a seeded sample of the rows."""
-    import skdiffclust.prcut._stability as stability_module
+    import skdiffclust._graphcut._stability as stability_module
 
     graph = _blobs_graph(3, per_blob=100)
     seen = []
@@ -108,7 +109,7 @@ def test_the_graph_measures_are_those_of_a_partition_of_every_sample():
     """Three blobs: their partition cuts only the bridges; noise is cut through."""
     from sklearn.neighbors import NearestNeighbors
 
-    from skdiffclust.prcut._stability import PartitionStability, graph_measures
+    from skdiffclust._graphcut._stability import PartitionStability, graph_measures
 
     graph = _blobs_graph(3)
     measures = PartitionStability(graph, 4, device="cpu", seed=0)(np.array([2, 3, 4]))
@@ -132,7 +133,7 @@ class KnownStability:
     modularities and relative cuts (0.05 unless given)."""
 
     def __init__(self, stability, components, modularity=None, cut=None):
-        from skdiffclust.prcut._stability import CandidateMeasures
+        from skdiffclust._graphcut._stability import CandidateMeasures
 
         size = len(stability)
         self.measures = CandidateMeasures(

@@ -24,9 +24,9 @@ from sklearn.metrics.pairwise import rbf_kernel
 from skdiffclust._utils._torch import make_generator
 from skdiffclust._utils._validation import center_and_scale
 from skdiffclust.prcut import PRCut, ratio_cut
-from skdiffclust.prcut._graph import knn_affinity, pbar_floor, shared_neighbor_graph
+from skdiffclust._graphcut._graph import knn_affinity, pbar_floor, shared_neighbor_graph
 from skdiffclust.prcut._inference import predict_probabilities
-from skdiffclust.prcut._loss import (
+from skdiffclust._graphcut._loss import (
     PRCutLoss,
     bound_and_gradient,
     bound_of_batch_mean,
@@ -488,8 +488,8 @@ def test_auto_start_of_blobs_with_hubs_and_a_clear_eigengap_is_the_graphs_own():
     # computed once, for the gap and the start), not the shared-neighbour one
     from sklearn.datasets import make_blobs
 
-    from skdiffclust.prcut._graph import degree_skewness
-    from skdiffclust.prcut._settings import HUB_SKEWNESS
+    from skdiffclust._graphcut._graph import degree_skewness
+    from skdiffclust._graphcut._start import HUB_SKEWNESS
 
     X, y = make_blobs(3000, 32, centers=5, cluster_std=6, random_state=0)
     auto = PRCut(n_clusters=5, random_state=0, device="cpu").fit(X)

@@ -13,7 +13,7 @@ from torch import nn
 
 from skdiffclust.metrics import clustering_accuracy
 from skdiffclust.prcut import PRCut
-from skdiffclust.prcut._graph import scaled_knn_graph, shared_neighbor_graph
+from skdiffclust._graphcut._graph import scaled_knn_graph, shared_neighbor_graph
 from skdiffclust.prcut._scaling import FeatureScaling
 
 pytestmark = [pytest.mark.torch,

@@ -6,7 +6,7 @@ Kept apart from the estimator; ``_estimator`` (``fit``) and ``_stream``
 
 import numpy as np
 
-from skdiffclust.prcut._graph import partition_objective
+from skdiffclust._graphcut._graph import partition_objective
 
 # a candidate network replaces the kept one when its objective is lower by more than
 # this fraction

@@ -32,8 +32,8 @@ from sklearn.cluster import KMeans
 from threadpoolctl import threadpool_limits
 
 from skdiffclust._training._torch import one_thread
-from skdiffclust.prcut._graph import graph_measures
-from skdiffclust.prcut._spectral import NormalisedAdjacency, top_eigenvectors
+from skdiffclust._graphcut._graph import graph_measures
+from skdiffclust._graphcut._spectral import NormalisedAdjacency, top_eigenvectors
 
 # k-means runs per candidate (pairs of runs compared: RUNS * (RUNS - 1) / 2)
 STABILITY_RUNS = 20

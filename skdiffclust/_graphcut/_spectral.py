@@ -35,15 +35,9 @@ import scipy.sparse as sp
 import torch
 
 from skdiffclust._training._torch import one_thread, torch_threads
-from skdiffclust.prcut._device import shared_tensor
-from skdiffclust.prcut._graph import (
-    connected_component_labels,
-    degree_skewness,
-    group_components,
-    mean_neighbourhood,
-    shared_neighbor_graph,
-)
-from skdiffclust.prcut._selection import clearly_better, partition_rank
+from skdiffclust._utils._torch import shared_tensor
+from skdiffclust._graphcut._graph import connected_component_labels, group_components
+from skdiffclust._graphcut._selection import clearly_better, partition_rank
 
 # graphs with at most this many vertices get a dense eigendecomposition (exact,
 # and cheaper than iterating at that size)
@@ -408,81 +402,3 @@ def laplacian_spectrum(graph, n_values, *, device, seed, product_threads=None):
         operator = NormalisedAdjacency(graph, device, dtype, product_threads)
         _, values = top_eigenvectors(operator, n_values, seed, with_values=True)
     return np.sort(1.0 - values.double().cpu().numpy())[:n_values]
-
-
-class StartGraph:
-    """The graph of a spectral start, and the measures its ``'auto'`` values are
-    resolved from (``_settings.StartGraph``): each taken when the settings' rule
-    first asks for it, once. The shared-neighbour weights are counted on
-    ``graph_threads``; the eigenvectors an eigengap was read from are kept for
-    the start's partition."""
-
-    def __init__(self, graph, n_clusters, components=None, *, device, seed,
-                 graph_threads=1):
-        self.graph, self.n_clusters, self.components = graph, n_clusters, components
-        self.device, self.seed, self.graph_threads = device, seed, graph_threads
-        self.n_samples = graph.shape[0]
-        self._shared, self._narrow = None, {}
-
-    def n_components(self):
-        """The graph's connected components (its shared-neighbour weights keep
-        them; counted on those, where not given)."""
-        if self.components is None:
-            self.components = connected_component_labels(self.weights(True))
-        return int(self.components.max()) + 1
-
-    def degree_skewness(self):
-        """The skewness of the graph's weighted degrees (``_graph.degree_skewness``)."""
-        return degree_skewness(self.graph)
-
-    def mean_neighbourhood(self):
-        """The graph's mean closed neighbourhood (``_graph.mean_neighbourhood``)."""
-        return mean_neighbourhood(self.graph)
-
-    def weights(self, shared_neighbours):
-        """The graph, or its shared-neighbour weights (computed once)."""
-        if not shared_neighbours:
-            return self.graph
-        if self._shared is None:
-            self._shared = shared_neighbor_graph(self.graph, self.graph_threads)
-        return self._shared
-
-    def eigengap(self, shared_neighbours):
-        """The Laplacian's eigenvalues ``n_clusters`` and ``n_clusters + 1`` of
-        :meth:`weights` (:func:`narrow_eigengap`)."""
-        gap, self._narrow[shared_neighbours] = narrow_eigengap(
-            self.weights(shared_neighbours), self.n_clusters, device=self.device,
-            seed=self.seed, product_threads=self.graph_threads)
-        return gap
-
-    def partition(self, resolved, gamma=0.0):
-        """The graph the start reads and its partition (:func:`initial_partition`)
-        for ``resolved`` (a ``ResolvedStart``)."""
-        graph = self.weights(resolved.shared_neighbours)
-        labels = initial_partition(
-            graph, self.n_clusters, self.components, device=self.device, seed=self.seed,
-            widths=resolved.widths, gamma=gamma,
-            eigenvectors=self._narrow.get(resolved.shared_neighbours),
-            product_threads=self.graph_threads)
-        return graph, labels
-
-
-def spectral_start(graph, n_clusters, components=None, *, start, device, seed,
-                   graph_threads=1, gamma=0.0):
-    """The graph a spectral start reads and its partition: ``start`` (the
-    estimator's settings record) resolves the start's ``'auto'`` values once, by
-    its ``resolved_start(n_clusters, graph)``, from the measures of
-    :class:`StartGraph` (an eigengap it asks for is solved once, its eigenvectors
-    kept for the partition). The graph's integer counts and its products with the
-    eigenvectors run on ``graph_threads`` (neither depends on the count), the rest
-    on one thread.
-
-    Returns
-    -------
-    start_graph : scipy.sparse.csr_matrix
-        ``graph`` or its shared-neighbour weights (counted on ``graph_threads``).
-    labels : ndarray of int64, shape (n_samples,)
-    """
-    measured = StartGraph(graph, n_clusters, components, device=device, seed=seed,
-                          graph_threads=graph_threads)
-    return measured.partition(start.resolved_start(n_clusters, measured), gamma)

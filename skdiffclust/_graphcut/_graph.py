@@ -86,7 +86,7 @@ def scaled_knn_graph(scaling, *, n_neighbors, affinity, rbf_gamma, algorithm, de
     and joined (``_duplicates``). ``n_neighbors`` is clipped to the distinct
     samples less one, with a warning when ``warn`` (``stacklevel`` above the
     caller), as is a graph that is complete or nearly so."""
-    from skdiffclust.prcut._duplicates import find_copies
+    from skdiffclust._graphcut._duplicates import find_copies
 
     Z = scaling.metric
     copies = find_copies(Z)

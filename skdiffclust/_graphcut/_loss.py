@@ -52,7 +52,7 @@ from skdiffclust._utils._torch_checks import (
     non_negative,
 )
 from skdiffclust._utils._torch_checks import probabilities as on_simplex
-from skdiffclust.prcut._graph import pbar_floor
+from skdiffclust._graphcut._graph import pbar_floor
 
 
 class EdgeBlock:
