@@ -12,7 +12,7 @@ Not imported by ``import skdiffclust``.
 """
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -102,6 +102,20 @@ class Entry:
         Whether ``fit`` reads images: the tests' rows of features reach it as
         images (:meth:`as_input`), and the tests whose premise is a row of
         features (sparse rows, scikit-learn's checks on their own data) say so.
+    stability_cases : tuple of (str, str)
+        Development datasets of the Clustering Benchmarks suite, (battery, name),
+        on which fits on jittered copies must agree (``tests/test_stability.py``):
+        every estimator whose fit draws random numbers and reads rows of features
+        has some.
+    deterministic : bool
+        Whether ``fit`` draws no random numbers (then it needs no stability cases).
+    auto : dict or None
+        Parameters (on top of ``params``) of its ``n_clusters='auto'`` instance,
+        where it counts clusters: scikit-learn's checks, the bad-input and the
+        training-contract tests run it too (:meth:`counting`).
+    pinned : dict
+        Parameters every instance keeps, whatever a test asks for (the
+        ``'auto'`` instance's ``n_clusters``).
     """
 
     name: str
@@ -114,6 +128,10 @@ class Entry:
     torch_parameters: tuple = ()
     checks: tuple = ({},)
     images: bool = False
+    stability_cases: tuple = ()
+    deterministic: bool = False
+    auto: dict = None
+    pinned: dict = field(default_factory=dict)
 
     def as_input(self, X):
         """The tests' rows of features ``X`` as ``fit`` reads them: ``X`` itself, or
@@ -121,8 +139,18 @@ class Entry:
         return rows_as_images(X) if self.images else X
 
     def make(self, **params):
-        """An instance with the tests' parameters, updated by ``params``."""
-        return self.estimator(**{**self.params, **params})
+        """An instance with the tests' parameters, updated by ``params`` (but
+        :attr:`pinned`)."""
+        return self.estimator(**{**self.params, **params, **self.pinned})
+
+    def counting(self):
+        """The entry of its ``n_clusters='auto'`` instance (named ``<name>-auto``),
+        or None where it does not count clusters."""
+        if self.auto is None:
+            return None
+        return replace(self, name=f"{self.name}-auto", params={**self.params, **self.auto},
+                       checks=({},), pinned={"n_clusters": "auto", **self.pinned},
+                       stability_cases=(), auto=None)
 
     def make_trained(self, **params):
         """An instance whose ``fit`` trains by epochs (:attr:`training`)."""
@@ -159,6 +187,7 @@ ESTIMATORS = (
                 dict(metric="precomputed"),
                 dict(embedding="linear", **_FOREST_EMBEDDING_CHECKS),
                 dict(embedding="mlp", hidden_layer_sizes=(8,), **_FOREST_EMBEDDING_CHECKS)),
+        deterministic=True, auto=dict(max_clusters=4),
     ),
     Entry(
         "ClAM", ClAM,
@@ -166,6 +195,8 @@ ESTIMATORS = (
         params=dict(device="cpu", random_state=0),
         checks=(_CLAM_CHECKS, dict(metric="cosine", weighted=True, **_CLAM_CHECKS),
                 dict(init="random", mask_prob=0.0, n_init=2, max_iter=3)),
+        stability_cases=(("uci", "yeast"), ("fcps", "atom"), ("uci", "glass"),
+                         ("wut", "graph"), ("wut", "trapped_lovers")),
     ),
     Entry(
         "PRCut", PRCut,
@@ -173,6 +204,10 @@ ESTIMATORS = (
         params=dict(device="cpu", random_state=0), fit_needs_torch=True,
         checks=(_PRCUT_CHECKS, dict(hidden_layer_sizes=(8,), **_PRCUT_CHECKS),
                 dict(affinity="rbf", **_PRCUT_CHECKS)),
+        stability_cases=(("fcps", "engytime"), ("uci", "ecoli"), ("uci", "glass")),
+        # keep_components=False: its fit trains even where the count is the graph's
+        # components (the training contract's blobs: two components)
+        auto=dict(max_clusters=4, keep_components=False, **_PRCUT_CHECKS),
     ),
     Entry(
         "SparseGEMINI", SparseGEMINI,
@@ -181,6 +216,8 @@ ESTIMATORS = (
         checks=(dict(max_iter=20),
                 dict(gemini="wasserstein_ovo", hidden_layer_sizes=(), max_iter=5),
                 dict(gemini="mmd_ova", alpha=1.0, relax=True, max_iter=10)),
+        stability_cases=(("uci", "statlog"), ("uci", "glass"), ("sipu", "d31")),
+        auto=dict(max_clusters=4, max_iter=20),
     ),
     Entry(
         "DeepImageClustering", DeepImageClustering,
@@ -191,7 +228,10 @@ ESTIMATORS = (
         params=dict(max_iter=5, n_heads=2, device="cpu", random_state=0),
         fit_needs_torch=True, images=True,
         checks=(dict(max_iter=2, n_heads=1),),
+        auto=dict(max_clusters=4, max_iter=2, n_heads=1),
     ),
 )
 
 BY_NAME = {entry.name: entry for entry in ESTIMATORS}
+# the n_clusters='auto' instances of the estimators that count clusters
+COUNTING = tuple(entry.counting() for entry in ESTIMATORS if entry.auto is not None)

@@ -7,24 +7,28 @@ class name, its value the registry entry, marked ``torch`` where the fit needs i
 
 import pytest
 
-from skdiffclust._registry import BY_NAME, ESTIMATORS
+from skdiffclust._registry import BY_NAME, COUNTING, ESTIMATORS
 
 TORCH = pytest.mark.torch
 
 
-def each(select=None, *, trained=False):
+def each(select=None, *, trained=False, counting=False):
     """A ``pytest.param`` of each registered estimator that ``select(entry)`` keeps;
-    ``trained``: under its :attr:`~skdiffclust._registry.Entry.training` parameters."""
+    ``trained``: under its :attr:`~skdiffclust._registry.Entry.training` parameters;
+    ``counting``: and of each ``n_clusters='auto'`` instance (``COUNTING``)."""
+    entries = ESTIMATORS + (COUNTING if counting else ())
     return [pytest.param(entry, id=entry.name, marks=_marks(entry, trained))
-            for entry in ESTIMATORS if select is None or select(entry)]
+            for entry in entries if select is None or select(entry)]
 
 
-def each_with(cases, leave_out=None):
-    """A ``pytest.param(case, entry)`` of each case and registered estimator, but the
-    pairs that ``leave_out(entry, case)`` names (an estimator the case's premise
-    does not hold for: the caller says why)."""
+def each_with(cases, leave_out=None, *, counting=False):
+    """A ``pytest.param(case, entry)`` of each case and registered estimator (and
+    ``n_clusters='auto'`` instance, ``counting``), but the pairs that
+    ``leave_out(entry, case)`` names (an estimator the case's premise does not hold
+    for: the caller says why)."""
+    entries = ESTIMATORS + (COUNTING if counting else ())
     return [pytest.param(case, entry, id=f"{entry.name}-{case}", marks=_marks(entry, False))
-            for entry in ESTIMATORS for case in cases
+            for entry in entries for case in cases
             if leave_out is None or not leave_out(entry, case)]
 
 
@@ -34,7 +38,7 @@ def _marks(entry, trained):
 
 def check_instances(*, torch):
     """The instances scikit-learn's checks run on: those needing torch, or not."""
-    return [entry.make(**params) for entry in ESTIMATORS for params in entry.checks
+    return [entry.make(**params) for entry in ESTIMATORS + COUNTING for params in entry.checks
             if entry.needs_torch(**params) == torch]
 
 

@@ -8,13 +8,16 @@ import inspect
 
 import pytest
 
+from skdiffclust._registry import ESTIMATORS
+
 validate = pytest.importorskip(
     "numpydoc.validate", reason="numpydoc (the doc extra) validates the docstrings").validate
 
 HAS_TORCH = importlib.util.find_spec("torch") is not None
+# the public modules: the package's own, and each registered estimator's folder
 MODULES = ("skdiffclust", "skdiffclust.torch", "skdiffclust.metrics", "skdiffclust.datasets",
-           "skdiffclust.inspection", "skdiffclust.prcut", "skdiffclust.clam",
-           "skdiffclust.forest", "skdiffclust.gemini", "skdiffclust.deep")
+           "skdiffclust.inspection",
+           *sorted({entry.estimator.__module__.rsplit(".", 1)[0] for entry in ESTIMATORS}))
 # the public modules that import torch (their callables are checked where it is
 # installed, and marked ``torch``; without it, one skipped test each says so)
 TORCH_MODULES = ("skdiffclust.torch",)

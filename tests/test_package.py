@@ -48,13 +48,11 @@ def test_clam_trains_and_predicts_on_the_cpu_without_importing_torch():
 def test_public_names():
     """Each public name is the object of the method's folder that defines it, and the
     version is the one the installed distribution carries."""
-    homes = {
-        "ClAM": "skdiffclust.clam",
-        "DeepImageClustering": "skdiffclust.deep",
-        "PRCut": "skdiffclust.prcut",
-        "SparseGEMINI": "skdiffclust.gemini",
+    from skdiffclust._registry import ESTIMATORS
+
+    homes = {  # every registered estimator, from its method's folder; the functions
+        **{entry.name: entry.estimator.__module__.rsplit(".", 1)[0] for entry in ESTIMATORS},
         "gemini_value_and_grad": "skdiffclust.gemini",
-        "SpanningForestClustering": "skdiffclust.forest",
         "constraints_from_labels": "skdiffclust.forest",
         "spanning_forest": "skdiffclust.forest",
     }

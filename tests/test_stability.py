@@ -44,20 +44,12 @@ def _pairwise_aris(make, shared_data, battery, name):
     return [adjusted_rand_score(a, b) for a, b in itertools.combinations(labels, 2)]
 
 
-# every registered estimator whose fit draws random numbers has cases here, on
-# development datasets of its own; single linkage draws none, and the batteries
-# hold no images for an estimator that reads images
-DETERMINISTIC = {"SpanningForestClustering"}
-IMAGES = {entry.name for entry in ESTIMATORS if entry.images}
-CASES = [
-    ("ClAM", "uci", "yeast"), ("ClAM", "fcps", "atom"), ("ClAM", "uci", "glass"),
-    ("ClAM", "wut", "graph"), ("ClAM", "wut", "trapped_lovers"),
-    *[pytest.param("PRCut", battery, name, marks=pytest.mark.torch,
-                   id=f"PRCut-{battery}/{name}")
-      for battery, name in (("fcps", "engytime"), ("uci", "ecoli"), ("uci", "glass"))],
-    ("SparseGEMINI", "uci", "statlog"), ("SparseGEMINI", "uci", "glass"),
-    ("SparseGEMINI", "sipu", "d31"),
-]
+# every registered estimator whose fit draws random numbers has cases in its
+# registry entry, on development datasets of its own; single linkage draws none,
+# and the batteries hold no images for an estimator that reads images
+CASES = [pytest.param(entry.name, battery, name, id=f"{entry.name}-{battery}/{name}",
+                      marks=[pytest.mark.torch] if entry.fit_needs_torch else [])
+         for entry in ESTIMATORS for battery, name in entry.stability_cases]
 
 
 @pytest.mark.shared_data
@@ -72,8 +64,9 @@ def test_fits_on_jittered_copies_agree(shared_data, estimator, battery, name):
 
 
 def test_every_randomised_estimator_has_cases():
-    covered = {case.values[0] if hasattr(case, "values") else case[0] for case in CASES}
-    assert covered == {entry.name for entry in ESTIMATORS} - DETERMINISTIC - IMAGES
+    missing = [entry.name for entry in ESTIMATORS
+               if not (entry.stability_cases or entry.deterministic or entry.images)]
+    assert not missing, f"no stability_cases in the registry entries of {missing}"
 
 
 @pytest.mark.shared_data
