@@ -164,7 +164,7 @@ def with_a_sixth_method(tmp_path_factory):
 def _pytest(root, *args):
     env = {key: value for key, value in os.environ.items()
            if key not in ("SKDIFFCLUST_TEST_INSTALLED", "PYTHONPATH")}
-    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q",
+    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-n0",
                            *args], cwd=root, env=env, capture_output=True, text=True,
                           timeout=600)
 
