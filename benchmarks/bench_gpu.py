@@ -248,8 +248,8 @@ def main():
         from skdiffclust.clam._device import Machine
         from skdiffclust.clam._settings import training_device
 
-        print(f"ClAM(device='cuda') trains with: {training_device('cuda', 16, Machine())}"
-              " ('numba-cuda': the fused kernel; a torch device: the torch path)")
+        print(f"ClAM(device='cuda') trains with: {training_device('cuda', 16, Machine()).backend}"
+              " ('numba-cuda': the fused kernel; 'torch': the torch path)")
     header = (f"{'case':<48} {'cpu s':>8} {'cuda s':>8} {'cpu/cuda':>9} {'ARI cpu':>8} "
               f"{'ARI cuda':>9} {'epochs':>9}")
     print(header)

@@ -191,8 +191,10 @@ def test_every_registry_driven_test_module_reaches_a_sixth_method(with_a_sixth_m
     assert "tests/test_common.py" in modules and "tests/test_stability.py" in modules
     result = _pytest(with_a_sixth_method, "--collect-only", *modules)
     assert result.returncode == 0, result.stdout[-3000:]
-    reached = {line.split("::")[0] for line in result.stdout.splitlines()
-               if "softkmeans" in line.lower()}
+    collected = [line for line in result.stdout.splitlines() if "::" in line]
+    reached = {line.split("::")[0] for line in collected if "softkmeans" in line.lower()}
+    # a module skipped whole here (an extra not installed: dask, numpydoc) collects nothing
+    modules = sorted({line.split("::")[0] for line in collected} & set(modules))
     # the torch-only modules collect only the estimators whose checks need torch
     torch_only = {"tests/test_torch_common.py", "tests/prcut/test_torch_common_prcut.py"}
     # two tests read the registry whole: the public names and the quickstart's tour,
@@ -200,6 +202,7 @@ def test_every_registry_driven_test_module_reaches_a_sixth_method(with_a_sixth_m
     whole = {"tests/test_package.py::test_public_names",
              "tests/test_quickstart.py::test_quickstart_tours_every_registered_estimator"}
     missing = sorted(set(modules) - reached - torch_only - {t.split("::")[0] for t in whole})
+    assert len(modules) >= 10, modules
     assert not missing, f"test modules that do not reach a sixth method: {missing}"
     told = _pytest(with_a_sixth_method, *whole)
     assert "2 failed" in told.stdout and told.stdout.count("SoftKMeans") >= 2, told.stdout[-3000:]

@@ -335,15 +335,15 @@ class _Quadratic:
 def _train_quadratic(device):
     import torch
 
-    from skdiffclust._training._torch import UniformBatches, train
+    from skdiffclust._training._torch import TrainOptions, UniformBatches, train
 
     data = torch.as_tensor(np.random.default_rng(0).normal(3.0, 1.0, (256, 2)),
                            dtype=torch.float32, device=device)
     task = _Quadratic(data, device)
     generator = torch.Generator(device=device).manual_seed(0)
-    result = train(task, UniformBatches(256, 32, generator, device), learning_rate=0.1,
-                   max_iter=300, tol=1e-4, n_iter_no_change=5, name="Quadratic",
-                   device=device)
+    result = train(task, UniformBatches(256, 32, generator, device), TrainOptions(
+        name="Quadratic", device=device, learning_rate=0.1, max_iter=300, tol=1e-4,
+        n_iter_no_change=5))
     return task.point.detach().cpu().numpy(), result, data.mean(0).cpu().numpy()
 
 
@@ -447,7 +447,7 @@ def test_cosine_decay_brings_stochastic_training_to_rest_at_the_minimum():
     # mean; decayed to zero, the same training ends at it
     import torch
 
-    from skdiffclust._training._torch import CosineDecay, UniformBatches, train
+    from skdiffclust._training._torch import CosineDecay, TrainOptions, UniformBatches, train
 
     data = torch.as_tensor(np.random.default_rng(0).normal(3.0, 1.0, (256, 2)),
                            dtype=torch.float32)
@@ -455,8 +455,8 @@ def test_cosine_decay_brings_stochastic_training_to_rest_at_the_minimum():
     for schedule, scheduler in (("constant", None), ("cosine", CosineDecay.over(20))):
         task = _Quadratic(data, "cpu")
         train(task, UniformBatches(256, 4, torch.Generator().manual_seed(0), "cpu"),
-              learning_rate=0.3, max_iter=20, tol=0.0, n_iter_no_change=100,
-              name="Quadratic", device="cpu", scheduler=scheduler, warn=False)
+              TrainOptions(name="Quadratic", device="cpu", learning_rate=0.3, max_iter=20,
+                           tol=0.0, n_iter_no_change=100, scheduler=scheduler, warn=False))
         distances[schedule] = float(torch.linalg.norm(task.point.detach() - data.mean(0)))
     assert distances["cosine"] < 0.2 * distances["constant"]
 

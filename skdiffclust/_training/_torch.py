@@ -32,6 +32,7 @@ import contextlib
 import functools
 import math
 import warnings
+from dataclasses import dataclass
 from typing import Protocol
 
 import torch
@@ -228,24 +229,25 @@ class _Stepper:
         return self.static_objective.clone()
 
 
-def train(task, sampler, *, learning_rate, max_iter, tol, n_iter_no_change, name,
-          device, verbose=False, min_epochs=0, capture=None, scheduler=None,
-          warn=True, target=None, cooldown=None, optimizer=None, weight_decay=0.0,
-          validation=None):
-    """Train a task with Adam, epoch by epoch, until it converges.
+@dataclass(frozen=True)
+class TrainOptions:
+    """How :func:`train` trains a task: one record, so that a method's options
+    reach the trainer whole and a new option is a field, not a keyword of every
+    caller (``replace(options, max_iter=1)`` for a variant).
 
-    Parameters
+    Attributes
     ----------
-    task : TorchTask
-    sampler : UniformBatches, PooledBatches, PairedBatches or similar
-        ``sampler.epoch()`` returns an epoch's batches: an object with
-        ``shape[0]`` batches whose ``[i]`` is what ``task.loss`` takes (the
-        samplers of this module: index tensors drawn on ``device``).
+    name : str
+        The estimator's name (the bar, the ``ConvergenceWarning``).
+    device : torch.device or str
     learning_rate : float
         Adam's step size.
-    max_iter, tol, n_iter_no_change, min_epochs, target, name, verbose :
+    max_iter, tol, n_iter_no_change : int, float, int
         See :func:`skdiffclust._training._loop.run_epochs`.
-    device : torch.device
+    verbose : bool, default=False
+    min_epochs : int, default=0
+    target : float, default=None
+        See :func:`skdiffclust._training._loop.run_epochs`.
     capture : bool or None, default=None
         Capture the step in a CUDA graph; ``None`` means when the device is CUDA
         and the task is capturable.
@@ -269,20 +271,54 @@ def train(task, sampler, *, learning_rate, max_iter, tol, n_iter_no_change, name
         ``validation() -> float``, an error on held-out data (lower is better),
         computed after each epoch: the stopping rule watches it instead of the
         training objective (early stopping: an ``EarlyStopping`` hook of the loop).
+    """
+
+    name: str
+    device: object
+    learning_rate: float
+    max_iter: int
+    tol: float
+    n_iter_no_change: int
+    verbose: bool = False
+    min_epochs: int = 0
+    target: object = None
+    capture: object = None
+    scheduler: object = None
+    warn: bool = True
+    cooldown: object = None
+    optimizer: object = None
+    weight_decay: float = 0.0
+    validation: object = None
+
+
+def train(task, sampler, options):
+    """Train a task with Adam, epoch by epoch, until it converges.
+
+    Parameters
+    ----------
+    task : TorchTask
+    sampler : UniformBatches, PooledBatches, PairedBatches or similar
+        ``sampler.epoch()`` returns an epoch's batches: an object with
+        ``shape[0]`` batches whose ``[i]`` is what ``task.loss`` takes (the
+        samplers of this module: index tensors drawn on ``device``).
+    options : TrainOptions
+        How: the stopping rule, Adam, the schedule, the device.
 
     Returns
     -------
     TrainingResult
     """
     refuse_inference_mode()
-    device = torch.device(device)
+    device = torch.device(options.device)
+    capture, optimizer, scheduler = options.capture, options.optimizer, options.scheduler
     on_cuda = device.type == "cuda"
     if capture is None:
         capture = on_cuda and getattr(task, "capturable", False)
     if optimizer is None:
         # torch's schedulers (ClAM's ReduceLROnPlateau) take torch.optim's optimisers only
-        optimizer = adam(list(task.parameters()), learning_rate, capturable=bool(capture),
-                         on_cuda=on_cuda, weight_decay=weight_decay,
+        optimizer = adam(list(task.parameters()), options.learning_rate,
+                         capturable=bool(capture), on_cuda=on_cuda,
+                         weight_decay=options.weight_decay,
                          state_dict=not _reads_param_groups_only(scheduler))
     else:
         capture = False  # a given optimiser was not made capturable
@@ -313,19 +349,21 @@ def train(task, sampler, *, learning_rate, max_iter, tol, n_iter_no_change, name
 
     hooks = [hook for hook in (
         None if lr_schedule is None else EveryEpoch(lr_schedule.step),
-        None if cooldown is None else optimizer_cooldown(optimizer, *cooldown),
+        None if options.cooldown is None else optimizer_cooldown(optimizer, *options.cooldown),
         None if getattr(task, "settled", None) is None else SettledWhen(task.settled),
-        None if validation is None else EarlyStopping(validation),
+        None if options.validation is None else EarlyStopping(options.validation),
     ) if hook is not None]
     context = one_thread(device)
     # gradients on, whatever the caller's mode (a fit inside torch.no_grad() failed
     # with torch's "element 0 of tensors does not require grad")
     with context, contextlib.nullcontext() if on_cuda else flushed_denormals(), \
             torch.enable_grad(), \
-            TrainingSession(name, verbose=verbose, total=max_iter, warn=warn) as session:
+            TrainingSession(options.name, verbose=options.verbose, total=options.max_iter,
+                            warn=options.warn) as session:
         return run_epochs(
-            epoch, max_iter=max_iter, tol=tol, n_iter_no_change=n_iter_no_change,
-            name=name, min_epochs=min_epochs, target=target, hooks=hooks, session=session)
+            epoch, max_iter=options.max_iter, tol=options.tol,
+            n_iter_no_change=options.n_iter_no_change, name=options.name,
+            min_epochs=options.min_epochs, target=options.target, hooks=hooks, session=session)
 
 
 def adam(parameters, learning_rate, *, capturable, on_cuda, weight_decay=0.0,

@@ -219,12 +219,8 @@ def warn_if_looks_like_distances(S, name, *, kind, consequence, fix, stacklevel)
 
 def check_n_clusters(n_clusters, n_samples, *, auto=False):
     """Raise unless ``n_clusters`` is an integer between 1 and ``n_samples`` (or
-    ``'auto'`` where the estimator can choose it: ``auto``, among 2 samples or more)."""
+    ``'auto'`` where the estimator can choose it: ``auto``)."""
     if auto and isinstance(n_clusters, str) and n_clusters == "auto":
-        if n_samples < 2:
-            raise ValueError(
-                f"n_clusters='auto' counts the clusters of at least 2 samples; got "
-                f"n_samples={n_samples}.")
         return
     if not isinstance(n_clusters, numbers.Integral) or isinstance(n_clusters, bool):
         expected = "an integer or 'auto'" if auto else "an integer"

@@ -10,9 +10,7 @@ from typing import NamedTuple
 
 from skdiffclust._utils._cuda import is_numba_error
 from skdiffclust._utils._optional import import_optional
-
-# settings.device of the fused kernel (``_cuda_fit``): numba.cuda, no torch needed
-NUMBA_CUDA = "numba-cuda"
+from skdiffclust.clam._settings import NUMBA_CUDA, kernel_fallback, torch_training_device
 
 # Below _settings.CUDA_MIN_BATCH_SIZE, device='auto' trains with the fused kernel (one thread block
 # per restart, its batches one after another) where it was measured to win: at
@@ -42,8 +40,6 @@ class FitShape(NamedTuple):
 class Machine:
     """What this machine offers a fit of shape ``fit`` (a :class:`FitShape`; None:
     an unknown fit), as ``_settings.training_device`` asks it."""
-
-    NUMBA_CUDA = NUMBA_CUDA
 
     def __init__(self, fit=None):
         self.fit = fit
@@ -91,27 +87,24 @@ def train_where_resolved(train, settings, requested_device):
     except Exception as error:
         if not is_numba_error(error):
             raise
-        from skdiffclust.clam._settings import kernel_fallback
-
-        fallback = kernel_fallback(requested_device)
-        if fallback == "cuda":
-            fallback = torch_cuda_or_raise(error)
+        fallback = kernel_fallback(requested_device) or torch_cuda_or_raise(error)
         warnings.warn(
             f"ClAM(device={requested_device!r}) could not train with its CUDA kernel "
             f"({type(error).__name__}: {error}); it trained "
-            f"{'on the CPU' if fallback == 'cpu' else 'in torch on CUDA'} instead. "
+            f"{'on the CPU' if fallback.type == 'cpu' else 'in torch on CUDA'} instead. "
             "Installing numba-cuda for this CUDA version enables the kernel.",
             RuntimeWarning, stacklevel=2)
         return train(dataclasses.replace(settings, device=fallback)), fallback
 
 
 def torch_cuda_or_raise(error):
-    """torch's CUDA device, or ``error`` raised again where torch is not installed."""
+    """torch on CUDA (a ``TrainingDevice``), or ``error`` raised again where torch
+    is not installed."""
     if not torch_installed():
         raise error
     from skdiffclust._utils._torch import resolve_device
 
-    return resolve_device("cuda")
+    return torch_training_device(resolve_device("cuda"))
 
 
 def torch_installed():

@@ -15,7 +15,6 @@ prototypes, prune restarts and average the last epoch
 
 from skdiffclust._training import run_epochs
 from skdiffclust._training._optim import ReduceOnPlateau
-from skdiffclust.clam._device import NUMBA_CUDA
 from skdiffclust.clam._settings import plateau_schedule, trained_restarts
 from skdiffclust.clam._trainer import CPUTrainer, LearningRates, RestartGuard
 
@@ -41,21 +40,22 @@ def train_restarts(X, fill, init_prototypes, dynamics, settings):
     init_prototypes : ndarray of shape (R, k, d)
     dynamics : Dynamics
     settings : TrainingSettings
-        On the CPU (``settings.device == 'cpu'``) the numba kernels train
-        (``_trainer.CPUTrainer``, with re-seeding and pruning as asked); on CUDA the
-        fused kernel (``'numba-cuda'``: ``_cuda_fit.CUDATrainer``, the same trainer
-        with its kernel on the GPU), or torch (a torch device: ``_torch_fit``,
-        without re-seeding or pruning) where numba.cuda cannot launch kernels.
+        Its ``device`` (a ``_settings.TrainingDevice``) says which trainer: the
+        numba kernels on the CPU (``'numba'``: ``_trainer.CPUTrainer``, with
+        re-seeding and pruning as asked), the fused kernel on CUDA
+        (``'numba-cuda'``: ``_cuda_fit.CUDATrainer``, the same trainer with its
+        kernel on the GPU), or torch on CUDA (``'torch'``: ``_torch_fit``, without
+        re-seeding or pruning) where numba.cuda cannot launch kernels.
 
     Returns
     -------
     TrainedRestarts
     """
     trainer_class = CPUTrainer
-    if isinstance(settings.device, str) and settings.device == NUMBA_CUDA:
+    if settings.device.backend == "numba-cuda":
         # the same trainer and host logic, its kernel on CUDA
         from skdiffclust.clam._cuda_fit import CUDATrainer as trainer_class
-    elif getattr(settings.device, "type", settings.device) != "cpu":
+    elif settings.device.backend == "torch":
         from skdiffclust.clam._torch_fit import train_on_device
 
         return train_on_device(X, fill, init_prototypes, dynamics, settings)

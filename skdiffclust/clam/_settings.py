@@ -14,6 +14,7 @@ below both.
 """
 
 from dataclasses import dataclass, fields
+from typing import NamedTuple
 
 import numpy as np
 
@@ -87,10 +88,31 @@ def scaled_learning_rate(learning_rate, spread, competition, n_features, beta, c
             / (max(sharpness, 0.5) * np.sqrt(max(sharpness, 1.0))))
 
 
+class TrainingDevice(NamedTuple):
+    """Where a fit trains, resolved once (:func:`training_device`): ``backend``
+    ``'numba'`` (the CPU kernels, no torch needed), ``'numba-cuda'`` (the fused
+    CUDA kernel, ``_cuda_fit``) or ``'torch'`` (torch on CUDA, ``_torch_fit``, on the
+    device named ``torch_device``, such as ``'cuda:0'``)."""
+
+    backend: str
+    torch_device: str = None
+
+    @property
+    def type(self):
+        """``'cpu'`` or ``'cuda'``: the fitted ``device_``."""
+        if self.backend == "torch":
+            return str(self.torch_device).split(":")[0]
+        return "cuda" if self.backend == "numba-cuda" else "cpu"
+
+
+CPU = TrainingDevice("numba")
+NUMBA_CUDA = TrainingDevice("numba-cuda")
+
+
 def training_device(device, batch_size, machine):
-    """Where a fit trains: 'cpu' (the numba kernels, no torch needed),
-    ``_device.NUMBA_CUDA`` (the fused kernel) or the torch device for CUDA;
-    ``machine`` (a ``_device.Machine``) answers what this machine offers the fit.
+    """Where a fit trains, a :class:`TrainingDevice`: the numba kernels on the CPU,
+    the fused kernel or torch on CUDA; ``machine`` (a ``_device.Machine``) answers
+    what this machine offers the fit.
 
     ``device='cuda'``: the fused kernel where numba.cuda can launch it, else torch.
     ``'auto'``: the CPU where no NVIDIA driver is; below
@@ -99,21 +121,27 @@ def training_device(device, batch_size, machine):
     installed.
     """
     if device == "cpu" or (device == "auto" and not machine.nvidia_driver_present()):
-        return "cpu"
+        return CPU
     if device == "auto" and batch_size < CUDA_MIN_BATCH_SIZE:
-        return machine.NUMBA_CUDA if machine.fused_wins(batch_size) else "cpu"
+        return NUMBA_CUDA if machine.fused_wins(batch_size) else CPU
     if device == "cuda" and machine.numba_cuda_available():
-        return machine.NUMBA_CUDA
+        return NUMBA_CUDA
     if device == "auto" and not machine.torch_installed():
-        return "cpu"
-    return machine.torch_device(device)
+        return CPU
+    return torch_training_device(machine.torch_device(device))
+
+
+def torch_training_device(device):
+    """The :class:`TrainingDevice` of a torch device: torch on CUDA, or the numba
+    kernels where torch resolved ``'auto'`` to its CPU."""
+    return CPU if device.type == "cpu" else TrainingDevice("torch", str(device))
 
 
 def kernel_fallback(device):
     """Where a fit whose fused kernel fails on this machine trains instead
-    (``_device.train_where_resolved``): 'cpu' for ``device='auto'`` (the CPU's
-    fit), 'cuda' (torch) for ``device='cuda'``."""
-    return "cpu" if device == "auto" else "cuda"
+    (``_device.train_where_resolved``): the CPU for ``device='auto'`` (the CPU's
+    fit), None for ``device='cuda'``: torch on CUDA, where torch is installed."""
+    return CPU if device == "auto" else None
 
 
 def plateau_schedule(learning_rate, patience):
@@ -145,7 +173,7 @@ class TrainingSettings:
     learning_rate: float
     tol: float
     n_iter_no_change: int
-    device: object = "cpu"  # 'cpu' (numba kernels) or a torch device (CUDA)
+    device: TrainingDevice = CPU
     seed: int = 0
     verbose: bool = False
     plateau_patience: int = PLATEAU_SCHEDULE["patience"]

@@ -17,7 +17,7 @@ that lives on the device.
 import numpy as np
 import torch
 
-from skdiffclust._training._torch import UniformBatches, make_generator, train
+from skdiffclust._training._torch import TrainOptions, UniformBatches, make_generator, train
 from skdiffclust._utils._torch import tensor_from_numpy
 from skdiffclust.clam._backprop import completion_loss_and_grads
 from skdiffclust.clam._data import dense_rows
@@ -123,7 +123,7 @@ def train_on_device(X, fill, init_prototypes, dynamics, settings):
     the CPU trainer's)."""
     if not isinstance(X, np.ndarray):  # a row source (sparse input): dense on the device
         X = dense_rows(X)
-    device = settings.device
+    device = torch.device(settings.device.torch_device)
     generator = make_generator(settings.seed, device)
     sampler = UniformBatches(X.shape[0], settings.batch_size, generator, device)
     task = CompletionTask(X, fill, init_prototypes, dynamics, weighted=settings.weighted,
@@ -136,9 +136,9 @@ def train_on_device(X, fill, init_prototypes, dynamics, settings):
         return torch.optim.lr_scheduler.ReduceLROnPlateau(
             optimizer, mode="min", threshold_mode="rel", **schedule)
 
-    result = train(task, sampler, learning_rate=settings.learning_rate,
-                   max_iter=settings.max_iter, tol=settings.tol,
-                   n_iter_no_change=settings.n_iter_no_change, name="ClAM", device=device,
-                   verbose=settings.verbose, scheduler=plateau,
-                   cooldown=(settings.cooldown_epochs, COOLDOWN_FACTOR))
+    result = train(task, sampler, TrainOptions(
+        name="ClAM", device=device, learning_rate=settings.learning_rate,
+        max_iter=settings.max_iter, tol=settings.tol,
+        n_iter_no_change=settings.n_iter_no_change, verbose=settings.verbose,
+        scheduler=plateau, cooldown=(settings.cooldown_epochs, COOLDOWN_FACTOR)))
     return trained_restarts(*task.averaged_parameters(), result)

@@ -31,6 +31,7 @@
 """
 
 import copy
+from dataclasses import replace
 from typing import NamedTuple
 
 import numpy as np
@@ -38,7 +39,8 @@ import torch
 from torch.nn import functional as F
 
 from skdiffclust._neighbors import kneighbors
-from skdiffclust._training._torch import UniformBatches, one_thread, torch_threads, train
+from skdiffclust._training._torch import (TrainOptions, UniformBatches, one_thread,
+                                          torch_threads, train)
 from skdiffclust._utils._scores import silhouette
 from skdiffclust._utils._torch import float32_by_default, make_generator
 from skdiffclust.deep._augment import strong_view, weak_view
@@ -236,8 +238,10 @@ def _fit_network(images, settings, seeds, name):
                                 network_seed, settings.max_side).to(device)
     data = torch.as_tensor(images, device=device)
     n = data.shape[0]
-    common = dict(learning_rate=settings.learning_rate, tol=settings.tol,
-                  n_iter_no_change=settings.n_iter_no_change, name=name, device=device)
+    common = TrainOptions(name=name, device=device, learning_rate=settings.learning_rate,
+                          max_iter=settings.max_iter, tol=settings.tol,
+                          n_iter_no_change=settings.n_iter_no_change,
+                          verbose=settings.verbose, warn=not settings.scheduled)
     generators = [make_generator(seed, device) for seed in batch_seeds]
 
     def batches(generator):
@@ -245,12 +249,12 @@ def _fit_network(images, settings, seeds, name):
 
     steps_per_epoch = batches(generators[0]).n_batches
     train(PartitionTask(network, data, start, settings.augmentation, generators[0]),
-          batches(generators[0]), max_iter=-(-WARMUP_STEPS // steps_per_epoch), warn=False,
-          **dict(common, verbose=False, tol=WARMUP_TOL, n_iter_no_change=WARMUP_PATIENCE))
+          batches(generators[0]), replace(
+              common, max_iter=-(-WARMUP_STEPS // steps_per_epoch), warn=False, verbose=False,
+              tol=WARMUP_TOL, n_iter_no_change=WARMUP_PATIENCE))
     pairs = PairTask(network, data, torch.as_tensor(neighbours, device=device), settings,
                      generators[1])
-    result = train(pairs, batches(generators[1]), max_iter=settings.max_iter,
-                   verbose=settings.verbose, warn=not settings.scheduled, **common)
+    result = train(pairs, batches(generators[1]), common)
     kept = int(np.argmin(np.atleast_2d(result.loss_curve)[-1]))
     network.keep_head(kept)
     self_labelled = False
@@ -258,8 +262,8 @@ def _fit_network(images, settings, seeds, name):
         before = copy.deepcopy(network.state_dict())
         objective = _objective_of(network, data, graph, settings)
         train(SelfLabelTask(network, data, settings, generators[2]),
-              batches(generators[2]), max_iter=settings.self_labelling, warn=False,
-              **dict(common, verbose=False, tol=0.0))
+              batches(generators[2]), replace(
+                  common, max_iter=settings.self_labelling, warn=False, verbose=False, tol=0.0))
         self_labelled = _objective_of(network, data, graph, settings) <= objective
         if not self_labelled:
             network.load_state_dict(before)

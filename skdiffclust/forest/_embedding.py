@@ -22,7 +22,7 @@ import math
 import numpy as np
 import torch
 
-from skdiffclust._training._torch import CosineDecay, PooledBatches, train
+from skdiffclust._training._torch import CosineDecay, PooledBatches, TrainOptions, train
 from skdiffclust._utils._random import derive_seeds
 from skdiffclust._utils._threads import device_type
 from skdiffclust._utils._torch import (
@@ -300,14 +300,14 @@ def train_embedding(module, X, y, settings, *, validation_data=None, sample_shap
     # a cosine decay is a budget of max_iter epochs, its end planned: no warning
     cosine = settings.learning_rate_schedule == "cosine"
     with thread_limit(settings.solver_threads):
-        result = train(task, sampler, learning_rate=settings.learning_rate,
-                       max_iter=settings.max_iter, tol=settings.tol,
-                       n_iter_no_change=settings.n_iter_no_change,
-                       name="SpanningForestClustering", device=device,
-                       verbose=settings.verbose,
-                       weight_decay=settings.weight_decay, validation=validation,
-                       scheduler=(CosineDecay.over(settings.max_iter) if cosine else None),
-                       warn=not cosine)
+        result = train(task, sampler, TrainOptions(
+            name="SpanningForestClustering", device=device,
+            learning_rate=settings.learning_rate, max_iter=settings.max_iter,
+            tol=settings.tol, n_iter_no_change=settings.n_iter_no_change,
+            verbose=settings.verbose, weight_decay=settings.weight_decay,
+            validation=validation,
+            scheduler=CosineDecay.over(settings.max_iter) if cosine else None,
+            warn=not cosine))
     if validation is not None:
         validation.restore_best()
     module.eval()

@@ -22,7 +22,7 @@ import torch
 from torch import nn
 
 from skdiffclust._training import TrainingResult
-from skdiffclust._training._torch import PairedBatches, adam, one_thread, train
+from skdiffclust._training._torch import PairedBatches, TrainOptions, adam, one_thread, train
 from skdiffclust._utils._torch import (
     build_mlp,
     make_generator,
@@ -416,13 +416,11 @@ def train_network(network, features, graph, settings, *, batch_seed, name="PRCut
         n_annealing_steps=n_annealing_epochs * sampler.n_batches, device=device,
         initial_proportions=initial_proportions)
     network.train()
-    result = train(task, sampler,
-                   learning_rate=settings.learning_rate,
-                   max_iter=settings.max_iter, tol=settings.tol,
-                   n_iter_no_change=settings.n_iter_no_change,
-                   name=name, device=device, verbose=settings.verbose,
-                   min_epochs=n_annealing_epochs,
-                   cooldown=cooldown_schedule(sampler.n_batches))
+    result = train(task, sampler, TrainOptions(
+        name=name, device=device, learning_rate=settings.learning_rate,
+        max_iter=settings.max_iter, tol=settings.tol,
+        n_iter_no_change=settings.n_iter_no_change, verbose=settings.verbose,
+        min_epochs=n_annealing_epochs, cooldown=cooldown_schedule(sampler.n_batches)))
     candidates.append(_candidate(network, features, batch_size, device))
     return candidates, result
 
@@ -544,9 +542,9 @@ def stream_pass(X, graph, settings, *, learning_rate, n_annealing_steps, steps_d
         if optimizer_state is not None:
             optimizer.load_state_dict(optimizer_state_from_numpy(optimizer_state))
         network.train()
-        result = train(task, sampler, learning_rate=learning_rate, max_iter=1, tol=0.0,
-                       n_iter_no_change=1, name="PRCut", device=device,
-                       warn=False, optimizer=optimizer)
+        result = train(task, sampler, TrainOptions(
+            name="PRCut", device=device, learning_rate=learning_rate, max_iter=1, tol=0.0,
+            n_iter_no_change=1, warn=False, optimizer=optimizer))
         weights, labels = _candidate(network, features, batch_size, device)
     return StreamPass(state=state_to_numpy(network),
                       optimizer=optimizer_state_to_numpy(optimizer),

@@ -12,6 +12,7 @@ from torch import nn
 from skdiffclust._training import TrainingResult
 from skdiffclust._training._torch import (
     CosineDecay,
+    TrainOptions,
     UniformBatches,
     one_thread,
     refuse_inference_mode,
@@ -87,13 +88,13 @@ def fit_to_partition(network, features, labels, *, batch_size, device, batch_see
         with one_thread(device):
             return _fit_whole_batch(task, device, target)
     max_epochs = max(max_steps // sampler.n_batches, 1)
-    return train(task, sampler, learning_rate=learning_rate, max_iter=max_epochs, tol=0.0,
-                 n_iter_no_change=max_epochs, name="PRCut initialisation", device=device,
-                 warn=False, target=target,
-                 # down to 0 over the budget: at a fixed 3e-2 the fit to Fashion-MNIST's
-                 # start swung between 4% and 14% of misassigned images from epoch to
-                 # epoch and ended on a bad one (8 times the start's objective)
-                 scheduler=CosineDecay.over(max_epochs))
+    return train(task, sampler, TrainOptions(
+        name="PRCut initialisation", device=device, learning_rate=learning_rate,
+        max_iter=max_epochs, tol=0.0, n_iter_no_change=max_epochs, warn=False, target=target,
+        # down to 0 over the budget: at a fixed 3e-2 the fit to Fashion-MNIST's
+        # start swung between 4% and 14% of misassigned images from epoch to
+        # epoch and ended on a bad one (8 times the start's objective)
+        scheduler=CosineDecay.over(max_epochs)))
 
 
 # small data (one batch of every sample): L-BFGS rounds of this many iterations, at

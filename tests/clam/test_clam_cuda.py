@@ -180,7 +180,7 @@ def test_device_choice(monkeypatch):
                                          _device.Machine()) == _device.NUMBA_CUDA
         assert _settings.training_device(
             "cpu", batch_size,
-            _device.Machine(_device.FitShape(10**6, 20, 32, 0.15, 10))) == "cpu"
+            _device.Machine(_device.FitShape(10**6, 20, 32, 0.15, 10))) == _settings.CPU
     # 'auto': the fused kernel where it was measured to win (200,000 x 32, k=20,
     # batch 16, mask_prob=0.15: 1.6x on an H200), the CPU for small data, few
     # clusters, tiny batches, and working memory beyond shared memory (unmeasured)
@@ -192,17 +192,17 @@ def test_device_choice(monkeypatch):
     measured = (200_000, 20, 32, 0.15, 10)
     assert auto(16, *measured) == _device.NUMBA_CUDA
     assert auto(16, 100_000, 8, 32, 0.15, 10) == _device.NUMBA_CUDA
-    assert auto(16) == "cpu"
-    assert auto(16, 99_999, 20, 32, 0.15, 10) == "cpu"
-    assert auto(16, 200_000, 4, 32, 0.15, 10) == "cpu"
-    assert auto(4, *measured) == "cpu"
-    assert auto(16, 200_000, 20, 64, 0.15, 10) == "cpu"  # 65 KB of working memory
-    assert auto(16, 200_000, 20, 32, 0.0, 10) == "cpu"  # unmasked: every feature
+    assert auto(16) == _settings.CPU
+    assert auto(16, 99_999, 20, 32, 0.15, 10) == _settings.CPU
+    assert auto(16, 200_000, 4, 32, 0.15, 10) == _settings.CPU
+    assert auto(4, *measured) == _settings.CPU
+    assert auto(16, 200_000, 20, 64, 0.15, 10) == _settings.CPU  # 65 KB of working memory
+    assert auto(16, 200_000, 20, 32, 0.0, 10) == _settings.CPU  # unmasked: every feature
     monkeypatch.setattr(_device, "numba_cuda_available", lambda: False)
-    assert auto(16, *measured) == "cpu"
+    assert auto(16, *measured) == _settings.CPU
     monkeypatch.setattr(_device, "numba_cuda_available", lambda: True)
     monkeypatch.setattr(_device, "nvidia_driver_present", lambda: False)
-    assert auto(16, *measured) == "cpu"
+    assert auto(16, *measured) == _settings.CPU
 
 
 def test_auto_trains_large_data_with_the_fused_kernel(monkeypatch):
@@ -211,7 +211,7 @@ def test_auto_trains_large_data_with_the_fused_kernel(monkeypatch):
     from joblib import effective_n_jobs
 
     from skdiffclust import ClAM
-    from skdiffclust.clam import _device, _fit
+    from skdiffclust.clam import _device, _fit, _settings
 
     seen = {}
 
@@ -229,7 +229,7 @@ def test_auto_trains_large_data_with_the_fused_kernel(monkeypatch):
     assert seen == {"device": _device.NUMBA_CUDA, "n_threads": 1}
     with pytest.raises(RuntimeError, match="recorded"):
         ClAM(8, n_jobs=-1, random_state=0).fit(X[:40])
-    assert seen == {"device": "cpu", "n_threads": effective_n_jobs(-1)}
+    assert seen == {"device": _settings.CPU, "n_threads": effective_n_jobs(-1)}
 
 
 def test_the_workspace_of_the_defaults_fits_in_shared_memory():
@@ -266,7 +266,7 @@ def test_auto_falls_back_to_the_cpu_where_the_fused_kernel_fails(monkeypatch):
     from numba.cuda.cudadrv.error import CudaSupportError
 
     from skdiffclust import ClAM
-    from skdiffclust.clam import _cuda_fit, _device
+    from skdiffclust.clam import _cuda_fit, _device, _settings
 
     def broken(*args, **kwargs):
         raise CudaSupportError("the driver is too old")
@@ -283,7 +283,7 @@ def test_auto_falls_back_to_the_cpu_where_the_fused_kernel_fails(monkeypatch):
     np.testing.assert_array_equal(auto.cluster_centers_, cpu.cluster_centers_)
     np.testing.assert_array_equal(auto.loss_curve_, cpu.loss_curve_)
     # device='cuda' goes to torch's path on CUDA, which needs torch and a CUDA device
-    monkeypatch.setattr(_device, "torch_cuda_or_raise", lambda error: "cpu")
+    monkeypatch.setattr(_device, "torch_cuda_or_raise", lambda error: _settings.CPU)
     with pytest.warns(RuntimeWarning, match="CudaSupportError"):
         ClAM(8, device="cuda", random_state=0, max_iter=3).fit(X)
     monkeypatch.undo()

@@ -551,13 +551,13 @@ def test_auto_device_keeps_small_batches_on_the_cpu(monkeypatch, batch_size):
     # torch on CUDA was 4.4x slower than the numba kernels at batch_size=16 on an
     # H100, 4.6x faster at 1024 (small data never get the fused kernel either)
     from skdiffclust.clam import _device
-    from skdiffclust.clam._settings import training_device
+    from skdiffclust.clam._settings import CPU, TrainingDevice, training_device
 
     monkeypatch.setattr(_device, "nvidia_driver_present", lambda: True)
     monkeypatch.setattr(_device, "numba_cuda_available", lambda: True)  # not auto's
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    assert training_device("auto", batch_size, _device.Machine()) == "cpu"
-    assert training_device("auto", 1024, _device.Machine()) == torch.device("cuda")
+    assert training_device("auto", batch_size, _device.Machine()) == CPU
+    assert training_device("auto", 1024, _device.Machine()) == TrainingDevice("torch", "cuda")
 
 
 def test_cuda_device_trains_there_or_raises_without_cuda(blobs):
@@ -580,7 +580,7 @@ def test_device_trainer_runs_on_cpu_tensors(blobs):
     dynamics = _settings.Dynamics(beta=2.0, n_steps=10, alpha=0.1, metric="euclidean")
     settings = _settings.TrainingSettings(
         weighted=False, mask_prob=0.15, batch_size=16, max_iter=40, learning_rate=0.05,
-        tol=1e-3, n_iter_no_change=5, device=torch.device("cpu"), seed=0)
+        tol=1e-3, n_iter_no_change=5, device=_settings.TrainingDevice("torch", "cpu"), seed=0)
     trained = _torch_fit.train_on_device(Z, np.zeros(2, np.float32), initial, dynamics,
                                          settings)
     assert trained.prototypes.shape == (2, 4, 2) and 1 <= trained.n_iter[0] <= 40
