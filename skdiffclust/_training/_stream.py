@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from skdiffclust._utils._validation import column_extremes
+from skdiffclust._utils._validation import check_magnitude, column_extremes, validate_data
 
 # the attributes a stream sets on its estimator, besides the fitted ones
 STREAM_ATTRIBUTES = ("_stream", "n_steps_", "n_samples_seen_")
@@ -136,6 +136,19 @@ def _warn_off_range(lowest, highest, first_range, call, name, stacklevel):
         "chunk on another scale (shifted, or in other units) is clustered wrongly: "
         "bring it to the first chunk's scale, or start a new stream from a "
         "representative chunk.", UserWarning, stacklevel=stacklevel + 1)
+
+
+def next_chunk(estimator, stream, X):
+    """A later chunk of ``partial_fit``, and the stream to continue on it: the
+    chunk validated against the first (its features; CSR or dense, float64 or
+    float32), its magnitudes checked, the stream's own checks (``check_chunk``:
+    the first chunk's units), and a copy of the stream, so that a call that fails
+    later leaves the estimator as it was."""
+    X = validate_data(estimator, X, accept_sparse="csr", dtype=[np.float64, np.float32],
+                      reset=False)
+    check_magnitude(X)
+    stream.check_chunk(X)
+    return X, stream.copy()
 
 
 def resumed_stream(estimator):

@@ -14,7 +14,8 @@ from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 from threadpoolctl import threadpool_limits
 
-from skdiffclust._training._stream import forget_stream, keep_stream, resumed_stream
+from skdiffclust._training._stream import (forget_stream, keep_stream, next_chunk,
+                                           resumed_stream)
 from skdiffclust._utils._random import derive_seeds
 from skdiffclust._utils._scores import silhouette
 from skdiffclust._utils._state import keeps_state_on_failure
@@ -377,11 +378,7 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
             X = self._validate_first(X)
             stream = self._start_stream(X)
         else:
-            X = validate_data(self, X, accept_sparse="csr", dtype=[np.float64, np.float32],
-                              reset=False)
-            check_magnitude(X)
-            stream.check_chunk(X)
-            stream = stream.copy()  # a failed call leaves the estimator as it was
+            X, stream = next_chunk(self, stream, X)
         n_threads = host_threads(self.n_jobs)
         data = stream.data(X)
         rows = data.inference_rows()

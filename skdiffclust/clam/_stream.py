@@ -67,7 +67,7 @@ class ClamStream(StreamState):
         unit rows (``cosine``) have no units."""
         if not self.cosine:
             check_chunk_units(X, self.shift, self.scale, stream=self, name="ClAM",
-                              stacklevel=5)
+                              stacklevel=6)
 
     def data(self, X):
         """A chunk in the first chunk's coordinates."""

@@ -11,7 +11,8 @@ from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from skdiffclust._training import TrainingSession
-from skdiffclust._training._stream import forget_stream, keep_stream, resumed_stream
+from skdiffclust._training._stream import (forget_stream, keep_stream, next_chunk,
+                                           resumed_stream)
 from skdiffclust._utils._random import derive_seeds
 from skdiffclust._utils._scores import silhouette
 from skdiffclust._utils._state import keeps_state_on_failure
@@ -412,11 +413,7 @@ default='mmd_ovo'
             stream = GeminiStream.start(params, problem, start.rng(), settings)
         else:
             count = fitted_count(self)  # the first call's
-            X = validate_data(self, X, accept_sparse="csr", dtype=[np.float64, np.float32],
-                              reset=False)
-            check_magnitude(X)
-            stream.check_chunk(X)  # in the first chunk's standardisation and geometry
-            stream = stream.copy()  # a failed call leaves the estimator as it was
+            X, stream = next_chunk(self, stream, X)  # the first chunk's standardisation
             problem = self._problem(X, stream.standardisation, stream.geometry,
                                     stream_batch_size(self.batch_size, X.shape[0]))
         with self._threads():

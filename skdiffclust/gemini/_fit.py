@@ -188,7 +188,7 @@ class GeminiStream(StreamState):
         scale = np.where(units.kernel_weights > 0,
                          np.minimum(units.scale, units.global_scale), units.scale)
         check_chunk_units(X, units.mean, scale, stream=self, name="SparseGEMINI",
-                          stacklevel=5)
+                          stacklevel=6)
 
     def pass_over(self, problem, settings):
         """One pass over a chunk (``problem``, in the first chunk's standardisation and
