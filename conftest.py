@@ -73,8 +73,19 @@ def pytest_collect_file(file_path, parent):
     return [c for c in collectors if isinstance(c, _ModuleNeedingTorch)]
 
 
+# the test modules of the longest shared set-ups (CI's --durations), run first: on
+# the workers of pytest-xdist (each module on one), a long module started last
+# keeps one worker busy while the others have finished
+LONGEST_FIRST = ("test_forest_gpu.py", "test_thread_bits.py", "test_deep_n_clusters.py",
+                 "test_numba_layer.py", "test_new_method.py", "test_quickstart.py",
+                 "test_examples.py")
+
+
 def pytest_collection_modifyitems(config, items):
-    """Skip, with the reason, every collected test marked ``torch`` when torch is absent."""
+    """The modules of :data:`LONGEST_FIRST` first (the rest in their order); skip,
+    with the reason, every collected test marked ``torch`` when torch is absent."""
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
     if HAS_TORCH:
         return
     skip = pytest.mark.skip(reason=REASON)

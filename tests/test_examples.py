@@ -26,12 +26,14 @@ TORCH_MARKERS = ("import torch", "embedding=", "PRCut(", "DeepImageClustering(")
 # examples importing another optional package: skipped, with the reason, without it
 OPTIONAL = {"dask_ml": 'needs dask-ml (pip install "skdiffclust[dask]")'}
 
-# examples that take more than about 20 s on two CPU cores (their docstrings say how
-# long); CI runs them through the documentation build. plot_sparse_gemini_mnist.py
-# takes about 25 s of CPU, plot_deep_clustering_images.py about 45 s
-# (DeepImageClustering has its own tests, tests/deep); plot_prcut_mnist.py, about
-# 15 s, runs here.
-SLOW = {"plot_sparse_gemini_mnist.py", "plot_deep_clustering_images.py"}
+# examples that take more than about 10 s on two CPU cores: CI runs them once,
+# through the documentation build, which executes every example (its gallery), not
+# here too. plot_sparse_gemini_mnist.py takes about 25 s of CPU,
+# plot_deep_clustering_images.py about 45 s (DeepImageClustering has its own tests,
+# tests/deep), plot_prcut_mnist.py, plot_digits_deep_clustering.py and
+# plot_dask_streaming.py 13 to 16 s each (CI's --durations)
+SLOW = {"plot_sparse_gemini_mnist.py", "plot_deep_clustering_images.py",
+        "plot_prcut_mnist.py", "plot_digits_deep_clustering.py", "plot_dask_streaming.py"}
 
 # warnings an example expects: a quick grid (max_iter=30) has points that stop
 # first; a warm-up fit of five epochs before the timings; scikit-learn's spectral
