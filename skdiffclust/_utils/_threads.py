@@ -22,10 +22,11 @@ def host_threads(n_jobs):
 
 def device_type(device):
     """``'cpu'`` or ``'cuda'``: the kind of device a fit ran on, given as a string
-    (``'cpu'``, ``'cuda'``, ClAM's ``'numba-cuda'``) or a ``torch.device``; the
-    value of every trained estimator's fitted attribute ``device_``."""
+    (``'cpu'``, ``'cuda'``) or an object with a ``type`` (a ``torch.device``, ClAM's
+    ``TrainingDevice``); the value of every trained estimator's fitted attribute
+    ``device_``."""
     name = str(getattr(device, "type", device))
-    return "cuda" if name.startswith(("cuda", "numba-cuda")) else "cpu"
+    return "cuda" if name.startswith("cuda") else "cpu"
 
 
 def one_blas_thread():
