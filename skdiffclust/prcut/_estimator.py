@@ -15,22 +15,19 @@ from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from skdiffclust._training._stream import forget_stream, keep_stream, resumed_stream
-from skdiffclust._utils._scores import silhouette
 from skdiffclust._utils._state import keeps_state_on_failure
-from skdiffclust._utils._structure import warn_if_unstructured
 from skdiffclust._utils._threads import device_type
 from skdiffclust._utils._validation import (ANY_INTEGER, NumberInterval, RenamedParameters,
                                             refusing_former_names,
                                             check_hidden_layer_sizes, check_magnitude,
-                                            check_n_clusters, validate_data)
-from skdiffclust._graphcut._graph import bipartite_modularity
+                                            check_n_clusters)
+from skdiffclust.prcut._graph_path import fit_on_graph, neighbour_votes
 from skdiffclust.prcut._inference import (COUNT_ATTRIBUTES, NETWORK_ATTRIBUTES, exported_network,
                                           fitted_attributes, fitted_count, module_logits,
                                           predict_logits)
-from skdiffclust.prcut._inputs import (DTYPES, check_fit_inputs, check_nd_samples,
-                                       check_stream_affinity, reads_rows, score_graph_source,
-                                       x_is_affinity)
-from skdiffclust.prcut._settings import PRCutSettings, StartSettings
+from skdiffclust.prcut._inputs import (check_fit_inputs, check_samples, check_stream_affinity,
+                                       score_of_predictions, warn_if_no_clusters, x_is_affinity)
+from skdiffclust.prcut._settings import PRCutSettings, StartSettings, resolved_solver
 from skdiffclust.prcut._start import network_input, training_device, training_start
 from skdiffclust.prcut._stream import PRCutStream
 
@@ -43,6 +40,8 @@ class PRCut(RenamedParameters, ClassNamePrefixFeaturesOutMixin, TransformerMixin
     mini-batch gradient descent, an upper bound of the expected ratio cut of a
     similarity graph, plus a KL term that keeps clusters from collapsing (Ghriss
     & Monteleoni, 2025). New samples are assigned by the trained network.
+    Up to 20,000 samples (``solver='auto'``, not in the paper) the objective is
+    descended on the whole graph instead, and new samples join their neighbours.
 
     By default (``init='auto'``, not in the paper) the network is first fitted
     to spectral clustering's partition of the graph (reweighted by shared
@@ -104,6 +103,15 @@ class PRCut(RenamedParameters, ClassNamePrefixFeaturesOutMixin, TransformerMixin
         Weight of the KL(P-bar || uniform) regulariser (the paper's gamma).
         Large values force balanced clusters (the paper's 100); small ones let
         the ratio cut choose the sizes (:ref:`prcut`).
+
+    solver : {'auto', 'graph', 'network'}, default='auto'
+        ``'network'``: train the network by mini-batches (the paper's). ``'graph'``:
+        no network; from the spectral start or the graph's spanning tree cut by
+        Genie's balance rule, whichever has the lower objective, single samples
+        move between clusters while that lowers the objective on the whole graph
+        (each sweep an epoch); ``predict`` takes the majority cluster of the
+        ``n_neighbors`` nearest training samples. ``'auto'``: ``'graph'`` up to
+        20,000 samples with the built-in network's input (:ref:`prcut_solver`).
 
     keep_components : bool, default=True
         When the graph has at least ``n_clusters`` connected components, return
@@ -193,6 +201,13 @@ class PRCut(RenamedParameters, ClassNamePrefixFeaturesOutMixin, TransformerMixin
         The modularity of a partition at each candidate, where the stability was
         measured.
 
+    solver_ : str
+        The path the fit took: ``'graph'`` or ``'network'``.
+
+    X_fit_ : {ndarray, sparse matrix} of shape (n_samples, n_features)
+        The training samples as the graph read them (centred, in one global
+        scale), which ``predict`` searches. Only with ``solver_ == 'graph'``.
+
     coefs_ : list of ndarray
         Weight matrices of the built-in network (the standardisation of the
         features folded into the first). Only without ``module``.
@@ -278,6 +293,7 @@ class PRCut(RenamedParameters, ClassNamePrefixFeaturesOutMixin, TransformerMixin
         "module": "no_validation",
         "balance": [NumberInterval(Real, 0, None, closed="left")],
         "keep_components": ["boolean"],
+        "solver": [StrOptions({"auto", "graph", "network"})],
         "momentum": [NumberInterval(Real, 0, 1, closed="right")],
         "annealing": [NumberInterval(Real, 0, 1, closed="left")],
         "batch_size": [NumberInterval(Integral, 1, None, closed="left")],
@@ -299,7 +315,8 @@ class PRCut(RenamedParameters, ClassNamePrefixFeaturesOutMixin, TransformerMixin
     @refusing_former_names
     def __init__(self, n_clusters=8, *, max_clusters=50, affinity="nearest_neighbors",
                  n_neighbors=10, neighbors_algorithm="auto", rbf_gamma=None,
-                 hidden_layer_sizes=(64, 64), module=None, balance=0.3, keep_components=True,
+                 hidden_layer_sizes=(64, 64), module=None, balance=0.3, solver="auto",
+                 keep_components=True,
                  momentum=0.8, annealing=0.0, batch_size=1024, max_iter=500,
                  learning_rate="auto", tol=1e-3, n_iter_no_change="auto", n_init=1,
                  init="auto", n_eigenvectors="auto", device="auto", n_jobs=None,
@@ -313,6 +330,7 @@ class PRCut(RenamedParameters, ClassNamePrefixFeaturesOutMixin, TransformerMixin
         self.hidden_layer_sizes = hidden_layer_sizes
         self.module = module
         self.balance = balance
+        self.solver = solver
         self.keep_components = keep_components
         self.momentum = momentum
         self.annealing = annealing
@@ -356,7 +374,7 @@ class PRCut(RenamedParameters, ClassNamePrefixFeaturesOutMixin, TransformerMixin
         self : object
             Fitted estimator.
         """
-        X = self._check_samples(X, reset=True, ensure_min_samples=2)
+        X = check_samples(self, X, reset=True, ensure_min_samples=2)
         forget_stream(self)
         check_hidden_layer_sizes(self.hidden_layer_sizes)  # before any work
         check_n_clusters(self.n_clusters, X.shape[0], auto=True)
@@ -364,9 +382,16 @@ class PRCut(RenamedParameters, ClassNamePrefixFeaturesOutMixin, TransformerMixin
         graph_input = check_fit_inputs(X, graph_input, affinity=self.affinity)
         settings = self._training_settings(
             X.shape[0], training_device(self.device), verbose=self.verbose)
-        from skdiffclust.prcut._fit import train_and_keep_best  # torch, checked above
+        solver = resolved_solver(self.solver, X.shape[0], module=self.module, init=self.init,
+                                 graph_input=graph_input, affinity=self.affinity)
         begun = training_start(X, settings, StartSettings.of(self),
                                n_seeds=2 * self.n_init + 1, graph_input=graph_input)
+        if solver == "graph":
+            labels, curve = fit_on_graph(begun, begun.settings)
+            self._set_fitted(None, labels, begun.graph, curve, begun.count,
+                             begun.settings.device, X_fit=begun.scaling)
+            return warn_if_no_clusters(self, X, graph_input, begun.count)
+        from skdiffclust.prcut._fit import train_and_keep_best  # torch, checked above
         inputs, settings = network_input(X, begun.scaling, begun.settings)
         weights, curve = train_and_keep_best(
             inputs, begun.graph, settings, n_init=self.n_init, seeds=begun.seeds,
@@ -375,10 +400,7 @@ class PRCut(RenamedParameters, ClassNamePrefixFeaturesOutMixin, TransformerMixin
         if begun.whole:  # the components exactly, whatever a boundary sample's network says
             labels = begun.initial_labels
         self._set_fitted(network, labels, begun.graph, curve, begun.count, settings.device)
-        warn_if_unstructured("PRCut", None if self.affinity == "precomputed" else (
-            X if graph_input is None else graph_input), self.labels_, begun.count,
-            self.random_state, stacklevel=4)  # fit, keeps_state_on_failure, _fit_context
-        return self
+        return warn_if_no_clusters(self, X, graph_input, begun.count)
 
     @_fit_context(prefer_skip_nested_validation=True)
     @keeps_state_on_failure
@@ -410,7 +432,7 @@ class PRCut(RenamedParameters, ClassNamePrefixFeaturesOutMixin, TransformerMixin
         """
         check_stream_affinity(self.affinity)
         stream = resumed_stream(self)
-        X = self._check_samples(X, reset=stream is None, ensure_min_samples=2)
+        X = check_samples(self, X, reset=stream is None, ensure_min_samples=2)
         if stream is None:
             check_n_clusters(self.n_clusters, X.shape[0], auto=True)
         check_magnitude(X)
@@ -420,15 +442,8 @@ class PRCut(RenamedParameters, ClassNamePrefixFeaturesOutMixin, TransformerMixin
         from skdiffclust.prcut._fit import INIT_ERROR_TARGET  # torch, checked above
         start = StartSettings.of(self)
         if stream is None:
-            begun = training_start(X, settings, start, n_seeds=2 * self.n_init + 2,
-                                   stream=True)
-            inputs, settings = network_input(X, begun.scaling, begun.settings)
-            scaling, graph, count = begun.scaling, begun.graph, begun.count
-            stream, weights = PRCutStream.start(
-                inputs, graph, begun.initial_labels, scaling=scaling, settings=settings,
-                stream_seed=begun.seeds[-1],
-                seeds=[begun.seeds[2 * i:2 * i + 2] for i in range(self.n_init)],
-                fit_target=0.0 if begun.whole else INIT_ERROR_TARGET)
+            stream, scaling, graph, count, weights = PRCutStream.first_call(
+                X, settings, start, n_init=self.n_init, fit_target=INIT_ERROR_TARGET)
         else:  # on a copy: a failed call leaves the estimator as it was
             count = fitted_count(self)  # the first call's
             stream, scaling, graph, weights = stream.continued(
@@ -447,34 +462,20 @@ class PRCut(RenamedParameters, ClassNamePrefixFeaturesOutMixin, TransformerMixin
             self, n_samples, hidden_layer_sizes=check_hidden_layer_sizes(self.hidden_layer_sizes),
             device=device, verbose=verbose)
 
-    def _check_samples(self, X, *, reset, ensure_min_samples=1):
-        """X validated as the network's input (:func:`~._inputs.reads_rows`), its
-        shape recorded in ``fit`` and ``partial_fit``'s first call (``reset``)."""
-        shape = None if reset else getattr(self, "_sample_shape", None)
-        if reads_rows(X, with_module=self.module is not None if reset
-                      else hasattr(self, "module_"), sample_shape=shape):
-            X = validate_data(self, X, accept_sparse="csr", dtype=DTYPES,
-                              ensure_min_samples=ensure_min_samples, reset=reset)
-        else:
-            X = check_nd_samples(X, sample_shape=shape, ensure_min_samples=ensure_min_samples)
-            if reset:
-                self.n_features_in_ = int(np.prod(X.shape[1:]))
-                vars(self).pop("feature_names_in_", None)
-        if reset:
-            self._sample_shape = X.shape[1:]
-        return X
-
-    def _set_fitted(self, network, labels, graph, curve, count, device, keep_all=False):
-        """The fitted attributes (``_inference.fitted_attributes``) of a fit on ``device``."""
+    def _set_fitted(self, network, labels, graph, curve, count, device, keep_all=False,
+                    X_fit=None):
+        """The fitted attributes (``_inference.fitted_attributes``) of a fit on
+        ``device``: of its network, or (``network`` None) of the graph path on ``X_fit``."""
         for name in NETWORK_ATTRIBUTES + COUNT_ATTRIBUTES:  # an earlier fit's
             vars(self).pop(name, None)
         vars(self).update(fitted_attributes(
             network, labels, graph, curve, count=count, gamma=self.balance,
             module=self.module, start=StartSettings.of(self), keep_all=keep_all,
-            stacklevel=5), device_=device_type(device))
+            stacklevel=5, X_fit=X_fit), device_=device_type(device))
 
     def predict_proba(self, X):
-        """Cluster-assignment probabilities of new samples, from the network.
+        """Cluster-assignment probabilities of new samples, from the network (or the
+        training samples' votes, ``solver_ == 'graph'``).
 
         Parameters
         ----------
@@ -489,7 +490,7 @@ class PRCut(RenamedParameters, ClassNamePrefixFeaturesOutMixin, TransformerMixin
             One column per cluster of ``labels_`` (``n_clusters_`` of them);
             each row sums to 1. In float64.
         """
-        return softmax(self._logits(self._validate_queries(X)), axis=1)
+        return self._proba(self._validate_queries(X))
 
     def transform(self, X):
         """Cluster-assignment probabilities of samples, in the dtype of X.
@@ -510,15 +511,24 @@ class PRCut(RenamedParameters, ClassNamePrefixFeaturesOutMixin, TransformerMixin
             Each row sums to 1.
         """
         X = self._validate_queries(X)
-        return softmax(self._logits(X), axis=1).astype(X.dtype, copy=False)
+        return self._proba(X).astype(X.dtype, copy=False)
 
     def _validate_queries(self, X):
         check_is_fitted(self)
-        X = self._check_samples(X, reset=False)
+        X = check_samples(self, X, reset=False)
         affinity = self._fitted_with.start.affinity
         if not x_is_affinity(affinity, getattr(self, "_graph_input_used", False)):
             check_magnitude(X)
         return X
+
+    def _proba(self, X):
+        """Probabilities in float64: the network's softmax, or on the graph path
+        the votes of the nearest training samples."""
+        if hasattr(self, "X_fit_"):  # in the training samples' centring and scale
+            return neighbour_votes(self.X_fit_, self.labels_, self.n_clusters_,
+                                   self._query_scaling.applied_to(X).metric,
+                                   self._fitted_with.start.n_neighbors)
+        return softmax(self._logits(X), axis=1)
 
     def _logits(self, X):
         """The fitted network's logits of the clusters found, in float64."""
@@ -576,18 +586,8 @@ class PRCut(RenamedParameters, ClassNamePrefixFeaturesOutMixin, TransformerMixin
         -------
         score : float
         """
-        labels = self.predict(X)
-        X = self._check_samples(X, reset=False)
-        if X.shape[0] < 2:
-            raise ValueError(f"score needs at least 2 samples, got {X.shape[0]}.")
-        fitted = self._fitted_with  # the fit's graph, whatever set_params
-        source = score_graph_source(
-            X, graph_input, precomputed=fitted.start.affinity == "precomputed",
-            graph_input_used=getattr(self, "_graph_input_used", False),
-            n_train=self.labels_.shape[0])
-        if fitted.start.affinity == "precomputed":
-            return bipartite_modularity(source, labels, self.labels_, fitted.n_clusters)
-        return silhouette(source, labels)
+        return score_of_predictions(self, check_samples(self, X, reset=False),
+                                    self.predict(X), graph_input)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -63,8 +63,9 @@ def module_logits(module, X):
     return logits
 
 
-# the fitted attributes of the two kinds of network (one kind per fit)
-NETWORK_ATTRIBUTES = ("coefs_", "intercepts_", "module_", "module_outputs_")
+# the fitted attributes of the two kinds of network, and of the graph path (one per fit)
+NETWORK_ATTRIBUTES = ("coefs_", "intercepts_", "module_", "module_outputs_", "X_fit_",
+                      "_query_scaling")
 
 
 def exported_network(weights, X, scaling, module):
@@ -87,13 +88,15 @@ def fitted_count(estimator):
 
 
 def fitted_attributes(network, labels, graph, curve, *, count, gamma, module,
-                      start, keep_all=False, stacklevel=1):
+                      start, keep_all=False, stacklevel=1, X_fit=None):
     """PRCut's fitted attributes (by name) for a network and its ``labels`` of the
     samples of ``graph``, keeping the clusters some sample chose (the others are
     left out, with a warning; ``stacklevel`` counts from the caller, as
     ``warnings.warn``'s does): the built-in network's other output columns are
     dropped; a ``module``'s trained copy is kept whole, its outputs mapped to the
-    clusters (``module_outputs_``); what ``score`` reads of the fit, the graph's
+    clusters (``module_outputs_``); without a network (``network`` None, the
+    graph path), the training samples ``X_fit`` its ``predict`` searches; what
+    ``score`` reads of the fit, the graph's
     ``start`` settings (``_fitted_with``); with ``n_clusters='auto'``, the candidates and their
     scores (``count``, a ``ClusterCount``). ``keep_all``: keep every cluster (a
     chunk of ``partial_fit`` too small to fill them says nothing of them)."""
@@ -110,7 +113,9 @@ def fitted_attributes(network, labels, graph, curve, *, count, gamma, module,
             cause="no training sample has the others as its most likely cluster, "
             "and they are removed", remedy="A larger balance (balanced clusters)",
             counted=count.candidates is not None, stacklevel=stacklevel + 1)
-    if module is None:
+    if network is None:  # X_fit: the training samples' FeatureScaling
+        attributes = {"X_fit_": X_fit.metric, "_query_scaling": X_fit.without_data()}
+    elif module is None:
         coefs, intercepts = network
         attributes = {"coefs_": [*coefs[:-1], coefs[-1][:, used]],
                       "intercepts_": [*intercepts[:-1], intercepts[-1][used]]}
@@ -120,5 +125,6 @@ def fitted_attributes(network, labels, graph, curve, *, count, gamma, module,
     return dict(attributes, labels_=labels, affinity_matrix_=graph,
                 objective_=partition_objective(graph, labels, n_clusters, gamma),
                 loss_curve_=curve, n_iter_=int(curve.shape[0]), n_clusters_=int(used.size),
+                solver_="network" if network is not None else "graph",
                 _fitted_with=FittedWith(start, n_clusters),
                 **count_attributes(count))

@@ -15,9 +15,12 @@ from skdiffclust._utils._validation import (
     array_ndim,
     check_array,
     check_magnitude,
+    validate_data,
     warn_if_looks_like_distances,
 )
-from skdiffclust._graphcut._graph import check_precomputed_affinity
+from skdiffclust._utils._scores import silhouette
+from skdiffclust._utils._structure import warn_if_unstructured
+from skdiffclust._graphcut._graph import bipartite_modularity, check_precomputed_affinity
 from skdiffclust.prcut._scaling import (
     AffinityRows,
     FeatureScaling,
@@ -155,3 +158,48 @@ def score_graph_source(X, graph_input, *, precomputed, graph_input_used, n_train
     if not precomputed:
         check_magnitude(graph_input, name="graph_input")
     return graph_input
+
+
+def check_samples(estimator, X, *, reset, ensure_min_samples=1):
+    """X validated as PRCut's network reads it (:func:`reads_rows`: rows of
+    features, or any samples for a module), its shape recorded on ``estimator`` in
+    ``fit`` and ``partial_fit``'s first call (``reset``)."""
+    shape = None if reset else getattr(estimator, "_sample_shape", None)
+    if reads_rows(X, with_module=estimator.module is not None if reset
+                  else hasattr(estimator, "module_"), sample_shape=shape):
+        X = validate_data(estimator, X, accept_sparse="csr", dtype=DTYPES,
+                          ensure_min_samples=ensure_min_samples, reset=reset)
+    else:
+        X = check_nd_samples(X, sample_shape=shape, ensure_min_samples=ensure_min_samples)
+        if reset:
+            estimator.n_features_in_ = int(np.prod(X.shape[1:]))
+            vars(estimator).pop("feature_names_in_", None)
+    if reset:
+        estimator._sample_shape = X.shape[1:]
+    return X
+
+
+def score_of_predictions(estimator, X, labels, graph_input):
+    """``PRCut.score``: the silhouette of the partition ``labels`` of the queries X
+    (validated) in the features the fit's graph was built from, or with
+    ``affinity='precomputed'`` Barber's modularity of their affinities to the
+    training samples."""
+    if X.shape[0] < 2:
+        raise ValueError(f"score needs at least 2 samples, got {X.shape[0]}.")
+    fitted = estimator._fitted_with  # the fit's graph, whatever set_params
+    source = score_graph_source(
+        X, graph_input, precomputed=fitted.start.affinity == "precomputed",
+        graph_input_used=getattr(estimator, "_graph_input_used", False),
+        n_train=estimator.labels_.shape[0])
+    if fitted.start.affinity == "precomputed":
+        return bipartite_modularity(source, labels, estimator.labels_, fitted.n_clusters)
+    return silhouette(source, labels)
+
+
+def warn_if_no_clusters(estimator, X, graph_input, count):
+    """``fit``'s warning where the data (X, or ``graph_input``) show no clusters
+    (``_utils._structure.warn_if_unstructured``); returns the estimator."""
+    warn_if_unstructured("PRCut", None if estimator.affinity == "precomputed" else (
+        X if graph_input is None else graph_input), estimator.labels_, count,
+        estimator.random_state, stacklevel=5)  # here, fit, keeps_state_on_failure, _fit_context
+    return estimator

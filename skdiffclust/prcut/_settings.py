@@ -13,6 +13,7 @@ its eigengap) by :meth:`StartSettings.resolved_start`, once per fit, which
 returns a ``ResolvedStart``. The count's and the start's rules, which
 DeepImageClustering shares, are the graph floor's (``_graphcut._count``,
 ``_graphcut._start``); the choices between them are made here.
+``solver`` by :func:`resolved_solver` from the fit's inputs.
 ``neighbors_algorithm`` and ``device`` are those of the package's kNN search and
 torch plumbing, which every estimator shares.
 """
@@ -38,6 +39,30 @@ AUTO_LEARNING_RATE, AUTO_LEARNING_RATE_WHOLE_BATCH = 3e-3, 3e-3
 # objective of a long epoch is not the noisy one of a short epoch, and ten of
 # them were half of the training at 70,000 samples
 PATIENCE_STEPS, PATIENCE_BOUNDS, MIN_PATIENCE_STEPS = 32, (10, 32), 320
+
+
+# solver='auto' takes the graph path up to this many samples (as the exact
+# neighbour search does): predict's search among the training samples stays cheap
+GRAPH_SOLVER_MAX_SAMPLES = 20_000
+
+
+def resolved_solver(solver, n_samples, *, module, graph_input, affinity, init):
+    """``'graph'`` or ``'network'``: ``solver`` itself, ``'auto'`` resolved (the
+    graph path with the built-in network's input, up to
+    :data:`GRAPH_SOLVER_MAX_SAMPLES` samples); a ValueError where ``'graph'`` is
+    asked with what only the network path has."""
+    conflicts = [name for name, given in (
+        ("module", module is not None), ("graph_input", graph_input is not None),
+        ("affinity='precomputed'", affinity == "precomputed"),
+        ("init='random'", init == "random")) if given]
+    if solver == "graph" and conflicts:
+        raise ValueError(
+            f"solver='graph' assigns the training samples on the graph of X, from the "
+            f"spectral start, without a network; {conflicts[0]} needs the network: "
+            "use solver='network' (or 'auto').")
+    if solver == "auto":
+        return "graph" if not conflicts and n_samples <= GRAPH_SOLVER_MAX_SAMPLES else "network"
+    return solver
 
 
 @dataclass(frozen=True)

@@ -82,6 +82,24 @@ class PRCutStream(StreamState):
         stream.count_pass(done.objective, done.n_steps, n_samples)
         return stream, done.weights
 
+    @classmethod
+    def first_call(cls, X, settings, start, *, n_init, fit_target):
+        """``partial_fit``'s first call on the chunk X (validated): its start as
+        ``fit``'s (``_start.training_start``), then :meth:`start`. Returns the
+        stream, the chunk's scaling, graph and ``ClusterCount``, and the kept
+        network's exported weights (``fit_target``: the error the network fitted
+        to the start reaches, 0 where the start is the graph's components)."""
+        from skdiffclust.prcut._start import network_input, training_start
+
+        begun = training_start(X, settings, start, n_seeds=2 * n_init + 2, stream=True)
+        inputs, settings = network_input(X, begun.scaling, begun.settings)
+        stream, weights = cls.start(
+            inputs, begun.graph, begun.initial_labels, scaling=begun.scaling,
+            settings=settings, stream_seed=begun.seeds[-1],
+            seeds=[begun.seeds[2 * i:2 * i + 2] for i in range(n_init)],
+            fit_target=0.0 if begun.whole else fit_target)
+        return stream, begun.scaling, begun.graph, begun.count, weights
+
     def continued(self, X, start, settings):
         """A later call on the chunk X (validated): a copy of the stream that made
         one pass over it (:meth:`pass_over`), the chunk's scaling and graph (in the

@@ -84,8 +84,11 @@ def test_init_random_is_the_papers_algorithm(monkeypatch):
         monkeypatch.setattr(module, name, _recorded(original, name, calls))
     _fit(X, 2, init="random", max_iter=2)
     assert calls == []  # a random network, no partition to start from
-    _fit(X, 2, max_iter=2)
+    _fit(X, 2, max_iter=2, solver="network")
     assert calls == ["initial_partition", "fit_to_partition"]
+    calls.clear()
+    _fit(X, 2, max_iter=2)  # the graph path: the start, and no network
+    assert calls == ["initial_partition"]
 
 
 def _recorded(function, name, calls):
@@ -154,7 +157,7 @@ def test_a_dense_precomputed_affinity_is_used_in_place():
 
 def test_a_failed_fit_in_training_leaves_the_fitted_state(monkeypatch):
     X, _ = make_blobs(120, centers=3, random_state=7)
-    model = _fit(X, 3)
+    model = _fit(X, 3, solver="network")
     before = {name: value for name, value in vars(model).items() if name.endswith("_")}
 
     def fail(*args, **kwargs):

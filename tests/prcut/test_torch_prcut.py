@@ -42,7 +42,8 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning"),
 ]
 
-FAST = dict(max_iter=150, batch_size=64, learning_rate=0.05, n_iter_no_change=30,
+# the network's training (solver='network'), short
+FAST = dict(solver="network", max_iter=150, batch_size=64, learning_rate=0.05, n_iter_no_change=30,
             device="cpu")
 
 
@@ -215,7 +216,7 @@ def test_hardness_rises_geometrically_to_the_papers_bound_then_stays():
 
 def test_early_stopping_waits_for_the_end_of_annealing(blobs):
     X, _ = blobs
-    model = PRCut(n_clusters=3, random_state=0, max_iter=100, batch_size=64,
+    model = PRCut(n_clusters=3, random_state=0, max_iter=100, batch_size=64, solver="network",
                   n_iter_no_change=5, tol=10.0, annealing=0.5, device="cpu").fit(X)
     # tol=10: no epoch after annealing improves enough, the patience stops it
     # (once the partition has settled), then the cool-down's epochs run
@@ -294,7 +295,7 @@ def test_n_jobs_changes_no_fitted_bit(digits):
     (MNIST: 12 epochs against 15) and the labels differed."""
     X, _ = digits
     params = dict(n_clusters=10, batch_size=256, max_iter=8, n_eigenvectors=20,
-                  random_state=0)
+                  solver="network", random_state=0)
     one, two = PRCut(n_jobs=1, **params).fit(X), PRCut(n_jobs=2, **params).fit(X)
     np.testing.assert_array_equal(one.loss_curve_, two.loss_curve_)
     np.testing.assert_array_equal(one.labels_, two.labels_)
@@ -512,15 +513,18 @@ def test_many_small_groups_along_a_line_are_learnt_from_their_exact_start():
     assert adjusted_rand_score(y, labels) > 0.95
 
 
-def test_small_separated_groups_in_high_dimension_start_from_the_graph_itself():
+@pytest.mark.parametrize("solver, least", [("network", 1.0), ("graph", 0.99)])
+def test_small_separated_groups_in_high_dimension_start_from_the_graph_itself(solver, least):
     # 100 groups of 6 points in 100-D: the 10-NN graph has hubs (skewness about 10)
     # but its clusters hold half a neighbourhood; its own start is exact, the
-    # shared-neighbour start cut the groups (ARI 0.95)
+    # shared-neighbour start cut the groups (ARI 0.95). The graph path's descent
+    # moves the few samples with most of their neighbours in another group (without
+    # its neighbours' majority rule, it broke the groups up: ARI 0.57)
     rng = np.random.default_rng(0)
     y = np.repeat(np.arange(100), 6)
     X = np.repeat(rng.normal(size=(100, 100)), 6, axis=0) + 0.5 * rng.normal(size=(600, 100))
-    labels = PRCut(n_clusters=100, random_state=0, device="cpu").fit(X).labels_
-    assert adjusted_rand_score(y, labels) == pytest.approx(1.0)
+    labels = PRCut(n_clusters=100, solver=solver, random_state=0, device="cpu").fit(X).labels_
+    assert adjusted_rand_score(y, labels) >= least - 1e-9
 
 
 def test_large_images_are_learnt_from_their_start():

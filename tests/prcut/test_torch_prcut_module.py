@@ -28,7 +28,7 @@ from tests._torchless import run_without_torch
 pytestmark = pytest.mark.torch
 
 CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
-FAST = dict(max_iter=40, batch_size=64, n_iter_no_change=5, device="cpu")
+FAST = dict(solver="network", max_iter=40, batch_size=64, n_iter_no_change=5, device="cpu")
 
 
 @pytest.fixture(scope="module")
