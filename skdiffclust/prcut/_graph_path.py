@@ -41,7 +41,7 @@ def graph_start(graph, features, spectral_labels, n_clusters, gamma):
         return spectral_labels
     unused, objective = partition_rank(graph, tree, n_clusters, gamma)
     spectral_unused, spectral_objective = partition_rank(graph, spectral_labels, n_clusters, gamma)
-    if unused <= spectral_unused and objective <= TREE_START_RATIO * spectral_objective:
+    if unused <= spectral_unused and objective < TREE_START_RATIO * spectral_objective:
         return tree
     return spectral_labels
 
@@ -62,7 +62,7 @@ def descend(graph, labels, settings, name="PRCut"):
         warnings.warn(
             f"{name} ran max_iter={settings.max_iter} sweeps of its descent on the graph "
             f"and the last still moved {descent.moves} samples: increase max_iter.",
-            ConvergenceWarning, stacklevel=5)  # fit_on_graph, fit, and its decorators
+            ConvergenceWarning, stacklevel=6)  # fit_on_graph, fit, its two decorators
     return descent.labels, np.asarray(curve, dtype=np.float64)
 
 

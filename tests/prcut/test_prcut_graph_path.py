@@ -173,9 +173,10 @@ def test_too_few_sweeps_warn_and_all_are_counted():
     X, _ = make_blobs(500, centers=5, cluster_std=2.5, random_state=3)
     converged = _fit(X, 5, keep_components=False)
     assert converged.n_iter_ >= 2  # the descent moved samples
-    with pytest.warns(ConvergenceWarning, match="max_iter=1 sweeps"):
+    with pytest.warns(ConvergenceWarning, match="max_iter=1 sweeps") as record:
         model = _fit(X, 5, keep_components=False, max_iter=1)
     assert model.n_iter_ == 1 and model.loss_curve_.shape == (1,)
+    assert record[0].filename == __file__  # the caller's line
 
 
 def test_copies_share_their_cluster():
