@@ -20,6 +20,7 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import minimum_spanning_tree
 
 from skdiffclust._utils._numba import jit
+from skdiffclust._utils._union_find import find_root, new_union_find, union_roots
 
 # Genie's default Gini threshold (genieclust's ``gini_threshold``): not tuned here
 GINI_THRESHOLD = 0.3
@@ -86,15 +87,6 @@ def edge_lengths(features, rows, cols, block=1 << 16):
 
 
 @jit(inline="always")
-def _root(parent, i):
-    """The root of ``i``'s tree, the path to it halved on the way."""
-    while parent[i] != i:
-        parent[i] = parent[parent[i]]
-        i = parent[i]
-    return i
-
-
-@jit(inline="always")
 def _distance_to_all(size, sizes, counts, n_distinct):
     """The sum of ``|size - s|`` over every cluster size s (the distinct sizes
     ``sizes[:n_distinct]``, each ``counts[s]`` times)."""
@@ -129,8 +121,7 @@ def _genie_merges(n, src, dst, n_clusters, threshold):
     """Merge the n singletons along the tree's edges (shortest first) down to
     ``n_clusters`` clusters, the smallest clusters first while the Gini index of
     the sizes exceeds ``threshold``; labels numbered by first appearance."""
-    parent = np.arange(n)
-    size = np.ones(n, np.int64)
+    parent, size = new_union_find(n)
     counts = np.zeros(n + 1, np.int64)  # clusters of each size
     sizes = np.zeros(n + 1, np.int64)  # the distinct sizes, in no order
     slots = np.zeros(n + 1, np.int64)  # where each size is in ``sizes``
@@ -146,8 +137,8 @@ def _genie_merges(n, src, dst, n_clusters, threshold):
             for t in range(n_distinct):
                 smallest = min(smallest, sizes[t])
             for e in range(first_unused, src.shape[0]):
-                if not used[e] and (size[_root(parent, src[e])] == smallest
-                                    or size[_root(parent, dst[e])] == smallest):
+                if not used[e] and (size[find_root(parent, src[e])] == smallest
+                                    or size[find_root(parent, dst[e])] == smallest):
                     edge = e
                     break
         if edge < 0:
@@ -155,22 +146,19 @@ def _genie_merges(n, src, dst, n_clusters, threshold):
         used[edge] = True
         while first_unused < src.shape[0] and used[first_unused]:
             first_unused += 1
-        a, b = _root(parent, src[edge]), _root(parent, dst[edge])
+        a, b = find_root(parent, src[edge]), find_root(parent, dst[edge])
         for root in (a, b):
             n_distinct = _count_size(size[root], -1, sizes, counts, slots, n_distinct)
             differences -= _distance_to_all(size[root], sizes, counts, n_distinct)
         merged = size[a] + size[b]
         differences += _distance_to_all(merged, sizes, counts, n_distinct)
         n_distinct = _count_size(merged, 1, sizes, counts, slots, n_distinct)
-        if size[a] < size[b] or (size[a] == size[b] and b < a):
-            a, b = b, a
-        parent[b] = a
-        size[a] = merged
+        union_roots(parent, size, a, b)
         m -= 1
     labels = np.full(n, -1, np.int64)
     found = 0
     for i in range(n):
-        root = _root(parent, i)
+        root = find_root(parent, i)
         if labels[root] < 0:
             labels[root] = found
             found += 1

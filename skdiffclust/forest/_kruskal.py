@@ -1,4 +1,5 @@
-"""Numba kernels on edge lists: union-find, deterministic edge order, k-forests.
+"""Numba kernels on edge lists: deterministic edge order, k-forests (union-find:
+``_utils._union_find``).
 
 Everything here works on plain arrays (edge endpoints and reduced distances) so
 that the same kernels serve feature input, precomputed similarities and the
@@ -8,30 +9,7 @@ perturbed solver.
 import numpy as np
 
 from skdiffclust._utils._numba import jit
-
-
-@jit(inline="always")
-def find_root(parent, i):
-    """Root of ``i`` in a union-find forest, with path halving."""
-    while parent[i] != i:
-        parent[i] = parent[parent[i]]
-        i = parent[i]
-    return i
-
-
-@jit(inline="always")
-def union_roots(parent, size, ra, rb):
-    """Merge two distinct roots by size; return the new root."""
-    if size[ra] < size[rb]:
-        ra, rb = rb, ra
-    parent[rb] = ra
-    size[ra] += size[rb]
-    return ra
-
-
-@jit(inline="always")
-def new_union_find(n):
-    return np.arange(n), np.ones(n, dtype=np.int64)
+from skdiffclust._utils._union_find import find_root, new_union_find, union_roots
 
 
 @jit(inline="always")
