@@ -252,7 +252,7 @@ def deep_auto(ds, max_clusters):
                                 random_state=SEED).fit(ds.images)
     ds.cache["deep"] = model.transform(ds.images)
     ds.cache["deep-count"] = (model.n_clusters_candidates_, model.n_clusters_scores_,
-                              model.n_clusters_modularity_, model.n_clusters_)
+                              model.n_clusters_)
     return model.labels_
 
 
@@ -503,23 +503,22 @@ def write_csv(path, datasets, fits, names):
 
 
 def write_scores(path, datasets):
-    """Deep-auto's criterion of every candidate on each image set (stability,
-    modularity, and the number found), in a CSV of its own: the rows of these
-    sets replace the file's, the others are kept (``plot_benchmarks.py`` draws
-    them)."""
+    """Deep-auto's criterion at every number of clusters on each image set (the
+    strongest link between the clusters, as its merges passed through it, and the
+    number found), in a CSV of its own: the rows of these sets replace the file's,
+    the others are kept (``plot_benchmarks.py`` draws them)."""
     import csv
 
-    header = ["dataset", "candidate", "stability", "modularity", "found"]
+    header = ["dataset", "candidate", "link", "found"]
     rows = []
     if Path(path).exists():
         with open(path, newline="") as file:
-            rows = list(csv.DictReader(file))
+            rows = [row for row in csv.DictReader(file) if row.get("link")]
     counted = {ds.key: ds.cache["deep-count"] for ds in datasets if "deep-count" in ds.cache}
     rows = [row for row in rows if row["dataset"] not in counted]
-    for key, (candidates, stability, modularity, found) in counted.items():
-        rows += [dict(dataset=key, candidate=int(k), stability=f"{s:.6g}",
-                      modularity=f"{q:.6g}", found=int(found))
-                 for k, s, q in zip(candidates, stability, modularity)]
+    for key, (candidates, links, found) in counted.items():
+        rows += [dict(dataset=key, candidate=int(k), link=f"{link:.6g}", found=int(found))
+                 for k, link in zip(candidates, links)]
     with open(path, "w", newline="") as file:
         writer = csv.DictWriter(file, header)
         writer.writeheader()

@@ -13,14 +13,16 @@ scripts' ``--csv`` option, see ``_results.py``) and writes three PNG files to
   a case measured on no machine with both is compared with the newest CPU row,
   and its bar names both machines;
 * ``n_clusters_images.png``: DeepImageClustering's ``n_clusters='auto'`` on
-  image sets, the stability and the modularity of each candidate, with the number
-  found and the number of classes (``n_clusters_scores.csv``, ``n_clusters.csv``).
+  image sets, the strongest link between the clusters at each number its merges
+  passed through, with the threshold, the number found and the number of
+  classes (``n_clusters_scores.csv``, ``n_clusters.csv``).
 
 Usage::
 
     python benchmarks/plot_benchmarks.py [--results DIR] [--out DIR]
 
-It runs nothing but matplotlib (Agg backend), in a few seconds.
+It runs nothing but matplotlib (Agg backend; it reads the merges' threshold from
+the package), in a few seconds.
 """
 
 import argparse
@@ -32,6 +34,8 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+
+from skdiffclust._graphcut._merge import MERGE_LINK  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -251,7 +255,8 @@ COUNT_SETS = [("images/mnist", "MNIST, 60,000 images"),
 
 
 def plot_n_clusters(tables, out):
-    """n_clusters_images.png: stability and modularity against the candidates."""
+    """n_clusters_images.png: the strongest link between the clusters against
+    their number, as DeepImageClustering's merges passed through it."""
     rows = tables.get("n_clusters_scores")
     if not rows:
         return None
@@ -265,10 +270,10 @@ def plot_n_clusters(tables, out):
     for ax, (key, title) in zip(axes[0], shown):
         mine = [row for row in rows if row["dataset"] == key]
         candidates = [int(row["candidate"]) for row in mine]
-        ax.plot(candidates, [float(row["stability"]) for row in mine], color=OURS_COLOUR,
-                label="stability")
-        ax.plot(candidates, [float(row["modularity"]) for row in mine], color=OTHER_COLOUR,
-                linestyle="--", label="modularity")
+        ax.plot(candidates, [float(row["link"]) for row in mine], color=OURS_COLOUR,
+                label="strongest link")
+        ax.axhline(MERGE_LINK, color=OTHER_COLOUR, linestyle="--", linewidth=0.8,
+                   label="threshold")
         found = int(mine[0]["found"])
         ax.axvline(found, color=OURS_COLOUR, linewidth=0.8)
         if key in truth:
@@ -276,9 +281,10 @@ def plot_n_clusters(tables, out):
                        label="classes")
         ax.set_title(f"{title}\nfound {found}", fontsize=9)
         ax.set_xlabel("number of clusters", fontsize=8)
-        ax.set_ylim(0, 1.02)
+        ax.set_yscale("symlog", linthresh=0.01)
+        ax.set_ylim(0, 1.0)
         ax.tick_params(labelsize=7)
-    axes[0][0].legend(fontsize=7, loc="lower right")
+    axes[0][0].legend(fontsize=7, loc="upper left")
     fig.tight_layout()
     path = out / "n_clusters_images.png"
     fig.savefig(path, dpi=110)

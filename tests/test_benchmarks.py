@@ -364,15 +364,14 @@ def test_the_pairs_of_the_battery_are_two_images_side_by_side():
 
 
 def test_deep_auto_scores_are_written_and_drawn(tmp_path):
-    """bench_n_clusters writes Deep-auto's criterion of every candidate, and
-    plot_benchmarks draws it against the candidates."""
+    """bench_n_clusters writes Deep-auto's criterion at every number of clusters
+    (the strongest link), and plot_benchmarks draws it against them."""
     pytest.importorskip("matplotlib")
     import numpy as np
 
     bench = _benchmark("bench_n_clusters")
     ds = bench.Dataset("images/mnist", "images", np.zeros((4, 2)), [np.ones(4)], [10])
-    ds.cache["deep-count"] = (np.arange(2, 6), np.array([0.5, 0.9, 0.7, 0.6]),
-                              np.array([0.4, 0.6, 0.7, 0.7]), 3)
+    ds.cache["deep-count"] = (np.arange(2, 6), np.array([0.0, 0.01, 0.2, 0.3]), 3)
     path = tmp_path / "n_clusters_scores.csv"
     bench.write_scores(path, [ds])
     bench.write_scores(path, [ds])  # the set's rows replaced, not repeated

@@ -272,6 +272,23 @@ def warn_unclear_count(name, count, decided_by, stacklevel=1):
     )
 
 
+def warn_unclear_merge(name, count, stacklevel=1):
+    """The warning of ``n_clusters='auto'`` by merging when no number stands out
+    (``count``: a ``ClusterCount`` of merges whose ``clear`` is False: the
+    clusters found are linked almost as strongly as those merged).
+    ``stacklevel`` counts from the caller."""
+    found = int(np.flatnonzero(count.candidates == count.n_clusters)[0]) \
+        if np.any(count.candidates == count.n_clusters) else int(np.argmin(count.scores))
+    warnings.warn(
+        f"{name}(n_clusters='auto') found no number of clusters that stands out: "
+        f"the {count.n_clusters} clusters it kept are still linked (strongest link "
+        f"{count.scores[found]:.3f}) almost as much as those it merged, so the number "
+        "may be far from the data's; n_clusters_scores_ holds the strongest link at "
+        "every number of clusters. Pass n_clusters if you know it.",
+        ClusterCountWarning, stacklevel=stacklevel + 1,
+    )
+
+
 # Squares of differences of values beyond this overflow float64 (sqrt of its max is
 # 1.3e154), and sums of squares over features overflow sooner: refuse such data
 # with a clear message rather than compute with infinities.

@@ -14,7 +14,7 @@ from sklearn.base import (
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from skdiffclust._utils._count import set_count_attributes
+from skdiffclust._utils._count import ClusterCount, set_count_attributes
 from skdiffclust._utils._optional import import_optional
 from skdiffclust._utils._random import derive_seeds
 from skdiffclust._utils._state import keeps_state_on_failure
@@ -22,10 +22,11 @@ from skdiffclust._utils._threads import device_type, host_threads
 from skdiffclust._utils._validation import (ANY_INTEGER, NumberInterval, RenamedParameters,
                                             refusing_former_names,
                                             check_n_clusters, warn_empty_clusters,
-                                            warn_unclear_count)
+                                            warn_unclear_merge)
 from skdiffclust.deep._images import (
     PixelScale, check_images, float32_precision, reduced_side)
 from skdiffclust.deep._inference import forward
+from skdiffclust.deep._merge import merge_columns, merged_outputs
 from skdiffclust.deep._settings import DeepSettings
 
 # seeds: graph features, spectral start, network, then warm-up, clustering and
@@ -51,19 +52,19 @@ class DeepImageClustering(RenamedParameters, ClassNamePrefixFeaturesOutMixin,
     Parameters
     ----------
     n_clusters : int or 'auto', default=8
-        Number of clusters. ``'auto'``: the number, from 2 to ``max_clusters``,
-        whose partitions of the images' graph are the most stable: k-means runs
-        from 20 starts on the spectral embedding of the graph's shared-neighbour
-        weights (twice as many eigenvectors as clusters) agree best with each
-        other (:ref:`n_clusters_auto_deep`).
-        Where no number stands out (the runs agree little, or the graph does not
-        separate their clusters), the number whose partition has the highest
-        modularity, with a ``ClusterCountWarning``.
+        Number of clusters. ``'auto'``: the network is trained on
+        ``max_clusters`` clusters, and those its embedding does not keep apart
+        are merged: the pair of clusters most linked in the nearest-neighbour
+        graph of the embedding (the share of the smaller one's edges that go to
+        the other) is merged while that share is at least 0.035
+        (:ref:`n_clusters_auto_deep`). Where the clusters kept are still linked
+        almost as much, a ``ClusterCountWarning`` says that no number stands out.
 
     max_clusters : int, default=50
-        The largest number ``n_clusters='auto'`` considers. Each candidate costs
-        20 k-means runs on at most 6,000 images, and the graph's eigenvectors
-        twice the largest candidate.
+        The number of clusters ``n_clusters='auto'`` trains on (at most the
+        images less one, and an integer ``n_eigenvectors``), so the most it can
+        find. A fit costs about what a fit given ``max_clusters`` costs, and the
+        merges one nearest-neighbour search of the embedding.
 
     image_shape : tuple of int, default=None
         ``(height, width)``, ``(channels, height, width)`` or ``(height, width,
@@ -179,16 +180,18 @@ class DeepImageClustering(RenamedParameters, ClassNamePrefixFeaturesOutMixin,
         ``n_clusters``, or the number ``'auto'`` found).
 
     n_clusters_candidates_ : ndarray of shape (n_candidates,)
-        The numbers ``n_clusters='auto'`` chose among. Only then.
+        The numbers of clusters the merges of ``n_clusters='auto'`` passed
+        through, from 2 to the clusters the network used. Only then.
 
     n_clusters_scores_ : ndarray of shape (n_candidates,)
-        Their stability: the mean adjusted Rand index between the partitions of
-        the k-means runs at each candidate (1: the runs agree). Only with
-        ``'auto'``.
+        The strongest link between the clusters at each of these numbers (0:
+        no edge joins them); the number found is the largest whose link is
+        below the threshold. Only with ``'auto'``.
 
-    n_clusters_modularity_ : ndarray of shape (n_candidates,)
-        The modularity on the graph of a run's partition at each candidate,
-        which decides where no number stands out. Only with ``'auto'``.
+    output_clusters_ : ndarray of shape (n_outputs,)
+        The cluster of each of the head's outputs: a cluster's probability is
+        the sum of its outputs' (``'auto'`` merges several outputs into one
+        cluster; otherwise each output is its own cluster).
 
     network_state_ : dict of str to ndarray
         The trained network's weights and normalisation statistics (its torch
@@ -200,7 +203,8 @@ class DeepImageClustering(RenamedParameters, ClassNamePrefixFeaturesOutMixin,
         The trained network rebuilt in torch from ``network_state_`` (on the CPU,
         in evaluation mode; needs torch), mapping float32 images of shape (batch,
         C, H, W), scaled by ``pixel_mean_`` and ``pixel_scale_``, to the kept
-        head's logits; ``module_.embed`` maps them to the embedding.
+        head's logits (one per output: ``output_clusters_`` groups them);
+        ``module_.embed`` maps them to the embedding.
 
     input_side_ : tuple of int
         ``(height, width)`` of the images the convolutions read: the images',
@@ -380,16 +384,26 @@ class DeepImageClustering(RenamedParameters, ClassNamePrefixFeaturesOutMixin,
         scaled = scale(pixels)
         del pixels
         seeds = derive_seeds(self.random_state, N_SEEDS)
-        network, graph, start, result, kept, self_labelled, settings, count = fit_network(
+        network, graph, start, result, kept, self_labelled = fit_network(
             scaled, settings, seeds, type(self).__name__)
         # the network as NumPy arrays: predict and pickles need no torch
-        self.network_state_ = state_to_numpy(network)
-        self.input_side_ = reduced_side(self.image_shape_, settings.max_side)
+        state = state_to_numpy(network)
+        input_side = reduced_side(self.image_shape_, settings.max_side)
+        embedding, proba = forward(state, scaled, input_side, settings.n_threads)
+        if settings.merge:
+            output_clusters, count = merged_outputs(
+                embedding, proba, n_neighbors=settings.n_neighbors,
+                device=settings.device, n_threads=settings.n_threads)
+            labels = merge_columns(proba, output_clusters).argmax(1)
+        else:
+            labels = occupied_first(state, proba.argmax(1))
+            output_clusters = np.arange(proba.shape[1])
+            count = ClusterCount(settings.n_clusters)
+        self.network_state_, self.input_side_ = state, input_side
+        self.output_clusters_ = output_clusters
         self.pixel_mean_, self.pixel_scale_ = scale.mean, scale.scale
         self.pixel_range_ = scale.range
-        embedding, proba = forward(self.network_state_, scaled, self.input_side_,
-                                   settings.n_threads)
-        self.labels_ = occupied_first(self.network_state_, proba.argmax(1))
+        self.labels_ = labels.astype(np.int64)
         self.n_clusters_ = int(np.unique(self.labels_).size)
         self._n_features_out = embedding.shape[1]  # get_feature_names_out, set_output
         self.start_labels_ = np.asarray(start, dtype=np.int64)
@@ -404,13 +418,15 @@ class DeepImageClustering(RenamedParameters, ClassNamePrefixFeaturesOutMixin,
         self.device_ = device_type(settings.device)
         set_count_attributes(self, count)
         if not count.clear:
-            warn_unclear_count("DeepImageClustering", count,
-                               "the number whose partition has the highest modularity",
+            warn_unclear_merge("DeepImageClustering", count,
                                stacklevel=4)  # fit, keeps_state_on_failure, _fit_context
-        if self.n_clusters_ < settings.n_clusters:
+        # 'auto' counts 2 or more: a network that put every image in one output
+        # (identical images) left the others empty
+        expected = max(count.n_clusters, 2) if settings.merge else count.n_clusters
+        if self.n_clusters_ < expected:
             identical = np.ptp(images.reshape(n_samples, -1), axis=0).max() == 0
             warn_empty_clusters(
-                "DeepImageClustering", self.n_clusters_, settings.n_clusters,
+                "DeepImageClustering", self.n_clusters_, expected,
                 cause=("the images are all identical" if identical else
                        "the network assigns no training image to the others"),
                 remedy="A larger balance (balanced clusters)",
@@ -443,8 +459,9 @@ class DeepImageClustering(RenamedParameters, ClassNamePrefixFeaturesOutMixin,
         and the dtype X was read in; ``stacklevel`` of its warnings counts from
         the caller."""
         images, dtype = self._read(X, stacklevel + 1)  # checks that the model is fitted
-        return (*forward(self.network_state_, images, self.input_side_,
-                         host_threads(self.n_jobs)), dtype)
+        embedding, proba = forward(self.network_state_, images, self.input_side_,
+                                   host_threads(self.n_jobs))
+        return embedding, merge_columns(proba, self.output_clusters_), dtype
 
     def predict_proba(self, X):
         """Cluster probabilities of images, from the trained network.
@@ -520,7 +537,8 @@ class DeepImageClustering(RenamedParameters, ClassNamePrefixFeaturesOutMixin,
         if images.shape[0] < 2:
             raise ValueError(f"score needs at least 2 samples, got {images.shape[0]}.")
         n_threads = host_threads(self.n_jobs)
-        labels = forward(self.network_state_, images, self.input_side_, n_threads)[1]
+        proba = forward(self.network_state_, images, self.input_side_, n_threads)[1]
+        labels = merge_columns(proba, self.output_clusters_)
         _require_torch()
         from skdiffclust.deep._fit import feature_silhouette
 

@@ -204,19 +204,17 @@ def start_of(images, settings, *, feature_seed, start_seed):
     """The neighbour lists (n, n_neighbors) of the images' graph features, the
     symmetric kNN graph, the spectral start's labels (PRCut's start from the
     graph's shared-neighbour weights, which undo the hubs of features in many
-    dimensions, its width chosen by the objective for ``'auto'``), ``settings``
-    with ``n_clusters`` counted and the count (``DeepSettings.counted``). On CUDA
-    the neighbour search and the start's eigenproblem run on the device, as
-    PRCut's do."""
+    dimensions, its width chosen by the objective for ``'auto'``). On CUDA the
+    neighbour search and the start's eigenproblem run on the device, as PRCut's
+    do."""
     device = torch.device(settings.device)
     neighbours, graph = graph_of(images, settings.n_neighbors, feature_seed,
                                  settings.n_threads, device=device)
     measures = GraphMeasures(graph, device=device, seed=start_seed,
                              n_threads=settings.n_threads)
-    settings, count = settings.counted(measures)
     _, labels = spectral_start(measures, settings.n_clusters, start=settings,
                                gamma=settings.gamma)
-    return neighbours, graph, labels, settings, count
+    return neighbours, graph, labels
 
 
 def fit_network(images, settings, seeds, name):
@@ -232,7 +230,7 @@ def _fit_network(images, settings, seeds, name):
     feature_seed, start_seed, network_seed, *batch_seeds = seeds
     device = torch.device(settings.device)
     with torch_threads(settings.n_threads):
-        neighbours, graph, start, settings, count = start_of(
+        neighbours, graph, start = start_of(
             images, settings, feature_seed=feature_seed, start_seed=start_seed)
         network = build_network(images.shape[1:], settings.n_clusters, settings.n_heads,
                                 network_seed, settings.max_side).to(device)
@@ -268,16 +266,14 @@ def _fit_network(images, settings, seeds, name):
         if not self_labelled:
             network.load_state_dict(before)
     network = network.to("cpu").eval()
-    return FittedNetwork(network, graph, start, result, kept, self_labelled, settings,
-                         count)
+    return FittedNetwork(network, graph, start, result, kept, self_labelled)
 
 
 class FittedNetwork(NamedTuple):
     """What :func:`fit_network` returns: the trained ``network`` (on the CPU, one
     head, in evaluation mode), the images' ``graph``, the ``start``'s labels, the
     clustering phase's ``result`` (a ``TrainingResult``), the index of the
-    ``kept`` head, whether the network was ``self_labelled``, the ``settings``
-    with ``n_clusters`` counted, and the ``count`` (a ``ClusterCount``)."""
+    ``kept`` head, and whether the network was ``self_labelled``."""
 
     network: object
     graph: object
@@ -285,8 +281,6 @@ class FittedNetwork(NamedTuple):
     result: object
     kept: int
     self_labelled: bool
-    settings: object
-    count: object
 
 
 def _objective_of(network, data, graph, settings):

@@ -1,16 +1,14 @@
 """How DeepImageClustering trains: one frozen record, built once by ``fit`` from the
 parameters and passed down whole to the training (``_fit``), every ``'auto'``
 resolved here (``max_iter`` from the data's size, ``n_eigenvectors`` by
-PRCut's rule on the start's graph, ``n_clusters`` from the graph's spectrum:
-:meth:`DeepSettings.counted`, ``channels`` from the images' shape:
+PRCut's rule on the start's graph, ``n_clusters`` as the number trained on,
+merged after training (``_merge``), ``channels`` from the images' shape:
 :func:`channels_layout`). Imports no torch."""
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from skdiffclust._utils._threads import host_threads
-from skdiffclust._utils._count import ClusterCount
-from skdiffclust._graphcut._count import count_clusters
 from skdiffclust._graphcut._start import resolve_start
 
 # 'auto' max_iter: about this many steps of the clustering phase in all (at
@@ -23,15 +21,19 @@ MIN_EPOCHS = 3
 # RGBA: as PIL, imageio and matplotlib give images)
 LAST_AXIS_CHANNELS = (1, 3, 4)
 
-# n_clusters='auto': the number whose partitions of the graph are the most stable
-# (_graphcut._stability: k-means runs on the spectral embedding of the graph's
-# shared-neighbour weights, twice as wide as the number, from 20 starts). The
-# spectrum's largest jump in ratio, PRCut's criterion on tables, counted too few
-# on images: their graphs' spectra rise smoothly, and jump as much at a coarse
-# split as at the classes (MNIST's scores 0.41 at 2 clusters and 0.40 at 10). On
-# the image battery's tuning half (benchmarks/_image_battery.py) it counted 2 to
-# 8 for 2 to 40 classes, mean NMI 0.81; stability 2 to 23, 0.87 (0.91 given the
-# numbers; see the user guide)
+# n_clusters='auto': the network trains on max_clusters clusters (at most an
+# integer n_eigenvectors and the images less one), which are then merged along
+# the kNN graph of its embedding (deep/_merge.py). Counting first, on the graph
+# of the gradient histograms (by the stability of its partitions, as PRCut
+# counts images), counted too few where classes are many: 5 for 32 pairs of
+# images, 2 for 40 pairs of small classes (see the user guide)
+
+
+def over_clusters(max_clusters, n_eigenvectors, n_samples):
+    """The number of clusters ``n_clusters='auto'`` trains on: ``max_clusters``,
+    at most an integer ``n_eigenvectors`` and ``n_samples - 1``."""
+    bound = max_clusters if n_eigenvectors == "auto" else min(max_clusters, n_eigenvectors)
+    return int(max(min(bound, n_samples - 1), 1))
 
 
 def channels_layout(axes, channels):
@@ -98,7 +100,7 @@ class DeepSettings:
     """The training's settings (every ``'auto'`` resolved, :meth:`of`;
     ``n_eigenvectors``' on the start's graph, :meth:`resolved_start`)."""
 
-    n_clusters: object  # int, or 'auto' until counted
+    n_clusters: int
     n_neighbors: int
     n_eigenvectors: object  # int or 'auto'
     n_heads: int
@@ -119,6 +121,8 @@ class DeepSettings:
     n_threads: int = 1
     verbose: bool = False
     max_clusters: int = 50
+    # n_clusters='auto': n_clusters is the number trained on, merged after training
+    merge: bool = False
 
     @classmethod
     def of(cls, estimator, n_samples):
@@ -145,6 +149,9 @@ class DeepSettings:
         import_optional("torch", "DeepImageClustering")
         from skdiffclust._utils._torch import resolve_device
 
+        merge = n_clusters == "auto"
+        if merge:
+            n_clusters = over_clusters(estimator.max_clusters, n_eigenvectors, n_samples)
         return cls(
             n_clusters=n_clusters, n_neighbors=estimator.n_neighbors,
             n_eigenvectors=(n_eigenvectors if n_eigenvectors == "auto"
@@ -161,28 +168,7 @@ class DeepSettings:
             max_side=None if estimator.max_side is None else int(estimator.max_side),
             device=resolve_device(estimator.device),
             n_threads=host_threads(estimator.n_jobs), verbose=bool(estimator.verbose),
-            max_clusters=int(estimator.max_clusters))
-
-    def counted(self, graph):
-        """These settings with ``n_clusters`` an integer, and how it was found
-        (``n_clusters='auto'``: ``_graphcut._count.count_clusters``
-        by the stability of the partitions of the graph's shared-neighbour
-        weights; candidates up to ``max_clusters``, and at most an integer
-        ``n_eigenvectors``). ``graph``: a ``_graphcut._measures.GraphMeasures``, asked
-        only for ``'auto'``.
-
-        Returns
-        -------
-        settings : DeepSettings
-        count : ClusterCount
-        """
-        if self.n_clusters != "auto":
-            return self, ClusterCount(self.n_clusters)
-        max_clusters = self.max_clusters if self.n_eigenvectors == "auto" else \
-            min(self.max_clusters, self.n_eigenvectors)
-        count = count_clusters(max_clusters, graph, shared_neighbours=True,
-                               criterion="stability")
-        return replace(self, n_clusters=count.n_clusters), count
+            max_clusters=int(estimator.max_clusters), merge=merge)
 
     def resolved_start(self, n_clusters, graph):
         """The spectral start on ``graph`` (a ``_graphcut._measures.GraphMeasures``): the

@@ -1,5 +1,6 @@
-"""DeepImageClustering's n_clusters='auto': the number whose partitions of the
-images' graph are the most stable (``_graphcut._stability``)."""
+"""DeepImageClustering's n_clusters='auto': the network trains on max_clusters
+clusters, which are merged along the kNN graph of its embedding while they are
+linked (``deep/_merge.py``, ``_graphcut/_merge.py``)."""
 
 import warnings
 
@@ -33,48 +34,62 @@ def digits_auto():
     return fit(IMAGES, "auto")
 
 
-def test_auto_finds_about_ten_digits_and_fits_as_that_number_would(digits_auto):
-    """On the 1,797 digits the most stable number is 11 (a digit's two styles
-    apart); the fit is that of n_clusters=11, bit for bit."""
+def test_auto_finds_about_ten_digits_from_the_network_of_max_clusters(digits_auto):
+    """On the 1,797 digits the merges stop near ten (a digit's styles apart);
+    the network is that of n_clusters=max_clusters, bit for bit, its outputs
+    grouped."""
     model = digits_auto
-    assert 9 <= model.n_clusters_ <= 12
-    given = fit(IMAGES, model.n_clusters_)
-    np.testing.assert_array_equal(model.labels_, given.labels_)
-    np.testing.assert_array_equal(model.start_labels_, given.start_labels_)
+    assert 9 <= model.n_clusters_ <= 16
     assert normalized_mutual_info_score(TRUTH, model.labels_) > 0.85
+    given = fit(IMAGES, 50)
+    for name, value in given.network_state_.items():
+        np.testing.assert_array_equal(model.network_state_[name], value)
+    np.testing.assert_array_equal(model.start_labels_, given.start_labels_)
+    groups = model.output_clusters_
+    assert groups.shape == (50,) and set(groups) == set(range(model.n_clusters_))
+    proba = model.predict_proba(IMAGES)
+    assert proba.shape == (IMAGES.shape[0], model.n_clusters_)
+    np.testing.assert_allclose(proba.sum(1), 1.0, atol=1e-5)
+    np.testing.assert_array_equal(proba.argmax(1), model.labels_)
     for name in ("n_clusters_candidates_", "n_clusters_scores_"):
         assert not hasattr(given, name)
+    np.testing.assert_array_equal(given.output_clusters_, np.arange(50))
 
 
-def test_auto_keeps_the_stability_of_each_candidate(digits_auto):
+def test_auto_keeps_the_link_at_each_number_of_clusters(digits_auto):
+    """The evidence: the strongest link between the clusters at every number the
+    merges passed through; the number found is the largest below the threshold."""
+    from skdiffclust._graphcut._merge import MERGE_LINK
+
     model = digits_auto
-    np.testing.assert_array_equal(model.n_clusters_candidates_, np.arange(2, 51))
-    scores = model.n_clusters_scores_
-    assert scores.shape == (49,)
-    assert np.argmax(scores) + 2 == model.n_clusters_
-    assert np.all((scores > -0.5) & (scores <= 1.0))
-    # the digits' number stands out: no warning
-    assert scores.max() >= 0.7
+    candidates, links = model.n_clusters_candidates_, model.n_clusters_scores_
+    assert candidates[0] == 2 and candidates[-1] <= 50
+    np.testing.assert_array_equal(np.diff(candidates), 1)
+    assert np.all((links >= 0) & (links <= 1))
+    found = model.n_clusters_ - 2
+    assert links[found] < MERGE_LINK
+    assert np.all(links[found + 1:] >= MERGE_LINK)
+    assert not hasattr(model, "n_clusters_modularity_")
 
 
 def test_images_without_structure_warn_that_no_number_stands_out():
-    """Noise images: the most stable partition (a cut along the graph's longest
-    axis) cuts the graph as chance would; the fit warns, and the modularity
-    decides."""
+    """Noise images: the network's clusters stay linked down to two; the fit
+    warns rather than give the number as found."""
     noise = np.random.default_rng(0).random((300, 8, 8))
     with pytest.warns(ClusterCountWarning, match="no number of clusters that stands out"):
         model = fit(noise, "auto", max_clusters=12)
-    best = np.argmax(model.n_clusters_modularity_)
-    assert model.n_clusters_ == model.n_clusters_candidates_[best]
+    assert model.n_clusters_ == 2
 
 
-def test_max_clusters_and_n_eigenvectors_bound_the_candidates():
+def test_max_clusters_and_n_eigenvectors_bound_the_clusters_trained():
     X = IMAGES[:150]
     model = fit(X, "auto", max_clusters=6)
-    np.testing.assert_array_equal(model.n_clusters_candidates_, np.arange(2, 7))
+    assert model.output_clusters_.shape == (6,)
+    assert model.n_clusters_candidates_[-1] <= 6
     assert 2 <= model.n_clusters_ <= 6
     model = fit(X, "auto", n_eigenvectors=4)
-    np.testing.assert_array_equal(model.n_clusters_candidates_, np.arange(2, 5))
+    assert model.output_clusters_.shape == (4,)
+    assert model.n_clusters_candidates_[-1] <= 4
 
 
 def test_an_integer_fit_after_auto_clears_the_count():

@@ -58,8 +58,8 @@ def test_the_start_reads_the_shared_neighbours_of_the_graph():
     settings = DeepImageClustering(10, random_state=0)._settings(len(IMAGES))
     images = IMAGES[:, None].astype(np.float32)
     for feature_seed, start_seed in ((0, 1), (2, 3)):
-        _, graph, start, _, _ = start_of(images, settings, feature_seed=feature_seed,
-                                         start_seed=start_seed)
+        _, graph, start = start_of(images, settings, feature_seed=feature_seed,
+                                   start_seed=start_seed)
         knn = initial_partition(graph, 10, device="cpu", seed=start_seed, widths=(20,))
         assert clustering_accuracy(TRUTH, start) > clustering_accuracy(TRUTH, knn) + 0.01
         assert clustering_accuracy(TRUTH, start) > 0.89

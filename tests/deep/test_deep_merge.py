@@ -1,0 +1,108 @@
+"""Merging clusters along a graph (``_graphcut._merge``) and the outputs of an
+over-clustered network grouped into clusters (``deep._merge``): no torch."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from skdiffclust._graphcut._merge import (MERGE_LINK, MIN_CLUSTERS, link_strengths,
+                                          merge_clusters)
+from skdiffclust.deep._merge import merge_columns, merged_outputs
+from skdiffclust.deep._settings import over_clusters
+
+
+def chain_graph(sizes, bridges):
+    """Cliques of ``sizes`` vertices; ``bridges[i]`` edges between clique i and
+    i + 1 (symmetric, unit weights)."""
+    starts = np.concatenate([[0], np.cumsum(sizes)])
+    rows, cols = [], []
+    for start, stop in zip(starts[:-1], starts[1:]):
+        block = np.arange(start, stop)
+        r, c = np.meshgrid(block, block)
+        keep = r != c
+        rows.append(r[keep])
+        cols.append(c[keep])
+    for i, count in enumerate(bridges):
+        for j in range(count):
+            a, b = starts[i] + j % sizes[i], starts[i + 1] + j % sizes[i + 1]
+            rows.append(np.array([a, b]))
+            cols.append(np.array([b, a]))
+    rows, cols = np.concatenate(rows), np.concatenate(cols)
+    n = starts[-1]
+    graph = sp.csr_matrix((np.ones(rows.size), (rows, cols)), shape=(n, n))
+    graph.sum_duplicates()
+    return graph, np.repeat(np.arange(len(sizes)), sizes)
+
+
+def test_pieces_joined_by_many_edges_merge_and_separate_groups_stay():
+    """Four cliques: 0-1 and 2-3 joined by many edges (pieces of one class), 1-2
+    by none: two clusters, clearly."""
+    graph, labels = chain_graph([10, 10, 10, 10], [30, 0, 30])
+    sequence = merge_clusters(graph, labels, 4)
+    assert sequence.n_clusters == 2 and sequence.clear
+    np.testing.assert_array_equal(sequence.groups, [0, 0, 1, 1])
+    np.testing.assert_array_equal(sequence.candidates, [2, 3, 4])
+    assert sequence.links[0] == 0.0 and np.all(sequence.links[1:] >= MERGE_LINK)
+
+
+def test_links_are_the_smaller_clusters_share_of_edges():
+    weights = np.array([[8.0, 2.0, 0.0], [2.0, 18.0, 1.0], [0.0, 1.0, 3.0]])
+    links = link_strengths(weights)
+    assert links[0, 1] == pytest.approx(2.0 / 10.0)
+    assert links[1, 2] == pytest.approx(1.0 / 4.0)
+    assert links[0, 2] == 0.0 and np.all(np.diag(links) == -np.inf)
+
+
+def test_clusters_linked_at_every_number_stop_at_the_fewest_unclear():
+    graph, labels = chain_graph([10, 10, 10], [40, 40])
+    sequence = merge_clusters(graph, labels, 3)
+    assert sequence.n_clusters == MIN_CLUSTERS and not sequence.clear
+
+
+@settings(max_examples=40, deadline=None)
+@given(sizes=st.lists(st.integers(3, 8), min_size=2, max_size=6),
+       bridges=st.lists(st.integers(0, 12), min_size=5, max_size=5),
+       threshold=st.sampled_from([0.01, 0.03, 0.1, 0.3]))
+def test_the_number_found_is_the_largest_whose_strongest_link_is_below(
+        sizes, bridges, threshold):
+    """Whatever the graph: every number above the one found had a link at least
+    the threshold, the one found none; the groups partition the clusters into
+    that many non-empty groups, numbered by their smallest member."""
+    graph, labels = chain_graph(sizes, bridges[:len(sizes) - 1])
+    sequence = merge_clusters(graph, labels, len(sizes), min_link=threshold)
+    found = sequence.n_clusters
+    assert set(sequence.groups) == set(range(found))
+    firsts = [int(np.flatnonzero(sequence.groups == g)[0]) for g in range(found)]
+    assert firsts == sorted(firsts)
+    above = sequence.candidates > found
+    assert np.all(sequence.links[above] >= threshold)
+    at_found = sequence.links[sequence.candidates == found][0]
+    assert at_found < threshold or (found == MIN_CLUSTERS and not sequence.clear)
+
+
+def test_outputs_of_an_over_clustered_network_are_grouped():
+    """Two blobs each cut into three outputs, one output never chosen: two
+    clusters; the unchosen output joins the cluster whose images give it the
+    most probability; the identity grouping returns the probabilities as
+    they are."""
+    rng = np.random.default_rng(0)
+    embedding = np.concatenate([rng.normal(0, 1, (60, 4)), rng.normal(20, 1, (60, 4))])
+    outputs = np.concatenate([np.arange(60) % 3, 3 + np.arange(60) % 3])
+    proba = np.full((120, 7), 0.01)
+    proba[np.arange(120), outputs] = 1.0
+    proba[60:, 6] = 0.5  # never the most probable; the second blob's
+    proba /= proba.sum(1, keepdims=True)
+    groups, count = merged_outputs(embedding, proba, n_neighbors=10)
+    assert count.n_clusters == 2 and count.clear
+    np.testing.assert_array_equal(groups, [0, 0, 0, 1, 1, 1, 1])
+    merged = merge_columns(proba, groups)
+    np.testing.assert_allclose(merged.sum(1), 1.0)
+    assert merge_columns(proba, np.arange(7)) is proba
+
+
+def test_the_clusters_trained_on_are_bounded():
+    assert over_clusters(50, "auto", 1000) == 50
+    assert over_clusters(50, 12, 1000) == 12
+    assert over_clusters(50, "auto", 20) == 19
