@@ -20,7 +20,8 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import minimum_spanning_tree
 
 from skdiffclust._utils._numba import jit
-from skdiffclust._utils._union_find import find_root, new_union_find, union_roots
+from skdiffclust._utils._union_find import (find_root, new_union_find, root_labels,
+                                            union_roots)
 
 # Genie's default Gini threshold (genieclust's ``gini_threshold``): not tuned here
 GINI_THRESHOLD = 0.3
@@ -155,12 +156,4 @@ def _genie_merges(n, src, dst, n_clusters, threshold):
         n_distinct = _count_size(merged, 1, sizes, counts, slots, n_distinct)
         union_roots(parent, size, a, b)
         m -= 1
-    labels = np.full(n, -1, np.int64)
-    found = 0
-    for i in range(n):
-        root = find_root(parent, i)
-        if labels[root] < 0:
-            labels[root] = found
-            found += 1
-        labels[i] = labels[root]
-    return labels
+    return root_labels(parent)[0]

@@ -28,3 +28,20 @@ def union_roots(parent, size, ra, rb):
 @jit(inline="always")
 def new_union_find(n):
     return np.arange(n), np.ones(n, dtype=np.int64)
+
+
+@jit(inline="always")
+def root_labels(parent):
+    """Each element's set, numbered 0, 1, ... in the order of the sets' first
+    elements, and the number of sets."""
+    n = parent.shape[0]
+    labels = np.full(n, -1, dtype=np.int64)
+    root_label = np.full(n, -1, dtype=np.int64)
+    n_labels = 0
+    for i in range(n):
+        r = find_root(parent, i)
+        if root_label[r] < 0:
+            root_label[r] = n_labels
+            n_labels += 1
+        labels[i] = root_label[r]
+    return labels, n_labels

@@ -277,12 +277,11 @@ def warn_unclear_merge(name, count, stacklevel=1):
     (``count``: a ``ClusterCount`` of merges whose ``clear`` is False: the
     clusters found are linked almost as strongly as those merged).
     ``stacklevel`` counts from the caller."""
-    found = int(np.flatnonzero(count.candidates == count.n_clusters)[0]) \
-        if np.any(count.candidates == count.n_clusters) else int(np.argmin(count.scores))
+    link = count.scores[count.candidates == count.n_clusters].min(initial=np.inf)
     warnings.warn(
         f"{name}(n_clusters='auto') found no number of clusters that stands out: "
         f"the {count.n_clusters} clusters it kept are still linked (strongest link "
-        f"{count.scores[found]:.3f}) almost as much as those it merged, so the number "
+        f"{link:.3f}) almost as much as those it merged, so the number "
         "may be far from the data's; n_clusters_scores_ holds the strongest link at "
         "every number of clusters. Pass n_clusters if you know it.",
         ClusterCountWarning, stacklevel=stacklevel + 1,

@@ -9,7 +9,8 @@ perturbed solver.
 import numpy as np
 
 from skdiffclust._utils._numba import jit
-from skdiffclust._utils._union_find import find_root, new_union_find, union_roots
+from skdiffclust._utils._union_find import (find_root, new_union_find, root_labels,
+                                            union_roots)
 
 
 @jit(inline="always")
@@ -87,16 +88,7 @@ def component_labels(n, src, dst):
         rb = find_root(parent, dst[e])
         if ra != rb:
             union_roots(parent, size, ra, rb)
-    labels = np.full(n, -1, dtype=np.int64)
-    root_label = np.full(n, -1, dtype=np.int64)
-    n_labels = 0
-    for i in range(n):
-        r = find_root(parent, i)
-        if root_label[r] < 0:
-            root_label[r] = n_labels
-            n_labels += 1
-        labels[i] = root_label[r]
-    return labels, n_labels
+    return root_labels(parent)
 
 
 @jit
