@@ -86,7 +86,9 @@ class DeepImageClustering(RenamedParameters, ClassNamePrefixFeaturesOutMixin,
         new images must come in the training images' layout (``channels_``).
 
     n_neighbors : int, default=10
-        Neighbours of each image in the graph.
+        Neighbours of each image in the graph. With ``n_clusters='auto'`` also
+        those of the embedding's graph the clusters merge along, at most half
+        the mean size of the clusters trained on.
 
     n_eigenvectors : int or 'auto', default='auto'
         Eigenvectors of the spectral start (PRCut's wide start, on the graph's
@@ -392,7 +394,7 @@ class DeepImageClustering(RenamedParameters, ClassNamePrefixFeaturesOutMixin,
         embedding, proba = forward(state, scaled, input_side, settings.n_threads)
         if settings.merge:
             output_clusters, count = merged_outputs(
-                embedding, proba, n_neighbors=settings.n_neighbors,
+                embedding, proba, n_neighbors=settings.merge_neighbors,
                 device=settings.device, n_threads=settings.n_threads)
             labels = merge_columns(proba, output_clusters).argmax(1)
         else:

@@ -28,12 +28,30 @@ LAST_AXIS_CHANNELS = (1, 3, 4)
 # counts images), counted too few where classes are many: 5 for 32 pairs of
 # images, 2 for 40 pairs of small classes (see the user guide)
 
+# n_clusters='auto' merges along a kNN graph of at least this many neighbours
+MIN_MERGE_NEIGHBORS = 3
+
 
 def over_clusters(max_clusters, n_eigenvectors, n_samples):
     """The number of clusters ``n_clusters='auto'`` trains on: ``max_clusters``,
     at most an integer ``n_eigenvectors`` and ``n_samples - 1``."""
     bound = max_clusters if n_eigenvectors == "auto" else min(max_clusters, n_eigenvectors)
     return int(max(min(bound, n_samples - 1), 1))
+
+
+def merge_neighbors(n_neighbors, n_samples, n_clusters):
+    """The neighbours of the graph ``n_clusters='auto'`` merges along:
+    ``n_neighbors``, at most half the mean size of the ``n_clusters`` clusters
+    trained on, at least :data:`MIN_MERGE_NEIGHBORS` (and at most the images
+    less one).
+
+    Why at most half a cluster's size: a cluster of m images keeps at most m - 1
+    of an image's neighbours, so with more neighbours than its images every
+    small cluster is linked to the next whatever the data (10 neighbours merged
+    40 classes of 10 images into 2 on the tuning half; 4 neighbours, into 17).
+    """
+    bound = max(MIN_MERGE_NEIGHBORS, n_samples // (2 * n_clusters))
+    return int(max(min(n_neighbors, bound, n_samples - 1), 1))
 
 
 def channels_layout(axes, channels):
@@ -122,7 +140,9 @@ class DeepSettings:
     verbose: bool = False
     max_clusters: int = 50
     # n_clusters='auto': n_clusters is the number trained on, merged after training
+    # along a kNN graph of merge_neighbors neighbours
     merge: bool = False
+    merge_neighbors: int = 0
 
     @classmethod
     def of(cls, estimator, n_samples):
@@ -168,7 +188,9 @@ class DeepSettings:
             max_side=None if estimator.max_side is None else int(estimator.max_side),
             device=resolve_device(estimator.device),
             n_threads=host_threads(estimator.n_jobs), verbose=bool(estimator.verbose),
-            max_clusters=int(estimator.max_clusters), merge=merge)
+            max_clusters=int(estimator.max_clusters), merge=merge,
+            merge_neighbors=(merge_neighbors(estimator.n_neighbors, n_samples, n_clusters)
+                             if merge else 0))
 
     def resolved_start(self, n_clusters, graph):
         """The spectral start on ``graph`` (a ``_graphcut._measures.GraphMeasures``): the

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from skdiffclust._graphcut._merge import (MERGE_LINK, MIN_CLUSTERS, link_strengths,
                                           merge_clusters)
 from skdiffclust.deep._merge import merge_columns, merged_outputs
-from skdiffclust.deep._settings import over_clusters
+from skdiffclust.deep._settings import MIN_MERGE_NEIGHBORS, merge_neighbors, over_clusters
 
 
 def chain_graph(sizes, bridges):
@@ -106,3 +106,30 @@ def test_the_clusters_trained_on_are_bounded():
     assert over_clusters(50, "auto", 1000) == 50
     assert over_clusters(50, 12, 1000) == 12
     assert over_clusters(50, "auto", 20) == 19
+
+
+def test_the_merge_graph_has_at_most_half_a_clusters_images_as_neighbours():
+    assert merge_neighbors(10, 60_000, 50) == 10
+    assert merge_neighbors(10, 400, 50) == 4  # clusters of 8 images
+    assert merge_neighbors(10, 100, 50) == MIN_MERGE_NEIGHBORS
+    assert merge_neighbors(2, 60_000, 50) == 2  # the user's fewer kept
+    assert merge_neighbors(10, 3, 2) == 2  # at most the images less one
+
+
+def test_many_small_clusters_stay_apart_with_the_merge_graphs_neighbours():
+    """Forty tight groups of 8 points, far apart (40 classes of 8 images): with
+    10 neighbours every point has two outside its group, so the groups are linked
+    whatever the data and merge; with the neighbours of ``merge_neighbors`` (4)
+    the 40 stay, clearly."""
+    rng = np.random.default_rng(0)
+    centres = rng.normal(scale=100.0, size=(40, 16))
+    labels = np.repeat(np.arange(40), 8)
+    embedding = centres[labels] + rng.normal(size=(labels.size, 16))
+    proba = np.full((labels.size, 40), 0.1 / 39)
+    proba[np.arange(labels.size), labels] = 0.9
+    neighbours = merge_neighbors(10, labels.size, 40)
+    groups, count = merged_outputs(embedding, proba, n_neighbors=neighbours)
+    assert neighbours == 4 and count.n_clusters == 40 and count.clear
+    np.testing.assert_array_equal(groups, np.arange(40))
+    _, crowded = merged_outputs(embedding, proba, n_neighbors=10)
+    assert crowded.n_clusters < 40

@@ -92,6 +92,16 @@ def test_max_clusters_and_n_eigenvectors_bound_the_clusters_trained():
     assert model.n_clusters_candidates_[-1] <= 4
 
 
+def test_small_sets_merge_along_fewer_neighbours_than_their_clusters_images():
+    """400 images on 50 clusters (of 8): the merge graph has 4 neighbours, not
+    n_neighbors=10; 60,000 images keep 10; an integer n_clusters merges nothing."""
+    auto = DeepImageClustering(n_clusters="auto", device="cpu")
+    assert auto._settings(400).merge_neighbors == 4
+    assert auto._settings(60_000).merge_neighbors == 10
+    assert auto.set_params(n_neighbors=3)._settings(60_000).merge_neighbors == 3
+    assert DeepImageClustering(n_clusters=10, device="cpu")._settings(400).merge_neighbors == 0
+
+
 def test_an_integer_fit_after_auto_clears_the_count():
     model = fit(IMAGES[:100], "auto", max_clusters=4)
     assert hasattr(model, "n_clusters_scores_")
