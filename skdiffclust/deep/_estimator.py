@@ -30,8 +30,8 @@ from skdiffclust.deep._merge import merge_columns, merged_outputs
 from skdiffclust.deep._settings import DeepSettings
 
 # seeds: graph features, spectral start, network, then warm-up, clustering and
-# self-labelling batches
-N_SEEDS = 6
+# self-labelling batches, the random views the merge of n_clusters='auto' reads
+N_SEEDS = 7
 
 
 class DeepImageClustering(RenamedParameters, ClassNamePrefixFeaturesOutMixin,
@@ -53,18 +53,21 @@ class DeepImageClustering(RenamedParameters, ClassNamePrefixFeaturesOutMixin,
     ----------
     n_clusters : int or 'auto', default=8
         Number of clusters. ``'auto'``: the network is trained on
-        ``max_clusters`` clusters, and those its embedding does not keep apart
-        are merged: the pair of clusters most linked in the nearest-neighbour
-        graph of the embedding (the share of the smaller one's edges that go to
-        the other) is merged while that share is at least 0.035
-        (:ref:`n_clusters_auto_deep`). Where the clusters kept are still linked
-        almost as much, a ``ClusterCountWarning`` says that no number stands out.
+        ``max_clusters`` clusters, and those it does not keep apart are
+        merged: the pair of clusters most linked is merged while the link is at
+        least 0.03, the link being the mean of two shares of the smaller
+        cluster's, its edges in the nearest-neighbour graph of the embedding
+        that go to the other, and the random views of the images that move
+        between the two (:ref:`n_clusters_auto_deep`). Where the clusters kept
+        are still linked almost as much, a ``ClusterCountWarning`` says that no
+        number stands out.
 
     max_clusters : int, default=50
         The number of clusters ``n_clusters='auto'`` trains on (at most the
         images less one, and an integer ``n_eigenvectors``), so the most it can
         find. A fit costs about what a fit given ``max_clusters`` costs, and the
-        merges one nearest-neighbour search of the embedding.
+        merges one nearest-neighbour search of the embedding and four forward
+        passes over the images.
 
     image_shape : tuple of int, default=None
         ``(height, width)``, ``(channels, height, width)`` or ``(height, width,
@@ -386,7 +389,7 @@ class DeepImageClustering(RenamedParameters, ClassNamePrefixFeaturesOutMixin,
         scaled = scale(pixels)
         del pixels
         seeds = derive_seeds(self.random_state, N_SEEDS)
-        network, graph, start, result, kept, self_labelled = fit_network(
+        network, graph, start, result, kept, self_labelled, moved = fit_network(
             scaled, settings, seeds, type(self).__name__)
         # the network as NumPy arrays: predict and pickles need no torch
         state = state_to_numpy(network)
@@ -394,7 +397,7 @@ class DeepImageClustering(RenamedParameters, ClassNamePrefixFeaturesOutMixin,
         embedding, proba = forward(state, scaled, input_side, settings.n_threads)
         if settings.merge:
             output_clusters, count = merged_outputs(
-                embedding, proba, n_neighbors=settings.merge_neighbors,
+                embedding, proba, n_neighbors=settings.merge_neighbors, moved=moved,
                 device=settings.device, n_threads=settings.n_threads)
             labels = merge_columns(proba, output_clusters).argmax(1)
         else:

@@ -66,6 +66,9 @@ MOMENTUM = 0.8
 # reproduced the start (0.89) and it ended at 0.92
 WARMUP_STEPS = 200
 WARMUP_TOL, WARMUP_PATIENCE = 1e-3, 5
+# n_clusters='auto': the random weak views of every training image whose
+# clusters the merge reads (deep/_merge.py); four forward passes over the images
+MERGE_VIEWS = 4
 
 
 class PartitionTask:
@@ -227,7 +230,7 @@ def fit_network(images, settings, seeds, name):
 
 
 def _fit_network(images, settings, seeds, name):
-    feature_seed, start_seed, network_seed, *batch_seeds = seeds
+    feature_seed, start_seed, network_seed, *batch_seeds, view_seed = seeds
     device = torch.device(settings.device)
     with torch_threads(settings.n_threads):
         neighbours, graph, start = start_of(
@@ -265,15 +268,33 @@ def _fit_network(images, settings, seeds, name):
         self_labelled = _objective_of(network, data, graph, settings) <= objective
         if not self_labelled:
             network.load_state_dict(before)
+    moved = (views_of(network, data, settings.augmentation, make_generator(view_seed, device))
+             if settings.merge else None)
     network = network.to("cpu").eval()
-    return FittedNetwork(network, graph, start, result, kept, self_labelled)
+    return FittedNetwork(network, graph, start, result, kept, self_labelled, moved)
+
+
+@torch.no_grad()
+def views_of(network, data, augmentation, generator, batch_size=2048):
+    """The kept head's most probable output of :data:`MERGE_VIEWS` random weak
+    views of every image, (MERGE_VIEWS, n) int64, in evaluation mode on one
+    thread (the same views and outputs whatever the thread count)."""
+    network.eval()
+    with one_thread(data.device):
+        views = [torch.cat([network(weak_view(data[start:start + batch_size], augmentation,
+                                              generator)).argmax(1)
+                            for start in range(0, data.shape[0], batch_size)])
+                 for _ in range(MERGE_VIEWS)]
+    return torch.stack(views).cpu().numpy().astype(np.int64)
 
 
 class FittedNetwork(NamedTuple):
     """What :func:`fit_network` returns: the trained ``network`` (on the CPU, one
     head, in evaluation mode), the images' ``graph``, the ``start``'s labels, the
     clustering phase's ``result`` (a ``TrainingResult``), the index of the
-    ``kept`` head, and whether the network was ``self_labelled``."""
+    ``kept`` head, whether the network was ``self_labelled``, and for
+    ``n_clusters='auto'`` the outputs of the images' random views that the merge
+    reads (:func:`views_of`; None otherwise)."""
 
     network: object
     graph: object
@@ -281,6 +302,7 @@ class FittedNetwork(NamedTuple):
     result: object
     kept: int
     self_labelled: bool
+    moved: object = None
 
 
 def _objective_of(network, data, graph, settings):

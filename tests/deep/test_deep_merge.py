@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from skdiffclust._graphcut._merge import (MERGE_LINK, MIN_CLUSTERS, link_strengths,
-                                          merge_clusters)
+                                          merge_clusters, move_weights)
 from skdiffclust.deep._merge import merge_columns, merged_outputs
 from skdiffclust.deep._settings import MIN_MERGE_NEIGHBORS, merge_neighbors, over_clusters
 
@@ -53,6 +53,31 @@ def test_links_are_the_smaller_clusters_share_of_edges():
     assert links[0, 1] == pytest.approx(2.0 / 10.0)
     assert links[1, 2] == pytest.approx(1.0 / 4.0)
     assert links[0, 2] == 0.0 and np.all(np.diag(links) == -np.inf)
+
+
+def test_moves_count_each_view_both_ways_and_skip_views_outside():
+    labels = np.array([0, 0, 1, 2])
+    moved = np.array([[0, 1, 1, -1], [1, 0, 2, 2]])
+    counts = move_weights(labels, moved, 3)
+    np.testing.assert_array_equal(counts, [[4, 2, 0], [2, 2, 1], [0, 1, 2]])
+
+
+def test_pieces_the_views_move_between_merge_though_the_graph_parts_them():
+    """Two cliques no edge joins, three apart from them: by the graph alone all
+    stay apart; with the views of the first two's images moving between them
+    (the mean of no edges and 40% of moves: 0.2) those two merge; moves that
+    stay in their clusters change nothing."""
+    graph, labels = chain_graph([10, 10, 10], [0, 0])
+    assert merge_clusters(graph, labels, 3).n_clusters == 3
+    moved = np.tile(labels, (5, 1))
+    moved[:2, :20] = 1 - labels[:20]  # two of five views cross
+    sequence = merge_clusters(graph, labels, 3, moves=move_weights(labels, moved, 3))
+    assert sequence.n_clusters == 2 and sequence.clear
+    np.testing.assert_array_equal(sequence.groups, [0, 0, 1])
+    assert sequence.links[sequence.candidates == 3][0] == pytest.approx(0.2)
+    still = merge_clusters(graph, labels, 3,
+                           moves=move_weights(labels, np.tile(labels, (5, 1)), 3))
+    assert still.n_clusters == 3
 
 
 def test_clusters_linked_at_every_number_stop_at_the_fewest_unclear():
@@ -100,6 +125,27 @@ def test_outputs_of_an_over_clustered_network_are_grouped():
     merged = merge_columns(proba, groups)
     np.testing.assert_allclose(merged.sum(1), 1.0)
     assert merge_columns(proba, np.arange(7)) is proba
+
+
+def test_views_of_images_move_outputs_together():
+    """Four groups of images, one output each, far apart in the embedding: the
+    graph alone keeps four; the views of the first two groups' images move
+    between their outputs (and views to an output no image chose are not
+    counted): three clusters."""
+    rng = np.random.default_rng(0)
+    embedding = np.concatenate([rng.normal(100 * c, 1, (30, 4)) for c in range(4)])
+    outputs = np.repeat(np.arange(4), 30)
+    proba = np.full((120, 5), 0.01)
+    proba[np.arange(120), outputs] = 1.0
+    proba /= proba.sum(1, keepdims=True)
+    _, alone = merged_outputs(embedding, proba, n_neighbors=5)
+    assert alone.n_clusters == 4
+    moved = np.tile(outputs, (4, 1))
+    moved[0, :60] = np.where(outputs[:60] == 0, 1, 0)
+    moved[1, 60:] = 4  # an output no image chose
+    groups, count = merged_outputs(embedding, proba, n_neighbors=5, moved=moved)
+    assert count.n_clusters == 3
+    np.testing.assert_array_equal(groups[:4], [0, 0, 1, 2])
 
 
 def test_the_clusters_trained_on_are_bounded():
