@@ -58,16 +58,19 @@ class DeepImageClustering(RenamedParameters, ClassNamePrefixFeaturesOutMixin,
         least 0.03, the link being the mean of two shares of the smaller
         cluster's, its edges in the nearest-neighbour graph of the embedding
         that go to the other, and the random views of the images that move
-        between the two (:ref:`n_clusters_auto_deep`). Where the clusters kept
-        are still linked almost as much, a ``ClusterCountWarning`` says that no
-        number stands out.
+        between the two (:ref:`n_clusters_auto_deep`). A network with one
+        output per cluster found is then trained from the merged partition, as
+        a fit given that number is from the spectral start. Where the clusters
+        kept are still linked almost as much, a ``ClusterCountWarning`` says
+        that no number stands out.
 
     max_clusters : int, default=50
         The number of clusters ``n_clusters='auto'`` trains on (at most the
         images less one, and an integer ``n_eigenvectors``), so the most it can
-        find. A fit costs about what a fit given ``max_clusters`` costs, and the
+        find. A fit costs about what a fit given ``max_clusters`` costs, the
         merges one nearest-neighbour search of the embedding and four forward
-        passes over the images.
+        passes over the images, and the network trained on the merged clusters
+        about the clustering phase of a fit given their number.
 
     image_shape : tuple of int, default=None
         ``(height, width)``, ``(channels, height, width)`` or ``(height, width,
@@ -195,8 +198,8 @@ class DeepImageClustering(RenamedParameters, ClassNamePrefixFeaturesOutMixin,
 
     output_clusters_ : ndarray of shape (n_outputs,)
         The cluster of each of the head's outputs: a cluster's probability is
-        the sum of its outputs' (``'auto'`` merges several outputs into one
-        cluster; otherwise each output is its own cluster).
+        the sum of its outputs'. Each output is its own cluster (with
+        ``'auto'`` too: its last network has one output per cluster found).
 
     network_state_ : dict of str to ndarray
         The trained network's weights and normalisation statistics (its torch
@@ -216,13 +219,16 @@ class DeepImageClustering(RenamedParameters, ClassNamePrefixFeaturesOutMixin,
         or reduced to ``max_side`` on the longer side.
 
     start_labels_ : ndarray of shape (n_samples,)
-        The spectral start's partition of the training images.
+        The spectral start's partition of the training images (with ``'auto'``,
+        that of the clusters first trained on).
 
     affinity_matrix_ : scipy.sparse.csr_matrix of shape (n_samples, n_samples)
         The kNN graph of the images' gradient histograms.
 
     head_ : int
-        The kept head.
+        The kept head (with ``'auto'``, ``head_``, ``self_labelled_``,
+        ``loss_curve_`` and ``n_iter_`` are those of the network trained on
+        the merged clusters).
 
     self_labelled_ : bool
         Whether the self-labelled network was kept (its partition's objective on
@@ -382,28 +388,34 @@ class DeepImageClustering(RenamedParameters, ClassNamePrefixFeaturesOutMixin,
         settings = self._settings(n_samples)
         _require_torch()
         from skdiffclust._utils._torch import state_to_numpy
-        from skdiffclust.deep._fit import fit_network
+        from skdiffclust.deep._fit import fit_network, refit_network
 
         pixels = float32_precision(images)  # float32 and float64 copies read alike
         scale = PixelScale(pixels, stacklevel=4)
         scaled = scale(pixels)
         del pixels
         seeds = derive_seeds(self.random_state, N_SEEDS)
-        network, graph, start, result, kept, self_labelled, moved = fit_network(
-            scaled, settings, seeds, type(self).__name__)
+        fitted = fit_network(scaled, settings, seeds, type(self).__name__)
+        start = fitted.start
         # the network as NumPy arrays: predict and pickles need no torch
-        state = state_to_numpy(network)
+        state = state_to_numpy(fitted.network)
         input_side = reduced_side(self.image_shape_, settings.max_side)
         embedding, proba = forward(state, scaled, input_side, settings.n_threads)
+        count, labels = ClusterCount(settings.n_clusters), None
         if settings.merge:
             output_clusters, count = merged_outputs(
-                embedding, proba, n_neighbors=settings.merge_neighbors, moved=moved,
-                device=settings.device, n_threads=settings.n_threads)
+                embedding, proba, n_neighbors=settings.merge_neighbors,
+                moved=fitted.moved, device=settings.device, n_threads=settings.n_threads)
             labels = merge_columns(proba, output_clusters).argmax(1)
-        else:
+            if labels.max() >= 1:  # a network trained again on the merged clusters
+                fitted = refit_network(scaled, settings, seeds, type(self).__name__,
+                                       fitted, labels)
+                state = state_to_numpy(fitted.network)
+                embedding, proba = forward(state, scaled, input_side, settings.n_threads)
+                labels = None
+        if labels is None:
             labels = occupied_first(state, proba.argmax(1))
             output_clusters = np.arange(proba.shape[1])
-            count = ClusterCount(settings.n_clusters)
         self.network_state_, self.input_side_ = state, input_side
         self.output_clusters_ = output_clusters
         self.pixel_mean_, self.pixel_scale_ = scale.mean, scale.scale
@@ -412,13 +424,14 @@ class DeepImageClustering(RenamedParameters, ClassNamePrefixFeaturesOutMixin,
         self.n_clusters_ = int(np.unique(self.labels_).size)
         self._n_features_out = embedding.shape[1]  # get_feature_names_out, set_output
         self.start_labels_ = np.asarray(start, dtype=np.int64)
-        self.affinity_matrix_ = graph
-        self.head_ = kept
-        self.self_labelled_ = bool(self_labelled)
+        self.affinity_matrix_ = fitted.graph
+        self.head_ = fitted.kept
+        self.self_labelled_ = bool(fitted.self_labelled)
         self._feature_seed = seeds[0]  # score's graph features: the fit's
+        result = fitted.result
         curve = np.atleast_2d(result.loss_curve.T).T if result.loss_curve.size else \
             np.empty((0, settings.n_heads))
-        self.loss_curve_ = np.asarray(curve[:, kept], dtype=np.float64)
+        self.loss_curve_ = np.asarray(curve[:, fitted.kept], dtype=np.float64)
         self.n_iter_ = int(result.n_iter)
         self.device_ = device_type(settings.device)
         set_count_attributes(self, count)

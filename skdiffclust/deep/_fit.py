@@ -28,6 +28,11 @@
    the graph (PRCut's, at hard assignments: ratio cut plus ``balance`` times the
    KL term) no higher than the clustering phase's: on 600 digits one epoch of
    it emptied a cluster (ACC 0.84 to 0.73), which the objective sees.
+
+With ``n_clusters='auto'`` the network is trained on more clusters than
+expected, which the estimator merges (``_merge``); :func:`refit_network` then
+trains a fresh network on the merged clusters, phases 2 to 4 with the merged
+partition as the start, on the same graph.
 """
 
 import copy
@@ -229,12 +234,29 @@ def fit_network(images, settings, seeds, name):
         return _fit_network(images, settings, seeds, name)
 
 
-def _fit_network(images, settings, seeds, name):
+def refit_network(images, settings, seeds, name, fitted, labels):
+    """n_clusters='auto''s last step: a fresh network trained on the clusters the
+    merge found, ``labels`` (0 .. k - 1, each occupied, of the images ``fitted``
+    was trained on), as a fit given k is trained on the spectral start's: the
+    warm-up learns the merged partition, the clustering phase refines it on the
+    same graph and neighbours, with the fit's seeds. The merge only joins the
+    over-clustered network's clusters; this lets images near a joined border
+    move. Returns a :class:`FittedNetwork` (``moved`` None)."""
+    settings = replace(settings, n_clusters=int(labels.max()) + 1, merge=False,
+                       merge_neighbors=0)
+    with float32_by_default():
+        return _fit_network(images, settings, seeds, name,
+                            prepared=(fitted.neighbours, fitted.graph, labels))
+
+
+def _fit_network(images, settings, seeds, name, prepared=None):
     feature_seed, start_seed, network_seed, *batch_seeds, view_seed = seeds
     device = torch.device(settings.device)
     with torch_threads(settings.n_threads):
-        neighbours, graph, start = start_of(
-            images, settings, feature_seed=feature_seed, start_seed=start_seed)
+        if prepared is None:
+            prepared = start_of(images, settings, feature_seed=feature_seed,
+                                start_seed=start_seed)
+        neighbours, graph, start = prepared
         network = build_network(images.shape[1:], settings.n_clusters, settings.n_heads,
                                 network_seed, settings.max_side).to(device)
     data = torch.as_tensor(images, device=device)
@@ -271,7 +293,8 @@ def _fit_network(images, settings, seeds, name):
     moved = (views_of(network, data, settings.augmentation, make_generator(view_seed, device))
              if settings.merge else None)
     network = network.to("cpu").eval()
-    return FittedNetwork(network, graph, start, result, kept, self_labelled, moved)
+    return FittedNetwork(network, graph, start, result, kept, self_labelled, moved,
+                         neighbours)
 
 
 @torch.no_grad()
@@ -294,7 +317,8 @@ class FittedNetwork(NamedTuple):
     clustering phase's ``result`` (a ``TrainingResult``), the index of the
     ``kept`` head, whether the network was ``self_labelled``, and for
     ``n_clusters='auto'`` the outputs of the images' random views that the merge
-    reads (:func:`views_of`; None otherwise)."""
+    reads (:func:`views_of`; None otherwise), and the graph's ``neighbours``
+    (n, n_neighbors), which :func:`refit_network` trains on again."""
 
     network: object
     graph: object
@@ -303,6 +327,7 @@ class FittedNetwork(NamedTuple):
     kept: int
     self_labelled: bool
     moved: object = None
+    neighbours: object = None
 
 
 def _objective_of(network, data, graph, settings):

@@ -1,6 +1,7 @@
 """DeepImageClustering's n_clusters='auto': the network trains on max_clusters
 clusters, which are merged along the kNN graph of its embedding while they are
-linked (``deep/_merge.py``, ``_graphcut/_merge.py``)."""
+linked (``deep/_merge.py``, ``_graphcut/_merge.py``); a network is then trained
+on the merged clusters (``deep/_fit.refit_network``)."""
 
 import warnings
 
@@ -30,27 +31,51 @@ def fit(X, n_clusters, **changes):
 
 
 @pytest.fixture(scope="module")
-def digits_auto():
-    return fit(IMAGES, "auto")
+def digits_auto_and_merged():
+    """The fit, and the merged partition its last network was trained from."""
+    import skdiffclust.deep._fit as fit_module
+
+    merged = []
+    refit = fit_module.refit_network
+
+    def recorded(images, settings, seeds, name, fitted, labels):
+        merged.append(labels.copy())
+        return refit(images, settings, seeds, name, fitted, labels)
+
+    fit_module.refit_network = recorded
+    try:
+        model = fit(IMAGES, "auto")
+    finally:
+        fit_module.refit_network = refit
+    return model, merged[0]
 
 
-def test_auto_finds_about_ten_digits_from_the_network_of_max_clusters(digits_auto):
+@pytest.fixture(scope="module")
+def digits_auto(digits_auto_and_merged):
+    return digits_auto_and_merged[0]
+
+
+def test_auto_finds_about_ten_digits_and_trains_a_network_on_them(digits_auto_and_merged):
     """On the 1,797 digits the merges stop near ten (a digit's styles apart);
-    the network is that of n_clusters=max_clusters, bit for bit, its outputs
-    grouped."""
-    model = digits_auto
+    a network with one output per cluster found is then trained from the merged
+    partition, which it refines rather than replaces; the start is that of
+    n_clusters=max_clusters."""
+    from sklearn.metrics import adjusted_rand_score
+
+    model, merged = digits_auto_and_merged
     assert 9 <= model.n_clusters_ <= 16
+    assert np.unique(merged).size == model.n_clusters_
+    assert adjusted_rand_score(merged, model.labels_) > 0.8
     assert normalized_mutual_info_score(TRUTH, model.labels_) > 0.85
     given = fit(IMAGES, 50)
-    for name, value in given.network_state_.items():
-        np.testing.assert_array_equal(model.network_state_[name], value)
     np.testing.assert_array_equal(model.start_labels_, given.start_labels_)
-    groups = model.output_clusters_
-    assert groups.shape == (50,) and set(groups) == set(range(model.n_clusters_))
+    assert model.network_state_["heads.0.bias"].shape == (model.n_clusters_,)
+    np.testing.assert_array_equal(model.output_clusters_, np.arange(model.n_clusters_))
     proba = model.predict_proba(IMAGES)
     assert proba.shape == (IMAGES.shape[0], model.n_clusters_)
     np.testing.assert_allclose(proba.sum(1), 1.0, atol=1e-5)
     np.testing.assert_array_equal(proba.argmax(1), model.labels_)
+    assert model.loss_curve_.shape == (model.n_iter_,)
     for name in ("n_clusters_candidates_", "n_clusters_scores_"):
         assert not hasattr(given, name)
     np.testing.assert_array_equal(given.output_clusters_, np.arange(50))
@@ -84,11 +109,9 @@ def test_images_without_structure_warn_that_no_number_stands_out():
 def test_max_clusters_and_n_eigenvectors_bound_the_clusters_trained():
     X = IMAGES[:150]
     model = fit(X, "auto", max_clusters=6)
-    assert model.output_clusters_.shape == (6,)
     assert model.n_clusters_candidates_[-1] <= 6
     assert 2 <= model.n_clusters_ <= 6
     model = fit(X, "auto", n_eigenvectors=4)
-    assert model.output_clusters_.shape == (4,)
     assert model.n_clusters_candidates_[-1] <= 4
 
 
