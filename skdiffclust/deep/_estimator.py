@@ -26,7 +26,7 @@ from skdiffclust._utils._validation import (ANY_INTEGER, NumberInterval, Renamed
 from skdiffclust.deep._images import (
     PixelScale, check_images, float32_precision, reduced_side)
 from skdiffclust.deep._inference import forward
-from skdiffclust.deep._merge import merge_columns, merged_outputs
+from skdiffclust.deep._merge import merge_columns, merged_outputs, occupied_first
 from skdiffclust.deep._settings import DeepSettings
 
 # seeds: graph features, spectral start, network, then warm-up, clustering and
@@ -583,18 +583,3 @@ class DeepImageClustering(RenamedParameters, ClassNamePrefixFeaturesOutMixin,
 def _require_torch():
     """torch, or an ImportError that names the estimator and the fix."""
     import_optional("torch", "DeepImageClustering")
-
-
-def occupied_first(state, labels):
-    """The training ``labels`` numbered 0 .. n_clusters_ - 1: where clusters stay
-    empty, the kept head's outputs are reordered in ``state`` (occupied clusters
-    first, in their order), so that ``predict`` and ``predict_proba`` agree with
-    the labels. Without empty clusters, nothing changes."""
-    n_outputs = state["heads.0.bias"].shape[0]
-    occupied = np.unique(labels)
-    if occupied.size == n_outputs:
-        return labels.astype(np.int64)
-    order = np.concatenate([occupied, np.setdiff1d(np.arange(n_outputs), occupied)])
-    for name in ("heads.0.weight", "heads.0.bias"):
-        state[name] = np.ascontiguousarray(state[name][order])
-    return np.searchsorted(occupied, labels).astype(np.int64)

@@ -2,8 +2,10 @@
 clusters than the images are expected to hold (``max_clusters``), and its clusters
 are then merged along the nearest-neighbour graph of its embedding and the
 network's moves between them under random views of the images
-(``_graphcut._merge``). The head keeps its outputs; each output belongs to one
-cluster (``output_clusters``), whose probability is the sum of its outputs'.
+(``_graphcut._merge``): each output belongs to one cluster (``output_clusters``),
+whose probability is the sum of its outputs'. The merged partition is then the
+start of a network trained on it (``_fit.refit_network``), with one output per
+cluster; ``occupied_first`` numbers a network's clusters as the estimator does.
 
 Why over-cluster and merge rather than count first: the images' graph features
 (gradient histograms) tell coarse groups well and classes of many (30 to 40
@@ -101,3 +103,18 @@ def merge_columns(proba, output_clusters):
     for output, cluster in enumerate(output_clusters):
         merged[:, cluster] += proba[:, output]
     return merged
+
+
+def occupied_first(state, labels):
+    """The training ``labels`` numbered 0 .. n_clusters_ - 1: where clusters stay
+    empty, the kept head's outputs are reordered in ``state`` (occupied clusters
+    first, in their order), so that ``predict`` and ``predict_proba`` agree with
+    the labels. Without empty clusters, nothing changes."""
+    n_outputs = state["heads.0.bias"].shape[0]
+    occupied = np.unique(labels)
+    if occupied.size == n_outputs:
+        return labels.astype(np.int64)
+    order = np.concatenate([occupied, np.setdiff1d(np.arange(n_outputs), occupied)])
+    for name in ("heads.0.weight", "heads.0.bias"):
+        state[name] = np.ascontiguousarray(state[name][order])
+    return np.searchsorted(occupied, labels).astype(np.int64)
