@@ -271,6 +271,10 @@ class TrainOptions:
         ``validation() -> float``, an error on held-out data (lower is better),
         computed after each epoch: the stopping rule watches it instead of the
         training objective (early stopping: an ``EarlyStopping`` hook of the loop).
+    session : TrainingSession, default=None
+        The fit this training is part of (one bar, at most one warning, for
+        several trainings: ``verbose`` and ``warn`` are then the session's);
+        ``None``: the training is its own.
     """
 
     name: str
@@ -289,6 +293,7 @@ class TrainOptions:
     optimizer: object = None
     weight_decay: float = 0.0
     validation: object = None
+    session: object = None
 
 
 def train(task, sampler, options):
@@ -358,12 +363,20 @@ def train(task, sampler, options):
     # with torch's "element 0 of tensors does not require grad")
     with context, contextlib.nullcontext() if on_cuda else flushed_denormals(), \
             torch.enable_grad(), \
-            TrainingSession(options.name, verbose=options.verbose, total=options.max_iter,
-                            warn=options.warn) as session:
+            own_session(options) as session:
         return run_epochs(
             epoch, max_iter=options.max_iter, tol=options.tol,
             n_iter_no_change=options.n_iter_no_change, name=options.name,
             min_epochs=options.min_epochs, target=options.target, hooks=hooks, session=session)
+
+
+def own_session(options):
+    """The training's :class:`TrainingSession`: ``options.session`` where a fit of
+    several trainings reports them as one, else a session of its own."""
+    if options.session is not None:
+        return contextlib.nullcontext(options.session)
+    return TrainingSession(options.name, verbose=options.verbose, total=options.max_iter,
+                           warn=options.warn)
 
 
 def adam(parameters, learning_rate, *, capturable, on_cuda, weight_decay=0.0,

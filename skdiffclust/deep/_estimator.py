@@ -1,5 +1,6 @@
 """DeepImageClustering: images clustered by a network that learns its own representation."""
 
+import contextlib
 import warnings
 from numbers import Integral, Real
 
@@ -14,6 +15,7 @@ from sklearn.base import (
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
+from skdiffclust._training._loop import TrainingSession
 from skdiffclust._utils._count import ClusterCount, set_count_attributes
 from skdiffclust._utils._optional import import_optional
 from skdiffclust._utils._random import derive_seeds
@@ -395,24 +397,28 @@ class DeepImageClustering(RenamedParameters, ClassNamePrefixFeaturesOutMixin,
         scaled = scale(pixels)
         del pixels
         seeds = derive_seeds(self.random_state, N_SEEDS)
-        fitted = fit_network(scaled, settings, seeds, type(self).__name__)
-        start = fitted.start
-        # the network as NumPy arrays: predict and pickles need no torch
-        state = state_to_numpy(fitted.network)
+        name = type(self).__name__
         input_side = reduced_side(self.image_shape_, settings.max_side)
-        embedding, proba = forward(state, scaled, input_side, settings.n_threads)
-        count, labels = ClusterCount(settings.n_clusters), None
-        if settings.merge:
-            output_clusters, count = merged_outputs(
-                embedding, proba, n_neighbors=settings.merge_neighbors,
-                moved=fitted.moved, device=settings.device, n_threads=settings.n_threads)
-            labels = merge_columns(proba, output_clusters).argmax(1)
-            if labels.max() >= 1:  # a network trained again on the merged clusters
-                fitted = refit_network(scaled, settings, seeds, type(self).__name__,
-                                       fitted, labels)
-                state = state_to_numpy(fitted.network)
-                embedding, proba = forward(state, scaled, input_side, settings.n_threads)
-                labels = None
+        # 'auto': both networks' clustering phases on one bar, with one warning
+        session = (TrainingSession(name, verbose=settings.verbose, total=2 * settings.max_iter,
+                                   warn=not settings.scheduled) if settings.merge else None)
+        with session or contextlib.nullcontext():
+            fitted = fit_network(scaled, settings, seeds, name, session)
+            start = fitted.start
+            state = state_to_numpy(fitted.network)  # predict and pickles need no torch
+            embedding, proba = forward(state, scaled, input_side, settings.n_threads)
+            count, labels = ClusterCount(settings.n_clusters), None
+            if settings.merge:
+                output_clusters, count = merged_outputs(
+                    embedding, proba, n_neighbors=settings.merge_neighbors,
+                    moved=fitted.moved, device=settings.device, n_threads=settings.n_threads)
+                labels = merge_columns(proba, output_clusters).argmax(1)
+                if labels.max() >= 1:  # a network trained again on the merged clusters
+                    fitted = refit_network(scaled, settings, seeds, name, fitted, labels,
+                                           session)
+                    state = state_to_numpy(fitted.network)
+                    embedding, proba = forward(state, scaled, input_side, settings.n_threads)
+                    labels = None
         if labels is None:
             labels = occupied_first(state, proba.argmax(1))
             output_clusters = np.arange(proba.shape[1])

@@ -225,31 +225,34 @@ def start_of(images, settings, *, feature_seed, start_seed):
     return neighbours, graph, labels
 
 
-def fit_network(images, settings, seeds, name):
-    """Train the network on (n, C, H, W) float32 images (already scaled).
+def fit_network(images, settings, seeds, name, session=None):
+    """Train the network on (n, C, H, W) float32 images (already scaled); its
+    clustering phase reports to ``session`` where given (a TrainingSession).
 
     Returns a :class:`FittedNetwork`.
     """
     with float32_by_default():  # the same fit whatever default dtype a user set
-        return _fit_network(images, settings, seeds, name)
+        return _fit_network(images, settings, seeds, name, session=session)
 
 
-def refit_network(images, settings, seeds, name, fitted, labels):
+def refit_network(images, settings, seeds, name, fitted, labels, session=None):
     """n_clusters='auto''s last step: a fresh network trained on the clusters the
     merge found, ``labels`` (0 .. k - 1, each occupied, of the images ``fitted``
     was trained on), as a fit given k is trained on the spectral start's: the
     warm-up learns the merged partition, the clustering phase refines it on the
     same graph and neighbours, with the fit's seeds. The merge only joins the
     over-clustered network's clusters; this lets images near a joined border
-    move. Returns a :class:`FittedNetwork` (``moved`` None)."""
+    move; its clustering phase reports to ``session`` as the first network's
+    does. Returns a :class:`FittedNetwork` (``moved`` None)."""
     settings = replace(settings, n_clusters=int(labels.max()) + 1, merge=False,
                        merge_neighbors=0)
     with float32_by_default():
         return _fit_network(images, settings, seeds, name,
-                            prepared=(fitted.neighbours, fitted.graph, labels))
+                            prepared=(fitted.neighbours, fitted.graph, labels),
+                            session=session)
 
 
-def _fit_network(images, settings, seeds, name, prepared=None):
+def _fit_network(images, settings, seeds, name, prepared=None, session=None):
     feature_seed, start_seed, network_seed, *batch_seeds, view_seed = seeds
     device = torch.device(settings.device)
     with torch_threads(settings.n_threads):
@@ -264,7 +267,8 @@ def _fit_network(images, settings, seeds, name, prepared=None):
     common = TrainOptions(name=name, device=device, learning_rate=settings.learning_rate,
                           max_iter=settings.max_iter, tol=settings.tol,
                           n_iter_no_change=settings.n_iter_no_change,
-                          verbose=settings.verbose, warn=not settings.scheduled)
+                          verbose=settings.verbose, warn=not settings.scheduled,
+                          session=session)
     generators = [make_generator(seed, device) for seed in batch_seeds]
 
     def batches(generator):
@@ -274,7 +278,7 @@ def _fit_network(images, settings, seeds, name, prepared=None):
     train(PartitionTask(network, data, start, settings.augmentation, generators[0]),
           batches(generators[0]), replace(
               common, max_iter=-(-WARMUP_STEPS // steps_per_epoch), warn=False, verbose=False,
-              tol=WARMUP_TOL, n_iter_no_change=WARMUP_PATIENCE))
+              tol=WARMUP_TOL, n_iter_no_change=WARMUP_PATIENCE, session=None))
     pairs = PairTask(network, data, torch.as_tensor(neighbours, device=device), settings,
                      generators[1])
     result = train(pairs, batches(generators[1]), common)
@@ -286,7 +290,8 @@ def _fit_network(images, settings, seeds, name, prepared=None):
         objective = _objective_of(network, data, graph, settings)
         train(SelfLabelTask(network, data, settings, generators[2]),
               batches(generators[2]), replace(
-                  common, max_iter=settings.self_labelling, warn=False, verbose=False, tol=0.0))
+                  common, max_iter=settings.self_labelling, warn=False, verbose=False, tol=0.0,
+                  session=None))
         self_labelled = _objective_of(network, data, graph, settings) <= objective
         if not self_labelled:
             network.load_state_dict(before)

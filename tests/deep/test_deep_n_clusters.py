@@ -38,9 +38,9 @@ def digits_auto_and_merged():
     merged = []
     refit = fit_module.refit_network
 
-    def recorded(images, settings, seeds, name, fitted, labels):
+    def recorded(images, settings, seeds, name, fitted, labels, *session):
         merged.append(labels.copy())
-        return refit(images, settings, seeds, name, fitted, labels)
+        return refit(images, settings, seeds, name, fitted, labels, *session)
 
     fit_module.refit_network = recorded
     try:
