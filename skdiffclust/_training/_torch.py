@@ -273,8 +273,8 @@ class TrainOptions:
         training objective (early stopping: an ``EarlyStopping`` hook of the loop).
     session : TrainingSession, default=None
         The fit this training is part of (one bar, at most one warning, for
-        several trainings: ``verbose`` and ``warn`` are then the session's);
-        ``None``: the training is its own.
+        several trainings: ``verbose`` and ``warn`` are then that fit's);
+        ``None``: the training reports alone.
     """
 
     name: str
@@ -372,7 +372,7 @@ def train(task, sampler, options):
 
 def own_session(options):
     """The training's :class:`TrainingSession`: ``options.session`` where a fit of
-    several trainings reports them as one, else a session of its own."""
+    several trainings reports them as one, else a TrainingSession of its own."""
     if options.session is not None:
         return contextlib.nullcontext(options.session)
     return TrainingSession(options.name, verbose=options.verbose, total=options.max_iter,
