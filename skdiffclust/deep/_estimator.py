@@ -72,7 +72,7 @@ class DeepImageClustering(RenamedParameters, ClassNamePrefixFeaturesOutMixin,
         find. A fit costs about what a fit given ``max_clusters`` costs, the
         merges one nearest-neighbour search of the embedding and four forward
         passes over the images, and the network trained on the merged clusters
-        about the clustering phase of a fit given their number.
+        about a fit given their number, less its graph and start.
 
     image_shape : tuple of int, default=None
         ``(height, width)``, ``(channels, height, width)`` or ``(height, width,
