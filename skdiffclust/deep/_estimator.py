@@ -25,6 +25,7 @@ from skdiffclust._utils._validation import (ANY_INTEGER, NumberInterval, Renamed
                                             refusing_former_names,
                                             check_n_clusters, warn_empty_clusters,
                                             warn_unclear_merge)
+from skdiffclust.deep._centres import nearest_centre_head
 from skdiffclust.deep._images import (
     PixelScale, check_images, float32_precision, reduced_side)
 from skdiffclust.deep._inference import forward
@@ -62,7 +63,8 @@ class DeepImageClustering(RenamedParameters, ClassNamePrefixFeaturesOutMixin,
         that go to the other, and the random views of the images that move
         between the two (:ref:`n_clusters_auto_deep`). A network with one
         output per cluster found is then trained from the merged partition, as
-        a fit given that number is from the spectral start. Where the clusters
+        a fit given that number is from the spectral start, and its clusters
+        become the nearest centres in its embedding. Where the clusters
         kept are still linked almost as much, a ``ClusterCountWarning`` says
         that no number stands out.
 
@@ -417,6 +419,8 @@ class DeepImageClustering(RenamedParameters, ClassNamePrefixFeaturesOutMixin,
                     fitted = refit_network(scaled, settings, seeds, name, fitted, labels,
                                            session)
                     state = state_to_numpy(fitted.network)
+                    embedding, proba = forward(state, scaled, input_side, settings.n_threads)
+                    state = nearest_centre_head(state, embedding, proba.argmax(1))
                     embedding, proba = forward(state, scaled, input_side, settings.n_threads)
                     labels = None
         if labels is None:

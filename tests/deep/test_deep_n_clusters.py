@@ -75,6 +75,12 @@ def test_auto_finds_about_ten_digits_and_trains_a_network_on_them(digits_auto_an
     assert proba.shape == (IMAGES.shape[0], model.n_clusters_)
     np.testing.assert_allclose(proba.sum(1), 1.0, atol=1e-5)
     np.testing.assert_array_equal(proba.argmax(1), model.labels_)
+    # the clusters are the nearest centres of the network's clusters in its embedding
+    embedding = model.transform(IMAGES)
+    centres = np.array([embedding[model.labels_ == j].mean(0)
+                        for j in range(model.n_clusters_)])
+    nearest = ((embedding[:, None, :] - centres[None]) ** 2).sum(2).argmin(1)
+    assert np.mean(nearest == model.labels_) > 0.999
     assert model.loss_curve_.shape == (model.n_iter_,)
     for name in ("n_clusters_candidates_", "n_clusters_scores_"):
         assert not hasattr(given, name)
