@@ -14,9 +14,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-# the fitted attributes of n_clusters='auto' (only then; the modularity only where
-# the criterion measured it)
-COUNT_ATTRIBUTES = ("n_clusters_candidates_", "n_clusters_scores_", "n_clusters_modularity_")
+# the fitted attributes of n_clusters='auto' (only then; the modularity and the
+# silhouette only where the criterion measured them)
+COUNT_ATTRIBUTES = ("n_clusters_candidates_", "n_clusters_scores_", "n_clusters_modularity_",
+                    "n_clusters_silhouette_")
 
 
 class ClusterCount(NamedTuple):
@@ -24,13 +25,15 @@ class ClusterCount(NamedTuple):
     ``scores`` None), or found among ``candidates`` by their ``scores`` (higher is
     better); ``clear``: whether the number found stands out (always, when given);
     ``modularity``: that of each candidate's partition, where the criterion
-    measured it."""
+    measured it; ``silhouette``: each candidate's, where the count was refined by
+    it (DeepImageClustering's)."""
 
     n_clusters: int
     candidates: object = None
     scores: object = None
     clear: bool = True
     modularity: object = None
+    silhouette: object = None
 
 
 def counts_clusters(n_clusters):
@@ -44,8 +47,8 @@ def count_attributes(count):
         return {}
     values = (np.asarray(count.candidates, dtype=np.int64),
               np.asarray(count.scores, dtype=np.float64),
-              None if count.modularity is None else
-              np.asarray(count.modularity, dtype=np.float64))
+              *(None if optional is None else np.asarray(optional, dtype=np.float64)
+                for optional in (count.modularity, count.silhouette)))
     return {name: value for name, value in zip(COUNT_ATTRIBUTES, values)
             if value is not None}
 
@@ -60,6 +63,7 @@ def set_count_attributes(estimator, count):
 def fitted_count(estimator, n_clusters):
     """The ``ClusterCount`` of a fitted estimator whose number of clusters is
     ``n_clusters`` (``partial_fit``'s later calls keep the first call's)."""
-    candidates, scores, modularity = (getattr(estimator, name, None)
-                                      for name in COUNT_ATTRIBUTES)
-    return ClusterCount(n_clusters, candidates, scores, modularity=modularity)
+    candidates, scores, modularity, silhouette = (getattr(estimator, name, None)
+                                                  for name in COUNT_ATTRIBUTES)
+    return ClusterCount(n_clusters, candidates, scores, modularity=modularity,
+                        silhouette=silhouette)

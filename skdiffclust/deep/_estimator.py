@@ -25,16 +25,16 @@ from skdiffclust._utils._validation import (ANY_INTEGER, NumberInterval, Renamed
                                             refusing_former_names,
                                             check_n_clusters, warn_empty_clusters,
                                             warn_unclear_merge)
-from skdiffclust.deep._centres import nearest_centre_head
+from skdiffclust.deep._centres import nearest_centre_head, silhouette_refined
 from skdiffclust.deep._images import (
     PixelScale, check_images, float32_precision, reduced_side)
-from skdiffclust.deep._inference import forward
+from skdiffclust.deep._inference import forward, head_probabilities
 from skdiffclust.deep._merge import merge_columns, merged_outputs, occupied_first
 from skdiffclust.deep._settings import DeepSettings
 
-# seeds: graph features, spectral start, network, then warm-up, clustering and
-# self-labelling batches, the random views the merge of n_clusters='auto' reads
-N_SEEDS = 7
+# seeds: the networks' (graph features, spectral start, network, warm-up, clustering and
+# self-labelling batches, the merge's views), then the count's: the silhouette's sample, starts
+N_SEEDS = 8
 
 
 class DeepImageClustering(RenamedParameters, ClassNamePrefixFeaturesOutMixin,
@@ -55,18 +55,14 @@ class DeepImageClustering(RenamedParameters, ClassNamePrefixFeaturesOutMixin,
     Parameters
     ----------
     n_clusters : int or 'auto', default=8
-        Number of clusters. ``'auto'``: the network is trained on
-        ``max_clusters`` clusters, and those it does not keep apart are
-        merged: the pair of clusters most linked is merged while the link is at
-        least 0.03, the link being the mean of two shares of the smaller
-        cluster's, its edges in the nearest-neighbour graph of the embedding
-        that go to the other, and the random views of the images that move
-        between the two (:ref:`n_clusters_auto_deep`). A network with one
-        output per cluster found is then trained from the merged partition, as
-        a fit given that number is from the spectral start, and its clusters
-        become the nearest centres in its embedding. Where the clusters
-        kept are still linked almost as much, a ``ClusterCountWarning`` says
-        that no number stands out.
+        Number of clusters. ``'auto'``: the network is trained on ``max_clusters`` clusters,
+        those it does not keep apart are merged (while the mean of two links, the
+        embedding's nearest-neighbour edges and the images' random views that move between
+        two clusters, is at least 0.03), a network is trained again from the merged
+        partition, and the number of highest silhouette of k-means near the merges' count in
+        its embedding is the number found, its clusters the nearest centres
+        (:ref:`n_clusters_auto_deep`). Where the clusters the merges kept are still linked
+        almost as much, a ``ClusterCountWarning`` says that no number stands out.
 
     max_clusters : int, default=50
         The number of clusters ``n_clusters='auto'`` trains on (at most the
@@ -197,8 +193,13 @@ class DeepImageClustering(RenamedParameters, ClassNamePrefixFeaturesOutMixin,
 
     n_clusters_scores_ : ndarray of shape (n_candidates,)
         The strongest link between the clusters at each of these numbers (0:
-        no edge joins them); the number found is the largest whose link is
+        no edge joins them); the merges' number is the largest whose link is
         below the threshold. Only with ``'auto'``.
+
+    n_clusters_silhouette_ : ndarray of shape (n_candidates,)
+        The silhouette of k-means at each number in the last network's embedding, NaN
+        beyond half the merges' number from it (at least 3); the number found is the
+        highest. Only with ``'auto'``.
 
     output_clusters_ : ndarray of shape (n_outputs,)
         The cluster of each of the head's outputs: a cluster's probability is
@@ -398,7 +399,7 @@ class DeepImageClustering(RenamedParameters, ClassNamePrefixFeaturesOutMixin,
         scale = PixelScale(pixels, stacklevel=4)
         scaled = scale(pixels)
         del pixels
-        seeds = derive_seeds(self.random_state, N_SEEDS)
+        *seeds, count_seed = derive_seeds(self.random_state, N_SEEDS)
         name = type(self).__name__
         input_side = reduced_side(self.image_shape_, settings.max_side)
         # 'auto': both networks' clustering phases on one bar, with one warning
@@ -420,8 +421,10 @@ class DeepImageClustering(RenamedParameters, ClassNamePrefixFeaturesOutMixin,
                                            session)
                     state = state_to_numpy(fitted.network)
                     embedding, proba = forward(state, scaled, input_side, settings.n_threads)
-                    state = nearest_centre_head(state, embedding, proba.argmax(1))
-                    embedding, proba = forward(state, scaled, input_side, settings.n_threads)
+                    labels, count = silhouette_refined(embedding, proba.argmax(1), count,
+                                                       count_seed)
+                    state = nearest_centre_head(state, embedding, labels)
+                    proba = head_probabilities(state, embedding)  # the body is unchanged
                     labels = None
         if labels is None:
             labels = occupied_first(state, proba.argmax(1))

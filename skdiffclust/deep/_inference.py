@@ -78,8 +78,26 @@ def _forward_chunk(state, x, input_side):
     x = adaptive_average(x.transpose(0, 3, 1, 2), (POOLED_SIDE, POOLED_SIDE))
     x = x.reshape(x.shape[0], -1) @ state[f"{linear}.weight"].T
     embedding = np.maximum(_batch_norm(x, state, norm3), 0.0)
+    return embedding, _head(state, embedding)
+
+
+def head_probabilities(state, embedding):
+    """The kept head's probabilities (n, n_clusters) of ``forward``'s embeddings
+    (n, 128), bit for bit those ``forward`` gives with ``state``: the same float32
+    products, chunk by chunk. A fit whose head changed after its forward pass
+    reads them without running the body again."""
+    embedding = np.asarray(embedding).astype(np.float32)  # forward's, exactly
+    with one_blas_thread():
+        parts = [_head(state, embedding[start:start + CHUNK])
+                 for start in range(0, embedding.shape[0], CHUNK)]
+    if not parts:
+        return np.empty((0, state["heads.0.bias"].shape[0]))
+    return np.concatenate(parts).astype(np.float64)
+
+
+def _head(state, embedding):
     logits = embedding @ state["heads.0.weight"].T + state["heads.0.bias"]
-    return embedding, softmax(logits, axis=1)
+    return softmax(logits, axis=1)
 
 
 def _pooling_matrix(size, out):

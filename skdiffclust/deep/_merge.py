@@ -5,9 +5,9 @@ network's moves between them under random views of the images
 (``_graphcut._merge``): each output belongs to one cluster (``output_clusters``),
 whose probability is the sum of its outputs'. The merged partition is then the
 start of a network trained on it (``_fit.refit_network``), with one output per
-cluster, whose clusters become the nearest centres in its embedding
-(``_centres``); ``occupied_first`` numbers a network's clusters as the estimator
-does.
+cluster, in whose embedding the number is refined by the silhouette and the
+clusters become the nearest centres (``_centres``); ``occupied_first`` numbers a
+network's clusters as the estimator does.
 
 Why over-cluster and merge rather than count first: the images' graph features
 (gradient histograms) tell coarse groups well and classes of many (30 to 40

@@ -1,11 +1,16 @@
-"""The last step of DeepImageClustering's n_clusters='auto': the network's
-clusters become the nearest centres in its embedding, and its head the linear
-map that gives them (``deep/_centres.py``). NumPy only."""
+"""The last steps of DeepImageClustering's n_clusters='auto' (``deep/_centres.py``):
+the number is refined by the silhouette of k-means partitions near the merge's
+count, and the clusters become the nearest centres in the network's embedding,
+its head the linear map that gives them. NumPy only."""
 
 import numpy as np
 from scipy.special import softmax
 
-from skdiffclust.deep._centres import nearest_centre_head
+from sklearn.metrics import adjusted_rand_score
+
+from skdiffclust._utils._count import ClusterCount
+from skdiffclust.deep import _centres
+from skdiffclust.deep._centres import nearest_centre_head, silhouette_refined
 
 RNG = np.random.default_rng(0)
 
@@ -86,3 +91,70 @@ def test_identical_images_get_a_finite_head():
     fitted = nearest_centre_head(head_state(1, 3), embedding, np.zeros(6, dtype=np.int64))
     assert np.isfinite(fitted["heads.0.weight"]).all()
     assert np.isfinite(fitted["heads.0.bias"]).all()
+
+
+def blobs(n_blobs, per_blob=60, width=6):
+    """``n_blobs`` separate Gaussian blobs in ``width`` dimensions, and their
+    labels."""
+    centres = 10.0 * np.eye(width)[:n_blobs]
+    truth = np.repeat(np.arange(n_blobs), per_blob)
+    return centres[truth] + RNG.normal(size=(truth.size, width)), truth
+
+
+def merge_count(n_clusters, largest=12):
+    """The merges' count: ``n_clusters`` among 2 .. ``largest``."""
+    candidates = np.arange(2, largest + 1)
+    return ClusterCount(n_clusters, candidates, np.linspace(0.2, 0.0, candidates.size))
+
+
+def test_two_classes_the_merges_joined_are_told_apart_by_the_silhouette():
+    """Merges that stopped one cluster short (two blobs joined) are refined:
+    the silhouette is highest at the blobs, within the window around the merge's
+    count, and only there is it measured."""
+    embedding, truth = blobs(6)
+    joined = np.minimum(truth, 4)
+    labels, count = silhouette_refined(embedding, joined, merge_count(5), seed=0)
+    assert count.n_clusters == 6
+    assert adjusted_rand_score(truth, labels) == 1.0
+    measured = np.isfinite(count.silhouette)
+    # the window: within max(3, 5 / 2) of 5
+    np.testing.assert_array_equal(count.candidates[measured], np.arange(2, 9))
+    assert count.candidates[np.nanargmax(count.silhouette)] == 6
+    np.testing.assert_array_equal(count.scores, merge_count(5).scores)  # the merges' links
+
+
+def test_the_merges_count_at_the_highest_silhouette_keeps_the_networks_clusters():
+    embedding, truth = blobs(4)
+    labels, count = silhouette_refined(embedding, truth, merge_count(4), seed=0)
+    assert labels is truth
+    assert count.n_clusters == 4
+
+
+def test_the_silhouette_reads_a_sample_of_the_images(monkeypatch):
+    """On more images than the sample, k-means and the silhouette read a
+    sample; the clusters found are then settled on every image."""
+    monkeypatch.setattr(_centres, "SILHOUETTE_SAMPLE", 100)
+    embedding, truth = blobs(5)
+    labels, count = silhouette_refined(embedding, np.minimum(truth, 3), merge_count(4),
+                                       seed=1)
+    assert count.n_clusters == 5 and labels.shape == truth.shape
+    assert adjusted_rand_score(truth, labels) == 1.0
+
+
+def test_the_same_seed_gives_the_same_count_and_labels():
+    embedding, truth = blobs(6, per_blob=30)
+    noisy = embedding + RNG.normal(scale=3.0, size=embedding.shape)
+    first = silhouette_refined(noisy, np.minimum(truth, 4), merge_count(5), seed=3)
+    second = silhouette_refined(noisy, np.minimum(truth, 4), merge_count(5), seed=3)
+    np.testing.assert_array_equal(first[0], second[0])
+    np.testing.assert_array_equal(first[1].silhouette, second[1].silhouette)
+
+
+def test_too_few_distinct_images_keep_the_merges_count():
+    """Where every k-means start empties a cluster (fewer distinct images than
+    the candidates), no silhouette is measured and the count stays."""
+    embedding = np.repeat(np.eye(3), 4, axis=0)
+    labels = np.repeat(np.arange(3), 4)
+    refined, count = silhouette_refined(embedding, labels, merge_count(3, largest=6), seed=0)
+    assert refined is labels and count.n_clusters == 3
+    assert np.isnan(count.silhouette[count.candidates > 3]).all()

@@ -1,7 +1,8 @@
 """DeepImageClustering's n_clusters='auto': the network trains on max_clusters
 clusters, which are merged along the kNN graph of its embedding while they are
 linked (``deep/_merge.py``, ``_graphcut/_merge.py``); a network is then trained
-on the merged clusters (``deep/_fit.refit_network``)."""
+on the merged clusters (``deep/_fit.refit_network``), and the number refined by
+the silhouette in its embedding (``deep/_centres.py``)."""
 
 import warnings
 
@@ -64,7 +65,7 @@ def test_auto_finds_about_ten_digits_and_trains_a_network_on_them(digits_auto_an
 
     model, merged = digits_auto_and_merged
     assert 9 <= model.n_clusters_ <= 16
-    assert np.unique(merged).size == model.n_clusters_
+    assert abs(np.unique(merged).size - model.n_clusters_) <= max(3, np.unique(merged).size / 2)
     assert adjusted_rand_score(merged, model.labels_) > 0.8
     assert normalized_mutual_info_score(TRUTH, model.labels_) > 0.85
     given = fit(IMAGES, 50)
@@ -82,25 +83,49 @@ def test_auto_finds_about_ten_digits_and_trains_a_network_on_them(digits_auto_an
     nearest = ((embedding[:, None, :] - centres[None]) ** 2).sum(2).argmin(1)
     assert np.mean(nearest == model.labels_) > 0.999
     assert model.loss_curve_.shape == (model.n_iter_,)
-    for name in ("n_clusters_candidates_", "n_clusters_scores_"):
+    for name in ("n_clusters_candidates_", "n_clusters_scores_", "n_clusters_silhouette_"):
         assert not hasattr(given, name)
     np.testing.assert_array_equal(given.output_clusters_, np.arange(50))
 
 
-def test_auto_keeps_the_link_at_each_number_of_clusters(digits_auto):
+def test_auto_keeps_the_link_and_the_silhouette_at_each_number_of_clusters(
+        digits_auto_and_merged):
     """The evidence: the strongest link between the clusters at every number the
-    merges passed through; the number found is the largest below the threshold."""
+    merges passed through, the merges' number the largest below the threshold;
+    and the silhouette of the numbers near it, the number found the highest."""
     from skdiffclust._graphcut._merge import MERGE_LINK
 
-    model = digits_auto
+    model, merged = digits_auto_and_merged
     candidates, links = model.n_clusters_candidates_, model.n_clusters_scores_
     assert candidates[0] == 2 and candidates[-1] <= 50
     np.testing.assert_array_equal(np.diff(candidates), 1)
     assert np.all((links >= 0) & (links <= 1))
-    found = model.n_clusters_ - 2
-    assert links[found] < MERGE_LINK
-    assert np.all(links[found + 1:] >= MERGE_LINK)
+    merges = np.unique(merged).size - 2
+    assert links[merges] < MERGE_LINK
+    assert np.all(links[merges + 1:] >= MERGE_LINK)
+    silhouette = model.n_clusters_silhouette_
+    assert silhouette.shape == candidates.shape
+    window = np.abs(candidates - candidates[merges]) <= max(3, round(candidates[merges] / 2))
+    assert np.isfinite(silhouette[window]).all() and np.isnan(silhouette[~window]).all()
+    assert model.n_clusters_ == candidates[np.nanargmax(silhouette)]
     assert not hasattr(model, "n_clusters_modularity_")
+
+
+def test_the_heads_probabilities_from_the_embedding_are_the_forward_passes(digits_auto):
+    """After the head is replaced, the fit reads its probabilities from the
+    embedding it holds rather than running the body again: the same bits as the
+    whole forward pass (over several chunks), so that labels_ is what predict
+    gives."""
+    from skdiffclust.deep import _inference
+
+    model = digits_auto
+    images = model._scaled(IMAGES)
+    assert images.shape[0] > 2 * _inference.CHUNK
+    embedding, proba = _inference.forward(model.network_state_, images, model.input_side_,
+                                          n_threads=2)
+    np.testing.assert_array_equal(
+        _inference.head_probabilities(model.network_state_, embedding), proba)
+    np.testing.assert_array_equal(proba.argmax(1), model.labels_)
 
 
 def test_images_without_structure_warn_that_no_number_stands_out():
@@ -138,6 +163,7 @@ def test_an_integer_fit_after_auto_clears_the_count():
         warnings.simplefilter("ignore", ConvergenceWarning)
         model.set_params(n_clusters=3).fit(IMAGES[:100])
     assert not hasattr(model, "n_clusters_scores_")
+    assert not hasattr(model, "n_clusters_silhouette_")
 
 
 @pytest.mark.parametrize("params, name", [
