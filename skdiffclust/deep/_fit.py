@@ -253,7 +253,10 @@ def refit_network(images, settings, seeds, name, fitted, labels, session=None):
 
 
 def _fit_network(images, settings, seeds, name, prepared=None, session=None):
-    feature_seed, start_seed, network_seed, *batch_seeds, view_seed = seeds
+    # exactly seven (unpacked by name: an eighth must not shift the views' seed)
+    (feature_seed, start_seed, network_seed, warm_up_seed, clustering_seed,
+     self_labelling_seed, view_seed) = seeds
+    batch_seeds = (warm_up_seed, clustering_seed, self_labelling_seed)
     device = torch.device(settings.device)
     with torch_threads(settings.n_threads):
         if prepared is None:
