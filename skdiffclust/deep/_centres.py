@@ -69,17 +69,17 @@ def silhouette_refined(embedding, labels, count, seed):
     candidates = np.asarray(count.candidates, dtype=np.int64)
     rng = numpy_generator(seed)
     n_sample = min(embedding.shape[0], SILHOUETTE_SAMPLE)
-    sample = np.sort(rng.choice(embedding.shape[0], n_sample, replace=False))
+    rows = embedding[np.sort(rng.choice(embedding.shape[0], n_sample, replace=False))]
     window = max(MIN_WINDOW, int(round(WINDOW_SHARE * count.n_clusters)))
     silhouettes = np.full(candidates.size, np.nan)
     centres = {}
     with one_blas_thread():  # the same bits on any number of threads
         for i, k in enumerate(candidates):
             if abs(k - count.n_clusters) <= window and 2 <= k < n_sample:
-                found = _kmeans(embedding[sample], int(k), rng)
+                found = _kmeans(rows, int(k), rng)
                 if found is not None:
-                    silhouettes[i] = silhouette_score(embedding[sample], found)
-                    centres[int(k)] = _centres(embedding[sample], found)
+                    silhouettes[i] = silhouette_score(rows, found)
+                    centres[int(k)] = _centres(rows, found)
         refined = labels
         if np.isfinite(silhouettes).any():
             best = int(candidates[np.nanargmax(silhouettes)])
