@@ -446,18 +446,51 @@ def test_after_the_first_call_on_cuda_the_checks_read_nothing_back(blocks, monke
     def refuse_read_back(*args):
         raise AssertionError("a value was read back from the device")
 
-    with monkeypatch.context() as patched:
-        for method in ("item", "tolist", "__bool__", "__float__", "cpu", "numpy"):
-            patched.setattr(torch.Tensor, method, refuse_read_back)
-        checks(cuda, lambda: _torch_checks.probabilities(good, "proba"))
-        with pytest.raises(RuntimeError, match="skdiffclust.torch.gemini_loss: invalid"):
-            checks(cuda, lambda: _torch_checks.probabilities(bad, "proba"))
+    previous = _torch_checks.set_input_checks("async")  # every call asserted
+    try:
+        with monkeypatch.context() as patched:
+            for method in ("item", "tolist", "__bool__", "__float__", "cpu", "numpy"):
+                patched.setattr(torch.Tensor, method, refuse_read_back)
+            checks(cuda, lambda: _torch_checks.probabilities(good, "proba"))
+            with pytest.raises(RuntimeError,
+                               match="skdiffclust.torch.gemini_loss: invalid"):
+                checks(cuda, lambda: _torch_checks.probabilities(bad, "proba"))
+    finally:
+        _torch_checks.set_input_checks(previous)
     previous = _torch_checks.set_input_checks("eager")
     try:  # every call read back, with the full message
         with pytest.raises(ValueError, match="negative entries"):
             checks(cuda, lambda: _torch_checks.probabilities(bad, "proba"))
     finally:
         _torch_checks.set_input_checks(previous)
+
+
+@TORCH
+def test_on_cuda_auto_asserts_one_call_in_sixteen_and_every_captured_call(blocks,
+                                                                           monkeypatch):
+    """Simulated on CPU tensors: after the first call on 'cuda', 'auto' asserts on
+    the device at one call in CUDA_CHECK_EVERY (a value gone bad in training, which
+    stays bad, is met within that many calls) and at every call captured in a CUDA
+    graph, whose replays are all its later steps."""
+    from skdiffclust._utils import _torch_checks
+
+    torch = blocks["torch"]
+    capturing = [False]
+    monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: capturing[0])
+    checks = _torch_checks.ValueChecks("gemini_loss", "proba")
+    cuda = torch.device("cuda:0")
+    good, bad = blocks["P"], blocks["logits"]
+    checks(cuda, lambda: _torch_checks.probabilities(good, "proba"))  # read back
+    checks(cuda, lambda: _torch_checks.probabilities(good, "proba"))  # asserted
+    every = _torch_checks.CUDA_CHECK_EVERY
+    assert every == 16
+    for _ in range(every - 1):  # skipped: nothing is computed
+        checks(cuda, lambda: pytest.fail("a skipped call computed its condition"))
+    with pytest.raises(RuntimeError, match="skdiffclust.torch.gemini_loss: invalid"):
+        checks(cuda, lambda: _torch_checks.probabilities(bad, "proba"))
+    capturing[0] = True
+    with pytest.raises(RuntimeError, match="skdiffclust.torch.gemini_loss: invalid"):
+        checks(cuda, lambda: _torch_checks.probabilities(bad, "proba"))
 
 
 @TORCH
