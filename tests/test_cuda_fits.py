@@ -89,7 +89,9 @@ def test_deep_image_clustering_on_cuda_finds_the_cpu_partition():
     images = (X / 16.0).reshape(-1, 8, 8)
     cpu, cuda = _pair(lambda device: DeepImageClustering(
         10, device=device, random_state=0), images)
-    # the same start (the spectral start runs on the host)
-    np.testing.assert_array_equal(cpu.start_labels_, cuda.start_labels_)
+    # nearly the same start: the CUDA fit's graph features are the exact principal
+    # components, the CPU's scikit-learn's randomized ones (ARI 0.91 between the
+    # two starts on the CPU)
+    assert adjusted_rand_score(cpu.start_labels_, cuda.start_labels_) > 0.8
     assert adjusted_rand_score(cpu.labels_, cuda.labels_) > 0.8
     assert adjusted_rand_score(y, cuda.labels_) > 0.75  # 0.85 on the CPU

@@ -191,7 +191,7 @@ def graph_of(images, n_neighbors, feature_seed, n_threads, device=None):
     """The neighbour lists (n, n_neighbors) of the images' graph features (at most
     n - 1 neighbours) and the symmetric kNN graph; the exact search runs on
     ``device`` when it is CUDA (torch, blockwise), else on the host."""
-    features = graph_features(images, feature_seed)
+    features = graph_features(images, feature_seed, device=device)
     n_neighbors = min(n_neighbors, images.shape[0] - 1)
     _, neighbours = kneighbors(features, n_neighbors, algorithm="exact", device=device,
                                n_jobs=n_threads)

@@ -65,6 +65,25 @@ def test_the_start_reads_the_shared_neighbours_of_the_graph():
         assert clustering_accuracy(TRUTH, start) > 0.89
 
 
+def test_the_device_features_are_the_host_features_principal_components():
+    """The graph features a CUDA fit computes on the device (the exact principal
+    components of the gradient histograms) against the host's (scikit-learn's
+    randomized PCA), here on the CPU device: each leading component the same up to
+    its sign, and the same neighbours."""
+    from skdiffclust._neighbors import kneighbors, recall
+    from skdiffclust.deep._features import _device_features, graph_features
+
+    images = IMAGES[:, None].astype(np.float32)
+    host = graph_features(images, 0)
+    device = _device_features(images, torch.device("cpu"))
+    assert device.shape == host.shape and device.dtype == np.float64
+    for component in range(10):
+        assert abs(np.corrcoef(host[:, component], device[:, component])[0, 1]) > 0.999
+    _, host_neighbours = kneighbors(host, 10, algorithm="exact")
+    _, device_neighbours = kneighbors(device, 10, algorithm="exact")
+    assert recall(device_neighbours, host_neighbours) > 0.9
+
+
 def test_the_pairs_graph_lives_on_the_images_device():
     """Every tensor of a step's pair graph is made on the images' device (its
     weights were made on the CPU: DeepImageClustering(device='cuda') crashed in its
