@@ -29,7 +29,8 @@ METHODS = {entry.estimator.__module__.split(".")[1] for entry in ESTIMATORS}
 FLOORS = {
     "exceptions": 1,
     "_utils": 2,
-    "_training": 3, "_graphcut": 3, "_neighbors": 3, "_ivf": 3, "datasets": 3,
+    "_training": 3, "_graphcut": 3, "_neighbors": 3, "_ivf": 3, "_ivf_torch": 3,
+    "datasets": 3,
     **{method: 4 for method in METHODS},
     "__init__": 5, "torch": 5, "metrics": 5, "inspection": 5, "_registry": 5,
     "__main__": 6,
