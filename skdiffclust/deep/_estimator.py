@@ -544,9 +544,9 @@ class DeepImageClustering(RenamedParameters, ClassNamePrefixFeaturesOutMixin,
         """Silhouette of the partition ``predict`` gives X (higher is better).
 
         The mean silhouette of X's clusters in the images' graph features (the
-        principal components of their gradient histograms, from which ``fit``
-        builds its graph: a space that does not depend on the number of
-        clusters), in [-1, 1], -1 where it is undefined (one cluster); above
+        principal components of their gradient histograms, computed on the CPU
+        as a CPU ``fit`` computes them: a space that does not depend on the
+        number of clusters), in [-1, 1], -1 where it is undefined (one cluster); above
         4,000 images, that of a fixed sample. Unlike the objective fit
         minimises, it compares fits with different numbers of clusters:
         ``GridSearchCV`` over ``n_clusters`` without a scorer chooses by it

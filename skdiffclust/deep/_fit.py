@@ -200,8 +200,9 @@ def graph_of(images, n_neighbors, feature_seed, n_threads, device=None):
 
 def feature_silhouette(images, labels, *, feature_seed, n_threads):
     """The silhouette of the partition ``labels`` of the (n, C, H, W) float32
-    images (scaled) in their graph features, computed as ``fit`` computes them
-    (``score``): a space that does not depend on the number of clusters, so that
+    images (scaled) in their graph features, computed as a fit on the CPU computes
+    them, whatever device the fit ran on (``score``: the same number on any
+    machine): a space that does not depend on the number of clusters, so that
     fits with different numbers compare."""
     with float32_by_default(), torch_threads(n_threads):
         features = graph_features(images, feature_seed)
