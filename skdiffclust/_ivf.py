@@ -96,17 +96,8 @@ def ivf_kneighbors(points, n_neighbors, *, seed, n_threads=1, n_probe=None):
         For points that are not finite, or so large that their squared distances
         overflow float32 (:func:`check_points`), and ``n_neighbors`` below 1.
     """
-    check_points(points)
-    if isinstance(n_neighbors, (bool, np.bool_)) or not isinstance(
-            n_neighbors, (int, np.integer)) or n_neighbors < 1:
-        raise ValueError(f"n_neighbors must be a positive integer; got {n_neighbors!r}.")
+    points, n_cells, n_probe = index_plan(points, n_neighbors, n_probe)
     n_samples = points.shape[0]
-    if points.shape[1] == 0:  # every feature constant: all distances 0
-        points = np.zeros((n_samples, 1), dtype=np.float32)
-    n_cells = cell_count(n_samples)
-    if n_probe is None:
-        n_probe = probed_cells(n_samples, n_cells, n_neighbors)
-    n_probe = max(1, min(int(n_probe), n_cells))
     rng = np.random.default_rng(seed)
     previous = numba.get_num_threads()
     numba.set_num_threads(max(1, min(int(n_threads), numba.config.NUMBA_NUM_THREADS)))
@@ -132,6 +123,25 @@ def ivf_kneighbors(points, n_neighbors, *, seed, n_threads=1, n_probe=None):
     neighbours = np.empty_like(found)
     neighbours[order] = np.where(complete, order[np.where(complete, found, 0)], -1)
     return neighbours
+
+
+def index_plan(points, n_neighbors, n_probe):
+    """What both indexes (this one and ``skdiffclust._ivf_torch``'s) check and
+    decide before a search: the points checked (:func:`check_points`; no feature
+    at all becomes one constant feature), ``n_neighbors`` a positive integer, the
+    number of cells and of cells probed per row. Returns
+    ``(points, n_cells, n_probe)``."""
+    check_points(points)
+    if isinstance(n_neighbors, (bool, np.bool_)) or not isinstance(
+            n_neighbors, (int, np.integer)) or n_neighbors < 1:
+        raise ValueError(f"n_neighbors must be a positive integer; got {n_neighbors!r}.")
+    n_samples = points.shape[0]
+    if points.shape[1] == 0:  # every feature constant: all distances 0
+        points = np.zeros((n_samples, 1), dtype=np.float32)
+    n_cells = cell_count(n_samples)
+    if n_probe is None:
+        n_probe = probed_cells(n_samples, n_cells, n_neighbors)
+    return points, n_cells, max(1, min(int(n_probe), n_cells))
 
 
 def check_points(points):

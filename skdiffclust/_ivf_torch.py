@@ -39,10 +39,8 @@ row order the numba heaps keep.
 
 import math
 
-import numpy as np
 
-from skdiffclust._ivf import (KMEANS_ITERATIONS, KMEANS_SAMPLES_PER_CELL, cell_count,
-                              check_points, probed_cells)
+from skdiffclust._ivf import KMEANS_ITERATIONS, KMEANS_SAMPLES_PER_CELL, index_plan
 
 # entries of one block of squared distances (float32): 1 GiB; on CUDA at most a
 # sixteenth of the free memory (the block, topk's scratch and the gathered rows),
@@ -88,17 +86,8 @@ def device_ivf_kneighbors(points, n_neighbors, *, seed, device, n_probe=None):
     """
     import torch
 
-    check_points(points)
-    if isinstance(n_neighbors, (bool, np.bool_)) or not isinstance(
-            n_neighbors, (int, np.integer)) or n_neighbors < 1:
-        raise ValueError(f"n_neighbors must be a positive integer; got {n_neighbors!r}.")
+    points, n_cells, n_probe = index_plan(points, n_neighbors, n_probe)
     n_samples, n_neighbors = points.shape[0], int(n_neighbors)
-    if points.shape[1] == 0:  # every feature constant: all distances 0
-        points = np.zeros((n_samples, 1), dtype=np.float32)
-    n_cells = cell_count(n_samples)
-    if n_probe is None:
-        n_probe = probed_cells(n_samples, n_cells, n_neighbors)
-    n_probe = max(1, min(int(n_probe), n_cells))
     device = torch.device(device)
     generator = torch.Generator().manual_seed(int(seed))
     rows = torch.as_tensor(points).to(device)

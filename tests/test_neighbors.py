@@ -269,11 +269,12 @@ def test_prcut_names_a_bad_neighbors_algorithm():
         PRCut(neighbors_algorithm="brute").fit(np.zeros((10, 2)))
 
 
-def test_importing_the_package_imports_neither_torch_nor_the_index():
+def test_importing_the_package_imports_neither_torch_nor_the_indexes():
     import subprocess
 
     code = ("import sys, skdiffclust, skdiffclust._neighbors; "
-            "print('torch' in sys.modules, 'skdiffclust._ivf' in sys.modules)")
+            "print('torch' in sys.modules, 'skdiffclust._ivf' in sys.modules, "
+            "'skdiffclust._ivf_torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
-    assert out.split() == ["False", "False"]
+    assert out.split() == ["False", "False", "False"]

@@ -64,12 +64,7 @@ def gradient_histograms(images):
     Returns an (n, n_features) float64 array, each row of unit length (or 0 for
     a flat image).
     """
-    n, _, height, width = images.shape
-    side, stride = cell_size(height, width)
-    rows = []
-    for start in range(0, n, CHUNK):
-        batch = torch.as_tensor(np.asarray(images[start:start + CHUNK], dtype=np.float32))
-        rows.append(_histograms(batch, side, stride).numpy())
+    rows = [chunk.numpy() for chunk in _histogram_chunks(images, CHUNK)]
     histograms = np.concatenate(rows).astype(np.float64)
     norms = np.linalg.norm(histograms, axis=1, keepdims=True)
     return histograms / np.where(norms > 0, norms, 1.0)
@@ -77,16 +72,19 @@ def gradient_histograms(images):
 
 def _device_histograms(images, device):
     """:func:`gradient_histograms` computed on ``device``: a float64 tensor there."""
-    n, _, height, width = images.shape
-    side, stride = cell_size(height, width)
-    rows = []
-    for start in range(0, n, CUDA_CHUNK):
-        batch = torch.as_tensor(np.asarray(images[start:start + CUDA_CHUNK],
-                                           dtype=np.float32)).to(device)
-        rows.append(_histograms(batch, side, stride))
-    histograms = torch.cat(rows).double()
+    histograms = torch.cat(list(_histogram_chunks(images, CUDA_CHUNK, device))).double()
     norms = torch.linalg.vector_norm(histograms, dim=1, keepdim=True)
     return histograms / torch.where(norms > 0, norms, 1.0)
+
+
+def _histogram_chunks(images, chunk, device=None):
+    """The unnormalised histograms of the images, ``chunk`` images at a time,
+    computed on ``device`` (None: the CPU), as float32 tensors there."""
+    n, _, height, width = images.shape
+    side, stride = cell_size(height, width)
+    for start in range(0, n, chunk):
+        batch = torch.as_tensor(np.asarray(images[start:start + chunk], dtype=np.float32))
+        yield _histograms(batch if device is None else batch.to(device), side, stride)
 
 
 def _histograms(images, side, stride):
