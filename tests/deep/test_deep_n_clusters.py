@@ -156,6 +156,24 @@ def test_small_sets_merge_along_fewer_neighbours_than_their_clusters_images():
     assert DeepImageClustering(n_clusters=10, device="cpu")._settings(400).merge_neighbors == 0
 
 
+def test_wider_views_count_fewer_clusters_and_narrower_views_more():
+    """The user guide's claim: the weak views' ranges (max_rotation, max_scale,
+    max_shift) set the count's scale, since images the views turn into one
+    another are one cluster to the merges. 30 of each digit, default training."""
+    rows = np.concatenate([np.random.default_rng(0).choice(np.flatnonzero(TRUTH == digit), 30,
+                                                           replace=False)
+                           for digit in range(10)])
+
+    def count(factor):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ClusterCountWarning)
+            return DeepImageClustering(
+                n_clusters="auto", max_rotation=15.0 * factor, max_scale=0.1 * factor,
+                max_shift=0.1 * factor, device="cpu", random_state=0).fit(IMAGES[rows]).n_clusters_
+
+    assert count(1.5) < count(1.0) < count(0.5)
+
+
 def test_an_integer_fit_after_auto_clears_the_count():
     model = fit(IMAGES[:100], "auto", max_clusters=4)
     assert hasattr(model, "n_clusters_scores_")
