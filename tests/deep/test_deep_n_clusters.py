@@ -164,12 +164,15 @@ def test_wider_views_count_fewer_clusters_and_narrower_views_more():
                                                            replace=False)
                            for digit in range(10)])
 
+    defaults = DeepImageClustering().get_params()
+
     def count(factor):
+        ranges = {name: defaults[name] * factor
+                  for name in ("max_rotation", "max_scale", "max_shift")}
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ClusterCountWarning)
-            return DeepImageClustering(
-                n_clusters="auto", max_rotation=15.0 * factor, max_scale=0.1 * factor,
-                max_shift=0.1 * factor, device="cpu", random_state=0).fit(IMAGES[rows]).n_clusters_
+            return DeepImageClustering(n_clusters="auto", device="cpu", random_state=0,
+                                       **ranges).fit(IMAGES[rows]).n_clusters_
 
     assert count(1.5) < count(1.0) < count(0.5)
 
