@@ -1,6 +1,7 @@
 """Numba kernels of the spanning forests: trees, edge order, union-find cuts."""
 
 import itertools
+import math
 
 import numba
 import numpy as np
@@ -178,7 +179,7 @@ def test_forest_is_optimal_on_small_graphs(n, data):
 
 
 @pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs two numba threads")
-@pytest.mark.parametrize("metric", ["euclidean", "cosine", "manhattan"])
+@pytest.mark.parametrize("metric", ["euclidean", "cosine", "manhattan", "chebyshev"])
 def test_prim_spread_over_threads_builds_the_same_tree_bit_for_bit(metric):
     # 2,000 x 40: Prim's first steps take the parallel rows (PARALLEL_PRIM_MIN_TERMS)
     from skdiffclust.forest._solver import PARALLEL_PRIM_MIN_TERMS
@@ -197,6 +198,38 @@ def test_prim_spread_over_threads_builds_the_same_tree_bit_for_bit(metric):
         np.testing.assert_array_equal(a, b)
     expected = minimum_spanning_tree(pairwise_distances(X, metric=metric)).sum()
     assert one[2].sum() == pytest.approx(expected, rel=1e-9)
+
+
+def _sum_in_feature_order(terms):
+    """Each row's sum of ``terms``, added in the columns' order (no pairwise or
+    vectorised reordering)."""
+    total = np.zeros(terms.shape[0])
+    for column in terms.T:
+        total = total + column
+    return total
+
+
+@pytest.mark.parametrize("metric,params", [
+    ("euclidean", None), ("manhattan", None), ("minkowski", {"p": 3}), ("cosine", None),
+])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_prim_distances_are_their_terms_summed_in_feature_order(metric, params, dtype):
+    # what makes the tree the same on any thread count and CPU: no compiler
+    # reordering of a distance's sum (9 features: two groups and a padded one;
+    # 2,000 points: two blocks)
+    X = np.random.default_rng(3).standard_normal((2000, 9)).astype(dtype)
+    src, dst, dist = feature_tree(X, metric=metric, metric_params=params, algorithm="prim")
+    if metric == "cosine":
+        unit = X / np.linalg.norm(X, axis=1, keepdims=True)
+        expected = 1.0 - _sum_in_feature_order(unit[src] * unit[dst])
+    else:
+        diff = np.abs(X[src] - X[dst])
+        p = {"euclidean": 2, "manhattan": 1, "minkowski": 3}[metric]
+        # the C library's pow, as the kernel's (NumPy's may be vectorised otherwise)
+        cube = np.vectorize(lambda x: math.pow(x, 3.0), otypes=[np.float64])
+        terms = cube(diff.astype(np.float64)) if p == 3 else diff * diff if p == 2 else diff
+        expected = _sum_in_feature_order(terms.astype(np.float64)) ** (1.0 / p)
+    np.testing.assert_array_equal(dist, expected)
 
 
 @given(n=st.integers(1, 260), seed=st.integers(0, 2**31 - 1), sample=st.integers(0, 500),
