@@ -123,7 +123,7 @@ class DeepImageClustering(RenamedParameters, ClassNamePrefixFeaturesOutMixin,
 
     max_rotation : float, default=15.0
         Largest rotation of a weak random view, in degrees (the strong view's is
-        twice this).
+        twice this). Wider views (the three ranges) make ``'auto'`` count fewer clusters.
 
     max_scale : float, default=0.1
         Largest relative change of size of a weak view.
