@@ -32,6 +32,10 @@
 #   checks     bench_torch_api.py --only checks (the input checks' cost)
 #   prcut      bench_gpu.py's PRCut case (1,000,000 x 32)
 #   prcut-profile  the same case's CUDA fit under cProfile (where its time goes)
+#   clam-profile   ClAM's CUDA fit of the clam case under cProfile (the host's share:
+#              launches, copies, waits)
+#   forest-profile the forest case's CUDA fit (an MLP on digits through the perturbed
+#              forests, batch 64) under cProfile: the per-step host work LeNet-5 pays too
 #   mnist      bench_gpu.py's MNIST cases (PRCut's protocol and defaults)
 #   lenet      bench_mnist.py --only forest --device cuda (LeNet-5, 30,000 steps)
 #   deep       bench_mnist.py --only deep --device cuda --phases (DeepImageClustering
@@ -108,6 +112,10 @@ for step in ${steps//,/ }; do
             --csv "$out/gpu.csv" ;;
         prcut-profile) run_step prcut-profile 90 python3 benchmarks/bench_gpu.py --only prcut \
             --cuda-only --profile 40 ;;
+        clam-profile) run_step clam-profile 90 python3 benchmarks/bench_gpu.py --only clam \
+            --cuda-only --profile 40 ;;
+        forest-profile) run_step forest-profile 90 python3 benchmarks/bench_gpu.py \
+            --only forest --cuda-only --profile 40 ;;
         mnist) run_step mnist 240 python3 benchmarks/bench_gpu.py --only none \
             --mnist-dir "$mnist" --csv "$out/gpu.csv" ;;
         lenet) run_step lenet 500 python3 benchmarks/bench_mnist.py --only forest \
