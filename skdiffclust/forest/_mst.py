@@ -179,53 +179,47 @@ def prim_similarity(S):
 
 
 @jit(inline="always")
-def _sqeuclidean_group(Xt, c, t, start, stop, p, out):
-    x0, x1, x2, x3 = Xt[t, start:stop], Xt[t + 1, start:stop], \
-        Xt[t + 2, start:stop], Xt[t + 3, start:stop]
-    c0, c1, c2, c3 = c[t], c[t + 1], c[t + 2], c[t + 3]
-    for r in range(stop - start):
+def _feature_group(Xt, c, t, start, stop):
+    """The features ``t`` to ``t + 3``: their rows of the points ``start`` to ``stop``,
+    then their values in ``c``."""
+    return (Xt[t, start:stop], Xt[t + 1, start:stop], Xt[t + 2, start:stop],
+            Xt[t + 3, start:stop], c[t], c[t + 1], c[t + 2], c[t + 3])
+
+
+# Each adds a feature group's terms to the block's sums ``out``, in the features' order
+@jit(inline="always")
+def _sqeuclidean_group(x0, x1, x2, x3, c0, c1, c2, c3, p, out):
+    for r in range(out.shape[0]):
         d0, d1, d2, d3 = x0[r] - c0, x1[r] - c1, x2[r] - c2, x3[r] - c3
         out[r] = out[r] + d0 * d0 + d1 * d1 + d2 * d2 + d3 * d3
 
 
 @jit(inline="always")
-def _manhattan_group(Xt, c, t, start, stop, p, out):
-    x0, x1, x2, x3 = Xt[t, start:stop], Xt[t + 1, start:stop], \
-        Xt[t + 2, start:stop], Xt[t + 3, start:stop]
-    c0, c1, c2, c3 = c[t], c[t + 1], c[t + 2], c[t + 3]
-    for r in range(stop - start):
+def _manhattan_group(x0, x1, x2, x3, c0, c1, c2, c3, p, out):
+    for r in range(out.shape[0]):
         out[r] = out[r] + abs(x0[r] - c0) + abs(x1[r] - c1) + abs(x2[r] - c2) \
             + abs(x3[r] - c3)
 
 
 @jit(inline="always")
-def _chebyshev_group(Xt, c, t, start, stop, p, out):
-    x0, x1, x2, x3 = Xt[t, start:stop], Xt[t + 1, start:stop], \
-        Xt[t + 2, start:stop], Xt[t + 3, start:stop]
-    c0, c1, c2, c3 = c[t], c[t + 1], c[t + 2], c[t + 3]
-    for r in range(stop - start):
+def _chebyshev_group(x0, x1, x2, x3, c0, c1, c2, c3, p, out):
+    for r in range(out.shape[0]):
         out[r] = max(out[r], abs(x0[r] - c0), abs(x1[r] - c1), abs(x2[r] - c2),
                      abs(x3[r] - c3))
 
 
 @jit(inline="always")
-def _minkowski_group(Xt, c, t, start, stop, p, out):
-    x0, x1, x2, x3 = Xt[t, start:stop], Xt[t + 1, start:stop], \
-        Xt[t + 2, start:stop], Xt[t + 3, start:stop]
-    c0, c1, c2, c3 = c[t], c[t + 1], c[t + 2], c[t + 3]
-    for r in range(stop - start):
+def _minkowski_group(x0, x1, x2, x3, c0, c1, c2, c3, p, out):
+    for r in range(out.shape[0]):
         out[r] = out[r] + abs(x0[r] - c0) ** p + abs(x1[r] - c1) ** p \
             + abs(x2[r] - c2) ** p + abs(x3[r] - c3) ** p
 
 
 @jit(inline="always")
-def _dot_group(Xt, c, t, start, stop, p, out):
-    # cosine: rows of the points and c are unit vectors (or zero), as sklearn's
+def _dot_group(x0, x1, x2, x3, c0, c1, c2, c3, p, out):
+    # cosine: the points and c are unit vectors (or zero), as sklearn's
     # cosine_distances; the block's distances are 1 - these sums (_metric_rows)
-    x0, x1, x2, x3 = Xt[t, start:stop], Xt[t + 1, start:stop], \
-        Xt[t + 2, start:stop], Xt[t + 3, start:stop]
-    c0, c1, c2, c3 = c[t], c[t + 1], c[t + 2], c[t + 3]
-    for r in range(stop - start):
+    for r in range(out.shape[0]):
         out[r] = out[r] + x0[r] * c0 + x1[r] * c1 + x2[r] * c2 + x3[r] * c3
 
 
@@ -242,16 +236,17 @@ def _metric_rows(code, Xt, c, lo, hi, p, out):
         block = out[start:stop]
         block[:] = 0.0
         for t in range(0, Xt.shape[0], FEATURE_GROUP):
+            x0, x1, x2, x3, c0, c1, c2, c3 = _feature_group(Xt, c, t, start, stop)
             if code == SQEUCLIDEAN:
-                _sqeuclidean_group(Xt, c, t, start, stop, p, block)
+                _sqeuclidean_group(x0, x1, x2, x3, c0, c1, c2, c3, p, block)
             elif code == MANHATTAN:
-                _manhattan_group(Xt, c, t, start, stop, p, block)
+                _manhattan_group(x0, x1, x2, x3, c0, c1, c2, c3, p, block)
             elif code == CHEBYSHEV:
-                _chebyshev_group(Xt, c, t, start, stop, p, block)
+                _chebyshev_group(x0, x1, x2, x3, c0, c1, c2, c3, p, block)
             elif code == MINKOWSKI:
-                _minkowski_group(Xt, c, t, start, stop, p, block)
+                _minkowski_group(x0, x1, x2, x3, c0, c1, c2, c3, p, block)
             else:
-                _dot_group(Xt, c, t, start, stop, p, block)
+                _dot_group(x0, x1, x2, x3, c0, c1, c2, c3, p, block)
         if code == COSINE:
             for r in range(stop - start):
                 block[r] = 1.0 - block[r]
