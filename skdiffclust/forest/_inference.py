@@ -32,8 +32,12 @@ class NeighbourIndex:
         self._per_cluster = None
 
     def _new_search(self, X):
-        return NearestNeighbors(n_neighbors=1, metric=self.metric,
-                                metric_params=self.metric_params, n_jobs=self.n_jobs).fit(X)
+        # Minkowski's power as NearestNeighbors' p: in metric_params it is used too,
+        # but with a SyntaxWarning at every fit of the index
+        params = dict(self.metric_params or {})
+        power = params.pop("p", 2) if self.metric == "minkowski" else 2
+        return NearestNeighbors(n_neighbors=1, metric=self.metric, p=power,
+                                metric_params=params or None, n_jobs=self.n_jobs).fit(X)
 
     def _kneighbors(self, search, queries, **kwargs):
         """``search.kneighbors(queries)``: the same nearest sample (among equally

@@ -10,6 +10,8 @@ cannot-link structures that are not complete between groups need every edge.
 
 import contextlib
 import functools
+import math
+import numbers
 import warnings
 from dataclasses import dataclass
 
@@ -29,9 +31,11 @@ from skdiffclust.forest._kruskal import (
     tree_connectors,
 )
 from skdiffclust.forest._mst import (
+    CHEBYSHEV,
     COSINE,
     FRONT_SIZE,
     ITERATION,
+    MANHATTAN,
     MINKOWSKI,
     NUMBA_METRICS,
     SQEUCLIDEAN,
@@ -56,6 +60,8 @@ ABSOLUTE_DIFFERENCE_METRICS = EUCLIDEAN_METRICS + (
     "manhattan", "cityblock", "l1", "chebyshev", "infinity", "minkowski",
 )
 KD_TREE_MAX_FEATURES = 20  # quitefastmst's k-d trees stop there
+# Minkowski powers swept as another metric (the same distances)
+MINKOWSKI_AS = {1.0: MANHATTAN, 2.0: SQEUCLIDEAN, math.inf: CHEBYSHEV}
 KD_TREE_SINGLE_MIN_FEATURES = 5
 KD_TREE_SINGLE_LEAF_SIZE = 128
 # Prim's kernels run this many distance terms per call (a few milliseconds), then
@@ -98,8 +104,10 @@ def _numba_metric(metric, metric_params):
     p = float(params.pop("p", 2.0)) if metric == "minkowski" else 2.0
     if params:
         return None
-    if metric == "minkowski" and p == 2.0:
-        return SQEUCLIDEAN, p
+    if metric == "minkowski" and p in MINKOWSKI_AS:
+        # the same distances without a power per term (p=1: |d| ** 1 is |d| exactly);
+        # p=inf summed as powers gave every pair the distance 1: an arbitrary tree
+        return MINKOWSKI_AS[p], p
     return NUMBA_METRICS[metric], p
 
 
@@ -279,9 +287,14 @@ def resolved_metric_params(metric, params, X):
         params["V"] = np.var(X, axis=0, ddof=1)
     if metric == "mahalanobis" and "VI" not in params and "V" not in params:
         params["VI"] = np.linalg.inv(np.cov(np.asarray(X, dtype=np.float64).T)).T
-    if metric == "minkowski" and not params.get("p", 2) > 0:
-        raise ValueError(f"metric_params['p'] must be > 0 for metric='minkowski', got "
-                         f"{params['p']!r}.")
+    if metric == "minkowski":
+        power = params.get("p", 2)
+        if isinstance(power, bool) or not isinstance(power, numbers.Real):
+            raise TypeError("metric_params['p'] must be a real number for "
+                            f"metric='minkowski', got {power!r}.")
+        if not power > 0:
+            raise ValueError(f"metric_params['p'] must be > 0 for metric='minkowski', got "
+                             f"{power!r}.")
     return params or None
 
 

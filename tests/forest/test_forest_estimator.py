@@ -6,6 +6,7 @@ import warnings
 
 import numpy as np
 import pytest
+from scipy.spatial.distance import squareform
 from sklearn.cluster import AgglomerativeClustering
 from sklearn.metrics import adjusted_rand_score, pairwise_distances
 from sklearn.pipeline import make_pipeline
@@ -369,6 +370,31 @@ def test_metrics_whose_parameters_come_from_the_data_match_scipy(metric):
     reference = fcluster(linkage(X, "single", metric=metric), 3, "maxclust")
     assert adjusted_rand_score(reference, model.labels_) == 1.0
     np.testing.assert_array_equal(model.predict(X), model.labels_)
+
+
+@pytest.mark.parametrize("power", [1, 1.5, 3, np.inf])
+def test_minkowski_at_any_power_matches_scipy_and_predicts_silently(power):
+    # p=inf, summed as powers, gave every pair the distance 1: an arbitrary forest;
+    # the power in metric_params reached predict's index with a SyntaxWarning
+    from scipy.cluster.hierarchy import fcluster, linkage
+
+    X = np.random.default_rng(0).standard_normal((60, 3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model = SpanningForestClustering(3, metric="minkowski",
+                                         metric_params={"p": power}).fit(X)
+        predicted = model.predict(X)
+    distances = pairwise_distances(X, metric="minkowski", p=power)
+    reference = fcluster(linkage(squareform(distances, checks=False), "single"), 3, "maxclust")
+    assert adjusted_rand_score(reference, model.labels_) == 1.0
+    np.testing.assert_array_equal(predicted, model.labels_)
+
+
+@pytest.mark.parametrize("power", ["2", None, True])
+def test_a_minkowski_power_that_is_not_a_number_is_refused(power):
+    with pytest.raises(TypeError, match=r"metric_params\['p'\] must be a real number"):
+        SpanningForestClustering(3, metric="minkowski", metric_params={"p": power}).fit(
+            np.random.default_rng(0).random((30, 3)))
 
 
 @pytest.mark.parametrize("params, X, match", [
