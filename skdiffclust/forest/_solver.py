@@ -286,7 +286,14 @@ def resolved_metric_params(metric, params, X):
     if metric == "seuclidean" and "V" not in params:
         params["V"] = np.var(X, axis=0, ddof=1)
     if metric == "mahalanobis" and "VI" not in params and "V" not in params:
-        params["VI"] = np.linalg.inv(np.cov(np.asarray(X, dtype=np.float64).T)).T
+        try:
+            params["VI"] = np.linalg.inv(np.cov(np.asarray(X, dtype=np.float64).T)).T
+        except np.linalg.LinAlgError:
+            raise ValueError(
+                "metric='mahalanobis' needs the inverse of X's covariance, which is "
+                "singular (a feature constant or a combination of others, or fewer "
+                "samples than features): remove those features, or pass "
+                "metric_params={'VI': ...}.") from None
     if metric == "minkowski":
         power = params.get("p", 2)
         if isinstance(power, bool) or not isinstance(power, numbers.Real):

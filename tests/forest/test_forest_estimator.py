@@ -402,6 +402,9 @@ def test_a_minkowski_power_that_is_not_a_number_is_refused(power):
     ({"metric": "minkowski", "metric_params": {"p": -1}}, None, "must be > 0"),
     # NaN distances gave an arbitrary forest and a NaN score
     ({"metric": "correlation"}, np.ones((10, 3)) * np.arange(1, 11)[:, None], "NaN"),
+    # NumPy's "Singular matrix", which named neither the metric nor a remedy
+    ({"metric": "mahalanobis"}, np.c_[np.arange(30.0), np.arange(30.0) * 2, np.ones(30)],
+     "mahalanobis.*singular"),
 ])
 def test_metrics_that_cannot_measure_the_data_are_refused(params, X, match):
     X = np.random.default_rng(0).random((30, 3)) if X is None else X
