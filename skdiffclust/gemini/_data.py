@@ -249,6 +249,13 @@ def check_kernel_params(kernel, params):
             isinstance(gamma, Real) and 0 < gamma < np.inf):
         raise ValueError(f"kernel_params['gamma'] must be a positive number for "
                          f"kernel={kernel!r}, got {gamma!r}.")
+    degree = params.get("degree")  # a fractional power of a negative base is NaN
+    if degree is not None and kernel == "poly" and (
+            isinstance(degree, bool) or not isinstance(degree, Real)
+            or not (1 <= degree < np.inf and float(degree).is_integer())):
+        raise ValueError(f"kernel_params['degree'] must be a whole number of at least 1 "
+                         f"for kernel='poly' (a fractional power of a negative "
+                         f"gamma <x, y> + coef0 is NaN), got {degree!r}.")
 
 
 class Geometry:

@@ -235,3 +235,20 @@ def test_a_gamma_that_makes_no_kernel_is_refused(gamma):
     X = np.random.default_rng(0).standard_normal((30, 2))
     with pytest.raises(ValueError, match="gamma.*must be a positive number"):
         SparseGEMINI(kernel_params={"gamma": gamma}).fit(X)
+
+
+@pytest.mark.parametrize("degree", [2.5, 0, -2, "3", True])
+def test_a_polynomial_degree_that_is_not_a_whole_number_is_refused(degree):
+    # 2.5 raised negative <x, y> + 1 to a fractional power: NaN, and NumPy's
+    # "SVD did not converge" from the Nystrom features
+    X = np.random.default_rng(0).standard_normal((30, 2))
+    with pytest.raises(ValueError, match=r"kernel_params\['degree'\] must be a whole number"):
+        SparseGEMINI(kernel="poly", kernel_params={"degree": degree}).fit(X)
+
+
+def test_a_whole_polynomial_degree_given_as_a_float_is_the_integer_degree():
+    X, y = make_blobs(90, 2, centers=3, random_state=0)
+    fits = [SparseGEMINI(n_clusters=3, kernel="poly", kernel_params={"degree": degree},
+                         random_state=0).fit(X) for degree in (2, 2.0)]
+    np.testing.assert_array_equal(fits[0].labels_, fits[1].labels_)
+    assert adjusted_rand_score(y, fits[0].labels_) > 0.7
