@@ -8,11 +8,11 @@ fitted model loads and predicts without PyTorch.
 
 import numpy as np
 from sklearn.metrics import pairwise_distances
-from sklearn.neighbors import NearestNeighbors
 
 from skdiffclust._neighbors import same_neighbours_on_any_threads
 from skdiffclust._utils._threads import host_threads
 from skdiffclust._utils._validation import check_spread
+from skdiffclust.forest._solver import neighbour_search
 
 # rows embedded at a time by the NumPy forward pass (bounds its temporaries)
 EMBED_BATCH = 1 << 16
@@ -32,12 +32,7 @@ class NeighbourIndex:
         self._per_cluster = None
 
     def _new_search(self, X):
-        # Minkowski's power as NearestNeighbors' p: in metric_params it is used too,
-        # but with a SyntaxWarning at every fit of the index
-        params = dict(self.metric_params or {})
-        power = params.pop("p", 2) if self.metric == "minkowski" else 2
-        return NearestNeighbors(n_neighbors=1, metric=self.metric, p=power,
-                                metric_params=params or None, n_jobs=self.n_jobs).fit(X)
+        return neighbour_search(self.metric, self.metric_params, self.n_jobs).fit(X)
 
     def _kneighbors(self, search, queries, **kwargs):
         """``search.kneighbors(queries)``: the same nearest sample (among equally

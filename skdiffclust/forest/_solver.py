@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 from sklearn.metrics import pairwise_distances, pairwise_distances_chunked
+from sklearn.neighbors import NearestNeighbors
 
 from skdiffclust._utils._numba import interruptible
 from skdiffclust._utils._threads import host_threads, one_blas_thread
@@ -302,7 +303,42 @@ def resolved_metric_params(metric, params, X):
         if not power > 0:
             raise ValueError(f"metric_params['p'] must be > 0 for metric='minkowski', got "
                              f"{power!r}.")
+    if params and X.shape[0]:
+        _check_metric_takes(metric, params, X)
     return params or None
+
+
+def neighbour_search(metric, metric_params, n_jobs=None):
+    """The (unfitted) search of ``predict``'s nearest training sample.
+
+    Minkowski's power goes in as NearestNeighbors' ``p``: in ``metric_params`` it
+    is used too, but with a SyntaxWarning at every fit of the index.
+    """
+    params = dict(metric_params or {})
+    power = params.pop("p", 2) if metric == "minkowski" else 2
+    return NearestNeighbors(n_neighbors=1, metric=metric, p=power,
+                            metric_params=params or None, n_jobs=n_jobs)
+
+
+def _check_metric_takes(metric, params, X):
+    """A TypeError naming ``metric_params`` where ``metric`` does not take them,
+    in the forest's distances (scikit-learn's ``pairwise_distances``) or in
+    ``predict``'s search (its ``NearestNeighbors``). Their own messages, from deep
+    inside, named neither: a Minkowski ``q`` failed with SciPy's list of a C
+    function's signatures, and Chebyshev's ``w`` fitted, then failed at
+    ``predict``."""
+    row = np.asarray(X[:1], dtype=np.float64)
+    for user, probe in (
+            ("scikit-learn's pairwise_distances",
+             lambda: pairwise_distances(row, row, metric=metric, **params)),
+            ("predict's search, scikit-learn's NearestNeighbors",
+             lambda: neighbour_search(metric, params).fit(row).kneighbors(row))):
+        try:
+            probe()
+        except TypeError as error:
+            reason = str(error).strip().splitlines()[0].rstrip(":")
+            raise TypeError(f"metric_params={params!r} does not suit metric={metric!r}: "
+                            f"{user} refused them ({reason}).") from None
 
 
 def similarity_tree(S):

@@ -390,6 +390,21 @@ def test_minkowski_at_any_power_matches_scipy_and_predicts_silently(power):
     np.testing.assert_array_equal(predicted, model.labels_)
 
 
+@pytest.mark.parametrize("metric, params, where", [
+    # SciPy's list of a C function's signatures, naming neither
+    ("minkowski", {"q": 3}, "pairwise_distances"),
+    ("euclidean", {"p": 3}, "pairwise_distances"),
+    # fitted (SciPy's Chebyshev takes w), then failed at predict
+    ("chebyshev", {"w": np.ones(3)}, "predict"),
+])
+def test_metric_params_the_metric_does_not_take_are_refused_at_fit(metric, params, where):
+    model = SpanningForestClustering(3, metric=metric, metric_params=params)
+    with pytest.raises(TypeError, match=f"metric_params=.*does not suit metric='{metric}'"
+                                        f".*{where}"):
+        model.fit(np.random.default_rng(0).random((30, 3)))
+    assert not hasattr(model, "labels_")
+
+
 @pytest.mark.parametrize("power", ["2", None, True])
 def test_a_minkowski_power_that_is_not_a_number_is_refused(power):
     with pytest.raises(TypeError, match=r"metric_params\['p'\] must be a real number"):
