@@ -42,6 +42,7 @@ from skdiffclust.clam._selection import (
     keep_best,
     scales_of,
     settled_prototypes,
+    warn_repeated_rows,
 )
 
 
@@ -106,7 +107,8 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
         duplicates dropped (so fewer restarts may be trained): the start of
         ``KMeans(n_init=10)``. ``'k-means++'``: k-means++ seeds.
         ``'random'``: distinct training points drawn at random (the paper's). An
-        array is used as given (then ``n_init`` is 1). At the sharp ``beta`` of
+        array is used as given (then ``n_init`` is 1; repeated rows, which start
+        prototypes that are pulled alike, are warned about). At the sharp ``beta`` of
         ``'auto'``, training refines the starts within their basins, as k-means'
         iterations would but more slowly: from k-means++ or random starts, a
         softer ``beta`` (the paper's 1.0) lets prototypes travel between
@@ -411,9 +413,12 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
         """ClAM's view of X and the initial prototypes of every restart."""
         data = ScaledData(X, self.metric == "cosine")
         with threadpool_limits(n_threads, user_api="blas"):  # k-means++'s products
-            return data, initial_prototypes(
+            initial = initial_prototypes(
                 data, init_seed, n_clusters=self.n_clusters, init=self.init,
                 n_init=self.n_init, cosine=self.metric == "cosine", n_threads=n_threads)
+        if not isinstance(self.init, str):  # from fit or partial_fit, to its caller
+            warn_repeated_rows(self.init, stacklevel=6)
+        return data, initial
 
     def _fitted_state(self, X, seeds):
         """The state of a fit on X; the estimator is left as it is."""

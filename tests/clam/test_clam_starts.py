@@ -1,6 +1,8 @@
 """ClAM's starts (``init='k-means'``: Lloyd's iterations from k-means++ seeds) and
 its clipped per-example gradients (``gradient_clip``). No torch needed."""
 
+import warnings
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -215,3 +217,22 @@ def test_paper_procedure_stays_reachable():
 def test_bad_gradient_clip_is_refused(clip):
     with pytest.raises((ValueError, TypeError), match="gradient_clip"):
         ClAM(2, gradient_clip=clip).fit(np.random.default_rng(0).normal(size=(20, 2)))
+
+
+@pytest.mark.parametrize("method", ["fit", "partial_fit"])
+def test_a_given_init_that_repeats_a_row_is_warned_about(method):
+    # three memories at zero on three blobs: one cluster of 10 points, ARI 0.53
+    X, _ = make_blobs(300, 4, centers=3, random_state=0)
+    with pytest.warns(UserWarning, match="init holds 1 distinct rows for 3 prototypes") \
+            as caught:
+        getattr(ClAM(n_clusters=3, init=np.zeros((3, 4)), max_iter=3, random_state=0),
+                method)(X)
+    assert any(record.filename == __file__ for record in caught)  # at the user's call
+
+
+def test_a_given_init_of_distinct_rows_fits_silently():
+    X, y = make_blobs(300, 4, centers=3, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        model = ClAM(n_clusters=3, init=X[[0, 1, 2]], random_state=0).fit(X)
+    assert adjusted_rand_score(y, model.labels_) > 0.5
