@@ -308,10 +308,13 @@ class Geometry:
             n_landmarks = min(int(self.n_kernel_features), inputs.n_samples)
             landmarks = np.random.default_rng(seed).choice(inputs.n_samples, n_landmarks,
                                                            replace=False)
+            coordinates = self._coordinates(inputs.rows(np.sort(landmarks)))
+            self._checked(pairwise_kernels(coordinates, metric=self.kernel,
+                                           filter_params=True, **self.kernel_params))
             self.nystroem = Nystroem(
                 kernel=self.kernel, kernel_params=self.kernel_params or None,
                 n_components=n_landmarks, random_state=0,
-            ).fit(self._coordinates(inputs.rows(np.sort(landmarks))))
+            ).fit(coordinates)
             self._landmarks_uncentred = self._uncentred(inputs)
         return self
 
@@ -344,9 +347,9 @@ class Geometry:
             return LinearKernel(features, np.ones(features.shape[1]))
         coordinates = self._coordinates(inputs)
         if self.is_mmd:
-            return MatrixKernel(pairwise_kernels(coordinates, metric=self.kernel,
-                                                 filter_params=True, **self.kernel_params))
-        return pairwise_distances(coordinates, metric=self.metric)
+            return MatrixKernel(self._checked(pairwise_kernels(
+                coordinates, metric=self.kernel, filter_params=True, **self.kernel_params)))
+        return self._checked(pairwise_distances(coordinates, metric=self.metric))
 
     def distances(self, inputs):
         """The distances between ``inputs`` in the GEMINI's geometry (an n x n
@@ -356,12 +359,29 @@ class Geometry:
         coordinates."""
         coordinates = self._coordinates(inputs)
         if not self.is_mmd:
-            metric = "euclidean" if self.objective == "mi" else self.metric
-            return pairwise_distances(coordinates, metric=metric)
-        kernel = pairwise_kernels(coordinates, metric=self.kernel, filter_params=True,
-                                  **self.kernel_params)
+            if self.objective == "mi":
+                return pairwise_distances(coordinates, metric="euclidean")
+            return self._checked(pairwise_distances(coordinates, metric=self.metric))
+        kernel = self._checked(pairwise_kernels(coordinates, metric=self.kernel,
+                                                filter_params=True, **self.kernel_params))
         diagonal = np.diag(kernel)
         return np.sqrt(np.maximum(diagonal[:, None] + diagonal[None, :] - 2.0 * kernel, 0.0))
+
+    def _checked(self, matrix):
+        """``matrix``, the kernel's or the metric's on some rows, where its values
+        can be used: a ValueError naming the kernel or metric where they are NaN or
+        infinite (a callable's, 'correlation' of a constant row: NumPy's "SVD did not
+        converge" or the transport solver's "Problem unbounded" came instead), or
+        where distances are negative."""
+        source = (f"kernel={self.kernel!r}" if self.is_mmd else f"metric={self.metric!r}")
+        if not np.all(np.isfinite(matrix)):
+            raise ValueError(f"{source} gives NaN or infinite values on these data (in "
+                             "kernel coordinates: centred, scaled): check it, or choose "
+                             "another.")
+        if not self.is_mmd and matrix.size and matrix.min() < 0:
+            raise ValueError(f"{source} gives negative distances on these data: a "
+                             "Wasserstein GEMINI needs a distance (a cost of at least 0).")
+        return matrix
 
     def kernel_features(self, inputs):
         """Nyström features of the rows, computed by blocks of CHUNK rows."""

@@ -252,3 +252,28 @@ def test_a_whole_polynomial_degree_given_as_a_float_is_the_integer_degree():
                          random_state=0).fit(X) for degree in (2, 2.0)]
     np.testing.assert_array_equal(fits[0].labels_, fits[1].labels_)
     assert adjusted_rand_score(y, fits[0].labels_) > 0.7
+
+
+def _nan(a, b):
+    return np.nan
+
+
+def _negative(a, b):
+    return -1.0
+
+
+@pytest.mark.parametrize("params, match", [
+    # NumPy's "SVD did not converge" (the Nystrom landmarks), LAPACK's complaints
+    (dict(kernel=_nan), "kernel=.*gives NaN or infinite values"),
+    (dict(kernel=_nan, n_kernel_features=None), "kernel=.*gives NaN or infinite values"),
+    # the transport solver's "Problem unbounded" warnings, then labels
+    (dict(gemini="wasserstein_ovo", metric=_nan), "metric=.*gives NaN or infinite values"),
+    (dict(gemini="wasserstein_ovo", metric=_negative), "metric=.*gives negative distances"),
+])
+def test_a_callable_geometry_that_gives_no_usable_values_is_refused(params, match):
+    X, _ = make_blobs(60, 2, centers=3, random_state=0)
+    model = SparseGEMINI(n_clusters=3, random_state=0, max_iter=5).fit(X)
+    labels = model.labels_.copy()
+    with pytest.raises(ValueError, match=match):
+        model.set_params(**params).fit(X)
+    np.testing.assert_array_equal(model.labels_, labels)  # the earlier fit kept
