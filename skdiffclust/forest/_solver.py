@@ -279,10 +279,12 @@ def feature_tree(X, *, metric="euclidean", metric_params=None, algorithm="auto")
 
 def resolved_metric_params(metric, params, X):
     """``metric_params`` completed as scikit-learn's ``pairwise_distances(X)``
-    completes them from X (seuclidean's ``V``, mahalanobis' ``VI``): the searches
-    here pass a second set of points, for which scikit-learn requires them, so
-    that these metrics failed without them; a Minkowski ``p`` must be positive
-    (0 divided by zero inside, a negative one failed only at ``predict``)."""
+    completes them from X (seuclidean's ``V``, mahalanobis' ``VI``, a ValueError
+    where X's covariance is singular): the searches here pass a second set of
+    points, for which scikit-learn requires them, so that these metrics failed
+    without them; a Minkowski ``p`` must be a positive number (0 divided by zero
+    inside, a negative one failed only at ``predict``); parameters the metric
+    does not take are refused (:func:`_check_metric_takes`)."""
     params = dict(params or {})
     if metric == "seuclidean" and "V" not in params:
         params["V"] = np.var(X, axis=0, ddof=1)
