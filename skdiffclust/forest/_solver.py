@@ -63,6 +63,7 @@ ABSOLUTE_DIFFERENCE_METRICS = EUCLIDEAN_METRICS + (
 KD_TREE_MAX_FEATURES = 20  # quitefastmst's k-d trees stop there
 # Minkowski powers swept as another metric (the same distances)
 MINKOWSKI_AS = {1.0: MANHATTAN, 2.0: SQEUCLIDEAN, math.inf: CHEBYSHEV}
+PROBE_ROWS = 8  # rows on which metric_params are tried (_check_metric_takes)
 KD_TREE_SINGLE_MIN_FEATURES = 5
 KD_TREE_SINGLE_LEAF_SIZE = 128
 # Prim's kernels run this many distance terms per call (a few milliseconds), then
@@ -329,12 +330,14 @@ def _check_metric_takes(metric, params, X):
     inside, named neither: a Minkowski ``q`` failed with SciPy's list of a C
     function's signatures, and Chebyshev's ``w`` fitted, then failed at
     ``predict``."""
-    row = np.asarray(X[:1], dtype=np.float64)
+    # eight rows: NearestNeighbors then builds the tree (or not) that the whole X
+    # gets (its 'auto' goes brute below four rows), whose metric may refuse them
+    rows = np.asarray(X[:PROBE_ROWS], dtype=np.float64)
     for user, probe in (
             ("scikit-learn's pairwise_distances",
-             lambda: pairwise_distances(row, row, metric=metric, **params)),
+             lambda: pairwise_distances(rows[:1], rows[:1], metric=metric, **params)),
             ("predict's search, scikit-learn's NearestNeighbors",
-             lambda: neighbour_search(metric, params).fit(row).kneighbors(row))):
+             lambda: neighbour_search(metric, params).fit(rows).kneighbors(rows[:1]))):
         try:
             probe()
         except TypeError as error:

@@ -394,8 +394,9 @@ def test_minkowski_at_any_power_matches_scipy_and_predicts_silently(power):
     # SciPy's list of a C function's signatures, naming neither
     ("minkowski", {"q": 3}, "pairwise_distances"),
     ("euclidean", {"p": 3}, "pairwise_distances"),
-    # fitted (SciPy's Chebyshev takes w), then failed at predict
+    # fitted (SciPy's Chebyshev and Hamming take w), then failed at predict
     ("chebyshev", {"w": np.ones(3)}, "predict"),
+    ("hamming", {"w": np.ones(3)}, "predict"),
 ])
 def test_metric_params_the_metric_does_not_take_are_refused_at_fit(metric, params, where):
     model = SpanningForestClustering(3, metric=metric, metric_params=params)
