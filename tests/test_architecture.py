@@ -263,3 +263,25 @@ def test_no_module_is_passed_as_a_value():
     found = [f"{path.relative_to(SOURCES)}:{line} {code}" for path in _modules()
              for line, code in _modules_as_values(path.read_text(encoding="utf-8"))]
     assert not found, f"modules passed as values: {found}"
+
+
+def _direct_warnings(source):
+    """(line, code) of each ``warnings.warn(...)`` call in ``source``: a warning whose
+    ``stacklevel`` is counted by hand (``_utils._warn.warn_user`` finds the user's line)."""
+    tree = ast.parse(source)
+    return [(node.lineno, ast.unparse(node.func)) for node in ast.walk(tree)
+            if isinstance(node, ast.Call) and ast.unparse(node.func) == "warnings.warn"]
+
+
+def test_direct_warnings_are_found():
+    found = _direct_warnings("import warnings\nwarnings.warn('a', stacklevel=3)\n"
+                             "warn_user('b')\nwarnings.simplefilter('ignore')\n")
+    assert found == [(2, "warnings.warn")]
+
+
+def test_every_warning_goes_through_warn_user():
+    # ARCHITECTURE.md: a warning points at the user's line, found by warn_user
+    found = [f"{path.relative_to(SOURCES)}:{line}" for path in _modules()
+             if path.name != "_warn.py"
+             for line, _ in _direct_warnings(path.read_text(encoding="utf-8"))]
+    assert not found, f"warnings.warn called directly (use warn_user): {found}"

@@ -48,6 +48,7 @@ def test_too_few_epochs_warn_and_are_all_run(entry):
     estimator, convergence = _fit(entry, max_iter=2)
     assert len(convergence) == 1
     assert "max_iter=2" in str(convergence[0].message)
+    assert convergence[0].filename == __file__  # at the user's fit, in _fit
     assert estimator.n_iter_ == 2 and estimator.loss_curve_.shape == (2,)
 
 

@@ -7,8 +7,6 @@ arrays. ``init='spectral_snn'`` reweights its edges by shared neighbours for the
 spectral start.
 """
 
-import warnings
-
 import numba
 import numpy as np
 import scipy.sparse as sp
@@ -19,6 +17,7 @@ from skdiffclust._neighbors import kneighbors
 from skdiffclust._utils._numba import jit
 from skdiffclust._utils._symmetry import summarise
 from skdiffclust._utils._validation import check_sparse_structure
+from skdiffclust._utils._warn import warn_user
 
 AFFINITIES = ("nearest_neighbors", "rbf", "precomputed")
 
@@ -79,13 +78,13 @@ def knn_affinity(X, n_neighbors, *, kernel="connectivity", rbf_gamma=None,
 
 
 def scaled_knn_graph(scaling, *, n_neighbors, affinity, rbf_gamma, algorithm, device,
-                     n_jobs, random_state, warn=True, stacklevel=2):
+                     n_jobs, random_state, warn=True):
     """PRCut's graph of features: :func:`knn_affinity` of the globally centred and
     scaled data (``scaling.metric``, see ``_scaling.FeatureScaling``), with
     ``rbf_gamma`` given in the units of X. Duplicated samples are searched once
     and joined (``_duplicates``). ``n_neighbors`` is clipped to the distinct
-    samples less one, with a warning when ``warn`` (``stacklevel`` above the
-    caller), as is a graph that is complete or nearly so."""
+    samples less one, with a warning when ``warn``, as is a graph that is complete
+    or nearly so."""
     from skdiffclust._graphcut._duplicates import find_copies
 
     Z = scaling.metric
@@ -93,7 +92,7 @@ def scaled_knn_graph(scaling, *, n_neighbors, affinity, rbf_gamma, algorithm, de
     n_points = Z.shape[0] if copies is None else copies.n_distinct
     if warn:
         warn_on_neighbourhoods(n_neighbors, n_points, Z.shape[0], affinity=affinity,
-                               identical=scaling.identical, stacklevel=stacklevel + 1)
+                               identical=scaling.identical)
     n_neighbors = min(n_neighbors, n_points - 1)
     kernel = "connectivity" if affinity == "nearest_neighbors" else "rbf"
     # rbf_gamma is in the units of X; the distances are in those of Z
@@ -117,8 +116,7 @@ def scaled_knn_graph(scaling, *, n_neighbors, affinity, rbf_gamma, algorithm, de
 NEARLY_COMPLETE = 0.5
 
 
-def warn_on_neighbourhoods(n_neighbors, n_points, n_samples, *, affinity, identical,
-                           stacklevel):
+def warn_on_neighbourhoods(n_neighbors, n_points, n_samples, *, affinity, identical):
     """Warn when ``n_neighbors`` exceeds the ``n_points`` distinct samples less one
     (it is clipped), and when the connectivity graph is complete or nearly so
     (:data:`NEARLY_COMPLETE`): its edges then join samples whatever their clusters.
@@ -127,35 +125,33 @@ def warn_on_neighbourhoods(n_neighbors, n_points, n_samples, *, affinity, identi
         return
     distinct = "" if n_points == n_samples else f" ({n_points} distinct)"
     if n_neighbors >= n_points:
-        warnings.warn(
+        warn_user(
             f"n_neighbors={n_neighbors} >= n_samples={n_samples}{distinct}; using "
             f"n_neighbors={n_points - 1} (every other sample).",
-            UserWarning, stacklevel=stacklevel,
+            UserWarning,
         )
     n_neighbors = min(n_neighbors, n_points - 1)
     if affinity == "nearest_neighbors" and n_points > 2 and \
             n_neighbors >= NEARLY_COMPLETE * (n_points - 1):
         share = ("every other sample" if n_neighbors == n_points - 1 else
                  f"{n_neighbors} of the {n_points - 1} others")
-        warnings.warn(
+        warn_user(
             f"The kNN graph joins each of the {n_samples} samples{distinct} to "
             f"{share}: it is complete or nearly so, and its edges hardly depend on "
             "which samples are close, so its ratio cut cannot tell clusters apart. "
             "Use fewer neighbours (n_neighbors well below the size of a cluster), or "
             "affinity='rbf', whose weights decrease with the distance.",
-            UserWarning, stacklevel=stacklevel,
+            UserWarning,
         )
 
 
-def build_graph(scaling, start, device=None, *, warn=True, stacklevel=5):
+def build_graph(scaling, start, device=None, *, warn=True):
     """The kNN graph of the scaled features with ``start``'s settings
-    (:func:`scaled_knn_graph`; ``stacklevel``, as
-    ``warnings.warn``'s, counted from this function)."""
+    (:func:`scaled_knn_graph`)."""
     return scaled_knn_graph(
         scaling, n_neighbors=start.n_neighbors, affinity=start.affinity,
         rbf_gamma=start.rbf_gamma, algorithm=start.algorithm, device=device,
-        n_jobs=start.n_jobs, random_state=start.random_state, warn=warn,
-        stacklevel=stacklevel + 1)
+        n_jobs=start.n_jobs, random_state=start.random_state, warn=warn)
 
 
 def affinity_from_neighbors(distances, neighbors, *, kernel="connectivity", rbf_gamma=None):
@@ -703,42 +699,41 @@ def graph_measures(graph, labels, n_clusters):
     return float(expected - between), float(between / expected) if expected > 0 else 0.0
 
 
-def warn_on_degenerate_graph(components, identical, n_clusters, keep_components,
-                             stacklevel=5):
+def warn_on_degenerate_graph(components, identical, n_clusters, keep_components):
     """Warn when the graph's partition is decided by its components, not its cuts
     (no edge, at least ``n_clusters`` components) or all samples are identical;
-    for ``PRCut.fit`` (``stacklevel`` points at its caller)."""
+    for ``PRCut.fit``."""
     n_components = int(components.max()) + 1
     if n_components == components.size:
-        warnings.warn(
+        warn_user(
             "The affinity graph has no edge: every partition has ratio cut 0, and "
-            "only the KL term shapes the clusters.", UserWarning, stacklevel=stacklevel,
+            "only the KL term shapes the clusters.", UserWarning,
         )
     elif n_components > n_clusters and keep_components:
-        warnings.warn(
+        warn_user(
             f"The affinity graph has {n_components} connected components for "
             f"n_clusters={n_clusters}: PRCut returns whole components (ratio cut 0), "
-            "grouped into clusters of balanced sizes.", UserWarning, stacklevel=stacklevel,
+            "grouped into clusters of balanced sizes.", UserWarning,
         )
     elif n_components >= n_clusters and not keep_components:
-        warnings.warn(
+        warn_user(
             f"The affinity graph has {n_components} connected components: any "
             "partition keeping each component whole has ratio cut 0 (with "
             "keep_components=False, the balance term may still cut through them).",
-            UserWarning, stacklevel=stacklevel,
+            UserWarning,
         )
     if identical:
-        warnings.warn(
+        warn_user(
             "All samples are identical (up to float64's rounding): they all get "
             "the same cluster.",
-            UserWarning, stacklevel=stacklevel,
+            UserWarning,
         )
     isolated = np.flatnonzero(np.bincount(components)[components] == 1)
     if 0 < isolated.size < components.size:
         count = "1 sample has" if isolated.size == 1 else f"{isolated.size} samples have"
-        warnings.warn(
+        warn_user(
             f"{count} no edge in the affinity graph (all its affinities are zero), "
             f"the first at index {isolated[0]}: each is a connected component of its "
             "own, which PRCut may make a cluster of its own. Give such samples positive "
-            "affinities to others, or leave them out.", UserWarning, stacklevel=stacklevel,
+            "affinities to others, or leave them out.", UserWarning,
         )

@@ -14,13 +14,13 @@ one fit in a :class:`TrainingSession` (one bar, at most one warning).
 
 import contextlib
 import math
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from skdiffclust._training._progress import EpochProgress
+from skdiffclust._utils._warn import warn_user
 
 
 @dataclass
@@ -340,10 +340,9 @@ class Cooldown(EpochHook):
 
 def warn_not_converged(name, max_iter, tol, n_iter_no_change):
     """scikit-learn's ConvergenceWarning, saying what to change."""
-    warnings.warn(
+    warn_user(
         f"{name} ran max_iter={max_iter} epochs without converging: its objective "
         f"was still improving by more than tol={tol:g} (relative) within "
         f"n_iter_no_change={n_iter_no_change} epochs. Increase max_iter, or tol.",
         ConvergenceWarning,
-        stacklevel=2,
     )

@@ -17,12 +17,12 @@ of bounds) or trained on, ignoring the change.
 """
 
 import copy
-import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from skdiffclust._utils._validation import check_magnitude, column_extremes, validate_data
+from skdiffclust._utils._warn import warn_user
 
 # the attributes a stream sets on its estimator, besides the fitted ones
 STREAM_ATTRIBUTES = ("_stream", "n_steps_", "n_samples_seen_")
@@ -76,14 +76,13 @@ MIN_CHUNK_SPREAD = 1e-15
 OFF_RANGE_WIDTHS = 3.0
 
 
-def check_chunk_units(X, shift, scale, *, stream, name, stacklevel=1):
+def check_chunk_units(X, shift, scale, *, stream, name):
     """Raise a ValueError, naming the call, when a chunk ``X`` (dense or sparse, finite)
     holds values that the first chunk's centring ``shift`` and scales ``scale`` (per
     feature, or one) take beyond :data:`MAX_CHUNK_UNITS`, or whose samples they bring
     closer than :data:`MIN_CHUNK_SPREAD` (though not all equal): a chunk on another scale,
     which the stream cannot represent (``name``: the estimator's); warn when it
-    lies far beyond the first chunk's range (the warning ``stacklevel`` levels above
-    the caller). Reads each feature's extremes only."""
+    lies far beyond the first chunk's range. Reads each feature's extremes only."""
     if X.shape[0] == 0 or X.shape[1] == 0:
         return
     lowest, highest = column_extremes(X)
@@ -107,11 +106,10 @@ def check_chunk_units(X, shift, scale, *, stream, name, stacklevel=1):
             f"as it was: the stream keeps its units), under the {MIN_CHUNK_SPREAD:.0e} "
             f"that {name} can tell apart, so that they would be trained on as one "
             f"point: {advice}")
-    _warn_off_range(lowest, highest, getattr(stream, "first_range", None), call, name,
-                    stacklevel + 1)
+    _warn_off_range(lowest, highest, getattr(stream, "first_range", None), call, name)
 
 
-def _warn_off_range(lowest, highest, first_range, call, name, stacklevel):
+def _warn_off_range(lowest, highest, first_range, call, name):
     """Warn when a chunk's values (each feature's ``lowest`` and ``highest``) lie
     beyond the first chunk's range by more than :data:`OFF_RANGE_WIDTHS` times its
     width, in some feature that varied in the first chunk; name the farthest."""
@@ -127,7 +125,7 @@ def _warn_off_range(lowest, highest, first_range, call, name, stacklevel):
     j = int(np.argmax(np.where(beyond, excess, -np.inf)))
     value = lowest[j] if low[j] - lowest[j] > highest[j] - high[j] else highest[j]
     others = int(beyond.sum()) - 1
-    warnings.warn(
+    warn_user(
         f"The chunk passed to partial_fit (call {call}) holds values far beyond the "
         f"first chunk's: feature {j} reaches {value:.4g}, where the first chunk's lay "
         f"in [{low[j]:.4g}, {high[j]:.4g}]"
@@ -135,7 +133,7 @@ def _warn_off_range(lowest, highest, first_range, call, name, stacklevel):
         + f". {name} reads every chunk in the first chunk's centring and scale, so a "
         "chunk on another scale (shifted, or in other units) is clustered wrongly: "
         "bring it to the first chunk's scale, or start a new stream from a "
-        "representative chunk.", UserWarning, stacklevel=stacklevel + 1)
+        "representative chunk.", UserWarning)
 
 
 def next_chunk(estimator, stream, X):

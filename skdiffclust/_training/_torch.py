@@ -31,7 +31,6 @@ The epoch loop, the stopping rule, ``ConvergenceWarning`` and the progress bar a
 import contextlib
 import functools
 import math
-import warnings
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -51,6 +50,7 @@ from skdiffclust._utils._torch import (  # noqa: F401
     resolve_device,
     torch_threads,
 )
+from skdiffclust._utils._warn import warn_user
 
 
 class TorchTask(Protocol):
@@ -215,9 +215,9 @@ class _Stepper:
             return True
         except Exception as error:  # any failure: fall back to the plain step
             self.graph = None
-            warnings.warn(
+            warn_user(
                 f"CUDA graph capture of the training step failed ({error}); training "
-                "continues without it.", RuntimeWarning, stacklevel=2,
+                "continues without it.", RuntimeWarning,
             )
             return False
 

@@ -29,7 +29,6 @@ import gc
 import sys
 import threading
 import time
-import warnings
 from collections.abc import Mapping
 
 import numba
@@ -37,6 +36,7 @@ from numba.core import errors, event, types
 from numba.core.caching import FunctionCache
 from numba.extending import intrinsic
 
+from skdiffclust._utils._warn import warn_user
 from skdiffclust.exceptions import CachingDisabledWarning
 
 NOTICE_DELAY = 2.0  # seconds of compilation before the notice is printed
@@ -75,13 +75,12 @@ def _warn_caching_off(error):
     if _state["caching_off"]:
         return
     _state["caching_off"] = True
-    warnings.warn(
+    warn_user(
         f"skdiffclust cannot cache its compiled numba kernels ({error}); they are "
         "compiled again in every new Python process, which makes first fits slower. "
         "Set the environment variable NUMBA_CACHE_DIR to a writable directory to "
         "cache them there.",
         CachingDisabledWarning,
-        stacklevel=4,
     )
 
 

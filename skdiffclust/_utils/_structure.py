@@ -35,13 +35,13 @@ separated) and ``wingnut`` (two touching slabs: a miss).
 """
 
 import math
-import warnings
 
 import numpy as np
 import scipy.sparse as sp
 from threadpoolctl import threadpool_limits
 
 from skdiffclust._utils._random import numpy_generator
+from skdiffclust._utils._warn import warn_user
 from skdiffclust.exceptions import ClusterCountWarning
 
 SAMPLE = 4000
@@ -146,18 +146,17 @@ def structure_of(X, labels, random_state):
             "no density valley divides them")
 
 
-def warn_if_unstructured(name, X, labels, count, random_state, stacklevel=1):
+def warn_if_unstructured(name, X, labels, count, random_state):
     """Warn (:class:`~skdiffclust.exceptions.ClusterCountWarning`) when the
     clusters ``n_clusters='auto'`` found (``count``: a fit's ``ClusterCount``,
     counted where its ``candidates`` are not None) show no cluster structure
-    (:func:`structure_of`; X None, a precomputed affinity: the outliers only).
-    ``stacklevel`` counts from the caller, as ``warnings.warn``'s does."""
+    (:func:`structure_of`; X None, a precomputed affinity: the outliers only)."""
     if getattr(count, "candidates", None) is None:
         return
     why = structure_of(X, labels, random_state)
     if why is not None:
-        warnings.warn(
+        warn_user(
             f"{name}(n_clusters='auto') found no cluster structure: {why}. The data may "
             "hold a single cluster; n_clusters='auto' cannot answer 1. Look at the "
             "data (a plot of two principal components), or give n_clusters.",
-            ClusterCountWarning, stacklevel=stacklevel + 1)
+            ClusterCountWarning)

@@ -3,7 +3,6 @@
 import functools
 import math
 import numbers
-import warnings
 
 import numpy as np
 import scipy.sparse as sp
@@ -12,6 +11,7 @@ from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import validate_data as sklearn_validate_data
 
 from skdiffclust._utils._symmetry import summarise
+from skdiffclust._utils._warn import warn_user
 from skdiffclust.exceptions import ClusterCountWarning
 
 
@@ -201,19 +201,19 @@ def _nearest_itself(S, start, stop):
     return bool(np.all(diagonal >= 0) and np.all(rows.min(axis=1) > diagonal))
 
 
-def warn_if_looks_like_distances(S, name, *, kind, consequence, fix, stacklevel):
+def warn_if_looks_like_distances(S, name, *, kind, consequence, fix):
     """Warn when ``S``, where ``kind`` of matrix is expected (larger means more
     similar), looks like distances (:func:`looks_like_distances`): say what the
     method would do with it (``consequence``) and what to pass instead (``fix``).
-    Dense matrices only. ``stacklevel`` counts from the caller."""
+    Dense matrices only."""
     if isinstance(S, np.ndarray) and looks_like_distances(S):
-        warnings.warn(
+        warn_user(
             f"{name} looks like a distance matrix (each sample is nearer itself than "
             f"any other: its diagonal is the smallest entry of each row), but {kind} "
             f"matrix is expected (larger means more similar): {consequence}. "
             f"Pass {fix} instead of D; silence this warning if {name} really is "
             f"{kind} matrix.",
-            UserWarning, stacklevel=stacklevel + 1,
+            UserWarning,
         )
 
 
@@ -235,56 +235,53 @@ def check_n_clusters(n_clusters, n_samples, *, auto=False):
 
 
 def warn_empty_clusters(name, n_found, n_clusters, *, cause, remedy, relabelled=True,
-                        counted=False, stacklevel=1):
+                        counted=False):
     """The warning of a fit that left clusters empty (``n_clusters_ < n_clusters``).
 
     ``cause`` says why the method's clusters stay empty, ``remedy`` which
     parameters may help; ``relabelled`` whether the labels were renumbered
     0 .. n_clusters_ - 1 (or keep the model's numbers); ``counted`` whether
-    ``n_clusters='auto'`` counted the ``n_clusters``. ``stacklevel`` counts from
-    the caller, as ``warnings.warn``'s does.
+    ``n_clusters='auto'`` counted the ``n_clusters``.
     """
     numbering = ("Labels are numbered 0 .. n_clusters_ - 1" if relabelled
                  else "Labels keep the numbers of the model's clusters")
     asked = (f"{n_clusters} that n_clusters='auto' counted" if counted else
              f"n_clusters={n_clusters} asked")
-    warnings.warn(
+    warn_user(
         f"{name} found {n_found} non-empty clusters of the {asked}: {cause}. "
         f"{numbering}. {remedy} may help.",
-        UserWarning, stacklevel=stacklevel + 1,
+        UserWarning,
     )
 
 
-def warn_unclear_count(name, count, decided_by, stacklevel=1):
+def warn_unclear_count(name, count, decided_by):
     """The warning of ``n_clusters='auto'`` when no number stands out (``count``:
     a ``ClusterCount`` by stability whose ``clear`` is False); ``decided_by``
-    says what chose the number fitted instead. ``stacklevel`` counts from the
-    caller."""
+    says what chose the number fitted instead."""
     best = int(np.argmax(count.scores))
-    warnings.warn(
+    warn_user(
         f"{name}(n_clusters='auto') found no number of clusters that stands out: the "
         f"most stable, {count.candidates[best]} (stability {count.scores[best]:.2f}), "
         "either reproduces poorly or is poorly separated in the graph. "
         f"It fitted {count.n_clusters} clusters, {decided_by}, which may be far "
         "from the data's number; n_clusters_scores_ holds every candidate's stability. "
         "Pass n_clusters if you know it.",
-        ClusterCountWarning, stacklevel=stacklevel + 1,
+        ClusterCountWarning,
     )
 
 
-def warn_unclear_merge(name, count, stacklevel=1):
+def warn_unclear_merge(name, count):
     """The warning of ``n_clusters='auto'`` by merging when no number stands out
     (``count``: a ``ClusterCount`` of merges whose ``clear`` is False: the
-    clusters found are linked almost as strongly as those merged).
-    ``stacklevel`` counts from the caller."""
+    clusters found are linked almost as strongly as those merged)."""
     link = count.scores[count.candidates == count.n_clusters].min(initial=np.inf)
-    warnings.warn(
+    warn_user(
         f"{name}(n_clusters='auto') found no number of clusters that stands out: "
         f"the {count.n_clusters} clusters it kept are still linked (strongest link "
         f"{link:.3f}) almost as much as those it merged, so the number "
         "may be far from the data's; n_clusters_scores_ holds the strongest link at "
         "every number of clusters. Pass n_clusters if you know it.",
-        ClusterCountWarning, stacklevel=stacklevel + 1,
+        ClusterCountWarning,
     )
 
 

@@ -5,11 +5,11 @@ import dataclasses
 import importlib.util
 import os
 import sys
-import warnings
 from typing import NamedTuple
 
 from skdiffclust._utils._cuda import is_numba_error
 from skdiffclust._utils._optional import import_optional
+from skdiffclust._utils._warn import warn_user
 from skdiffclust.clam._settings import NUMBA_CUDA, kernel_fallback, torch_training_device
 
 # Below _settings.CUDA_MIN_BATCH_SIZE, device='auto' trains with the fused kernel (one thread block
@@ -88,12 +88,12 @@ def train_where_resolved(train, settings, requested_device):
         if not is_numba_error(error):
             raise
         fallback = kernel_fallback(requested_device) or torch_cuda_or_raise(error)
-        warnings.warn(
+        warn_user(
             f"ClAM(device={requested_device!r}) could not train with its CUDA kernel "
             f"({type(error).__name__}: {error}); it trained "
             f"{'on the CPU' if fallback.type == 'cpu' else 'in torch on CUDA'} instead. "
             "Installing numba-cuda for this CUDA version enables the kernel.",
-            RuntimeWarning, stacklevel=2)
+            RuntimeWarning)
         return train(dataclasses.replace(settings, device=fallback)), fallback
 
 

@@ -417,7 +417,7 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
                 data, init_seed, n_clusters=self.n_clusters, init=self.init,
                 n_init=self.n_init, cosine=self.metric == "cosine", n_threads=n_threads)
         if not isinstance(self.init, str):  # from fit or partial_fit, to its caller
-            warn_repeated_rows(self.init, stacklevel=6)
+            warn_repeated_rows(self.init)
         return data, initial
 
     def _fitted_state(self, X, seeds):
@@ -467,7 +467,7 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
                 "ClAM", self.n_clusters_, self.n_clusters,
                 cause="the dynamics take no training point to the other prototypes",
                 remedy="A larger beta, more restarts (n_init) or fewer clusters",
-                relabelled=relabelled, stacklevel=5)
+                relabelled=relabelled)
 
     def _dynamics_and_rate(self, data, initial, n_threads):
         """The dynamics and Adam's initial rate, in the units of the scaled data."""

@@ -6,13 +6,13 @@ Kept apart from the estimator; ``_estimator`` (``fit``) and ``_stream``
 (``partial_fit``) use them.
 """
 
-import warnings
 
 import numpy as np
 from sklearn.cluster import kmeans_plusplus
 
 from skdiffclust._utils._random import numpy_generator
 from skdiffclust._utils._validation import check_magnitude
+from skdiffclust._utils._warn import warn_user
 from skdiffclust.clam._data import squared_distances
 
 # k-means++ seeds on at most this many points, drawn at random
@@ -144,18 +144,17 @@ def relabel_by_first_appearance(labels, n_clusters):
     return order, rank[labels]
 
 
-def warn_repeated_rows(init, stacklevel):
+def warn_repeated_rows(init):
     """A warning where a given ``init`` repeats a row: prototypes that start at
     one place are pulled alike (init=np.zeros((3, 4)) on three blobs left one
     cluster of 10 points, ARI 0.53, and said nothing)."""
     init = np.asarray(init, dtype=np.float64)
     n_distinct = np.unique(init, axis=0).shape[0]
     if n_distinct < init.shape[0]:
-        warnings.warn(
+        warn_user(
             f"init holds {n_distinct} distinct rows for {init.shape[0]} prototypes: "
             "prototypes that start at the same place are pulled alike and may never "
-            "part. Give distinct rows (or init='k-means').", UserWarning,
-            stacklevel=stacklevel + 1)
+            "part. Give distinct rows (or init='k-means').", UserWarning)
 
 
 def initial_prototypes(data, seed, *, n_clusters, init, n_init, cosine, n_threads=1):

@@ -66,8 +66,7 @@ class ClamStream(StreamState):
         cannot hold (:func:`~skdiffclust._training._stream.check_chunk_units`);
         unit rows (``cosine``) have no units."""
         if not self.cosine:
-            check_chunk_units(X, self.shift, self.scale, stream=self, name="ClAM",
-                              stacklevel=6)
+            check_chunk_units(X, self.shift, self.scale, stream=self, name="ClAM")
 
     def data(self, X):
         """A chunk in the first chunk's coordinates."""

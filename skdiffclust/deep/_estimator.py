@@ -1,7 +1,6 @@
 """DeepImageClustering: images clustered by a network that learns its own representation."""
 
 import contextlib
-import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -25,6 +24,7 @@ from skdiffclust._utils._validation import (ANY_INTEGER, NumberInterval, Renamed
                                             refusing_former_names,
                                             check_n_clusters, warn_empty_clusters,
                                             warn_unclear_merge)
+from skdiffclust._utils._warn import warn_user
 from skdiffclust.deep._centres import nearest_centre_head, silhouette_refined
 from skdiffclust.deep._images import (
     PixelScale, check_images, float32_precision, reduced_side)
@@ -386,17 +386,16 @@ class DeepImageClustering(RenamedParameters, ClassNamePrefixFeaturesOutMixin,
         n_samples = images.shape[0]
         check_n_clusters(self.n_clusters, n_samples, auto=True)
         if self.n_neighbors >= n_samples:  # as PRCut says it
-            warnings.warn(
+            warn_user(
                 f"n_neighbors={self.n_neighbors} >= n_samples={n_samples}; using "
-                f"n_neighbors={n_samples - 1} (every other image).", UserWarning,
-                stacklevel=4)  # fit, keeps_state_on_failure, _fit_context
+                f"n_neighbors={n_samples - 1} (every other image).", UserWarning)
         settings = self._settings(n_samples)
         _require_torch()
         from skdiffclust._utils._torch import state_to_numpy
         from skdiffclust.deep._fit import fit_network, refit_network
 
         pixels = float32_precision(images)  # float32 and float64 copies read alike
-        scale = PixelScale(pixels, stacklevel=4)
+        scale = PixelScale(pixels)
         scaled = scale(pixels)
         del pixels
         *seeds, count_seed = derive_seeds(self.random_state, N_SEEDS)
@@ -449,8 +448,7 @@ class DeepImageClustering(RenamedParameters, ClassNamePrefixFeaturesOutMixin,
         self.device_ = device_type(settings.device)
         set_count_attributes(self, count)
         if not count.clear:
-            warn_unclear_merge("DeepImageClustering", count,
-                               stacklevel=4)  # fit, keeps_state_on_failure, _fit_context
+            warn_unclear_merge("DeepImageClustering", count)
         # 'auto' counts 2 or more: a network that put every image in one output
         # (identical images) left the others empty
         expected = max(count.n_clusters, 2) if settings.merge else count.n_clusters
@@ -461,8 +459,7 @@ class DeepImageClustering(RenamedParameters, ClassNamePrefixFeaturesOutMixin,
                 cause=("the images are all identical" if identical else
                        "the network assigns no training image to the others"),
                 remedy="A larger balance (balanced clusters)",
-                counted=count.candidates is not None,
-                stacklevel=4)  # fit, keeps_state_on_failure, _fit_context
+                counted=count.candidates is not None)
         return self
 
     def _settings(self, n_samples):
@@ -470,26 +467,25 @@ class DeepImageClustering(RenamedParameters, ClassNamePrefixFeaturesOutMixin,
         resolved (:meth:`DeepSettings.of`)."""
         return DeepSettings.of(self, n_samples)
 
-    def _scaled(self, X, stacklevel=1):
+    def _scaled(self, X):
         """Images X as the network reads them: in the training images' units (a
-        warning when they are on another scale; ``stacklevel`` from the caller)."""
-        return self._read(X, stacklevel + 1)[0]
+        warning when they are on another scale)."""
+        return self._read(X)[0]
 
-    def _read(self, X, stacklevel=1):
+    def _read(self, X):
         """Images X as the network reads them, and the dtype X was read in
         (float32, or float64 for any other)."""
         check_is_fitted(self)
         images = check_images(self, X, reset=False)
         pixels = float32_precision(images)
         scale = PixelScale.fitted(self.pixel_mean_, self.pixel_scale_, self.pixel_range_)
-        scale.check(pixels, type(self).__name__, stacklevel=stacklevel + 1)
+        scale.check(pixels, type(self).__name__)
         return scale(pixels), images.dtype
 
-    def _forward(self, X, stacklevel=2):
+    def _forward(self, X):
         """The embeddings and probabilities of images X (the network, in NumPy)
-        and the dtype X was read in; ``stacklevel`` of its warnings counts from
-        the caller."""
-        images, dtype = self._read(X, stacklevel + 1)  # checks that the model is fitted
+        and the dtype X was read in."""
+        images, dtype = self._read(X)  # checks that the model is fitted
         embedding, proba = forward(self.network_state_, images, self.input_side_,
                                    host_threads(self.n_jobs))
         return embedding, merge_columns(proba, self.output_clusters_), dtype
@@ -537,7 +533,7 @@ class DeepImageClustering(RenamedParameters, ClassNamePrefixFeaturesOutMixin,
         embedding : ndarray of shape (n_queries, 128)
             In float32 for float32 images, float64 otherwise.
         """
-        embedding, _, dtype = self._forward(X, stacklevel=3)  # under set_output's wrapper
+        embedding, _, dtype = self._forward(X)
         return embedding.astype(dtype, copy=False)
 
     def score(self, X, y=None):
@@ -564,7 +560,7 @@ class DeepImageClustering(RenamedParameters, ClassNamePrefixFeaturesOutMixin,
         -------
         score : float
         """
-        images = self._scaled(X, stacklevel=2)  # checks that the model is fitted
+        images = self._scaled(X)  # checks that the model is fitted
         if images.shape[0] < 2:
             raise ValueError(f"score needs at least 2 samples, got {images.shape[0]}.")
         n_threads = host_threads(self.n_jobs)

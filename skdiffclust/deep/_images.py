@@ -23,12 +23,12 @@ lie that far beyond the others' (:func:`faulty_images`), and the warning names t
 """
 
 import math
-import warnings
 from numbers import Integral
 
 import numpy as np
 from skdiffclust._utils._validation import (array_ndim, check_array, check_magnitude,
                                             validate_data)
+from skdiffclust._utils._warn import warn_user
 from skdiffclust.deep._settings import channels_layout
 
 # the smallest side the built-in network reads (two poolings of a 3 x 3 image
@@ -298,7 +298,7 @@ def _where(index, shape):
     return f"image {image}, " + (f"channel {channel}, " if shape[1] > 1 else "") + place
 
 
-def _warn_outliers(pixels, lower, upper, stacklevel):
+def _warn_outliers(pixels, lower, upper):
     """Warn when pixels lie beyond (lower, upper), naming the farthest, or the
     images most of whose pixels do."""
     if np.isinf(lower) or not (pixels.min() < lower or pixels.max() > upper):
@@ -318,11 +318,11 @@ def _warn_outliers(pixels, lower, upper, stacklevel):
                                                           else "")
         what += (f" in {faulty.size} image{'s' if faulty.size > 1 else ''} most of "
                  f"whose pixels are (image{'s' if faulty.size > 1 else ''} {named}),")
-    warnings.warn(
+    warn_user(
         f"X holds {what} far beyond the range of the others: pixels beyond "
         f"[{lower:.4g}, {upper:.4g}] are clipped to it, so that they do not set the "
         "pixels' scale. Correct or remove such pixels or images if they are faults.",
-        UserWarning, stacklevel=stacklevel + 1)
+        UserWarning)
 
 
 class PixelScale:
@@ -336,12 +336,12 @@ class PixelScale:
     of the pixels clipped to the bounds; constant images are only centred.
     """
 
-    def __init__(self, pixels, *, stacklevel=1):
+    def __init__(self, pixels):
         self.low, self.high = (float(v) for v in training_range(pixels))
         self.narrowest = float(np.percentile(
             np.ptp(pixels.reshape(pixels.shape[0], -1), axis=1), NARROW_PERCENTILE))
         lower, upper = _bounds(self.low, self.high)
-        _warn_outliers(pixels, lower, upper, stacklevel + 1)
+        _warn_outliers(pixels, lower, upper)
         values = self._clipped(pixels)
         self.mean = float(values.mean())
         spread = float(values.std())
@@ -373,7 +373,7 @@ class PixelScale:
             return np.clip(pixels, lower, upper)
         return pixels
 
-    def check(self, pixels, name, *, stacklevel=1):
+    def check(self, pixels, name):
         """Warn when new images are on another scale than the training images (their
         range beyond the outliers' bounds, ``SCALE_FACTOR`` times wider than theirs
         or narrower than most training images'), or else hold outliers."""
@@ -383,14 +383,14 @@ class PixelScale:
         narrow = min(width, self.narrowest) if self.narrowest > 0 else width
         if low < lower or high > upper or (width > 0 and new_width > 0 and (
                 new_width > SCALE_FACTOR * width or new_width * SCALE_FACTOR < narrow)):
-            warnings.warn(
+            warn_user(
                 f"The images have pixels in [{low:.4g}, {high:.4g}] (their 0.1th to "
                 f"99.9th percentiles), but {name} was fitted on images of pixels in "
                 f"[{self.low:.4g}, {self.high:.4g}]: the network reads them on another "
                 "scale, and their clusters may be wrong. Scale them as the training "
-                "images were.", UserWarning, stacklevel=stacklevel + 1)
+                "images were.", UserWarning)
         else:
-            _warn_outliers(pixels, lower, upper, stacklevel + 1)
+            _warn_outliers(pixels, lower, upper)
 
     def __call__(self, pixels):
         """Pixels (float64, rounded to float32's precision) to the network's float32."""

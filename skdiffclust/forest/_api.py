@@ -73,7 +73,7 @@ def spanning_forest(S, n_clusters, constraints=None):
     """
     S = check_array(S, dtype=[np.float64, np.float32], input_name="S")
     check_similarity_matrix(S, name="S")
-    warn_if_distances(S, "S", stacklevel=2)
+    warn_if_distances(S, "S")
     n = S.shape[0]
     parsed = None if constraints is None else Constraints.from_matrix(constraints, n)
     forest = forest_from_similarity(S, n_clusters, constraints=parsed)
@@ -84,11 +84,10 @@ def spanning_forest(S, n_clusters, constraints=None):
     return A, M
 
 
-def warn_if_distances(S, name, stacklevel):
+def warn_if_distances(S, name):
     """Warn when a similarity matrix looks like a distance matrix: the forest would
-    then join the most distant samples (``stacklevel`` counts from the caller)."""
+    then join the most distant samples."""
     warn_if_looks_like_distances(
         S, name, kind="a similarity",
         consequence="the forest would join the most distant samples",
-        fix="-D (or another similarity, such as np.exp(-D**2 / D.var()))",
-        stacklevel=stacklevel + 1)
+        fix="-D (or another similarity, such as np.exp(-D**2 / D.var()))")

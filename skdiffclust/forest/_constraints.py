@@ -8,13 +8,13 @@ pairwise cannot link (every class of partial labels: no pair list is needed) and
 only for other cannot-link structures, the list of cannot-linked group pairs.
 """
 
-import warnings
-
 import numpy as np
 from scipy.sparse import coo_array
 from scipy.sparse.csgraph import connected_components
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import column_or_1d
+
+from skdiffclust._utils._warn import warn_user
 
 UNLABELLED = -1
 
@@ -396,11 +396,10 @@ def build_constraints(partial_labels, n_samples, must_link, cannot_link):
                                    name="partial_labels")
 
 
-def warn_if_partial_labels_in_y(y, stacklevel):
+def warn_if_partial_labels_in_y(y):
     """Say that ``y`` is ignored when it looks like the partial labels that ``fit``
     once took as ``y`` (it holds a ``-1``); ``y`` is read for nothing else, and
-    a full labelling (what cross-validation passes) is ignored silently
-    (``stacklevel`` counts from the caller)."""
+    a full labelling (what cross-validation passes) is ignored silently."""
     if y is None:
         return
     try:
@@ -408,8 +407,8 @@ def warn_if_partial_labels_in_y(y, stacklevel):
     except (TypeError, ValueError, RuntimeError):  # ragged lists, tensors on a GPU
         return
     if values.dtype.kind in "iuf" and np.any(values == UNLABELLED):
-        warnings.warn(
+        warn_user(
             "y is ignored: as every scikit-learn clusterer, SpanningForestClustering "
             "does not read y. It holds -1 entries, the former way to give partial "
             "labels: pass them as fit(X, partial_labels=...) instead.",
-            UserWarning, stacklevel=stacklevel + 1)
+            UserWarning)

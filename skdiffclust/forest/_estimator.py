@@ -353,14 +353,14 @@ class SpanningForestClustering(ClusterMixin, _SetOutputMixin, BaseEstimator):
         self : object
             Fitted estimator.
         """
-        warn_if_partial_labels_in_y(y, stacklevel=4)
+        warn_if_partial_labels_in_y(y)
         X, sample_shape = self._flatten_samples(X)
         X = validate_data(self, X, dtype=[np.float64, np.float32])
         n_samples = X.shape[0]
         precomputed = self.metric == "precomputed"
         if precomputed:
             check_similarity_matrix(X)
-            warn_if_distances(X, "X", stacklevel=4)
+            warn_if_distances(X, "X")
         else:
             check_magnitude(X)
             raw, unit = X, spread_unit(X)
@@ -393,7 +393,7 @@ class SpanningForestClustering(ClusterMixin, _SetOutputMixin, BaseEstimator):
         self.forest_weights_ = forest.weights / units
         if constraints is None:  # constraints impose their own structure
             warn_if_unstructured("SpanningForestClustering", None if precomputed else X,
-                                 forest.labels, count, self.random_state, stacklevel=4)
+                                 forest.labels, count, self.random_state)
         return self
 
     def fit_predict(self, X, y=None, **fit_params):
@@ -411,7 +411,7 @@ class SpanningForestClustering(ClusterMixin, _SetOutputMixin, BaseEstimator):
         -------
         labels : ndarray of shape (n_samples,)
         """
-        warn_if_partial_labels_in_y(y, stacklevel=2)
+        warn_if_partial_labels_in_y(y)
         return self.fit(X, **fit_params).labels_
 
     def _flatten_samples(self, X, reset=True):
@@ -474,7 +474,7 @@ class SpanningForestClustering(ClusterMixin, _SetOutputMixin, BaseEstimator):
         X_embedded : ndarray of shape (n_samples, n_components)
             In the dtype of ``X`` (float32 or float64).
         """
-        warn_if_partial_labels_in_y(y, stacklevel=4)  # below available_if, set_output
+        warn_if_partial_labels_in_y(y)
         return self.fit(X, **fit_params)._fit_X
 
     @available_if(_has_embedding)

@@ -2,8 +2,6 @@
 count of ``n_clusters='auto'`` (decided by ``_settings.counted``), the embedding's
 training (torch, imported on first use) and the forest of the chosen number."""
 
-import warnings
-
 import numpy as np
 
 from skdiffclust._utils._count import counts_clusters
@@ -11,6 +9,7 @@ from skdiffclust._utils._optional import import_optional
 from skdiffclust._utils._random import derive_seeds
 from skdiffclust._utils._threads import host_threads
 from skdiffclust._utils._validation import check_hidden_layer_sizes
+from skdiffclust._utils._warn import warn_user
 from skdiffclust.forest._constraints import UNLABELLED, check_partial_labels
 from skdiffclust.forest._inference import embed
 from skdiffclust.forest._settings import (
@@ -90,9 +89,9 @@ def train_embedding(estimator, X, partial_labels, sample_shape, n_clusters):
         X, labels, validation_data = hold_out(X, labels, estimator.validation_fraction,
                                               split_seed)
     if np.count_nonzero(labels != UNLABELLED) < 2:
-        warnings.warn(
+        warn_user(
             "Fewer than two labelled samples in partial_labels: nothing to learn from, the "
-            "embedding keeps its initial weights.", UserWarning, stacklevel=6,
+            "embedding keeps its initial weights.", UserWarning,
         )
     # 'linear' and 'mlp' embed with NumPy (no torch object is kept, so that the
     # fitted model loads without torch); a user module is kept as a CPU template

@@ -11,7 +11,6 @@ trees of must-link groups, :func:`subset_algorithm`, ``n_clusters`` by
 fewest trees the constraints allow).
 """
 
-import warnings
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -19,6 +18,7 @@ import numpy as np
 
 from skdiffclust._utils._count import ClusterCount, counts_clusters
 from skdiffclust._utils._random import numpy_generator
+from skdiffclust._utils._warn import warn_user
 from skdiffclust.exceptions import InfeasibleConstraintsWarning
 from skdiffclust.forest._constraints import UNLABELLED
 
@@ -183,10 +183,10 @@ def counted(n_clusters, max_clusters, forests):
     lengths = np.sort(reference - fewest.weights[fewest.n_fixed:])[::-1]
     n_fewest = fewest.n_clusters
     if n_fewest > max_clusters:
-        warnings.warn(
+        warn_user(
             f"The cannot-link constraints keep {n_fewest} clusters apart, more than "
             f"max_clusters={max_clusters} (n_clusters='auto'); returning {n_fewest} "
-            "clusters.", InfeasibleConstraintsWarning, stacklevel=6)
+            "clusters.", InfeasibleConstraintsWarning)
     candidates = count_candidates(max_clusters, n_fewest, lengths.size)
     if candidates.size == 0:  # nothing to compare: the fewest, two with two samples,
         # the only number, unscored

@@ -12,7 +12,6 @@ import contextlib
 import functools
 import math
 import numbers
-import warnings
 from dataclasses import dataclass
 
 import numba
@@ -23,6 +22,7 @@ from sklearn.neighbors import NearestNeighbors
 from skdiffclust._utils._numba import interruptible
 from skdiffclust._utils._threads import host_threads, one_blas_thread
 from skdiffclust._utils._validation import check_n_clusters
+from skdiffclust._utils._warn import warn_user
 from skdiffclust.exceptions import InfeasibleConstraintsWarning
 from skdiffclust.forest._kruskal import (
     component_labels,
@@ -384,18 +384,16 @@ def _group_trees(tree_of_subset, members, wanted):
 
 def _warn_if_infeasible(n_reached, n_clusters):
     if n_reached > n_clusters:
-        warnings.warn(
+        warn_user(
             f"The cannot-link constraints keep {n_reached} clusters apart, more than "
             f"n_clusters={n_clusters}; returning {n_reached} clusters.",
             InfeasibleConstraintsWarning,
-            stacklevel=3,
         )
     elif n_reached < n_clusters:
-        warnings.warn(
+        warn_user(
             f"The must-link constraints leave only {n_reached} clusters, fewer than "
             f"n_clusters={n_clusters}; returning {n_reached} clusters.",
             InfeasibleConstraintsWarning,
-            stacklevel=3,
         )
 
 
@@ -648,4 +646,4 @@ def warn_if_duplicates_split(X, forest, precomputed):
         message += (f": X has fewer distinct samples than n_clusters="
                     f"{forest.n_clusters}, and which copies are split off is arbitrary.")
     if tied:
-        warnings.warn(message, UserWarning, stacklevel=5)
+        warn_user(message, UserWarning)

@@ -23,14 +23,13 @@ Gradients:
   ``A_eps(S) - A_eps(S; C)``, both terms from the same noise draw.
 """
 
-import warnings
-
 import numpy as np
 import torch
 
 from skdiffclust._utils._cuda import is_numba_error
 from skdiffclust._utils._torch_checks import check_generator
 from skdiffclust._utils._validation import check_n_clusters, is_symmetric
+from skdiffclust._utils._warn import warn_user
 from skdiffclust.forest._constraints import Constraints
 from skdiffclust.forest._constraints import constraints_from_labels as _labels_to_matrix
 from skdiffclust.forest._dense import kernel_constraints
@@ -328,11 +327,11 @@ def on_device_or_none(solve):
         if not is_numba_error(error):
             raise
         _DEVICE_SOLVER_FAILURE["error"] = error
-        warnings.warn(
+        warn_user(
             f"the perturbed spanning forests' CUDA solver cannot run here "
             f"({type(error).__name__}: {error}); CUDA tensors' forests are solved on the "
             "host CPU instead. Installing numba-cuda for this CUDA version enables it.",
-            RuntimeWarning, stacklevel=3)
+            RuntimeWarning)
         return None
 
 

@@ -374,7 +374,7 @@ default='mmd_ovo'
                                                     session))
             labels = self._set_fitted(params, problem, curve, count)
         self._warn_empty_clusters()
-        warn_if_unstructured("SparseGEMINI", X, labels, count, self.random_state, stacklevel=4)
+        warn_if_unstructured("SparseGEMINI", X, labels, count, self.random_state)
         self.labels_ = labels
         return self
 
@@ -522,8 +522,7 @@ default='mmd_ovo'
                 "SparseGEMINI", self.n_clusters_, self._n_outputs,
                 cause="the model assigns no training sample to the others",
                 remedy="More restarts (n_init) or fewer clusters",
-                counted=hasattr(self, "n_clusters_candidates_"),
-                stacklevel=5)  # fit, keeps_state_on_failure, _fit_context
+                counted=hasattr(self, "n_clusters_candidates_"))
 
     def _inputs(self, X, reset=False):
         check_is_fitted(self)

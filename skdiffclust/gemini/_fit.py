@@ -187,8 +187,7 @@ class GeminiStream(StreamState):
         units = self.standardisation
         scale = np.where(units.kernel_weights > 0,
                          np.minimum(units.scale, units.global_scale), units.scale)
-        check_chunk_units(X, units.mean, scale, stream=self, name="SparseGEMINI",
-                          stacklevel=6)
+        check_chunk_units(X, units.mean, scale, stream=self, name="SparseGEMINI")
 
     def pass_over(self, problem, settings):
         """One pass over a chunk (``problem``, in the first chunk's standardisation and

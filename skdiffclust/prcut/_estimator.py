@@ -471,7 +471,7 @@ class PRCut(RenamedParameters, ClassNamePrefixFeaturesOutMixin, TransformerMixin
         vars(self).update(fitted_attributes(
             network, labels, graph, curve, count=count, gamma=self.balance,
             module=self.module, start=StartSettings.of(self), keep_all=keep_all,
-            stacklevel=5, X_fit=X_fit), device_=device_type(device))
+            X_fit=X_fit), device_=device_type(device))
 
     def predict_proba(self, X):
         """Cluster-assignment probabilities of new samples, from the network (or the

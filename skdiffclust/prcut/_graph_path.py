@@ -12,7 +12,6 @@ objective, and sweeps of single-sample moves then descend the objective
 (``_graphcut._descent``) until no move lowers it.
 """
 
-import warnings
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
@@ -24,6 +23,7 @@ from skdiffclust._graphcut._selection import partition_rank
 from skdiffclust._graphcut._tree import tree_partition
 from skdiffclust._training._progress import EpochProgress
 from skdiffclust._utils._threads import one_blas_thread
+from skdiffclust._utils._warn import warn_user
 
 # the spanning tree's partition replaces the spectral start where its objective is
 # at most this share of the start's: on the development batteries every ratio from
@@ -59,10 +59,10 @@ def descend(graph, labels, settings, name="PRCut"):
             if descent.moves == 0:
                 break
     if descent.moves != 0:
-        warnings.warn(
+        warn_user(
             f"{name} ran max_iter={settings.max_iter} sweeps of its descent on the graph "
             f"and the last still moved {descent.moves} samples: increase max_iter.",
-            ConvergenceWarning, stacklevel=6)  # fit_on_graph, fit, its two decorators
+            ConvergenceWarning)
     return descent.labels, np.asarray(curve, dtype=np.float64)
 
 

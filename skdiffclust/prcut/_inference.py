@@ -88,11 +88,10 @@ def fitted_count(estimator):
 
 
 def fitted_attributes(network, labels, graph, curve, *, count, gamma, module,
-                      start, keep_all=False, stacklevel=1, X_fit=None):
+                      start, keep_all=False, X_fit=None):
     """PRCut's fitted attributes (by name) for a network and its ``labels`` of the
     samples of ``graph``, keeping the clusters some sample chose (the others are
-    left out, with a warning; ``stacklevel`` counts from the caller, as
-    ``warnings.warn``'s does): the built-in network's other output columns are
+    left out, with a warning): the built-in network's other output columns are
     dropped; a ``module``'s trained copy is kept whole, its outputs mapped to the
     clusters (``module_outputs_``); without a network (``network`` None, the
     graph path), the training samples ``X_fit`` its ``predict`` searches; what
@@ -104,15 +103,14 @@ def fitted_attributes(network, labels, graph, curve, *, count, gamma, module,
 
     n_clusters = count.n_clusters
     if not count.clear:
-        warn_unclear_count("PRCut", count, "the number after which the spectrum jumps most",
-                           stacklevel=stacklevel + 1)
+        warn_unclear_count("PRCut", count, "the number after which the spectrum jumps most")
     used = np.arange(n_clusters) if keep_all else np.unique(labels)
     if used.size < n_clusters:
         warn_empty_clusters(
             "PRCut", used.size, n_clusters,
             cause="no training sample has the others as its most likely cluster, "
             "and they are removed", remedy="A larger balance (balanced clusters)",
-            counted=count.candidates is not None, stacklevel=stacklevel + 1)
+            counted=count.candidates is not None)
     if network is None:  # X_fit: the training samples' FeatureScaling
         attributes = {"X_fit_": X_fit.metric, "_query_scaling": X_fit.without_data()}
     elif module is None:

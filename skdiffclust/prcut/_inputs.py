@@ -121,7 +121,7 @@ def graph_source_and_input(X, graph_input, *, precomputed, builtin):
             X if graph_input is None else graph_input,
             "X" if graph_input is None else "graph_input", kind="an affinity",
             consequence="PRCut would keep the most distant samples together",
-            fix="an affinity, such as np.exp(-D**2 / D.var()),", stacklevel=6)
+            fix="an affinity, such as np.exp(-D**2 / D.var()),")
     if graph_input is None:
         if precomputed:
             graph, rows = check_precomputed_affinity(X), AffinityRows(X)
@@ -201,5 +201,5 @@ def warn_if_no_clusters(estimator, X, graph_input, count):
     (``_utils._structure.warn_if_unstructured``); returns the estimator."""
     warn_if_unstructured("PRCut", None if estimator.affinity == "precomputed" else (
         X if graph_input is None else graph_input), estimator.labels_, count,
-        estimator.random_state, stacklevel=5)  # here, fit, keeps_state_on_failure, _fit_context
+        estimator.random_state)
     return estimator

@@ -76,7 +76,7 @@ def training_start(X, settings, start, *, n_seeds, graph_input=None,
         builtin=settings.module is None or stream)
     graph = source
     if isinstance(source, FeatureScaling):
-        graph = build_graph(source, start, settings.device, stacklevel=6)
+        graph = build_graph(source, start, settings.device)
     components = connected_component_labels(graph)
     measures = GraphMeasures(graph, components, device=settings.device,
                              seed=seeds[2 * start.n_init], n_threads=host_threads(start.n_jobs))
@@ -84,7 +84,7 @@ def training_start(X, settings, start, *, n_seeds, graph_input=None,
     n_clusters = settings.n_clusters
     whole = bool(start.keep_components and components.max() + 1 >= n_clusters)
     warn_on_degenerate_graph(components, getattr(source, "identical", False),
-                             n_clusters, start.keep_components, stacklevel=6)
+                             n_clusters, start.keep_components)
     initial_labels = None
     if whole:  # zero cuts: whole components, which training could only cut
         initial_labels = group_components(components, n_clusters)

@@ -114,10 +114,9 @@ class PRCutStream(StreamState):
         # the graph reads the rows in one global scale, the built-in network per feature
         scale = first.metric_scale if settings.module is not None else \
             np.minimum(first.std, first.metric_scale)
-        check_chunk_units(rows, first.mean, scale, stream=self, name="PRCut",
-                          stacklevel=5)
+        check_chunk_units(rows, first.mean, scale, stream=self, name="PRCut")
         scaling = first.applied_to(rows)
-        graph = build_graph(scaling, start, settings.device, stacklevel=6)
+        graph = build_graph(scaling, start, settings.device)
         stream = self.copy()
         inputs, settings = network_input(X, scaling, settings)
         return stream, scaling, graph, stream.pass_over(inputs, graph, settings=settings)

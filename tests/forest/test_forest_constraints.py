@@ -116,8 +116,9 @@ def test_constraint_matrix_round_trips_through_the_functional_api():
 def test_infeasible_cannot_links_warn_and_report_clusters():
     X = np.random.default_rng(0).standard_normal((10, 2))
     y = np.array([0, 1, 2] + [-1] * 7)
-    with pytest.warns(InfeasibleConstraintsWarning, match="keep 3 clusters apart"):
+    with pytest.warns(InfeasibleConstraintsWarning, match="keep 3 clusters apart") as caught:
         est = SpanningForestClustering(n_clusters=2).fit(X, partial_labels=y)
+    assert caught[0].filename == __file__  # the user's fit, not the solver's line
     assert est.n_clusters_ == 3
     assert len(np.unique(est.labels_)) == 3
     assert len(np.unique(est.labels_[:3])) == 3
@@ -126,8 +127,9 @@ def test_infeasible_cannot_links_warn_and_report_clusters():
 def test_infeasible_must_links_warn_and_report_clusters():
     X = np.random.default_rng(0).standard_normal((6, 2))
     y = np.array([0, 0, 0, 1, 1, 1])
-    with pytest.warns(InfeasibleConstraintsWarning, match="leave only 2 clusters"):
+    with pytest.warns(InfeasibleConstraintsWarning, match="leave only 2 clusters") as caught:
         est = SpanningForestClustering(n_clusters=3).fit(X, partial_labels=y)
+    assert caught[0].filename == __file__
     assert est.n_clusters_ == 2
 
 
