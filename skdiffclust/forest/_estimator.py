@@ -81,6 +81,8 @@ class SpanningForestClustering(ClusterMixin, _SetOutputMixin, BaseEstimator):
 
     metric_params : dict, default=None
         Keyword arguments of the metric (e.g. ``{'p': 3}`` for ``'minkowski'``).
+        Parameters the metric does not take are refused, and so is any with
+        ``metric='precomputed'``.
 
     algorithm : {'auto', 'kd_tree', 'prim'}, default='auto'
         How to build the spanning tree of feature vectors: ``'kd_tree'`` (a k-d
@@ -359,6 +361,11 @@ class SpanningForestClustering(ClusterMixin, _SetOutputMixin, BaseEstimator):
         n_samples = X.shape[0]
         precomputed = self.metric == "precomputed"
         if precomputed:
+            if self.metric_params:  # a metric's parameters, where X is the matrix itself
+                raise TypeError(
+                    f"metric_params={self.metric_params!r} is not used with "
+                    "metric='precomputed', where X is the similarity matrix itself: "
+                    "leave metric_params None, or pass the features and their metric.")
             check_similarity_matrix(X)
             warn_if_distances(X, "X")
         else:

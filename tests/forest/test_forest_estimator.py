@@ -406,6 +406,16 @@ def test_metric_params_the_metric_does_not_take_are_refused_at_fit(metric, param
     assert not hasattr(model, "labels_")
 
 
+def test_metric_params_with_a_precomputed_matrix_are_refused():
+    # they were ignored without a word: the matrix is the similarity itself
+    S = -pairwise_distances(np.random.default_rng(0).random((30, 3)))
+    model = SpanningForestClustering(3, metric="precomputed", metric_params={"p": 1})
+    with pytest.raises(TypeError, match="not used with metric='precomputed'"):
+        model.fit(S)
+    assert not hasattr(model, "labels_")
+    SpanningForestClustering(3, metric="precomputed", metric_params={}).fit(S)  # none given
+
+
 @pytest.mark.parametrize("power", ["2", None, True])
 def test_a_minkowski_power_that_is_not_a_number_is_refused(power):
     with pytest.raises(TypeError, match=r"metric_params\['p'\] must be a real number"):
