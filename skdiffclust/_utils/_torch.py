@@ -17,6 +17,9 @@ from torch import nn
 from skdiffclust._utils._torch_checks import checked_device
 
 DEVICES = ("auto", "cpu", "cuda")
+# rows of X in the forward pass that materialises a user's module's lazy parameters
+# and checks its output (two: a batch, not a single sample)
+PROBE_ROWS = 2
 
 
 def resolve_device(device):
@@ -206,3 +209,58 @@ def shared_tensor(array):
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*not writable.*")
         return torch.as_tensor(array)
+
+
+def check_module_parameters(module, name, trainer):
+    """``module`` (the estimator's parameter ``name``) must be an ``nn.Module`` whose
+    parameters are float32 or float64 and hold values: half precision failed inside
+    L-BFGS (float16) or NumPy (bfloat16), a meta module inside the copy.
+    ``trainer``: the estimator, for the messages."""
+    for parameter in module.parameters():
+        if parameter.is_meta:
+            raise ValueError(f"{name}'s parameters are on the meta device, without "
+                             f"values: materialise them first ({name}.to_empty(device="
+                             "'cpu') and an initialisation).")
+        if parameter.dtype not in (torch.float32, torch.float64):
+            raise TypeError(f"{name}'s parameters are {parameter.dtype}: {trainer} trains "
+                            f"float32 or float64 modules ({name}.float()).")
+
+
+def probe_module(network, probe, *, name, output, width=None):
+    """``network``'s output on ``probe`` (a few samples, in its parameters' dtype),
+    checked before any training: a ValueError or TypeError naming the estimator's
+    parameter ``name`` where the module fails, or returns anything but finite
+    ``output`` (what the training reads: 'logits', 'embeddings') of shape
+    (batch, ``width``) (any width >= 1 where None) in the probe's dtype. Runs in
+    evaluation mode without gradients, so that batch normalisation does not
+    update its running statistics; lazy parameters draw from torch's global
+    generator (call under :func:`seeded_global_rng`)."""
+    columns = "n_components" if width is None else f"n_clusters={width}"
+    expected = f"(batch, {columns})"
+    training = network.training
+    network.eval()
+    try:
+        with torch.no_grad():
+            result = network(probe)
+    except (RuntimeError, TypeError, ValueError, IndexError, NotImplementedError) as error:
+        raise ValueError(
+            f"{name} failed on a batch of rows of X of shape {tuple(probe.shape)} "
+            f"({type(error).__name__}: {error}). It must map a float tensor of shape "
+            f"(batch, {', '.join(map(str, probe.shape[1:]))}), samples as in X, to "
+            f"{output} of shape {expected}.") from error
+    finally:
+        network.train(training)
+    if (not isinstance(result, torch.Tensor) or result.ndim != 2
+            or result.shape[0] != probe.shape[0] or result.shape[1] < 1
+            or (width is not None and result.shape[1] != width)):
+        found = (f"shape {tuple(result.shape)}" if isinstance(result, torch.Tensor)
+                 else f"a {type(result).__name__}")
+        raise ValueError(f"{name} must return {output} of shape {expected}; on a batch "
+                         f"of shape {tuple(probe.shape)} it returned {found}.")
+    if result.dtype != probe.dtype:
+        raise TypeError(f"{name} returned {result.dtype} {output} from {probe.dtype} "
+                        f"parameters: return {output} in the dtype of its parameters.")
+    if not bool(torch.isfinite(result).all()):
+        raise ValueError(f"{name} returned non-finite {output} (NaN or infinity) on the "
+                         "first rows of X.")
+    return result

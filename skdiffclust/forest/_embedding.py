@@ -26,10 +26,15 @@ from skdiffclust._training._torch import CosineDecay, PooledBatches, TrainOption
 from skdiffclust._utils._random import derive_seeds
 from skdiffclust._utils._threads import device_type
 from skdiffclust._utils._torch import (
+    PROBE_ROWS,
     apply_in_batches,
     build_mlp,
+    check_module_parameters,
     make_generator,
+    module_dtype,
     module_from_state,
+    probe_module,
+    seeded_global_rng,
     state_to_numpy,
     tensor_from_numpy,
 )
@@ -69,17 +74,24 @@ def solves_on_device(settings, device):
 UNLABELLED = -1
 
 
-def make_embedding(embedding, n_features, n_components, hidden_layer_sizes, generator):
-    """The module to train: 'linear', 'mlp', or a copy of the user's module."""
-    if embedding == "linear":
-        return build_mlp(n_features, (), n_components, generator)
-    if embedding == "mlp":
-        return build_mlp(n_features, tuple(hidden_layer_sizes), n_components, generator)
-    if not any(parameter.requires_grad for parameter in embedding.parameters()):
+def make_embedding(embedding, X, n_components, hidden_layer_sizes, seed, sample_shape=None):
+    """The module to train: 'linear', 'mlp' (initialised from ``seed``), or a copy of
+    the user's module, its lazy parameters materialised (torch's global generator
+    seeded from ``seed``) and its output checked on the first rows of X."""
+    if embedding in ("linear", "mlp"):
+        layers = tuple(hidden_layer_sizes) if embedding == "mlp" else ()
+        return build_mlp(X.shape[1], layers, n_components, make_generator(seed))
+    check_module_parameters(embedding, "embedding", "SpanningForestClustering")
+    module = copy.deepcopy(embedding).to("cpu")
+    probe = as_samples(tensor_from_numpy(X[:PROBE_ROWS], module_dtype(module), "cpu"),
+                       sample_shape)
+    with seeded_global_rng(seed):
+        probe_module(module, probe, name="embedding", output="embeddings")
+    if not any(parameter.requires_grad for parameter in module.parameters()):
         raise ValueError(  # a bare StopIteration before (nn.Identity)
             f"embedding has no parameter that requires a gradient "
             f"({type(embedding).__name__}): there would be nothing to train.")
-    return copy.deepcopy(embedding)
+    return module
 
 
 def standardized_similarity(embedded):
@@ -343,4 +355,8 @@ def apply_module(template, state, X, sample_shape=None):
     ``state``, fed samples of ``sample_shape`` if not None; in X's dtype."""
     module = module_from_state(template, state)
     samples = X if sample_shape is None else X.reshape(X.shape[0], *sample_shape)
-    return apply_in_batches(module, samples, "cpu").astype(X.dtype, copy=False)
+    embedded = apply_in_batches(module, samples, "cpu")
+    if embedded.ndim != 2 or embedded.shape[0] != X.shape[0]:
+        raise ValueError(f"embedding returned an array of shape {embedded.shape} for "
+                         f"{X.shape[0]} samples: it must return one row per sample.")
+    return embedded.astype(X.dtype, copy=False)

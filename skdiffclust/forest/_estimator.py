@@ -95,6 +95,11 @@ class SpanningForestClustering(ClusterMixin, _SetOutputMixin, BaseEstimator):
         (``'linear'``, a ReLU ``'mlp'``, or a copy of a module) with the perturbed
         partial Fenchel-Young loss so that its forests agree with the
         ``partial_labels`` of ``fit``, then cluster the embedded samples.
+        A module maps a float tensor of samples (batch, n_features), or of the
+        images' shape, to embeddings (batch, n_components), with float32 or
+        float64 parameters; it is tried on the first rows of X before training
+        (its lazy parameters materialised from ``random_state``), and a module
+        that fails there is refused with the reason.
         Training needs PyTorch; see the :ref:`User Guide <spanning_forest_embedding>`.
 
     n_components : int, default=2

@@ -73,17 +73,14 @@ def train_embedding(estimator, X, partial_labels, sample_shape, n_clusters):
             "metric='precomputed'."
         )
     import_optional("torch", "SpanningForestClustering(embedding=...)")
-    from skdiffclust._utils._torch import make_generator
     from skdiffclust.forest._embedding import fit_embedding, make_embedding
 
     labels = (np.full(X.shape[0], UNLABELLED) if partial_labels is None
               else check_partial_labels(partial_labels, X.shape[0], "partial_labels"))
     init_seed, train_seed, split_seed = derive_seeds(estimator.random_state, 3)
     module = make_embedding(
-        estimator.embedding, X.shape[1], estimator.n_components,
-        check_hidden_layer_sizes(estimator.hidden_layer_sizes),
-        make_generator(init_seed),
-    )
+        estimator.embedding, X, estimator.n_components,
+        check_hidden_layer_sizes(estimator.hidden_layer_sizes), init_seed, sample_shape)
     validation_data = None
     if estimator.early_stopping and np.count_nonzero(labels != UNLABELLED) >= 2:
         X, labels, validation_data = hold_out(X, labels, estimator.validation_fraction,

@@ -43,6 +43,58 @@ def test_an_embedding_without_parameters_is_refused_clearly(denoising):
             X, partial_labels=y)
 
 
+class _DropsARow(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(4, 2)
+
+    def forward(self, x):
+        return self.linear(x)[:-1]
+
+
+class _Returns(torch.nn.Module):
+    def __init__(self, convert):
+        super().__init__()
+        self.linear, self.convert = torch.nn.Linear(4, 2), convert
+
+    def forward(self, x):
+        return self.convert(self.linear(x))
+
+
+@pytest.mark.parametrize("module, error, match", [
+    # fitted and gave 59 labels for 60 samples, silently
+    (_DropsARow(), ValueError, r"embedding must return embeddings of shape \(batch, "
+                               r"n_components\); on a batch of shape \(2, 4\) it "
+                               r"returned shape \(1, 2\)"),
+    # torch's or Python's errors from inside the training before
+    (torch.nn.Linear(3, 2), ValueError, r"embedding failed on a batch of rows of X of "
+                                        r"shape \(2, 4\) \(RuntimeError"),
+    (_Returns(lambda z: z.long()), TypeError, "returned torch.int64 embeddings from "
+                                              "torch.float32 parameters"),
+    (_Returns(lambda z: z[:, None]), ValueError, r"returned shape \(2, 1, 2\)"),
+    (_Returns(lambda z: (z,)), ValueError, "it returned a tuple"),
+    (torch.nn.Sequential(torch.nn.Linear(4, 2), torch.nn.Flatten(0)), ValueError,
+     r"returned shape \(4,\)"),
+    (_Returns(lambda z: z * float("nan")), ValueError, "non-finite embeddings"),
+    (torch.nn.Linear(4, 2, device="meta"), ValueError, "meta device"),
+    (torch.nn.Linear(4, 2).half(), TypeError, "parameters are torch.float16"),
+])
+def test_bad_embedding_modules_get_clear_errors_before_training(denoising, module, error,
+                                                                match):
+    X, y, _, _ = denoising
+    model = SpanningForestClustering(n_clusters=4, embedding=module, max_iter=2)
+    with pytest.raises(error, match=match):
+        model.fit(X, partial_labels=y)
+    assert not hasattr(model, "labels_")
+
+
+def test_a_lazy_embedding_module_is_materialised_from_random_state(denoising):
+    X, y, X_val, _ = denoising
+    first, second = (_fit_denoising(X, y, embedding=torch.nn.LazyLinear(2), max_iter=3)
+                     for _ in range(2))
+    np.testing.assert_array_equal(first.transform(X_val), second.transform(X_val))
+
+
 def test_inference_reads_the_fit_not_parameters_set_since(denoising):
     # predict read self.embedding: after set_params, an AttributeError (no
     # embedding_state_) or a search over the raw features of the embedded ones
