@@ -10,7 +10,8 @@ from sklearn.pipeline import Pipeline
 from sklearn.utils import check_array, check_scalar
 from sklearn.utils.validation import check_consistent_length, column_or_1d
 
-from skdiffclust._utils._validation import array_ndim, check_magnitude, spread_unit
+from skdiffclust._utils._validation import (array_ndim, check_host_array, check_magnitude,
+                                            spread_unit)
 from skdiffclust.forest._scores import batch_error, pair_error
 from skdiffclust.prcut import ratio_cut
 
@@ -27,6 +28,8 @@ __all__ = [
 def _check_labelings(y_true, y_pred):
     """1-D labels of one length, without NaN or infinity (a NaN class matched a
     cluster: accuracy 1.0), as scikit-learn's clustering metrics check them."""
+    check_host_array(y_true, "y_true")
+    check_host_array(y_pred, "y_pred")
     y_true, y_pred = (check_array(labels, ensure_2d=False, ensure_min_samples=0,
                                   dtype=None, input_name=name)
                       for labels, name in ((y_true, "y_true"), (y_pred, "y_pred")))
@@ -133,6 +136,8 @@ def batch_clustering_error(y_true, X, *, n_clusters, batch_size=64):
     >>> batch_clustering_error([0, 0, 1, 1], X, n_clusters=2, batch_size=4)
     0.0
     """
+    check_host_array(X, "X")
+    check_host_array(y_true, "y_true")
     y_true = column_or_1d(y_true)
     # finite (NaN gave a number, inf a C++ assertion), 2-D, dense; squares that
     # neither overflow nor underflow (as SpanningForestClustering's input)
@@ -141,6 +146,8 @@ def batch_clustering_error(y_true, X, *, n_clusters, batch_size=64):
     X = X * spread_unit(X)  # a power of two: exact
     check_consistent_length(y_true, X)
     for name, value in (("n_clusters", n_clusters), ("batch_size", batch_size)):
+        if isinstance(value, bool):  # check_scalar takes True for 1
+            raise TypeError(f"{name} must be an int, got {value!r}.")
         check_scalar(value, name, Integral, min_val=1)
     return batch_error(y_true, X, int(n_clusters), int(batch_size))
 

@@ -19,6 +19,7 @@ from skdiffclust.metrics import (
     calinski_harabasz_scorer,
     clustering_accuracy,
     pair_confusion_error,
+    ratio_cut,
     silhouette_scorer,
 )
 
@@ -124,6 +125,29 @@ def test_labels_with_nan_are_refused_by_every_label_metric():
     for metric in (clustering_accuracy, pair_confusion_error):
         with pytest.raises(ValueError, match="NaN"):
             metric([np.nan, np.nan, 1.0], [0, 0, 1])
+    # ratio_cut counted the NaN labels as one cluster: 1.6
+    W = np.array([[0, 1, .1, 0], [1, 0, 0, 0], [.1, 0, 0, 1], [0, 0, 1, 0]])
+    with pytest.raises(ValueError, match="labels contain NaN"):
+        ratio_cut(W, [0.0, np.nan, 1.0, np.nan])
+
+
+def test_counts_given_as_booleans_are_refused():
+    # True passed as 1: n_clusters=True gave 0.5, batch_size=True batches of one
+    X = np.array([[0.0], [0.1], [5.0], [5.1]])
+    for counts in ({"n_clusters": True}, {"n_clusters": 2, "batch_size": True}):
+        with pytest.raises(TypeError, match="must be an int, got True"):
+            batch_clustering_error([0, 0, 1, 1], X, **{"batch_size": 4, **counts})
+
+
+def test_tensors_that_require_grad_are_named():
+    # torch's "Can't call numpy() on Tensor that requires grad" before
+    torch = pytest.importorskip("torch", reason="needs torch (the tensors to refuse)")
+    W = torch.tensor([[0.0, 1.0], [1.0, 0.0]], requires_grad=True)
+    with pytest.raises(ValueError, match="affinity is a torch tensor that requires grad"):
+        ratio_cut(W, [0, 1])
+    X = torch.tensor([[0.0], [5.0]], requires_grad=True)
+    with pytest.raises(ValueError, match="X is a torch tensor that requires grad"):
+        batch_clustering_error([0, 1], X, n_clusters=2)
 
 
 @pytest.mark.parametrize("spoil, error, match", [

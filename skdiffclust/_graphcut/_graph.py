@@ -16,7 +16,7 @@ from scipy.sparse.csgraph import connected_components
 from skdiffclust._neighbors import kneighbors
 from skdiffclust._utils._numba import jit
 from skdiffclust._utils._symmetry import summarise
-from skdiffclust._utils._validation import check_sparse_structure
+from skdiffclust._utils._validation import check_host_array, check_sparse_structure
 from skdiffclust._utils._warn import warn_user
 
 AFFINITIES = ("nearest_neighbors", "rbf", "precomputed")
@@ -541,7 +541,8 @@ def ratio_cut(affinity, labels):
     ------
     ValueError
         If the affinity is not square or not symmetric, has NaN, infinite or
-        negative entries, or if the labels do not match it.
+        negative entries, if the labels do not match it or hold NaN, or if either
+        is a torch tensor that requires grad.
     TypeError
         If the affinity is complex.
 
@@ -553,6 +554,8 @@ def ratio_cut(affinity, labels):
     >>> float(ratio_cut(W, [0, 0, 1, 1]))  # one edge of weight 0.1 is cut
     0.05
     """
+    check_host_array(affinity, "affinity")
+    check_host_array(labels, "labels")
     if np.iscomplexobj(affinity.data if sp.issparse(affinity) else np.asarray(affinity)):
         raise TypeError("affinity must hold real weights, got complex ones.")
     if sp.issparse(affinity):
@@ -578,6 +581,9 @@ def ratio_cut(affinity, labels):
             f"labels must have shape ({W.shape[0]},) to match the affinity, got "
             f"{labels.shape}."
         )
+    if labels.dtype.kind in "fc" and not np.all(np.isfinite(labels)):
+        raise ValueError("labels contain NaN or infinity: give every sample a cluster "
+                         "(NaN labels were counted as one cluster).")
     _, clusters = np.unique(labels, return_inverse=True)
     sizes = np.bincount(clusters)
     return 0.5 * float(np.sum(_cuts(W, clusters, sizes.size) / sizes))

@@ -38,8 +38,8 @@ def check_host_array(X, name="X"):
         return
     if getattr(X, "requires_grad", False):
         raise ValueError(
-            f"{name} is a torch tensor that requires grad: the estimator fits on its "
-            f"values and does not backpropagate into it. Pass {name}.detach().")
+            f"{name} is a torch tensor that requires grad: its values are read as a "
+            f"NumPy array, and nothing backpropagates into it. Pass {name}.detach().")
     device = getattr(X, "device", None)
     if getattr(device, "type", "cpu") != "cpu":
         raise ValueError(

@@ -275,6 +275,14 @@ def feature_tree(X, *, metric="euclidean", metric_params=None, algorithm="auto")
             "distances overflow, e.g. a large Minkowski power p, or 'correlation' or "
             "'cosine' of constant or zero rows): rescale X, choose another metric, or "
             "remove those rows.")
+    # the tree holds the smallest distance of all: a negative one (a callable's
+    # similarity, say) made the forest join the most distant samples, silently
+    if dist.size and dist.min() < -np.sqrt(np.finfo(np.float64).eps) * np.abs(dist).max():
+        raise ValueError(
+            f"metric={metric!r} gives negative distances on X (down to "
+            f"{dist.min():.4g}): a metric must return distances (non-negative, smaller "
+            "for closer samples). For similarities pass metric='precomputed' with the "
+            "similarity matrix.")
     return src, dst, dist
 
 

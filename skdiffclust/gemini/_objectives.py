@@ -23,7 +23,9 @@ product); the gradients w.r.t. alpha and pi are chained to T once, in
 """
 
 import numpy as np
+import scipy.sparse as sp
 
+from skdiffclust._utils._validation import check_host_array
 from skdiffclust.gemini._data import MatrixKernel
 
 OBJECTIVES = ("mmd_ova", "mmd_ovo", "wasserstein_ova", "wasserstein_ovo", "mi")
@@ -33,6 +35,8 @@ OBJECTIVES = ("mmd_ova", "mmd_ovo", "wasserstein_ova", "wasserstein_ovo", "mi")
 PROPORTION_FLOOR = 1e-12
 SQUARED_DISTANCE_FLOOR = 1e-12
 PROBABILITY_FLOOR = 1e-300
+# how far from 1 gemini_value_and_grad's rows of proba may sum (float32 softmax rows)
+SIMPLEX_TOLERANCE = 1e-3
 
 
 def gemini_value_and_grad(proba, affinity, objective="mmd_ovo"):
@@ -57,7 +61,14 @@ def gemini_value_and_grad(proba, affinity, objective="mmd_ovo"):
     Raises
     ------
     ValueError
-        For an unknown objective, no samples, or non-finite or mis-shaped inputs.
+        For an unknown objective, no samples, non-finite or mis-shaped inputs,
+        ``proba`` whose rows are not probabilities (negative entries, such as
+        logits, or sums other than 1), an MMD's ``affinity`` that is not a kernel
+        or a Wasserstein's that holds negative values or is not a distance
+        matrix, or a torch tensor that requires grad (the torch objective is
+        ``skdiffclust.torch.gemini_loss``).
+    TypeError
+        For a sparse ``proba`` or ``affinity``.
 
     Examples
     --------
@@ -71,28 +82,82 @@ def gemini_value_and_grad(proba, affinity, objective="mmd_ovo"):
     """
     if objective not in OBJECTIVES:
         raise ValueError(f"objective must be one of {OBJECTIVES}, got {objective!r}.")
-    T = np.asarray(proba, dtype=np.float64)
+    T = _dense_array(proba, "proba")
     if T.ndim != 2 or T.shape[0] == 0 or T.shape[1] == 0:
         raise ValueError(
             "proba must have shape (n_samples, n_clusters) with at least one sample "
             f"and one cluster, got shape {T.shape}."
         )
-    if not np.all(np.isfinite(T)):
-        raise ValueError("proba contains NaN or infinity.")
+    _check_probabilities(T)
     if objective != "mi":
-        affinity = np.asarray(affinity, dtype=np.float64)
+        affinity = _dense_array(affinity, "affinity")
         if affinity.shape != (T.shape[0], T.shape[0]):
             raise ValueError(
                 f"affinity must have shape ({T.shape[0]}, {T.shape[0]}), "
                 f"got {affinity.shape}."
             )
-        if not np.all(np.isfinite(affinity)):
-            kind = "kernel" if objective.startswith("mmd") else "distance"
-            raise ValueError(f"affinity (the {kind} matrix) contains NaN or infinity.")
+        _check_affinity(affinity, objective)
         if objective.startswith("mmd"):
             affinity = MatrixKernel(affinity)
     values, grad = batched_gemini(T[None], affinity, objective)
     return float(values[0]), grad[0]
+
+
+def _dense_array(values, name):
+    """``values`` as a float64 NumPy array, or a clear error: a sparse matrix, or a
+    torch tensor NumPy cannot read (one that requires grad: the torch objective
+    ``skdiffclust.torch.gemini_loss`` backpropagates)."""
+    if sp.issparse(values):
+        raise TypeError(f"{name} must be a dense array, got a sparse "
+                        f"{type(values).__name__}: pass {name}.toarray().")
+    check_host_array(values, name)
+    return np.asarray(values, dtype=np.float64)
+
+
+def _check_probabilities(T):
+    """Rows on the simplex: finite, non-negative, summing to 1 within 1e-3 (softmax
+    rows of float32); logits or unnormalised scores gave values without meaning."""
+    if not np.all(np.isfinite(T)):
+        raise ValueError("proba contains NaN or infinity.")
+    if T.min() < 0:
+        raise ValueError(f"proba has negative entries (down to {T.min():.4g}): pass "
+                         "probabilities, e.g. scipy.special.softmax(logits, axis=1), "
+                         "not logits.")
+    sums = T.sum(axis=1)
+    worst = sums[np.argmax(np.abs(sums - 1.0))]
+    if abs(worst - 1.0) > SIMPLEX_TOLERANCE:
+        raise ValueError(f"proba must have rows summing to 1 (within "
+                         f"{SIMPLEX_TOLERANCE:.0e}), got a row summing to {worst:.6g}.")
+
+
+def _check_affinity(A, objective):
+    """A finite kernel for the MMDs, finite non-negative distances for the
+    Wasserstein GEMINIs, each told from the other as the torch objective tells
+    them (``gemini._torch.matrix_kind``): a positive semi-definite kernel's mean
+    diagonal entry is at least its mean entry, a distance matrix's zero diagonal
+    is below its mean. Passed in each other's place, or negative "distances",
+    they gave values without meaning."""
+    kernel = objective.startswith("mmd")
+    kind = "kernel" if kernel else "distance"
+    if not np.all(np.isfinite(A)):
+        raise ValueError(f"affinity (the {kind} matrix) contains NaN or infinity.")
+    scale = float(np.abs(A).max()) if A.size else 0.0
+    if not kernel and A.min() < -np.sqrt(np.finfo(np.float64).eps) * scale:
+        raise ValueError(f"affinity must hold non-negative distances for "
+                         f"objective={objective!r}, got entries down to {A.min():.4g}.")
+    mean_diagonal, mean_entry = float(np.mean(np.diag(A))), float(np.mean(A))
+    slack = np.sqrt(np.finfo(np.float64).eps) * (abs(mean_diagonal) + abs(mean_entry))
+    values = f"mean diagonal entry {mean_diagonal:.4g}, mean entry {mean_entry:.4g}"
+    if kernel and mean_diagonal + slack < mean_entry:
+        raise ValueError(
+            f"affinity is not a kernel ({values}; a positive semi-definite kernel's "
+            f"diagonal is at least its mean): a distance matrix? For distances use "
+            f"objective='wasserstein_ovo' or 'wasserstein_ova'.")
+    if not kernel and mean_diagonal - slack > mean_entry:
+        raise ValueError(
+            f"affinity is not a distance matrix ({values}; distances have a zero "
+            f"diagonal under non-negative entries): a kernel? For a kernel use "
+            f"objective='mmd_ovo' or 'mmd_ova'.")
 
 
 def batched_gemini(T, affinity, objective):

@@ -406,6 +406,15 @@ def test_metric_params_the_metric_does_not_take_are_refused_at_fit(metric, param
     assert not hasattr(model, "labels_")
 
 
+def test_a_callable_metric_that_gives_negative_values_is_refused():
+    # fitted the forest of the most distant samples, silently
+    X = np.random.default_rng(0).random((30, 3))
+    model = SpanningForestClustering(3, metric=lambda a, b: -np.linalg.norm(a - b))
+    with pytest.raises(ValueError, match="gives negative distances on X"):
+        model.fit(X)
+    assert not hasattr(model, "labels_")
+
+
 def test_metric_params_with_a_precomputed_matrix_are_refused():
     # they were ignored without a word: the matrix is the similarity itself
     S = -pairwise_distances(np.random.default_rng(0).random((30, 3)))

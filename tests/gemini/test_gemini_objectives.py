@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from sklearn.metrics import pairwise_distances
 
 from skdiffclust.gemini import OBJECTIVES, gemini_value_and_grad
@@ -69,6 +70,35 @@ def test_bad_arguments_raise():
         gemini_value_and_grad(proba, affinity, "nope")
     with pytest.raises(ValueError, match="shape"):
         gemini_value_and_grad(proba, affinity[:4, :4], "mmd_ova")
+
+
+@pytest.mark.parametrize("spoil, objective, error, match", [
+    # values without meaning before: 346.5 for logits; Wasserstein 0.0 and no gradient
+    (lambda P, A: (P * 3.0 - 1.0, A), "mi", ValueError, "negative entries"),
+    (lambda P, A: (P * 3.0 - 1.0, A), "wasserstein_ovo", ValueError, "negative entries"),
+    (lambda P, A: (P * 2.0, A), "mi", ValueError, "rows summing to 1"),  # doubled
+    # a negative GEMINI from negative "distances"; a distance matrix as a kernel
+    (lambda P, A: (P, -A - 1.0), "wasserstein_ovo", ValueError, "non-negative distances"),
+    (lambda P, A: (P, A), "mmd_ova", ValueError, "not a kernel"),
+    (lambda P, A: (P, np.exp(-A**2)), "wasserstein_ova", ValueError, "not a distance"),
+    # torch's or NumPy's errors before
+    (lambda P, A: (P, sp.csr_matrix(np.exp(-A**2))), "mmd_ovo", TypeError, "dense array"),
+    (lambda P, A: (torch_tensor(P), np.exp(-A**2)), "mmd_ovo", ValueError,
+     "proba is a torch tensor that requires grad"),
+])
+def test_what_is_not_probabilities_kernels_or_distances_is_refused(spoil, objective, error,
+                                                                   match):
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((8, 2))
+    P = rng.dirichlet(np.ones(3), size=8)
+    proba, affinity = spoil(P, pairwise_distances(X))
+    with pytest.raises(error, match=match):
+        gemini_value_and_grad(proba, affinity, objective)
+
+
+def torch_tensor(values):
+    torch = pytest.importorskip("torch", reason="needs torch (the tensor to refuse)")
+    return torch.tensor(values, requires_grad=True)
 
 
 @pytest.mark.parametrize("objective", [o for o in OBJECTIVES if o != "mi"])
