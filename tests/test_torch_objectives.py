@@ -138,6 +138,10 @@ def test_gemini_loss_gradient_flows_into_a_learned_kernel():
      "proba contains NaN"),
     ((torch.ones(2, 2) / 2, torch.tensor([[0.0, float("inf")], [1.0, 0.0]]),
       "wasserstein_ova"), ValueError, "distance matrix.*NaN"),
+    # torch's "Could not run 'aten::as_strided' ... from the 'SparseCPU' backend"
+    ((torch.ones(4, 2) / 2, torch.eye(4).to_sparse(), "mmd_ovo"), TypeError,
+     "similarity must be a dense tensor, got layout torch.sparse_coo"),
+    ((torch.eye(2).to_sparse(), None, "mi"), TypeError, "proba must be a dense tensor"),
 ])
 def test_gemini_loss_rejects_bad_input_clearly(args, error, match):
     with pytest.raises(error, match=match):

@@ -151,13 +151,22 @@ def check_float_dtype(dtype, name="dtype"):
 
 
 def check_tensor(value, name, floating=True):
-    """A torch.Tensor (of floating point dtype when ``floating``), or a TypeError."""
+    """A dense torch.Tensor (of floating point dtype when ``floating``), or a TypeError."""
     if not isinstance(value, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor, got {type(value).__name__}.")
+    check_dense(value, name)
     if floating and not torch.is_floating_point(value):
         raise TypeError(
             f"{name} must be a floating point tensor (such as float32), got dtype "
             f"{value.dtype}.")
+
+
+def check_dense(value, name):
+    """A strided (dense) tensor, or a TypeError: torch's sparse layouts lack the
+    operations of the blocks, whose errors named a backend ("SparseCPU")."""
+    if value.layout != torch.strided:
+        raise TypeError(f"{name} must be a dense tensor, got layout {value.layout}: pass "
+                        f"{name}.to_dense().")
 
 
 def check_full_precision(value, name, why):

@@ -27,7 +27,7 @@ import numpy as np
 import torch
 
 from skdiffclust._utils._cuda import is_numba_error
-from skdiffclust._utils._torch_checks import check_generator
+from skdiffclust._utils._torch_checks import check_dense, check_generator
 from skdiffclust._utils._validation import check_n_clusters, is_symmetric
 from skdiffclust._utils._warn import warn_user
 from skdiffclust.forest._constraints import Constraints
@@ -49,6 +49,7 @@ def similarity_to_numpy(S):
     """Validate S and return its symmetric part as a CPU array (float32 or float64)."""
     if not isinstance(S, torch.Tensor):
         raise TypeError(f"S must be a torch.Tensor, got {type(S).__name__}.")
+    check_dense(S, "S")
     if S.ndim != 2 or S.shape[0] != S.shape[1]:
         raise ValueError(
             f"S must be a square (n, n) similarity matrix, got shape {tuple(S.shape)}.")

@@ -22,6 +22,7 @@ import torch
 from skdiffclust._utils._torch_checks import (
     Condition,
     ValueChecks,
+    check_dense,
     check_full_precision,
     check_matrix,
     check_tensor,
@@ -183,6 +184,7 @@ def _checked_similarity(similarity, proba, gemini):
         raise TypeError(
             f"similarity (the {_kind(gemini)} matrix of gemini={gemini!r}) must be a "
             f"torch.Tensor, got {type(similarity).__name__}.")
+    check_dense(similarity, "similarity")
     n = proba.shape[0]
     if tuple(similarity.shape) != (n, n):
         raise ValueError(

@@ -283,6 +283,8 @@ def test_numbers_may_be_zero_dimensional_cpu_tensors():
      "mask must have"),
     (lambda layer, x: clam_loss(layer, x, mask_prob=1.0), ValueError, "mask_prob"),
     (lambda layer, x: clam_loss(object(), x), TypeError, "ClAMLayer"),
+    # torch's "unsupported memory format option Contiguous"
+    (lambda layer, x: layer(x.to_sparse()), TypeError, "x must be a dense tensor"),
 ])
 def test_bad_input_gets_a_clear_error(call, error, match):
     with pytest.raises(error, match=match):

@@ -182,6 +182,7 @@ TORCH_CASES = {
     "complex": ("psf(T0.to(torch.complex64), 2)", "TypeError", "floating point"),
     "NumPy": ("psf(S0, 2)", "TypeError", "torch.Tensor"),
     "meta device": ("psf(torch.zeros(4, 4, device='meta'), 2)", "ValueError", "meta"),
+    "sparse": ("psf(T0.to_sparse(), 2)", "TypeError", "S must be a dense tensor"),
     "empty": ("psf(torch.zeros(0, 0), 1)", "ValueError", "n_samples=0"),
     "label -2": ("psf(T0, 2, constraints=torch.tensor([0, 0, 1, 1, -2, -1, -1, -1]))",
                  "ValueError", "negative label -2"),
