@@ -157,6 +157,15 @@ def test_n_jobs_none_follows_scikit_learns_glossary_in_every_estimator(entry, mo
             "every core (:term:`n_jobs`)") in " ".join(described.split()[:80])
 
 
+@pytest.mark.parametrize("entry", ALL)
+@pytest.mark.parametrize("n_jobs", [0, True, 1.0])
+def test_n_jobs_that_is_no_number_of_threads_is_refused_by_name(entry, n_jobs):
+    # n_jobs=0 failed inside joblib ("n_jobs == 0 in Parallel has no meaning"),
+    # except in PRCut's neighbour search
+    with pytest.raises(ValueError, match=r"'n_jobs' parameter .* Got (0|True|1.0) instead"):
+        _make(entry).set_params(n_jobs=n_jobs).fit(entry.as_input(X))
+
+
 CONVENTIONS_PAGE = Path(__file__).resolve().parents[1] / "doc" / "user_guide" / "conventions.rst"
 
 

@@ -26,8 +26,10 @@ class NumberInterval(Interval):
         return not isinstance(val, (bool, np.bool_)) and super().is_satisfied_by(val)
 
 
-# n_jobs: any integer (negative counts back from the number of CPUs), no bool
-ANY_INTEGER = NumberInterval(numbers.Integral, None, None, closed="neither")
+# n_jobs: any integer but 0 (negative counts back from the number of CPUs; 0 threads
+# failed inside joblib), None, no bool
+N_JOBS = [NumberInterval(numbers.Integral, None, -1, closed="right"),
+          NumberInterval(numbers.Integral, 1, None, closed="left"), None]
 
 
 def check_host_array(X, name="X"):

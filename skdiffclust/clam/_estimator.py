@@ -20,7 +20,7 @@ from skdiffclust._utils._random import derive_seeds
 from skdiffclust._utils._scores import silhouette
 from skdiffclust._utils._state import keeps_state_on_failure
 from skdiffclust._utils._threads import host_threads
-from skdiffclust._utils._validation import (ANY_INTEGER, NumberInterval, check_magnitude,
+from skdiffclust._utils._validation import (N_JOBS, NumberInterval, check_magnitude,
                                             check_n_clusters, check_spread,
                                             validate_data, warn_empty_clusters)
 from skdiffclust.clam._data import ScaledData, check_directions
@@ -280,7 +280,7 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
         "reseed": ["boolean"],
         "prune": ["boolean"],
         "device": [StrOptions({"auto", "cpu", "cuda"})],
-        "n_jobs": [ANY_INTEGER, None],
+        "n_jobs": N_JOBS,
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     }

@@ -20,7 +20,7 @@ from skdiffclust._utils._optional import import_optional
 from skdiffclust._utils._random import derive_seeds
 from skdiffclust._utils._state import keeps_state_on_failure
 from skdiffclust._utils._threads import device_type, host_threads
-from skdiffclust._utils._validation import (ANY_INTEGER, NumberInterval, RenamedParameters,
+from skdiffclust._utils._validation import (N_JOBS, NumberInterval, RenamedParameters,
                                             refusing_former_names,
                                             check_n_clusters, warn_empty_clusters,
                                             warn_unclear_merge)
@@ -325,7 +325,7 @@ class DeepImageClustering(RenamedParameters, ClassNamePrefixFeaturesOutMixin,
         "tol": [NumberInterval(Real, 0, None, closed="left")],
         "n_iter_no_change": [NumberInterval(Integral, 1, None, closed="left")],
         "device": [StrOptions({"auto", "cpu", "cuda"})],
-        "n_jobs": [ANY_INTEGER, None],
+        "n_jobs": N_JOBS,
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     }

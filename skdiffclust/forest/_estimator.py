@@ -15,7 +15,7 @@ from skdiffclust._utils._count import set_count_attributes
 from skdiffclust._utils._state import keeps_state_on_failure
 from skdiffclust._utils._structure import warn_if_unstructured
 from skdiffclust._utils._validation import (
-    ANY_INTEGER,
+    N_JOBS,
     NumberInterval,
     check_magnitude,
     check_host_array,
@@ -289,7 +289,7 @@ class SpanningForestClustering(ClusterMixin, _SetOutputMixin, BaseEstimator):
         "early_stopping": ["boolean"],
         "validation_fraction": [NumberInterval(Real, 0, 1, closed="neither")],
         "device": [StrOptions({"auto", "cpu", "cuda"})],
-        "n_jobs": [ANY_INTEGER, None],
+        "n_jobs": N_JOBS,
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     }

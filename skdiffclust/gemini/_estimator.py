@@ -19,7 +19,7 @@ from skdiffclust._utils._state import keeps_state_on_failure
 from skdiffclust._utils._structure import warn_if_unstructured
 from skdiffclust._utils._threads import host_threads, one_blas_thread
 from skdiffclust._utils._validation import (
-    ANY_INTEGER,
+    N_JOBS,
     NumberInterval,
     RenamedParameters,
     refusing_former_names,
@@ -300,7 +300,7 @@ default='mmd_ovo'
         "tol": [NumberInterval(Real, 0, None, closed="left")],
         "path_tol": [NumberInterval(Real, 0, None, closed="left")],
         "n_iter_no_change": [NumberInterval(Integral, 1, None, closed="left")],
-        "n_jobs": [ANY_INTEGER, None],
+        "n_jobs": N_JOBS,
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     }

@@ -17,7 +17,7 @@ from sklearn.utils.validation import check_is_fitted
 from skdiffclust._training._stream import forget_stream, keep_stream, resumed_stream
 from skdiffclust._utils._state import keeps_state_on_failure
 from skdiffclust._utils._threads import device_type
-from skdiffclust._utils._validation import (ANY_INTEGER, NumberInterval, RenamedParameters,
+from skdiffclust._utils._validation import (N_JOBS, NumberInterval, RenamedParameters,
                                             refusing_former_names,
                                             check_hidden_layer_sizes, check_magnitude,
                                             check_n_clusters)
@@ -307,7 +307,7 @@ class PRCut(RenamedParameters, ClassNamePrefixFeaturesOutMixin, TransformerMixin
         "n_eigenvectors": [NumberInterval(Integral, 1, None, closed="left"), None,
                            StrOptions({"auto"})],
         "device": [StrOptions({"auto", "cpu", "cuda"})],
-        "n_jobs": [ANY_INTEGER, None],
+        "n_jobs": N_JOBS,
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     }
