@@ -299,6 +299,9 @@ class GeminiPathDisplay:
         -------
         display : GeminiPathDisplay
         """
+        if not hasattr(estimator, "path"):  # KMeans: "fit it with path(X)" before
+            raise TypeError("estimator must be a SparseGEMINI fitted by path(X), got "
+                            f"{type(estimator).__name__}.")
         check_is_fitted(estimator)
         if not isinstance(getattr(estimator, "path_", None), GeminiPath):
             raise ValueError(
@@ -558,8 +561,12 @@ class FeatureMaskDisplay:
 
 def _image_shape(image_shape):
     """``image_shape`` as (height, width), or a clear error."""
-    shape = (image_shape,) if np.isscalar(image_shape) else tuple(image_shape)
-    if len(shape) != 2 or not all(isinstance(d, (int, np.integer)) and d > 0
+    try:
+        shape = (image_shape,) if np.isscalar(image_shape) else tuple(image_shape)
+    except TypeError:  # None, or another object that is not a sequence
+        shape = ()
+    if len(shape) != 2 or not all(isinstance(d, (int, np.integer))
+                                  and not isinstance(d, (bool, np.bool_)) and d > 0
                                   for d in shape):
         raise ValueError(f"image_shape must be (height, width), two positive integers "
                          f"such as (28, 28), got {image_shape!r}.")

@@ -6,6 +6,7 @@ import warnings
 
 import numpy as np
 import pytest
+from sklearn.cluster import KMeans
 from sklearn.datasets import make_moons
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
 
@@ -161,6 +162,8 @@ def test_gemini_path_display_errors(gemini_path):
     fitted = SparseGEMINI(n_clusters=3, random_state=0).fit(X)
     with pytest.raises(ValueError, match="path"):
         GeminiPathDisplay.from_estimator(fitted)
+    with pytest.raises(TypeError, match="SparseGEMINI fitted by path"):
+        GeminiPathDisplay.from_estimator(KMeans(2, n_init=1).fit(X))  # "fit it with path"
     with pytest.raises(TypeError, match="GeminiPath"):
         GeminiPathDisplay.from_path({"lambdas": [1.0]})
     _, path = gemini_path

@@ -145,9 +145,13 @@ def check_float_dtype(dtype, name="dtype"):
     """A floating point ``torch.dtype`` (None: torch's default), or a TypeError."""
     if dtype is not None and (not isinstance(dtype, torch.dtype)
                               or not dtype.is_floating_point):
-        raise TypeError(
-            f"{name} must be a floating point torch.dtype such as torch.float32, got "
-            f"{dtype!r} (an integer dtype would truncate the values).")
+        why = ""
+        if not isinstance(dtype, torch.dtype):
+            why = " (not a torch.dtype)"
+        elif not dtype.is_complex and dtype != torch.bool:
+            why = " (an integer dtype would truncate the values)"
+        raise TypeError(f"{name} must be a floating point torch.dtype such as "
+                        f"torch.float32, got {dtype!r}{why}.")
 
 
 def check_tensor(value, name, floating=True):

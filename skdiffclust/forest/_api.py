@@ -28,9 +28,11 @@ def spanning_forest(S, n_clusters, constraints=None):
     n_clusters : int
         Number of trees k of the forest.
 
-    constraints : array-like of shape (n_samples, n_samples), default=None
+    constraints : {array-like, sparse matrix} of shape (n_samples, n_samples), \
+            default=None
         Partial connectivity :math:`M_\\Omega`: ``+1`` must-link, ``-1``
-        cannot-link, ``0`` unknown. Build it from partial labels with
+        cannot-link, ``0`` unknown (a sparse matrix's unstored entries). Build it
+        from partial labels with
         :func:`constraints_from_labels`. Must-links are taken transitively.
 
     Returns

@@ -9,6 +9,7 @@ only for other cannot-link structures, the list of cannot-linked group pairs.
 """
 
 import numpy as np
+import scipy.sparse as sp
 from scipy.sparse import coo_array
 from scipy.sparse.csgraph import connected_components
 from sklearn.utils.multiclass import type_of_target
@@ -272,6 +273,10 @@ def check_partial_labels(y, n_samples, name="y"):
         )
     if np.issubdtype(y.dtype, np.floating) and not np.all(np.isfinite(y)):
         raise ValueError(f"{name} contains NaN or infinity; use -1 for unlabelled samples.")
+    if np.issubdtype(y.dtype, np.floating) and np.any(np.abs(y) >= 2.0**63):
+        # cast to int64 they became negative labels
+        raise ValueError(f"{name} holds labels beyond the 64-bit integers (up to "
+                         f"{np.abs(y).max():.4g}): number the classes 0, 1, 2, ...")
     type_of_target(y, input_name=name, raise_unknown=True)
     if not (np.issubdtype(y.dtype, np.integer) or np.issubdtype(y.dtype, np.floating)):
         raise TypeError(
@@ -331,8 +336,9 @@ def constraints_from_labels(y):
 
 
 def check_constraint_matrix(constraints, n_samples):
-    """Validate an n x n matrix of +1 / -1 / 0 constraints."""
-    C = np.asarray(constraints)
+    """Validate an n x n matrix of +1 / -1 / 0 constraints (dense, or a SciPy sparse
+    matrix, whose unstored entries are 0)."""
+    C = constraints.toarray() if sp.issparse(constraints) else np.asarray(constraints)
     if C.shape != (n_samples, n_samples):
         raise ValueError(
             f"constraints must have shape ({n_samples}, {n_samples}) like the "

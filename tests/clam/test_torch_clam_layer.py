@@ -261,6 +261,17 @@ def test_bad_parameters_get_a_clear_error(params, match):
         ClAMLayer(**params)
 
 
+@pytest.mark.parametrize("dtype, reason", [
+    (torch.int64, " (an integer dtype would truncate the values)."),
+    (torch.complex64, "."),  # said "an integer dtype would truncate" before
+    (np.float32, " (not a torch.dtype)."),
+])
+def test_a_dtype_that_is_not_a_floating_torch_dtype_is_refused_with_the_reason(dtype, reason):
+    with pytest.raises(TypeError) as caught:
+        ClAMLayer(2, 2, dtype=dtype)
+    assert str(caught.value).endswith(f"got {dtype!r}{reason}")
+
+
 def test_numbers_may_be_zero_dimensional_cpu_tensors():
     # a schedule computed with torch ops was refused as out of range
     X = torch.as_tensor(make_blobs(40, 2, centers=2, random_state=0)[0])

@@ -5,6 +5,7 @@ import warnings
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -336,3 +337,24 @@ def test_constraints_change_nothing_when_single_linkage_satisfies_them(problem):
     assert {frozenset(e) for e in est.forest_edges_.tolist()} == {
         frozenset(e) for e in free.forest_edges_.tolist()
     }
+
+
+def test_a_sparse_constraint_matrix_is_read_as_the_dense_one():
+    # "constraints must have shape (8, 8) like the similarity matrix, got ()" before
+    x = np.arange(8.0)
+    S = -(x[:, None] - x) ** 2
+    C = np.zeros((8, 8))
+    C[0, 7] = C[7, 0] = 1  # the two ends must link
+    dense = spanning_forest(S, 2, constraints=C)
+    sparse = spanning_forest(S, 2, constraints=sp.csr_matrix(C))
+    np.testing.assert_array_equal(sparse[1], dense[1])
+    assert sparse[1][0, 7] == 1
+
+
+@pytest.mark.parametrize("huge", [1e300, 2.0**63])
+def test_float_labels_beyond_the_integers_are_refused_as_such(huge):
+    # cast to int64, they were refused as "the negative label -9223372036854775808"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # NumPy's invalid cast
+        with pytest.raises(ValueError, match="beyond the 64-bit integers"):
+            constraints_from_labels([0.0, huge])

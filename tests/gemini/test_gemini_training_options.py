@@ -178,7 +178,7 @@ def test_feature_mask_display_draws_the_kept_features():
     with pytest.raises(ValueError, match="image_shape"):
         FeatureMaskDisplay.from_estimator(model, (7, 8))
     # NumPy's and matplotlib's messages before, none naming the argument
-    for shape in (64, (-8, -8), (2, 4, 8)):
+    for shape in (64, (-8, -8), (2, 4, 8), None, (True, 64)):  # None: not iterable
         with pytest.raises(ValueError, match="image_shape must be .height, width."):
             FeatureMaskDisplay.from_estimator(model, shape)
     with pytest.raises(ValueError, match="background must hold one value per feature"):
