@@ -30,6 +30,7 @@ checks (``"off"``, which the benchmarks use to measure what the checks cost).
 
 from numbers import Integral, Real
 
+import numpy as np
 import torch
 
 MODES = ("auto", "async", "eager", "off")
@@ -134,6 +135,14 @@ def as_real(value, name):
     if isinstance(value, Real) and not isinstance(value, bool):
         return float(value)
     return None
+
+
+def check_flag(value, name):
+    """A bool (Python's or NumPy's), or a TypeError: a string such as ``"no"`` read
+    by its truth was True."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {value!r}.")
+    return bool(value)
 
 
 def check_positive_int(value, name):

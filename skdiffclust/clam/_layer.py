@@ -22,6 +22,7 @@ from torch import nn
 from skdiffclust._utils._torch_checks import (
     ValueChecks,
     as_real,
+    check_flag,
     check_float_dtype,
     check_generator,
     check_matrix,
@@ -138,7 +139,8 @@ class ClAMLayer(nn.Module):
         self._value_checks = ValueChecks("ClAMLayer", "x")
         self.n_clusters, self.n_features = int(n_clusters), int(n_features)
         self.beta, self.n_steps = float(beta), int(n_steps)
-        self.step_size, self.metric, self.weighted = step_size, metric, bool(weighted)
+        self.step_size, self.metric = step_size, metric
+        self.weighted = check_flag(weighted, "weighted")
         factory = {"device": device, "dtype": dtype}
         self.prototypes = nn.Parameter(torch.empty((n_clusters, n_features), **factory))
         with torch.no_grad():

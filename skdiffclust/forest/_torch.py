@@ -27,7 +27,7 @@ import numpy as np
 import torch
 
 from skdiffclust._utils._cuda import is_numba_error
-from skdiffclust._utils._torch_checks import check_dense, check_generator
+from skdiffclust._utils._torch_checks import check_dense, check_flag, check_generator
 from skdiffclust._utils._validation import check_n_clusters, is_symmetric
 from skdiffclust._utils._warn import warn_user
 from skdiffclust.forest._constraints import Constraints
@@ -417,7 +417,8 @@ def perturbed_spanning_forest(S, n_clusters, *, epsilon=0.1, n_samples=100,
             if solved is not None:
                 return solved
     problem = _problem(S, n_clusters, epsilon, n_samples, constraints, generator)
-    return PerturbedForestFunction.apply(S, problem, bool(control_variate))
+    return PerturbedForestFunction.apply(S, problem,
+                                         check_flag(control_variate, "control_variate"))
 
 
 def partial_fenchel_young_loss(S, constraints, n_clusters, *, epsilon=0.1, n_samples=100,

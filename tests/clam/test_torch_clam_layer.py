@@ -261,6 +261,11 @@ def test_bad_parameters_get_a_clear_error(params, match):
         ClAMLayer(**params)
 
 
+def test_a_flag_that_is_not_a_bool_is_refused():
+    with pytest.raises(TypeError, match="weighted must be True or False, got 'no'"):
+        ClAMLayer(2, 2, weighted="no")  # read by its truth, it meant True
+
+
 @pytest.mark.parametrize("dtype, reason", [
     (torch.int64, " (an integer dtype would truncate the values)."),
     (torch.complex64, "."),  # said "an integer dtype would truncate" before

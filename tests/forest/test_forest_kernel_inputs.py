@@ -183,6 +183,8 @@ TORCH_CASES = {
     "NumPy": ("psf(S0, 2)", "TypeError", "torch.Tensor"),
     "meta device": ("psf(torch.zeros(4, 4, device='meta'), 2)", "ValueError", "meta"),
     "sparse": ("psf(T0.to_sparse(), 2)", "TypeError", "S must be a dense tensor"),
+    # read by its truth: "no" meant True
+    "flag as a string": ("psf(T0, 2, control_variate='no')", "TypeError", "True or False"),
     "empty": ("psf(torch.zeros(0, 0), 1)", "ValueError", "n_samples=0"),
     "label -2": ("psf(T0, 2, constraints=torch.tensor([0, 0, 1, 1, -2, -1, -1, -1]))",
                  "ValueError", "negative label -2"),
