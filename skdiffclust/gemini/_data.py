@@ -381,6 +381,14 @@ class Geometry:
         if not self.is_mmd and matrix.size and matrix.min() < 0:
             raise ValueError(f"{source} gives negative distances on these data: a "
                              "Wasserstein GEMINI needs a distance (a cost of at least 0).")
+        if self.is_mmd and callable(self.kernel) and not _separates_rows(matrix):
+            raise ValueError(
+                f"{source} is not a kernel that tells these data apart: its mean "
+                f"diagonal entry ({np.mean(np.diag(matrix)):.4g}) is not above its mean "
+                f"entry ({np.mean(matrix):.4g}), as a positive semi-definite kernel's is "
+                "unless it maps every sample to one point (a distance, or a constant?). "
+                "An MMD GEMINI needs a kernel; for distances use "
+                "gemini='wasserstein_ovo' with metric=.")
         return matrix
 
     def kernel_features(self, inputs):
@@ -407,6 +415,17 @@ class Geometry:
         return self.metric in TRANSLATION_INVARIANT_METRICS
 
 
+def _separates_rows(matrix):
+    """Whether a square kernel matrix of some rows has a mean diagonal entry above
+    its mean entry, beyond rounding: twice their difference is the mean squared
+    distance between the rows in the kernel's feature space, at least 0 for any
+    positive semi-definite kernel, and 0 only where it maps every row to one point
+    (every MMD is then 0)."""
+    mean_diagonal, mean_entry = float(np.mean(np.diag(matrix))), float(np.mean(matrix))
+    slack = np.sqrt(np.finfo(np.float64).eps) * (abs(mean_diagonal) + abs(mean_entry))
+    return mean_diagonal - mean_entry > slack
+
+
 def check_groups(groups, n_features):
     """Group index per feature, numbered 0 .. n_groups - 1 (the ``groups`` parameter)."""
     if groups is None:
@@ -417,5 +436,8 @@ def check_groups(groups, n_features):
             f"groups must give one group per feature: shape ({n_features},), "
             f"got {groups.shape}."
         )
+    if groups.dtype.kind in "fc" and not np.all(np.isfinite(groups)):
+        raise ValueError("groups contains NaN or infinity: give every feature a group "
+                         "(NaN entries made one group).")
     _, group = np.unique(groups, return_inverse=True)
     return group.astype(np.int64), int(group.max()) + 1

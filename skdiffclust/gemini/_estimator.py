@@ -75,6 +75,9 @@ default='mmd_ovo'
         Kernel of the MMD objectives (the paper's is ``'linear'``), any of
         :func:`sklearn.metrics.pairwise.pairwise_kernels`, on the data centred and
         divided by one global scale: kernel parameters refer to these scaled data.
+        A callable is checked on the data (landmarks or batches): values that
+        are not finite, or no spread in its feature space (a distance, a
+        constant), are refused.
 
     kernel_params : dict, default=None
         Keyword arguments of the kernel (e.g. ``{'gamma': 0.1}``).

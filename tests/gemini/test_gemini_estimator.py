@@ -262,6 +262,10 @@ def _negative(a, b):
     return -1.0
 
 
+def _distance(a, b):
+    return float(np.linalg.norm(a - b))
+
+
 @pytest.mark.parametrize("params, match", [
     # NumPy's "SVD did not converge" (the Nystrom landmarks), LAPACK's complaints
     (dict(kernel=_nan), "kernel=.*gives NaN or infinite values"),
@@ -269,6 +273,12 @@ def _negative(a, b):
     # the transport solver's "Problem unbounded" warnings, then labels
     (dict(gemini="wasserstein_ovo", metric=_nan), "metric=.*gives NaN or infinite values"),
     (dict(gemini="wasserstein_ovo", metric=_negative), "metric=.*gives negative distances"),
+    # fitted silently: a distance as a kernel, a constant kernel (every MMD 0)
+    (dict(kernel=_distance), "kernel=.*is not a kernel that tells these data apart"),
+    (dict(kernel=_distance, n_kernel_features=None), "is not a kernel that tells"),
+    (dict(kernel=_negative), "mean diagonal entry \\(-1\\) is not above its mean entry"),
+    # NaN entries made one group
+    (dict(groups=[0.0, np.nan]), "groups contains NaN"),
 ])
 def test_a_callable_geometry_that_gives_no_usable_values_is_refused(params, match):
     X, _ = make_blobs(60, 2, centers=3, random_state=0)
