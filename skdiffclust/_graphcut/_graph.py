@@ -528,7 +528,7 @@ def ratio_cut(affinity, labels):
     ----------
     affinity : {ndarray, sparse matrix} of shape (n_samples, n_samples)
         Symmetric non-negative similarities W (e.g. ``PRCut().affinity_matrix_`` or
-        a k-nearest-neighbour graph). The diagonal is ignored.
+        a k-nearest-neighbour graph). The diagonal is ignored, but must be finite too.
 
     labels : array-like of shape (n_samples,)
         Cluster of each sample (any integer labels).

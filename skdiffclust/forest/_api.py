@@ -23,7 +23,7 @@ def spanning_forest(S, n_clusters, constraints=None):
     ----------
     S : array-like of shape (n_samples, n_samples)
         Symmetric similarity matrix (larger means more similar, e.g. negative
-        squared distances). The diagonal is ignored.
+        squared distances). The diagonal is ignored, but must be finite too.
 
     n_clusters : int
         Number of trees k of the forest.
