@@ -26,7 +26,8 @@ from skdiffclust.prcut._inference import (COUNT_ATTRIBUTES, NETWORK_ATTRIBUTES, 
                                           fitted_attributes, fitted_count, module_logits,
                                           predict_logits)
 from skdiffclust.prcut._inputs import (check_fit_inputs, check_samples, check_stream_affinity,
-                                       score_of_predictions, warn_if_no_clusters, x_is_affinity)
+                                       score_of_predictions, validated_queries,
+                                       warn_if_no_clusters)
 from skdiffclust.prcut._settings import PRCutSettings, StartSettings, resolved_solver
 from skdiffclust.prcut._start import network_input, training_device, training_start
 from skdiffclust.prcut._stream import PRCutStream
@@ -380,6 +381,7 @@ class PRCut(RenamedParameters, ClassNamePrefixFeaturesOutMixin, TransformerMixin
         check_n_clusters(self.n_clusters, X.shape[0], auto=True)
         self._graph_input_used = graph_input is not None
         graph_input = check_fit_inputs(X, graph_input, affinity=self.affinity)
+        self._graph_input_width = None if graph_input is None else graph_input.shape[1]
         settings = self._training_settings(
             X.shape[0], training_device(self.device), verbose=self.verbose)
         solver = resolved_solver(self.solver, X.shape[0], module=self.module, init=self.init,
@@ -515,11 +517,7 @@ class PRCut(RenamedParameters, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 
     def _validate_queries(self, X):
         check_is_fitted(self)
-        X = check_samples(self, X, reset=False)
-        affinity = self._fitted_with.start.affinity
-        if not x_is_affinity(affinity, getattr(self, "_graph_input_used", False)):
-            check_magnitude(X)
-        return X
+        return validated_queries(self, X)
 
     def _proba(self, X):
         """Probabilities in float64: the network's softmax, or on the graph path

@@ -454,12 +454,23 @@ def new_network(X, *, n_clusters, hidden_layer_sizes, init_seed, input_offset=No
 def restored_network(state, n_inputs, *, n_clusters, hidden_layer_sizes,
                      input_offset=None, module=None):
     """The network whose ``state_dict`` (NumPy arrays) a stream carries: the built-in
-    one, or a CPU copy of ``module``, in training mode."""
-    if module is not None:
-        return module_from_state(module, state).train()
-    network = AssignmentNetwork(n_inputs, hidden_layer_sizes, n_clusters,
-                                make_generator(0), input_offset)
-    network.load_state_dict({name: torch.as_tensor(value) for name, value in state.items()})
+    one, or a CPU copy of ``module``, in training mode; a ValueError where ``module``
+    was changed since the stream started (the stream keeps no torch object to
+    compare it with: its weights do not fit the network now asked for)."""
+    try:
+        if module is not None:
+            return module_from_state(module, state).train()
+        network = AssignmentNetwork(n_inputs, hidden_layer_sizes, n_clusters,
+                                    make_generator(0), input_offset)
+        network.load_state_dict({name: torch.as_tensor(value)
+                                 for name, value in state.items()})
+    except RuntimeError as error:  # torch's "Error(s) in loading state_dict"
+        first = str(error).strip().splitlines()[-1].strip()
+        raise ValueError(
+            f"partial_fit cannot change module: the stream's weights do not fit the "
+            f"{'module' if module is not None else 'built-in network'} now set "
+            f"({first}). Call fit, or partial_fit on a new estimator "
+            "(sklearn.base.clone), to start a stream with it.") from error
     return network
 
 

@@ -133,17 +133,47 @@ def graph_source_and_input(X, graph_input, *, precomputed, builtin):
     return graph_source, FeatureScaling(X) if builtin else AffinityRows(X)
 
 
-def score_graph_source(X, graph_input, *, precomputed, graph_input_used, n_train):
+def validated_queries(estimator, X):
+    """The X of ``predict``, ``predict_proba`` and ``transform``, validated as the
+    fitted ``estimator`` reads it: features of finite squares, or with
+    ``affinity='precomputed'`` non-negative affinities to the training samples."""
+    X = check_samples(estimator, X, reset=False)
+    if x_is_affinity(estimator._fitted_with.start.affinity,
+                     getattr(estimator, "_graph_input_used", False)):
+        return check_query_affinities(X)
+    check_magnitude(X)
+    return X
+
+
+def check_query_affinities(A, name="X"):
+    """Queries' affinities to the training samples (``affinity='precomputed'``):
+    non-negative, as ``fit``'s are, or a ValueError; a sign mistake (``-D``) gave
+    other labels without a word."""
+    values = A.data if sp.issparse(A) else A
+    if values.size and values.min() < 0:
+        raise ValueError(
+            f"With affinity='precomputed', {name} holds the queries' affinities to the "
+            f"training samples, which must be non-negative as fit's were; its smallest "
+            f"entry is {values.min():.4g}.")
+    return A
+
+
+def score_graph_source(X, graph_input, *, precomputed, graph_input_used, n_train,
+                       graph_width=None):
     """What ``score`` builds its graph from: ``graph_input`` when ``fit`` had one
-    (``graph_input_used``: required then), X otherwise (flattened; with
-    ``affinity='precomputed'``, the queries' affinities to the ``n_train``
-    training samples)."""
+    (``graph_input_used``: required then, of fit's ``graph_width`` features), X
+    otherwise (flattened; with ``affinity='precomputed'``, the queries' affinities
+    to the ``n_train`` training samples)."""
     if graph_input is None:
         if graph_input_used:
             raise ValueError(
                 "PRCut was fitted with a graph_input: pass the queries' own to score "
                 "(score(X, graph_input=...)).")
         return flat(X)
+    if not graph_input_used:  # it was scored in another space than fit's graph
+        raise ValueError(
+            "PRCut was fitted without a graph_input: score builds its graph from X, as "
+            "fit did; leave graph_input out.")
     graph_input = check_array(graph_input, accept_sparse="csr", dtype=DTYPES,
                               input_name="graph_input")
     if graph_input.shape[0] != X.shape[0]:
@@ -155,7 +185,13 @@ def score_graph_source(X, graph_input, *, precomputed, graph_input_used, n_train
             f"With affinity='precomputed', graph_input holds the affinities of the "
             f"queries to the {n_train} training samples; got "
             f"shape {graph_input.shape}.")
-    if not precomputed:
+    if precomputed:
+        check_query_affinities(graph_input, "graph_input")
+    elif graph_width is not None and graph_input.shape[1] != graph_width:
+        raise ValueError(
+            f"graph_input has {graph_input.shape[1]} features, but the graph_input of "
+            f"fit had {graph_width}: pass the queries' in the same features.")
+    else:
         check_magnitude(graph_input, name="graph_input")
     return graph_input
 
@@ -190,7 +226,8 @@ def score_of_predictions(estimator, X, labels, graph_input):
     source = score_graph_source(
         X, graph_input, precomputed=fitted.start.affinity == "precomputed",
         graph_input_used=getattr(estimator, "_graph_input_used", False),
-        n_train=estimator.labels_.shape[0])
+        n_train=estimator.labels_.shape[0],
+        graph_width=getattr(estimator, "_graph_input_width", None))
     if fitted.start.affinity == "precomputed":
         return bipartite_modularity(source, labels, estimator.labels_, fitted.n_clusters)
     return silhouette(source, labels)

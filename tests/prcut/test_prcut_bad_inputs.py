@@ -280,3 +280,32 @@ def test_prcut_and_its_graph_readers_refuse_a_malformed_affinity_without_crashin
     for name, matrix in [("fit", "X"), ("ratio_cut", "affinity"),
                          ("PRCutBatchPairs", "graph")]:
         assert f"{name} refused: {matrix} is a malformed CSR sparse matrix" in result.stdout
+
+
+# -- after the fit: the queries as fit read its input ---------------------------------
+
+def test_negative_query_affinities_are_refused_as_fit_refuses_them(blobs):
+    # predict gave other labels for -A (a sign mistake), score 0.0, without a word
+    X, _ = blobs
+    A = rbf_kernel(X, gamma=0.1)
+    model = PRCut(n_clusters=3, affinity="precomputed", random_state=0).fit(A)
+    queries = rbf_kernel(X[:5], X, gamma=0.1)
+    for call in (model.predict, model.predict_proba, model.transform, model.score):
+        with pytest.raises(ValueError, match="must be non-negative as fit's were"):
+            call(-queries)
+    with pytest.raises(ValueError, match="must be non-negative"):
+        model.predict(sp.csr_matrix(-queries))
+    model.predict(queries)  # the affinities themselves: no error
+
+
+def test_score_reads_the_graph_input_of_fit_or_none(blobs):
+    # any graph_input was scored before: of another width, or without one at fit
+    X, _ = blobs
+    with_input = PRCut(n_clusters=3, random_state=0).fit(X, graph_input=X[:, :1])
+    with pytest.raises(ValueError, match="graph_input has 2 features, but the graph_input "
+                                         "of fit had 1"):
+        with_input.score(X[:10], graph_input=X[:10])
+    assert np.isfinite(with_input.score(X[:10], graph_input=X[:10, :1]))
+    without = PRCut(n_clusters=3, random_state=0).fit(X)
+    with pytest.raises(ValueError, match="fitted without a graph_input"):
+        without.score(X[:10], graph_input=X[:10, :1])

@@ -94,6 +94,24 @@ def test_a_users_module_streams_and_survives_pickling(blobs):
     np.testing.assert_array_equal(first.predict(X[_chunks(len(X))[-1]]), first.labels_)
 
 
+def _mlp(width):
+    return nn.Sequential(nn.Linear(5, width), nn.ReLU(), nn.Linear(width, 3))
+
+
+@pytest.mark.parametrize("first, then", [(_mlp(8), _mlp(16)), (_mlp(8), None),
+                                         (None, _mlp(8))])
+def test_a_module_changed_within_a_stream_is_refused_and_the_stream_kept(blobs, first,
+                                                                          then):
+    # torch's "Error(s) in loading state_dict" before
+    X, _ = blobs
+    model = PRCut(3, module=first, random_state=0, device="cpu").partial_fit(X[:500])
+    labels = model.labels_.copy()
+    with pytest.raises(ValueError, match="partial_fit cannot change module"):
+        model.set_params(module=then).partial_fit(X[500:1000])
+    np.testing.assert_array_equal(model.labels_, labels)
+    model.set_params(module=first).partial_fit(X[500:1000])  # the stream goes on
+
+
 def test_sparse_chunks_cluster_as_dense_ones(blobs):
     X, y = blobs
     X = np.where(np.abs(X) > 1.0, X, 0.0)
