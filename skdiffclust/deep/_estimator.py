@@ -473,14 +473,16 @@ class DeepImageClustering(RenamedParameters, ClassNamePrefixFeaturesOutMixin,
         return self._read(X)[0]
 
     def _read(self, X):
-        """Images X as the network reads them, and the dtype X was read in
-        (float32, or float64 for any other)."""
+        """Images X as the network reads them, and the dtype of the outputs:
+        float32 for float32 images, float64 for any other (integers are read in
+        float32, which holds them exactly)."""
         check_is_fitted(self)
         images = check_images(self, X, reset=False)
         pixels = float32_precision(images)
         scale = PixelScale.fitted(self.pixel_mean_, self.pixel_scale_, self.pixel_range_)
         scale.check(pixels, type(self).__name__)
-        return scale(pixels), images.dtype
+        float32_in = images.dtype == np.float32 and getattr(X, "dtype", None) == np.float32
+        return scale(pixels), np.dtype(np.float32 if float32_in else np.float64)
 
     def _forward(self, X):
         """The embeddings and probabilities of images X (the network, in NumPy)

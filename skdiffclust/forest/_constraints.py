@@ -265,8 +265,12 @@ def _fold_complete_pairs(apart, pairs):
 
 
 def check_partial_labels(y, n_samples, name="y"):
-    """Validate partial labels: 1-D integers, ``-1`` (only) for unlabelled samples."""
-    y = column_or_1d(y, warn=True)
+    """Validate partial labels: 1-D integers, ``-1`` (only) for unlabelled samples
+    (a column of them is read as 1-D)."""
+    shape = np.shape(y)
+    if len(shape) != 1 and not (len(shape) == 2 and shape[1] == 1):
+        raise ValueError(f"{name} must be 1-D, one label per sample, got shape {shape}.")
+    y = column_or_1d(y)
     if y.shape[0] != n_samples:
         raise ValueError(
             f"{name} has {y.shape[0]} entries but X has {n_samples} samples."

@@ -208,3 +208,13 @@ def test_the_scorers_read_images_as_rows_of_pixels(first, last):
             silhouette_score(pixels, labels), rel=1e-12)
         assert calinski_harabasz_scorer(model, images) == pytest.approx(
             calinski_harabasz_score(pixels, labels), rel=1e-12)
+
+
+@pytest.mark.parametrize("convert, dtype", [
+    (lambda X: X, np.float64), (lambda X: X.astype(np.float32), np.float32),
+    # read in float32, they came out in float32 (the docstring: float64 otherwise)
+    (lambda X: X.astype(np.uint8), np.float64), (lambda X: X.astype(int), np.float64),
+    (lambda X: X.tolist(), np.float64),
+])
+def test_the_embedding_is_float32_for_float32_images_only(first, convert, dtype):
+    assert first.transform(convert(np.round(QUERIES[:4]))).dtype == dtype

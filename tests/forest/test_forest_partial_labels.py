@@ -129,3 +129,17 @@ def test_partial_labels_are_requested_by_name():
             partial_labels=True, must_link=False).get_metadata_routing()
     assert requests.fit.requests == {"partial_labels": True, "must_link": False,
                                      "cannot_link": None}
+
+
+def test_partial_labels_of_another_shape_are_named_as_such():
+    # scikit-learn's "y should be a 1d array" before, and a warning naming y for a
+    # column: the user passed no y
+    X = np.random.default_rng(0).random((30, 2))
+    labels = np.r_[[0, 1, 2], -np.ones(27, dtype=int)]
+    with pytest.raises(ValueError, match=r"partial_labels must be 1-D.*\(1, 30\)"):
+        SpanningForestClustering(3).fit(X, partial_labels=labels[None, :])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        column = SpanningForestClustering(3).fit(X, partial_labels=labels[:, None])
+    np.testing.assert_array_equal(
+        column.labels_, SpanningForestClustering(3).fit(X, partial_labels=labels).labels_)
