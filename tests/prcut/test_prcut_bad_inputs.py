@@ -284,6 +284,7 @@ def test_prcut_and_its_graph_readers_refuse_a_malformed_affinity_without_crashin
 
 # -- after the fit: the queries as fit read its input ---------------------------------
 
+@TORCH
 def test_negative_query_affinities_are_refused_as_fit_refuses_them(blobs):
     # predict gave other labels for -A (a sign mistake), score 0.0, without a word
     X, _ = blobs
@@ -298,6 +299,7 @@ def test_negative_query_affinities_are_refused_as_fit_refuses_them(blobs):
     model.predict(queries)  # the affinities themselves: no error
 
 
+@TORCH
 def test_score_reads_the_graph_input_of_fit_or_none(blobs):
     # any graph_input was scored before: of another width, or without one at fit
     X, _ = blobs
