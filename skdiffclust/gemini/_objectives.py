@@ -331,5 +331,7 @@ def _wasserstein(T, D, one_vs_one):
 def _mutual_information(T):
     n = T.shape[-2]
     pi = np.maximum(T.mean(axis=-2), PROPORTION_FLOOR)
-    log_ratio = np.log(np.maximum(T, PROBABILITY_FLOOR)) - np.log(pi)[..., None, :]
+    # 1e-300 underflows to 0 in float32 (log 0 times 0: NaN): the smallest normal there
+    floor = T.dtype.type(max(PROBABILITY_FLOOR, float(np.finfo(T.dtype).tiny)))
+    log_ratio = np.log(np.maximum(T, floor)) - np.log(pi)[..., None, :]
     return (T * log_ratio).sum(axis=(-2, -1)) / n, log_ratio / n

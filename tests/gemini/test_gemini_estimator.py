@@ -287,3 +287,13 @@ def test_a_callable_geometry_that_gives_no_usable_values_is_refused(params, matc
     with pytest.raises(ValueError, match=match):
         model.set_params(**params).fit(X)
     np.testing.assert_array_equal(model.labels_, labels)  # the earlier fit kept
+
+
+def test_the_mutual_information_trains_float32_data_of_confident_clusters():
+    # its floor of 1e-300 underflowed to 0 in float32: log(0) times 0 gave NaN, and
+    # the fit stopped with "training diverged" where float64 data fitted
+    X, _ = make_blobs(100, n_features=3, centers=2, cluster_std=0.1, random_state=0)
+    fits = [SparseGEMINI(n_clusters=3, gemini="mi", max_iter=10, random_state=0)
+            .fit(X.astype(dtype)) for dtype in (np.float64, np.float32)]
+    np.testing.assert_array_equal(fits[1].labels_, fits[0].labels_)
+    assert np.isfinite(fits[1].loss_curve_).all()
