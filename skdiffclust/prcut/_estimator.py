@@ -591,7 +591,7 @@ class PRCut(RenamedParameters, ClassNamePrefixFeaturesOutMixin, TransformerMixin
         tags = super().__sklearn_tags__()
         precomputed = self.affinity == "precomputed"
         tags.input_tags.pairwise = precomputed
-        tags.input_tags.sparse = True
+        tags.input_tags.sparse = self.neighbors_algorithm != "approximate"  # dense only
         tags.input_tags.positive_only = precomputed
         tags.transformer_tags.preserves_dtype = ["float64", "float32"]
         return tags

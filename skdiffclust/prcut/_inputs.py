@@ -168,7 +168,10 @@ def score_graph_source(X, graph_input, *, precomputed, graph_input_used, n_train
         if graph_input_used:
             raise ValueError(
                 "PRCut was fitted with a graph_input: pass the queries' own to score "
-                "(score(X, graph_input=...)).")
+                "(score(X, graph_input=...)); in a model search, route it with "
+                "sklearn.set_config(enable_metadata_routing=True) and "
+                "PRCut(...).set_fit_request(graph_input=True)"
+                ".set_score_request(graph_input=True).")
         return flat(X)
     if not graph_input_used:  # it was scored in another space than fit's graph
         raise ValueError(
