@@ -474,8 +474,8 @@ class DeepImageClustering(RenamedParameters, ClassNamePrefixFeaturesOutMixin,
 
     def _read(self, X):
         """Images X as the network reads them, and the dtype of the outputs:
-        float32 for float32 images, float64 for any other (integers are read in
-        float32, which holds them exactly)."""
+        float32 for float32 images, float64 for any other (integer images are read
+        in float32 all the same)."""
         check_is_fitted(self)
         images = check_images(self, X, reset=False)
         pixels = float32_precision(images)
@@ -486,7 +486,7 @@ class DeepImageClustering(RenamedParameters, ClassNamePrefixFeaturesOutMixin,
 
     def _forward(self, X):
         """The embeddings and probabilities of images X (the network, in NumPy)
-        and the dtype X was read in."""
+        and the dtype of the outputs (:meth:`_read`)."""
         images, dtype = self._read(X)  # checks that the model is fitted
         embedding, proba = forward(self.network_state_, images, self.input_side_,
                                    host_threads(self.n_jobs))

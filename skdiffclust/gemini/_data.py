@@ -381,15 +381,21 @@ class Geometry:
         if not self.is_mmd and matrix.size and matrix.min() < 0:
             raise ValueError(f"{source} gives negative distances on these data: a "
                              "Wasserstein GEMINI needs a distance (a cost of at least 0).")
-        if self.is_mmd and callable(self.kernel) and not _separates_rows(matrix):
+        if self.is_mmd and callable(self.kernel):
+            self._check_spread(source, *diagonal_and_mean(matrix))
+        return matrix
+
+    @staticmethod
+    def _check_spread(source, mean_diagonal, mean_entry, slack):
+        """A callable kernel must tell the rows apart (:func:`diagonal_and_mean`)."""
+        if mean_diagonal - mean_entry <= slack:
             raise ValueError(
                 f"{source} is not a kernel that tells these data apart: its mean "
-                f"diagonal entry ({np.mean(np.diag(matrix)):.4g}) is not above its mean "
-                f"entry ({np.mean(matrix):.4g}), as a positive semi-definite kernel's is "
+                f"diagonal entry ({mean_diagonal:.4g}) is not above its mean "
+                f"entry ({mean_entry:.4g}), as a positive semi-definite kernel's is "
                 "unless it maps every sample to one point (a distance, or a constant?). "
                 "An MMD GEMINI needs a kernel; for distances use "
                 "gemini='wasserstein_ovo' with metric=.")
-        return matrix
 
     def kernel_features(self, inputs):
         """Nyström features of the rows, computed by blocks of CHUNK rows."""
@@ -415,15 +421,15 @@ class Geometry:
         return self.metric in TRANSLATION_INVARIANT_METRICS
 
 
-def _separates_rows(matrix):
-    """Whether a square kernel matrix of some rows has a mean diagonal entry above
-    its mean entry, beyond rounding: twice their difference is the mean squared
-    distance between the rows in the kernel's feature space, at least 0 for any
-    positive semi-definite kernel, and 0 only where it maps every row to one point
-    (every MMD is then 0)."""
+def diagonal_and_mean(matrix):
+    """A square matrix's mean diagonal entry, its mean entry, and the rounding slack
+    of their difference. Twice the difference of a kernel matrix's is the mean
+    squared distance between its rows in the kernel's feature space: at least 0
+    for any positive semi-definite kernel, and 0 only where it maps every row to
+    one point (every MMD is then 0); a distance matrix's is negative."""
     mean_diagonal, mean_entry = float(np.mean(np.diag(matrix))), float(np.mean(matrix))
     slack = np.sqrt(np.finfo(np.float64).eps) * (abs(mean_diagonal) + abs(mean_entry))
-    return mean_diagonal - mean_entry > slack
+    return mean_diagonal, mean_entry, slack
 
 
 def check_groups(groups, n_features):

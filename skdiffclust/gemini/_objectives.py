@@ -26,7 +26,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from skdiffclust._utils._validation import check_host_array
-from skdiffclust.gemini._data import MatrixKernel
+from skdiffclust.gemini._data import MatrixKernel, diagonal_and_mean
 
 OBJECTIVES = ("mmd_ova", "mmd_ovo", "wasserstein_ova", "wasserstein_ovo", "mi")
 
@@ -145,8 +145,7 @@ def _check_affinity(A, objective):
     if not kernel and A.min() < -np.sqrt(np.finfo(np.float64).eps) * scale:
         raise ValueError(f"affinity must hold non-negative distances for "
                          f"objective={objective!r}, got entries down to {A.min():.4g}.")
-    mean_diagonal, mean_entry = float(np.mean(np.diag(A))), float(np.mean(A))
-    slack = np.sqrt(np.finfo(np.float64).eps) * (abs(mean_diagonal) + abs(mean_entry))
+    mean_diagonal, mean_entry, slack = diagonal_and_mean(A)
     values = f"mean diagonal entry {mean_diagonal:.4g}, mean entry {mean_entry:.4g}"
     if kernel and mean_diagonal + slack < mean_entry:
         raise ValueError(
