@@ -264,6 +264,10 @@ ISSUE_CASES = {
         TypeError, "floating point torch.dtype"),
     "PRCutBatchPairs batch_size above n_samples": (
         lambda b: b["T"].PRCutBatchPairs(b["graph"], 7), ValueError, "exceeds the graph's 6"),
+    # before: the cast to float16 gave infinite weights, refused only by the loss
+    "PRCutBatchPairs weights beyond float16": (
+        lambda b: b["T"].PRCutBatchPairs(1e5 * b["graph"], 3, dtype=b["torch"].float16),
+        ValueError, "overflows torch.float16"),
 }
 
 

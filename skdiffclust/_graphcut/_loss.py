@@ -378,8 +378,9 @@ class PRCutLoss(nn.Module):
         ------
         ValueError
             For empty or mis-shaped batches, probabilities that are not (NaN or
-            infinity, negative entries, rows not summing to 1: logits), and
-            weights that are negative, NaN or infinite; on CUDA after the first
+            infinity, negative entries, rows not summing to 1: logits), for
+            weights that are negative, NaN or infinite, and for a ``p_bar`` set to
+            NaN or negative proportions; on CUDA after the first
             call, a device-side assertion instead (see :func:`set_input_checks`).
         TypeError
             For inputs that are not tensors, or not in the loss's dtype and on its
@@ -444,7 +445,10 @@ class PRCutLoss(nn.Module):
             checks.append(lambda: non_negative(weights, "affinity", "weights"))
             # weights too large to add up: normalised by an infinite total, all 0
             checks.append(lambda: finite(weights, "affinity", through=total))
-        self._value_checks(both.device, *checks)
+        # p_bar is set by the user only between calls (a start, a loaded state)
+        set_proportions = (lambda: non_negative(self.p_bar, "PRCutLoss's p_bar",
+                                                "cluster proportions"),)
+        self._value_checks(both.device, *checks, eager_only=set_proportions)
 
 
 def _check_proba(proba, name, n_clusters):

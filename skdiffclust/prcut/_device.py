@@ -167,7 +167,8 @@ class PRCutBatchPairs:
         Where the indices and blocks are made: ``generator``'s device when given,
         else the CPU.
     dtype : torch.dtype, default=torch.float32
-        Of the blocks' weights.
+        Of the blocks' weights; a graph whose weights overflow it is refused
+        (float16 holds at most 65504).
     generator : torch.Generator, default=None
         Draws the permutations, on ``device``; torch's default generator when
         None.
@@ -205,6 +206,7 @@ class PRCutBatchPairs:
                 "a batch holds distinct samples.")
         check_float_dtype(dtype)
         dtype = torch.float32 if dtype is None else dtype
+        _check_weights_representable(W, dtype)
         check_generator(generator)
         if device is None:
             device = generator.device if generator is not None else "cpu"
@@ -232,6 +234,18 @@ class PRCutBatchPairs:
             # valid by construction: checking would read the indices back
             yield left, right, torch.sparse_coo_tensor(
                 torch.stack([rows, cols]), weights, shape, check_invariants=False)
+
+
+def _check_weights_representable(W, dtype):
+    """A ValueError where the graph's weights overflow ``dtype`` (float16's
+    largest is 65504): the cast would turn them into infinities, which the loss
+    would only refuse at its first batch."""
+    largest = torch.finfo(dtype).max
+    if W.data.size and float(W.data.max()) > largest:
+        raise ValueError(
+            f"graph's largest weight, {float(W.data.max()):.4g}, overflows {dtype} "
+            f"(at most {largest:.4g}): rescale the graph (the loss divides each block "
+            "by its total, so a common factor changes nothing) or use a wider dtype.")
 
 
 def _checked_graph(graph):

@@ -137,6 +137,17 @@ def test_proportion_average_starts_uniform_and_tracks_the_batches():
     torch.testing.assert_close(value, torch.tensor([0.3, 0.7], dtype=torch.float64))
 
 
+@pytest.mark.parametrize("start, match", [
+    (float("nan"), "p_bar contains NaN"), (-0.5, "p_bar must hold non-negative")])
+def test_a_start_of_the_proportions_that_is_not_one_is_named(start, match):
+    # before: NaN gave a NaN loss, a negative share a finite loss, both silently
+    criterion = PRCutLoss(2, dtype=torch.float64)
+    criterion.p_bar.copy_(torch.tensor([start, 0.5]))
+    proba = torch.tensor([[0.9, 0.1], [0.2, 0.8]], dtype=torch.float64)
+    with pytest.raises(ValueError, match=match):
+        criterion(proba[:1], proba[1:], torch.ones(1, 1, dtype=torch.float64))
+
+
 @pytest.mark.parametrize("hidden", [(), (5, 4)])
 def test_numpy_forward_matches_the_torch_network(hidden):
     network = AssignmentNetwork(3, hidden, 4, make_generator(0)).double()
