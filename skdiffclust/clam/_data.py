@@ -17,6 +17,8 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.preprocessing import normalize
 
+from skdiffclust._utils._warn import warn_user
+
 BLOCK_ROWS = 4096
 
 
@@ -126,12 +128,30 @@ class ScaledData:
         return out
 
 
-def check_directions(X):
-    """Refuse data without a direction for ``metric='cosine'``: all zero rows
-    made training diverge, and the error blamed the learning rate."""
-    if not (X.nnz if sp.issparse(X) else np.any(X)):
+def check_directions(X, metric, training=True):
+    """For ``metric='cosine'``: refuse training data without a direction (all zero
+    rows made training diverge, and the error blamed the learning rate), and warn
+    of the zero rows among others: they have no direction either, and the
+    dynamics from the origin give them all one cluster, whatever it holds."""
+    if metric != "cosine":
+        return
+    zero = _zero_rows(X)
+    if training and zero == X.shape[0]:
         raise ValueError("Every sample is a zero vector: metric='cosine' clusters "
                          "directions, and zero vectors have none.")
+    if zero:
+        warn_user(
+            f"{zero} of the {X.shape[0]} samples are zero vectors: with "
+            "metric='cosine' they have no direction, and all of them get the cluster "
+            "the dynamics from the origin reach, whatever it holds. Drop them, or "
+            "use metric='euclidean'.", UserWarning)
+
+
+def _zero_rows(X):
+    """The number of rows of X without a non-zero entry."""
+    if sp.issparse(X):
+        return int(np.count_nonzero(abs(X).sum(axis=1) == 0))
+    return int(X.shape[0] - np.count_nonzero(np.any(X, axis=1)))
 
 
 def dense_rows(X):

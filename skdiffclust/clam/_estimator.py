@@ -343,8 +343,7 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
         check_n_clusters(self.n_clusters, X.shape[0])
         check_magnitude(X)
         check_spread(X)
-        if self.metric == "cosine":
-            check_directions(X)
+        check_directions(X, self.metric)
         return X
 
     @_fit_context(prefer_skip_nested_validation=True)
@@ -381,6 +380,7 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
             stream = self._start_stream(X)
         else:
             X, stream = next_chunk(self, stream, X)
+            check_directions(X, self.metric)
         n_threads = host_threads(self.n_jobs)
         data = stream.data(X)
         rows = data.inference_rows()
@@ -493,6 +493,7 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
         X = validate_data(self, X, accept_sparse="csr", dtype=[np.float64, np.float32],
                           reset=False)
         check_magnitude(X)
+        check_directions(X, self._fit_dynamics.metric, training=False)
         data = ScaledData(X, self._fit_dynamics.metric == "cosine", self._shift, self._scale)
         return X, data.inference_rows()
 

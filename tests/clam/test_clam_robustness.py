@@ -232,8 +232,16 @@ def test_cosine_data_of_zero_vectors_only_are_refused_clearly(to_input):
     with pytest.raises(ValueError, match="zero vector.*cosine"):
         ClAM(3, metric="cosine", random_state=0).fit(to_input(np.zeros((20, 4))))
     X = np.random.default_rng(0).standard_normal((30, 3))
-    X[0] = 0.0  # one zero vector among others is clustered
-    assert ClAM(3, metric="cosine", random_state=0).fit(to_input(X)).n_clusters_ == 3
+    X[0] = 0.0  # one zero vector among others is clustered, and said to have no direction
+    with pytest.warns(UserWarning, match="1 of the 30 samples are zero vectors"):
+        clam = ClAM(3, metric="cosine", random_state=0).fit(to_input(X))
+    assert clam.n_clusters_ == 3
+    # before: a zero query got a cluster with probability 1, silently
+    for method in (clam.predict, clam.predict_proba, clam.transform):
+        with pytest.warns(UserWarning, match="2 of the 3 samples are zero vectors"):
+            method(to_input(np.r_[np.zeros((2, 3)), X[1:2]]))
+    with pytest.warns(UserWarning, match="4 of the 10 samples"):
+        clam.partial_fit(to_input(np.r_[np.zeros((4, 3)), X[1:7]]))
 
 
 def test_float32_in_float32_out_and_feature_names():
@@ -314,7 +322,7 @@ def test_auto_beta_makes_the_basins_the_voronoi_cells(shared_data, battery, name
         X = StandardScaler().fit_transform(X)
     clam = _quiet(ClAM(k, random_state=0), X)
     nearest = squared_distances(X, clam.cluster_centers_.astype(np.float64)).argmin(axis=1)
-    assert np.mean(nearest == clam.labels_) >= 0.995
+    assert np.mean(nearest == clam.labels_) >= 0.997
     # a soft beta (1/16 of it) lets the prototypes attract collectively instead: atom's
     # core and shell merge, as they did when the selection picked its soft candidate
     soft = _quiet(ClAM(k, random_state=0, beta=clam.beta_ * clam._scale**2 / 16), X)
