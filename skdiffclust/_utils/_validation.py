@@ -241,19 +241,22 @@ def warn_empty_clusters(name, n_found, n_clusters, *, cause, remedy, relabelled=
     """The warning of a fit that left clusters empty (``n_clusters_ < n_clusters``).
 
     ``cause`` says why the method's clusters stay empty, ``remedy`` which
-    parameters may help; ``relabelled`` whether the labels were renumbered
-    0 .. n_clusters_ - 1 (or keep the model's numbers); ``counted`` whether
-    ``n_clusters='auto'`` counted the ``n_clusters``.
+    parameters may help (None where none can: identical samples);
+    ``relabelled`` whether the labels were renumbered 0 .. n_clusters_ - 1 (or
+    keep the model's numbers); ``counted`` whether ``n_clusters='auto'`` counted
+    the ``n_clusters``.
     """
     numbering = ("Labels are numbered 0 .. n_clusters_ - 1" if relabelled
                  else "Labels keep the numbers of the model's clusters")
+    if counted and remedy is None:  # nothing to count among identical samples
+        warn_user(f"{name}(n_clusters='auto') found {n_found} cluster(s): {cause}.",
+                  UserWarning)
+        return
     asked = (f"{n_clusters} that n_clusters='auto' counted" if counted else
              f"n_clusters={n_clusters} asked")
-    warn_user(
-        f"{name} found {n_found} non-empty clusters of the {asked}: {cause}. "
-        f"{numbering}. {remedy} may help.",
-        UserWarning,
-    )
+    advice = "" if remedy is None else f" {remedy} may help."
+    warn_user(f"{name} found {n_found} non-empty clusters of the {asked}: {cause}. "
+              f"{numbering}.{advice}", UserWarning)
 
 
 def warn_unclear_count(name, count, decided_by):

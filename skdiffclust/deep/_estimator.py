@@ -458,7 +458,7 @@ class DeepImageClustering(RenamedParameters, ClassNamePrefixFeaturesOutMixin,
                 "DeepImageClustering", self.n_clusters_, expected,
                 cause=("the images are all identical" if identical else
                        "the network assigns no training image to the others"),
-                remedy="A larger balance (balanced clusters)",
+                remedy=None if identical else "A larger balance (balanced clusters)",
                 counted=count.candidates is not None)
         return self
 

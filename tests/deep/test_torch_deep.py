@@ -280,6 +280,19 @@ def test_identical_images_get_one_cluster_and_say_why():
     assert np.unique(model.labels_).size == model.n_clusters_ == 1
 
 
+def test_identical_images_counted_by_auto_are_one_cluster_said_plainly():
+    # before: "found 1 non-empty clusters of the 2 that n_clusters='auto' counted
+    # ... A larger balance may help", while the candidates were [1]
+    with pytest.warns(UserWarning) as caught:
+        model = DeepImageClustering("auto", max_iter=1, device="cpu", random_state=0).fit(
+            np.full((30, 8, 8), 0.5))
+    messages = [str(w.message) for w in caught if not issubclass(w.category,
+                                                                 ConvergenceWarning)]
+    assert messages == ["DeepImageClustering(n_clusters='auto') found 1 cluster(s): "
+                        "the images are all identical."]
+    assert model.n_clusters_ == 1 and model.n_clusters_candidates_.tolist() == [1]
+
+
 def test_float32_images():
     model = fit_fast(SMALL.astype(np.float32))
     assert model.predict(SMALL[:5].astype(np.float32)).shape == (5,)
