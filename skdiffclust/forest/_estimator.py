@@ -155,8 +155,8 @@ class SpanningForestClustering(ClusterMixin, _SetOutputMixin, BaseEstimator):
 
     device : {'auto', 'cpu', 'cuda'}, default='auto'
         Where the embedding is trained; ``'auto'`` picks CUDA when available,
-        except for the built-in embeddings at a ``batch_size`` under 64 or from
-        128 to 191, which train faster on the CPU (see the User Guide).
+        except for the built-in embeddings at a ``batch_size`` under 64, which
+        train faster on the CPU (see the User Guide).
         Fitted weights are NumPy arrays: ``predict`` never needs a GPU.
 
     n_jobs : int, default=None

@@ -60,10 +60,13 @@ def subset_algorithm(algorithm, n_points):
 # batch 64, 86 against 181 (2026-11-26 evening: the forests solved on the host's 16
 # cores beside CUDA's steps; 246 against 206 on one core); 128, 214 against 170 (the
 # device solver, below); 192, 95 against 222 (132 against 226 in the evening); 256, 91
-# against 309; 1024, 35 against 1,580. Below 64 (not measured) a step is a few
-# launches more than the CPU's whole step. A user's module (a CNN) stays on CUDA,
-# where its own layers weigh more: LeNet-5 at batch 64, 5.4 ms a step against 7.0.
-CPU_BATCH_SIZES = ((1, 64), (128, 192))
+# against 309; 1024, 35 against 1,580. The H100's batch 128 was kept on the CPU until
+# the H200 (2026-11-27, benchmarks/results/gpu.csv, 8 epochs each) measured it at 97
+# ms on CUDA against 224, and batch 64 at 100 against 138: the newer measurement, of
+# the code as it stands, decides. Below 64 (not measured) a step is a few launches
+# more than the CPU's whole step. A user's module (a CNN) stays on CUDA, where its
+# own layers weigh more: LeNet-5 at batch 64, 5.4 ms a step against 7.0.
+CPU_BATCH_SIZES = ((1, 64),)
 
 
 def training_device(device, embedding, batch_size):

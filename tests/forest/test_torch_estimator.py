@@ -337,9 +337,9 @@ def test_auto_trains_small_batches_of_the_built_in_embeddings_on_the_cpu(monkeyp
     module = torch.nn.Linear(4, 2)
     assert _settings.training_device("auto", "mlp", 63) == cpu
     assert _settings.training_device("auto", "mlp", 64) == cuda
-    assert _settings.training_device("auto", "linear", 127) == cuda
-    assert _settings.training_device("auto", "linear", 128) == cpu
-    assert _settings.training_device("auto", "linear", 191) == cpu
+    # 128 to 191 went to the CPU until an H200 trained batch 128 2.3 times as fast
+    # on CUDA (benchmarks/results/gpu.csv)
+    assert _settings.training_device("auto", "linear", 128) == cuda
     assert _settings.training_device("auto", "mlp", 192) == cuda
     assert _settings.training_device("auto", module, 64) == cuda
     assert _settings.training_device("cuda", "mlp", 64) == cuda
