@@ -37,7 +37,7 @@ RESULTS = ROOT / "benchmarks" / "results"
 TABLES = Path(__file__).resolve().parent / "_generated"
 
 # a difference of mean ARI under this is "level": over seeds an estimator's mean
-# ARI on the 33 datasets moves by about 0.005 (bench_quality.py --seeds)
+# ARI on the quality datasets moves by about 0.005 (bench_quality.py --seeds)
 MARGIN = 0.02
 # the load average above which a run on the CPU machine shared it with other jobs:
 # the benchmark's own thread counts 1
@@ -271,7 +271,7 @@ def speedup_figures(stem, rows):
     return figures
 
 
-# ---------------------------------------------------------------- the 33 datasets
+# ------------------------------------------------------------ the quality datasets
 
 
 def quality_summary(rows):

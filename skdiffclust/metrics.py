@@ -108,7 +108,8 @@ def batch_clustering_error(y_true, X, *, n_clusters, batch_size=64):
     most its size) by single linkage, i.e. the maximum-weight spanning forest of
     minus the Euclidean distances, and compared with ``y_true`` by
     :func:`pair_confusion_error`. The paper's *batch-wise clustering precision*
-    is one minus this error (0.99 on MNIST's test set with batches of 64).
+    is one minus this error (the paper reports 0.99 on MNIST's test set with
+    batches of 64).
 
     Parameters
     ----------
