@@ -55,6 +55,12 @@ LITERAL_DIRECTIVES = re.compile(
     r"|math|highlight|raw)::")
 SUBSTITUTION_DEFINITION = re.compile(r"\s*\.\.\s+\|[^|]+\|\s+replace::")
 INLINE_LITERAL = re.compile(r"``.+?``|:math:`[^`]*`|`[^`]*<[^>]*>`_|https?://\S+", re.S)
+# a literal that is only a number (``0.865``) is a figure set in code type, read as
+# prose; one with a name (``tol=0.001``, ``LAYER_WEIGHT = 0.001``) is a setting
+BARE_NUMBER = re.compile(r"``\s*-?\d[\d,]*(?:\.\d+)?\s*``")
+# pages of dated records (doc/records/): experiments as measured on their day, with
+# the code of that day, which no benchmark repeats; each says so at its top
+RECORDS = "records"
 
 
 def _indent(line):
@@ -88,9 +94,17 @@ def prose(text):
             continue
         kept.append((number, line))
     # inline literals may span lines: removed from the paragraph, lines kept
-    joined = INLINE_LITERAL.sub(lambda m: "\n" * m.group().count("\n") or " ",
-                                "\n".join(line for _, line in kept))
+    joined = INLINE_LITERAL.sub(_literal_as_read, "\n".join(line for _, line in kept))
     return list(zip([number for number, _ in kept], joined.split("\n")))
+
+
+def _literal_as_read(match):
+    """An inline literal as the scan reads it: a bare number as itself, anything
+    else as a space (its line breaks kept)."""
+    text = match.group()
+    if BARE_NUMBER.fullmatch(text):
+        return text.strip("`").strip()
+    return "\n" * text.count("\n") or " "
 
 
 def example_prose(source):
@@ -122,7 +136,8 @@ def pages():
     found = [CHECKOUT / "README.rst"]
     for path in sorted(DOC.rglob("*.rst")):
         parts = path.relative_to(DOC).parts
-        if GENERATED.isdisjoint(parts) and path.name not in GENERATED_FILES:
+        if GENERATED.isdisjoint(parts) and path.name not in GENERATED_FILES \
+                and parts[0] != RECORDS:
             found.append(path)
     examples = CHECKOUT / "examples"
     return found + sorted(examples.glob("*.py")) + sorted(examples.glob("*.rst"))
@@ -143,6 +158,7 @@ def name(path):
     "PRCut fits in 26.8 s", "a fit takes 112 to 120 s", "0.087 s", "in 4.5 ms",
     "in about 2 minutes", "12 minutes and 5.5 GiB", "2.9x", "34 times slower",
     "ARI 0.70", "ACC 0.987 / NMI 0.962", "(0.626, 0.625)",
+    "a mean NMI of ``0.865``", "from ``0.813`` to\n``0.864``",
 ])
 def test_the_scan_finds_typed_figures(text):
     assert figures_in(prose(text)), text
@@ -151,7 +167,7 @@ def test_the_scan_finds_typed_figures(text):
 @pytest.mark.parametrize("text", [
     "10,000 x 16 points", "28 x 28 images", "Python 3.11, NumPy 2.4.6, SciPy 1.17.1",
     "2026-11-27", "ARI |quality-prcut-ari| in |quality-prcut-cpu|",
-    "``learning_rate=0.01``", "the 1990s", "5% of the labels", "n_init=10",
+    "``learning_rate=0.01``", "``LAYER_WEIGHT = 0.001``", "``tol=1e-3``", "the 1990s", "5% of the labels", "n_init=10",
     "a 2-core x86-64 CPU", "version 0.9.7",
     "Example::\n\n    model.fit(X)  # 0.087 s\n\nAfter.",
     ".. code-block:: python\n\n   print(0.71)\n",
@@ -188,6 +204,17 @@ def test_the_scan_reads_every_page():
     assert {"README.rst", "doc/index.rst", "doc/benchmarks.rst",
             "doc/user_guide/prcut.rst", "doc/user_guide/n_clusters.rst"} <= names
     assert any(page.startswith("examples/") for page in names)
+
+
+def test_a_record_says_it_is_one_and_when():
+    """The pages the scan leaves out are records: each says at its top that its
+    figures were measured on their day, and which days."""
+    records = sorted((DOC / RECORDS).glob("*.rst"))
+    assert records
+    for path in records:
+        top = " ".join(path.read_text(encoding="utf-8").split("\n")[:20])
+        assert "record" in top and re.search(r"\d{4}-\d\d-\d\d", top), name(path)
+        assert "measured then" in top, name(path)
 
 
 # ---------------------------------------------------------------- the quoted figures
