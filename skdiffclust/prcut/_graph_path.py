@@ -21,7 +21,7 @@ from skdiffclust._graphcut._descent import ObjectiveDescent
 from skdiffclust._graphcut._duplicates import find_copies
 from skdiffclust._graphcut._selection import partition_rank
 from skdiffclust._graphcut._tree import tree_partition
-from skdiffclust._training._progress import EpochProgress
+from skdiffclust._training._loop import SettledWhen, TrainingSession, run_epochs
 from skdiffclust._utils._threads import one_blas_thread
 from skdiffclust._utils._warn import warn_user
 
@@ -51,19 +51,19 @@ def descend(graph, labels, settings, name="PRCut"):
     ``labels`` until one moves no sample, at most ``settings.max_iter`` (then a
     ConvergenceWarning). Returns the labels and the objective after each sweep."""
     descent = ObjectiveDescent(graph, labels, settings.n_clusters, settings.gamma)
-    curve = []
-    with EpochProgress(settings.verbose, name, settings.max_iter) as progress:
-        for _ in range(settings.max_iter):
-            curve.append(descent.sweep())
-            progress.update(curve[-1])
-            if descent.moves == 0:
-                break
-    if descent.moves != 0:
+    # the engine's loop and bar: its rule holds from the first sweep (a patience of
+    # 0), and the descent has converged once a sweep moves no sample
+    with TrainingSession(name, verbose=settings.verbose, total=settings.max_iter,
+                         warn=False) as session:
+        result = run_epochs(descent.sweep, max_iter=settings.max_iter, tol=0.0,
+                            n_iter_no_change=0, name=name, session=session,
+                            hooks=[SettledWhen(lambda: descent.moves == 0)])
+    if not result.converged:  # the engine's wording speaks of tol, unused here
         warn_user(
             f"{name} ran max_iter={settings.max_iter} sweeps of its descent on the graph "
             f"and the last still moved {descent.moves} samples: increase max_iter.",
             ConvergenceWarning)
-    return descent.labels, np.asarray(curve, dtype=np.float64)
+    return descent.labels, result.loss_curve
 
 
 def fit_on_graph(begun, settings):
