@@ -7,6 +7,7 @@ parallel; sparse CSR input where the method allows it, a clear error elsewhere;
 partial labels and must-link pairs are validated.
 """
 
+import inspect
 import re
 import warnings
 from pathlib import Path
@@ -18,6 +19,7 @@ from sklearn.datasets import load_digits, make_blobs
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import adjusted_rand_score
 from sklearn.model_selection import GridSearchCV
+from sklearn.utils._param_validation import StrOptions
 
 from skdiffclust import SpanningForestClustering
 from tests._estimators import each
@@ -215,6 +217,41 @@ def test_former_parameter_names_are_refused_with_the_new_name(entry):
         assert new in entry.make().get_params()
     with pytest.raises(TypeError, match="unexpected keyword argument 'no_such'"):
         entry.estimator(no_such=1)
+
+
+def _parameter_entry(estimator, name):
+    """The text of parameter ``name``'s entry in the estimator's docstring."""
+    doc = inspect.getdoc(estimator)
+    found = re.search(rf"^{re.escape(name)} : .*?(?=^\w[\w, ]* : |^\w+\n-+$|\Z)", doc,
+                      re.S | re.M)
+    return found.group() if found else ""
+
+
+# option lists too long to spell out, which the entry names by their source
+LISTED_ELSEWHERE = ("pairwise_distances", "pairwise_kernels")
+
+
+@pytest.mark.parametrize("entry", ALL)
+def test_every_parameter_is_validated_and_its_options_documented(entry):
+    # a parameter without a constraint was accepted with any value, and an option
+    # left out of the docstring passed numpydoc's checks
+    estimator = entry.estimator
+    parameters = set(entry.make().get_params(deep=False))
+    constrained = set(estimator._parameter_constraints)
+    assert parameters == constrained, (
+        f"{entry.name}: parameters without an entry in _parameter_constraints: "
+        f"{sorted(parameters - constrained)}; entries of no parameter: "
+        f"{sorted(constrained - parameters)}")
+    for name, constraints in estimator._parameter_constraints.items():
+        text = _parameter_entry(estimator, name)
+        assert text, f"{entry.name}'s docstring has no entry for {name}"
+        options = {option for constraint in constraints
+                   if isinstance(constraint, StrOptions) for option in constraint.options}
+        if any(source in text for source in LISTED_ELSEWHERE):
+            continue
+        undocumented = sorted(option for option in options if f"'{option}'" not in text)
+        assert not undocumented, (
+            f"{entry.name}'s docstring entry for {name} does not name {undocumented}")
 
 
 def _outputs(model, data):

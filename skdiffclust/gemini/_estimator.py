@@ -87,8 +87,9 @@ default='mmd_ovo'
         that no n x n matrix is built. ``None``: the exact kernel matrix of each
         batch. The linear kernel is always exact.
 
-    metric : str, default='euclidean'
-        Distance of the Wasserstein objectives (on the same scaled data).
+    metric : str or callable, default='euclidean'
+        Distance of the Wasserstein objectives (on the same scaled data): any
+        metric of :func:`sklearn.metrics.pairwise_distances` but ``'precomputed'``.
 
     hidden_layer_sizes : tuple of int, default=(20,)
         Hidden layers of the MLP; ``()`` gives the sparse logistic regression (the
