@@ -9,8 +9,10 @@ shape, wrong device. Without torch only the estimators' cases run (PRCut's and
 the blocks' are marked ``torch``).
 """
 
+import ast
 import re
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,6 +20,7 @@ import scipy.sparse as sp
 from sklearn.datasets import make_blobs
 from sklearn.exceptions import ConvergenceWarning
 
+import skdiffclust
 from skdiffclust import ClAM
 from skdiffclust._utils._validation import NumberInterval
 from tests._estimators import each, each_with
@@ -335,6 +338,22 @@ BLOCKS = {
             S, b["labels"][:S.shape[0]] if S.ndim == 2 and S.shape[0] == S.shape[1]
             else b["labels"], 1 if S.shape[0] == 1 else 3, n_samples=5), "S"),
 }
+
+
+# what skdiffclust.torch exports besides the blocks fuzzed above: the batch pairs
+# (fuzzed on their graph below) and two functions of no tensor input
+NOT_FUZZED_AS_BLOCKS = {"PRCutBatchPairs", "constraints_from_labels", "set_input_checks"}
+
+
+def test_every_exported_block_is_fuzzed():
+    # a new block left out of BLOCKS was never fuzzed, and nothing said so
+    source = (Path(skdiffclust.__file__).parent / "torch.py").read_text(encoding="utf-8")
+    exported = next(ast.literal_eval(node.value) for node in ast.parse(source).body
+                    if isinstance(node, ast.Assign)
+                    and getattr(node.targets[0], "id", None) == "__all__")
+    fuzzed = {name.split(".")[0] for name in BLOCKS}
+    missing = sorted(set(exported) - fuzzed - NOT_FUZZED_AS_BLOCKS)
+    assert not missing, f"add {missing} to BLOCKS in {Path(__file__).name}"
 
 
 # layers map an empty batch to an empty output, as torch.nn.Linear does; losses (a

@@ -56,7 +56,10 @@ def test_public_names():
         "constraints_from_labels": "skdiffclust.forest",
         "spanning_forest": "skdiffclust.forest",
     }
-    assert sorted(skdiffclust.__all__) == sorted([*homes, "__version__"])
+    exported, known = set(skdiffclust.__all__), {*homes, "__version__"}
+    assert exported == known, (
+        f"exported but without a home in this test: {sorted(exported - known)} (add the "
+        f"folder that defines each to homes); not exported: {sorted(known - exported)}")
     for name, home in homes.items():
         public = getattr(skdiffclust, name)
         assert public is getattr(importlib.import_module(home), name)
