@@ -197,7 +197,8 @@ def _folder_text(folder):
     table, a method folder's paragraph under "Each method's modules" (a module's
     name met elsewhere on the page, in another folder, does not count)."""
     row = re.search(rf"^\| `{folder}/` \|.*$", ARCHITECTURE, re.M)
-    paragraph = re.search(rf"^\*\*{folder}/\*\*.*?(?=\n\s*\n)", ARCHITECTURE, re.M | re.S)
+    paragraph = re.search(rf"^\*\*{folder}/\*\*.*?(?=\n\s*\n|\Z)", ARCHITECTURE,
+                          re.M | re.S)
     found = row or paragraph
     assert found, f"ARCHITECTURE.md has no row or paragraph for {folder}/"
     return found.group()

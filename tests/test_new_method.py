@@ -1,5 +1,6 @@
-"""A sixth method, added as ARCHITECTURE.md's "Adding a method" says: its own folder
-and one registry entry, nothing else. In a copy of the package and of the tests,
+"""A sixth method, added as ARCHITECTURE.md's "Adding a method" says: its own folder,
+one registry entry and its paragraph in ARCHITECTURE.md, nothing else. In a copy of
+the package and of the tests,
 a throwaway soft k-means is added so; the architecture tests then pass with it
 (its folder is a method folder, on its floor, under every rule), and every test
 module that iterates the registry collects tests of it, so that no hand-written
@@ -141,8 +142,9 @@ def _ignored(folder, names):
 
 @pytest.fixture(scope="module")
 def with_a_sixth_method(tmp_path_factory):
-    """A copy of the package and the tests with the throwaway method's folder and
-    registry entry (and its tests' folder), and nothing else changed."""
+    """A copy of the package and the tests with the throwaway method's folder,
+    registry entry, paragraph of ARCHITECTURE.md (and its tests' folder), and
+    nothing else changed."""
     root = tmp_path_factory.mktemp("sixth")
     shutil.copytree(PACKAGE, root / "skdiffclust", ignore=_ignored)
     shutil.copytree(ROOT / "tests", root / "tests", ignore=_ignored)
@@ -156,6 +158,9 @@ def with_a_sixth_method(tmp_path_factory):
     (folder / "_estimator.py").write_text(ESTIMATOR)
     registry = root / "skdiffclust" / "_registry.py"
     registry.write_text(registry.read_text() + ENTRY)
+    architecture = root / "ARCHITECTURE.md"
+    architecture.write_text(architecture.read_text(encoding="utf-8") + (
+        "\n**softkmeans/** (`SoftKMeans`): `_estimator` (the class).\n"), encoding="utf-8")
     (root / "tests" / "softkmeans").mkdir()
     (root / "tests" / "softkmeans" / "__init__.py").write_text("")
     return root

@@ -6,12 +6,23 @@ graph falls apart into groups of copies that are not the clusters (blobs whose
 points were repeated five times gave three such components, ARI 0.58 against 0.90
 on the points themselves). The graph is built instead on the distinct points, and
 each copy keeps its own edges: the distinct points' neighbour lists (copies of a
-point counting once) are handed to the copies of each point, the t-th copy linking
-to the t-th copy of each neighbour (cyclically), so that every sample keeps
-``n_neighbors`` edges and no copy becomes a hub; the copies of a point are joined
-in a ring (two copies: one edge) of the largest connectivity weight, 1. The network
-gives copies the same output whatever their edges, so the graph only has to say
-that they belong together and where they belong.
+point counting once) are handed to the copies of each point, the t-th copy of
+point i linking to the (t + s)-th copy of each neighbour j (cyclically), so that
+every sample keeps ``n_neighbors`` edges and no copy becomes a hub; the copies of a
+point are joined in a ring (two copies: one edge) of the largest connectivity
+weight, 1. The network gives copies the same output whatever their edges, so the
+graph only has to say that they belong together and where they belong.
+
+The shift s is a hash of the pair (i, j). With s = 0 the t-th copies of all points
+formed one layer, a copy of the distinct points' graph, and the layers were joined
+only by the rings: the cheapest cuts of such a graph separate layers rather than
+clusters, and the ratio cut and its spectral start took them (600 blobs rounded to
+a grid of 28 distinct points: one cluster where four were given, ARI 0). Shifted per
+pair, the layers are mixed, as in a random lift of the distinct points' graph,
+whose spectrum gains no small eigenvalue: ARI 0.46 there; over 24 rounded sets of
+blobs (six seeds; 2, 3 and 5 features) the mean ARI given the number rose from
+0.81 to 0.87 (lower on two sets), and with ``n_clusters='auto'`` it stayed about
+level (0.79). Data without copies are not touched.
 
 Rows are found equal by a hash of their values (order-free over the non-zero
 entries, so that dense and sparse rows hash alike) and then compared exactly;
@@ -122,10 +133,11 @@ class Copies:
 
     def each_copy(self, distances, neighbors):
         """The distinct points' neighbour lists (rows of the ``n_distinct`` points)
-        handed to every sample: the t-th copy of a point links to the t-th copy
-        (cyclically) of each of its neighbours."""
+        handed to every sample: the t-th copy of point i links to the
+        (t + s(i, j))-th copy (cyclically) of each of its neighbours j."""
         neighbors = neighbors[self.point]
-        return distances[self.point], self.sample(neighbors, self.copy[:, None])
+        shifts = _pair_shifts(self.point[:, None], neighbors)
+        return distances[self.point], self.sample(neighbors, self.copy[:, None] + shifts)
 
     def joined(self, W):
         """W (CSR, on the samples) with the copies of each point joined in a ring
@@ -139,6 +151,19 @@ class Copies:
         W = sp.csr_matrix(W + ring, dtype=np.float64)
         W.sort_indices()
         return W
+
+
+def _pair_shifts(points, neighbors):
+    """The shift of each pair (point i, neighbour j): a hash of the unordered pair
+    (splitmix64's mixing of the two indices, its top 31 bits), negated from the
+    larger index, so that s(j, i) = -s(i, j) and a mutual pair of copies is one
+    edge, as without copies (a lift: the t-th copy of i and the (t + s)-th of j
+    are neighbours either way round)."""
+    low, high = np.minimum(points, neighbors), np.maximum(points, neighbors)
+    x = low.astype(np.uint64) * _GOLDEN ^ high.astype(np.uint64) * _MIX_1
+    x = (x ^ (x >> _30)) * _MIX_2
+    shift = ((x ^ (x >> _31)) >> np.uint64(33)).astype(np.int64)
+    return np.where(points < neighbors, shift, -shift)
 
 
 def find_copies(Z):

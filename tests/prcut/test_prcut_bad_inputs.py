@@ -178,6 +178,31 @@ def test_prcut_on_repeated_samples_finds_the_blobs_as_on_the_samples_themselves(
     assert ari >= adjusted_rand_score(y, unique.labels_) - 0.05  # 0.77 against 0.80
 
 
+@TORCH
+def test_data_on_a_grid_of_few_distinct_points_keep_the_clusters_asked():
+    # 600 blobs rounded to 28 distinct points: the t-th copies of every point made
+    # one layer of the graph, joined to the others only by the copies' rings, and
+    # the cuts between layers won: one cluster of the 4 asked, ARI 0 (k-means 0.75)
+    X, y = make_blobs(600, centers=4, n_features=2, random_state=0)
+    grid = np.round(0.5 * X)
+    assert np.unique(grid, axis=0).shape[0] == 28
+    model, _ = _messages(lambda: PRCut(4, random_state=0).fit(grid))
+    assert model.n_clusters_ == 4
+    assert adjusted_rand_score(y, model.labels_) > 0.4
+
+
+def test_the_copies_of_mutual_neighbours_are_joined_once_either_way_round():
+    # each copy's shift towards a neighbour is the neighbour's shift back, negated
+    X = np.repeat(make_blobs(40, n_features=2, random_state=1)[0], 3, axis=0)
+    W = _graph(X, 5).tocoo()
+    point = np.repeat(np.arange(40), 3)
+    other = point[W.row] != point[W.col]
+    pairs = set(zip(W.row[other], W.col[other]))
+    assert all((j, i) in pairs for i, j in pairs)
+    # a mutual pair of points: each copy joined to one copy of the other, weight 1
+    assert set(W.data[other]) <= {0.5, 1.0}
+
+
 def test_too_many_neighbours_for_the_distinct_samples_are_clipped_with_a_warning():
     X = np.repeat(np.random.default_rng(0).normal(size=(6, 2)), 4, axis=0)
     W, messages = _messages(lambda: _graph(X, 10, warn=True))
