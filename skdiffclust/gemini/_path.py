@@ -9,7 +9,7 @@ import numpy as np
 from skdiffclust.gemini._models import fold_standardisation
 
 
-@dataclass
+@dataclass(repr=False)
 class GeminiPath:
     """The regularisation path of :meth:`SparseGEMINI.path`.
 
@@ -44,6 +44,12 @@ class GeminiPath:
     converged: np.ndarray
     models: dict
     selected: int
+
+    def __repr__(self):
+        # a summary: the models' weights would print thousands of lines in a REPL
+        return (f"GeminiPath({self.lambdas.size} steps, features "
+                f"{int(self.n_features[0])} -> {int(self.n_features[-1])}, "
+                f"{len(self.models)} models kept, the selected one on {self.selected} features)")
 
 
 def path_from_records(records, models, selected, standardisation):

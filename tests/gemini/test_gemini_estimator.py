@@ -45,6 +45,10 @@ def test_path_records_and_exit_lambdas_are_consistent():
     assert exits[informative].min() >= np.median(exits[~informative])
     for count, entry in path.models.items():
         assert int((np.linalg.norm(entry["params"]["skip"], axis=1) > 0).sum()) == count
+    # a REPL shows a summary, not every kept model's weights (thousands of lines)
+    assert repr(path) == (f"GeminiPath({path.lambdas.size} steps, features "
+                          f"{X.shape[1]} -> {path.n_features[-1]}, {len(path.models)} models "
+                          f"kept, the selected one on {path.selected} features)")
 
 
 def test_a_constant_feature_exits_the_path_first():
