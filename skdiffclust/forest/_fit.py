@@ -88,7 +88,9 @@ def train_embedding(estimator, X, partial_labels, sample_shape, n_clusters):
     if np.count_nonzero(labels != UNLABELLED) < 2:
         warn_user(
             "Fewer than two labelled samples in partial_labels: nothing to learn from, the "
-            "embedding keeps its initial weights.", UserWarning,
+            "embedding keeps its initial weights. The labels are read from partial_labels "
+            "only, as fit(X, partial_labels=labels): fit does not read y, as no "
+            "scikit-learn clusterer does.", UserWarning,
         )
     # 'linear' and 'mlp' embed with NumPy (no torch object is kept, so that the
     # fitted model loads without torch); a user module is kept as a CPU template

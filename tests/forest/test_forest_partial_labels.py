@@ -99,7 +99,8 @@ def test_fit_transform_takes_partial_labels_and_ignores_y():
         with pytest.warns(UserWarning, match="partial_labels") as caught:
             unlabelled = SpanningForestClustering(**params).fit_transform(X, partial)
     # ignored: no labels to learn from (that warning too), the input's own forest
-    assert any("Fewer than two labelled samples" in str(w.message) for w in caught)
+    assert any("Fewer than two labelled samples" in str(w.message)
+               and "fit(X, partial_labels=labels)" in str(w.message) for w in caught)
     assert [w.filename for w in caught if "y is ignored" in str(w.message)] == [__file__]
     assert not np.array_equal(unlabelled, out)
 
