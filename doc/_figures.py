@@ -137,6 +137,13 @@ def score(value, digits=3):
     return "--" if value is None else f"{value:.{digits}f}"
 
 
+def mebibytes(value):
+    """A memory peak given in MiB, two significant digits: ``'56 MB'``, ``'1.5 GB'``."""
+    if value >= 1024:
+        return f"{value / 1024:.1f} GB"
+    return f"{value:.2g} MB" if value < 100 else f"{value:.0f} MB"
+
+
 def seconds(value):
     """Three significant digits, in seconds: ``'0.240 s'``, ``'66.9 s'``, ``'531 s'``."""
     if value is None:
@@ -227,7 +234,7 @@ ROW_FORMATS = {
     "ari": score, "acc": score, "nmi": score, "test_acc": score,
     "seconds": seconds, "seconds_per_epoch": seconds, "cold_cpu": seconds,
     "warm_cpu": seconds, "cold_wall": seconds, "warm_wall": seconds,
-    "peak_gb": lambda v: f"{v:.2f} GB", "exact": lambda v: f"{v:.0%}",
+    "peak_gb": lambda v: f"{v:.2f} GB", "peak_mib": mebibytes, "exact": lambda v: f"{v:.0%}",
     "n_found": lambda v: f"{v:.0f}",
 }
 PREFIXES = {"mnist": "", "n_clusters": "n-clusters-"}
