@@ -47,6 +47,8 @@ test images' predicted labels and extra columns to print).
 """
 
 import argparse
+import ctypes
+import gc
 import os
 import resource
 import sys
@@ -1082,10 +1084,24 @@ def _rss_bytes():
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
+def _release_freed_memory():
+    """Return to the system what earlier cases freed: glibc keeps freed blocks in
+    the process's heap, and a later case reusing them would not raise the resident
+    size, so that its peak would read low (prcut-cnn after three cases: 1.5 MB,
+    against 56 MB in a process of its own)."""
+    gc.collect()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc: the peak may read low
+        pass
+
+
 class PeakMemory:
-    """Peak resident memory above the level at entry, sampled every 10 ms."""
+    """Peak resident memory above the level at entry (after the memory earlier
+    cases freed is returned to the system), sampled every 10 ms."""
 
     def __enter__(self):
+        _release_freed_memory()
         self.before = self.peak = _rss_bytes()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
