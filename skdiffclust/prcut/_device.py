@@ -241,9 +241,10 @@ def _check_weights_representable(W, dtype):
     largest is 65504): the cast would turn them into infinities, which the loss
     would only refuse at its first batch."""
     largest = torch.finfo(dtype).max
-    if W.data.size and float(W.data.max()) > largest:
+    heaviest = float(W.data.max()) if W.data.size else 0.0
+    if heaviest > largest:
         raise ValueError(
-            f"graph's largest weight, {float(W.data.max()):.4g}, overflows {dtype} "
+            f"graph's largest weight, {heaviest:.4g}, overflows {dtype} "
             f"(at most {largest:.4g}): rescale the graph (the loss divides each block "
             "by its total, so a common factor changes nothing) or use a wider dtype.")
 
