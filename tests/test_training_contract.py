@@ -3,8 +3,8 @@
 ``max_iter`` counts epochs; ``ConvergenceWarning`` when it runs out before the
 stopping rule holds, none on a converged fit; ``n_iter_ <= max_iter``;
 ``len(loss_curve_) == n_iter_``; ``device_`` names where the fit trained; same
-``random_state``, same labels; ``verbose`` shows one progress bar that ends at
-``n_iter_``.
+``random_state``, same labels; ``verbose`` shows one progress bar (an ETA, the
+objective ``loss_curve_`` records) that ends at ``n_iter_``.
 """
 
 import re
@@ -97,3 +97,10 @@ def test_verbose_shows_one_bar_ending_at_n_iter(entry, capsys):
         assert totals == {500}
         assert int(states[-1][0]) == estimator.n_iter_
     assert err.count("\n") == 1  # one bar, closed once
+    last = err.rsplit("\r", 1)[-1]
+    # an ETA (tqdm's "elapsed<remaining") and the current objective: the last epoch's
+    assert re.search(r"\[\d+:\d+<\d+:\d+", last), last
+    loss = re.search(r"loss=(\S+?)\]", last)
+    assert loss, last
+    if entry.pinned.get("n_clusters") != "auto":  # 'auto': its kept training's
+        assert loss.group(1) == f"{estimator.loss_curve_[-1]:.4g}", last

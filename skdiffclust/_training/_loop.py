@@ -179,13 +179,14 @@ class TrainingSession:
     :meth:`discard`). ``run_epochs(session=...)`` records each training in it;
     without one, a training is its own ``TrainingSession``. ``warn=False`` reports no
     convergence (an auxiliary training, such as an initialisation, whose budget is
-    internal).
+    internal). ``loss_scale``: the bar's objective in the units of the fitted
+    attributes (:class:`~skdiffclust._training._progress.EpochProgress`).
     """
 
-    def __init__(self, name, *, verbose=False, total=None, warn=True):
+    def __init__(self, name, *, verbose=False, total=None, warn=True, loss_scale=1.0):
         self.name = name
         self.warn = warn
-        self.progress = EpochProgress(verbose, name, total)
+        self.progress = EpochProgress(verbose, name, total, scale=loss_scale)
         self.runs = []  # (TrainingResult, max_iter, tol, n_iter_no_change)
 
     def record(self, result, max_iter, tol, n_iter_no_change):
@@ -216,7 +217,7 @@ class TrainingSession:
 
 
 def run_epochs(epoch, *, max_iter, tol, n_iter_no_change, name, verbose=False,
-               min_epochs=0, target=None, hooks=(), session=None):
+               min_epochs=0, target=None, hooks=(), session=None, loss_scale=1.0):
     """Call ``epoch()`` until the stopping rule holds or ``max_iter`` epochs ran.
 
     Parameters
@@ -241,6 +242,9 @@ def run_epochs(epoch, *, max_iter, tol, n_iter_no_change, name, verbose=False,
         The fit this training is part of: its bar, and its warning when it closes.
         By default the training is its own ``TrainingSession`` (``verbose``'s bar,
         the warning when it returns).
+    loss_scale : float, default=1.0
+        The bar's objective in the units of the fitted attributes (without a
+        ``session``; see :class:`TrainingSession`).
 
     Returns
     -------
@@ -254,7 +258,8 @@ def run_epochs(epoch, *, max_iter, tol, n_iter_no_change, name, verbose=False,
     """
     own_session = session is None
     if own_session:
-        session = TrainingSession(name, verbose=verbose, total=max_iter)
+        session = TrainingSession(name, verbose=verbose, total=max_iter,
+                                  loss_scale=loss_scale)
     with session if own_session else contextlib.nullcontext():
         result = _run(epoch, max_iter, StoppingRule(tol, n_iter_no_change, min_epochs, target),
                       name, hooks, session.progress)
@@ -277,7 +282,7 @@ def _run(epoch, max_iter, rule, name, hooks, bar):
                 "extreme values."
             )
         curve.append(values)
-        bar.update(total)
+        bar.update(values)
         return total
 
     for _ in range(max_iter):

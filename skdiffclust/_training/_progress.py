@@ -1,5 +1,6 @@
 """One progress bar per fit, the same for every estimator (the engine's sessions open it)."""
 
+import numpy as np
 from tqdm.auto import tqdm
 
 
@@ -8,20 +9,26 @@ class EpochProgress:
 
     It advances once per epoch with the epoch's objective as postfix (after the
     fields of :meth:`note`), and is closed where training stopped, so that it ends
-    at ``n_iter_``. ``max_iter`` None: a count without a total (a path, whose
-    number of trainings is not known in advance). With ``verbose=False`` every
-    method is a no-op.
+    at ``n_iter_``. The objective shown is the one ``loss_curve_`` records: of
+    restarts (or heads) trained side by side, the lowest, the leading one's (not
+    their sum, which the stopping rule watches), times ``scale`` (an estimator
+    that trains on rescaled data reports its loss in the data's units).
+    ``max_iter`` None: a count without a total (a path, whose number of trainings
+    is not known in advance). With ``verbose=False`` every method is a no-op.
     """
 
-    def __init__(self, verbose, name, max_iter):
+    def __init__(self, verbose, name, max_iter, scale=1.0):
         self._bar = None
         self._fields = {}
+        self._scale = scale
         if verbose:
             self._bar = tqdm(total=max_iter, desc=name, unit="epoch", leave=True)
 
-    def update(self, objective):
+    def update(self, objectives):
+        """One epoch more; ``objectives``: its objective, or each restart's."""
         if self._bar is not None:
-            self._bar.set_postfix(self._fields, loss=f"{objective:.4g}", refresh=False)
+            loss = float(np.min(objectives)) * self._scale
+            self._bar.set_postfix(self._fields, loss=f"{loss:.4g}", refresh=False)
             self._bar.update(1)
 
     def note(self, **fields):

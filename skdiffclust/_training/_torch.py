@@ -267,6 +267,9 @@ class TrainOptions:
         ``learning_rate`` ignored. ``None``: a new Adam (:func:`adam`).
     weight_decay : float, default=0.0
         The new Adam's L2 penalty (torch's ``weight_decay``: added to the gradient).
+    loss_scale : float, default=1.0
+        The progress bar's objective in the units of the fitted attributes (see
+        :class:`skdiffclust._training._loop.TrainingSession`).
     validation : callable, default=None
         ``validation() -> float``, an error on held-out data (lower is better),
         computed after each epoch: the stopping rule watches it instead of the
@@ -292,6 +295,7 @@ class TrainOptions:
     cooldown: object = None
     optimizer: object = None
     weight_decay: float = 0.0
+    loss_scale: float = 1.0
     validation: object = None
     session: object = None
 
@@ -376,7 +380,7 @@ def own_session(options):
     if options.session is not None:
         return contextlib.nullcontext(options.session)
     return TrainingSession(options.name, verbose=options.verbose, total=options.max_iter,
-                           warn=options.warn)
+                           warn=options.warn, loss_scale=options.loss_scale)
 
 
 def adam(parameters, learning_rate, *, capturable, on_cuda, weight_decay=0.0,

@@ -435,7 +435,7 @@ class ClAM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Base
             mask_prob=self.mask_prob, batch_size=self.batch_size, max_iter=self.max_iter,
             learning_rate=learning_rate, gradient_clip=self.gradient_clip, tol=self.tol,
             device=device, seed=train_seed, verbose=self.verbose, n_threads=n_threads,
-            reseed=self.reseed, prune=self.prune)
+            reseed=self.reseed, prune=self.prune, loss_scale=float(data.scale) ** 2)
         fill = data.column_reduction(self.mask_value)
         trained, device = train_where_resolved(lambda settings: train_restarts(
             data.training_rows(), fill.astype(np.float32), initial.astype(np.float32),

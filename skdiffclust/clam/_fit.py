@@ -70,7 +70,7 @@ def train_restarts(X, fill, init_prototypes, dynamics, settings):
     guard = RestartGuard(trainer, reseed=settings.reseed, prune=settings.prune)
     result = run_epochs(guard.epoch, max_iter=settings.max_iter, tol=settings.tol,
                         n_iter_no_change=settings.n_iter_no_change, name="ClAM",
-                        verbose=settings.verbose,
+                        verbose=settings.verbose, loss_scale=settings.loss_scale,
                         hooks=[schedule, guard.cooldown(settings.cooldown_epochs)])
     prototypes, log_weights = trainer.parameters(averaged=True)
     return trained_restarts(prototypes, log_weights, result, selectable=guard.active.copy())

@@ -182,6 +182,9 @@ class TrainingSettings:
     gradient_clip: float = None  # per-point gradients clipped to this times the median
     reseed: bool = True  # re-seed dead prototypes (CPU only)
     prune: bool = True  # prune clearly worse restarts (CPU only)
+    # the progress bar's loss in the data's units, as loss_curve_ (the points are
+    # trained centred and scaled: the loss scales with the square of the scale)
+    loss_scale: float = 1.0
 
     @classmethod
     def resolved(cls, n_samples, *, n_iter_no_change, batch_size, **settings):

@@ -140,5 +140,6 @@ def train_on_device(X, fill, init_prototypes, dynamics, settings):
         name="ClAM", device=device, learning_rate=settings.learning_rate,
         max_iter=settings.max_iter, tol=settings.tol,
         n_iter_no_change=settings.n_iter_no_change, verbose=settings.verbose,
+        loss_scale=settings.loss_scale,
         scheduler=plateau, cooldown=(settings.cooldown_epochs, COOLDOWN_FACTOR)))
     return trained_restarts(*task.averaged_parameters(), result)
