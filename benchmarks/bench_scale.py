@@ -78,7 +78,6 @@ take too long; ``--chunk-rows`` takes ``NAME=ROWS`` items too.
 
 import argparse
 import contextlib
-import ctypes
 import functools
 import gc
 import importlib
@@ -100,6 +99,7 @@ from sklearn.datasets import make_blobs
 from sklearn.metrics import adjusted_rand_score
 from sklearn.neighbors import NearestNeighbors
 
+from _memory import release_freed_memory
 from bench_prcut import measured
 from skdiffclust import _neighbors
 from skdiffclust._utils._validation import center_and_scale
@@ -179,7 +179,7 @@ def run_search(sizes, exact_max_n, n_jobs):
 def mnist_pixels():
     """MNIST's 60,000 training images, raw pixels / 255 (float64), and labels; None
     when the data folder is absent."""
-    from bench_mnist import DEFAULT_DATA_DIR, FILES, _idx_file, load_mnist
+    from _mnist_data import DEFAULT_DATA_DIR, FILES, _idx_file, load_mnist
 
     if not all(_idx_file(DEFAULT_DATA_DIR, name) for name in FILES.values()):
         print(f"\nMNIST: not found in {DEFAULT_DATA_DIR}, skipped")
@@ -217,7 +217,7 @@ def run_mnist(ks, n_jobs, with_prcut):
 
 
 def run_mnist_prcut(X, y, k):
-    from bench_mnist import PRCUT_MNIST
+    from _mnist_cases import PRCUT_MNIST
 
     from skdiffclust import PRCut
     from skdiffclust.metrics import clustering_accuracy
@@ -415,14 +415,6 @@ def warm_up(rows):
         warnings.simplefilter("ignore")
         for fit in rows.values():
             fit(X, N_CLUSTERS, 2, 0)
-
-
-def release_freed_memory():
-    """Memory the previous rows freed handed back to the system (glibc's
-    ``malloc_trim``), so that each row's RSS starts from what is in use."""
-    gc.collect()
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
 def run_peers(sizes, full_fit_max_n=None):
