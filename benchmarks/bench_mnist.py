@@ -52,9 +52,11 @@ this script runs, prints and writes them.
 import argparse
 import importlib
 import os
+import re
 import sys
 import time
 import warnings
+from numbers import Real
 from pathlib import Path
 
 import numpy as np
@@ -133,8 +135,21 @@ def print_rows(rows):
         print("  ".join(c.ljust(w) for c, w in zip(r, widths)))
 
 
+# the columns run_case writes under names of its own
+MAIN_COLUMNS = {"case", "n", "ACC", "NMI", "ARI", "fit s", "peak MiB", "test ACC", "warnings"}
+
+
+def extra_columns(row):
+    """A case's own numeric columns (the forest's test precision, the path's pixels),
+    named for the result file: ``'precision 4992'`` -> ``'precision_4992'``."""
+    return {re.sub(r"[^a-z0-9]+", "_", key.lower()).strip("_"): value
+            for key, value in row.items()
+            if key not in MAIN_COLUMNS and isinstance(value, Real) and not isinstance(value, bool)}
+
+
 def result_rows(rows, data_name, device):
-    """The rows of the result file: one per case run (skipped peers left out)."""
+    """The rows of the result file: one per case run (skipped peers left out), with
+    each case's numeric extra columns, which the pages quote too."""
     results = []
     for row in rows:
         if "ACC" not in row:
@@ -144,7 +159,8 @@ def result_rows(rows, data_name, device):
             "device": device, "ari": row.get("ARI"), "acc": row["ACC"], "nmi": row.get("NMI"),
             "seconds": row.get("fit s"), "note": CASES[row["case"]][0],
             "n": row.get("n"), "test_acc": row.get("test ACC"),
-            "peak_mib": row.get("peak MiB"), "warnings": row.get("warnings")})
+            "peak_mib": row.get("peak MiB"), "warnings": row.get("warnings"),
+            **extra_columns(row)})
     return results
 
 

@@ -236,6 +236,12 @@ ROW_FORMATS = {
     "warm_cpu": seconds, "cold_wall": seconds, "warm_wall": seconds,
     "peak_gb": lambda v: f"{v:.2f} GB", "peak_mib": mebibytes, "exact": lambda v: f"{v:.0%}",
     "n_found": lambda v: f"{v:.0f}",
+    # bench_mnist.py's papers' cases: the forest's batch-wise test precision and
+    # training steps, the pixel path's selected pixels, steps and epochs
+    "precision": score, "precision_4992": score, "val_precision": score,
+    "k_means_acc": score, "ari_before_relax": score,
+    "steps": lambda v: f"{v:,.0f}", "pixels": lambda v: f"{v:.0f}",
+    "path_steps": lambda v: f"{v:.0f}", "epochs": lambda v: f"{v:.0f}",
 }
 PREFIXES = {"mnist": "", "n_clusters": "n-clusters-"}
 

@@ -307,6 +307,21 @@ def test_bench_mnist_writes_its_rows_to_the_csv_file(monkeypatch, tmp_path, caps
     assert float(row["seconds"]) > 0 and row["test_acc"] != ""
 
 
+def test_bench_mnist_writes_a_cases_numeric_extras_as_columns_the_pages_quote():
+    """The forest's test precision and the path's pixel count reach the result file
+    (doc/user_guide/mnist.rst quotes them); text columns and flags do not."""
+    bench_mnist = _benchmark("bench_mnist")
+    row = {"case": "forest", "n": 10, "ACC": 0.9, "NMI": 0.8, "ARI": 0.7, "fit s": 1.0,
+           "peak MiB": 5.0, "test ACC": None, "warnings": "", "precision": 0.995,
+           "precision 4992": 0.996, "steps": 30000, "load 1/5 min": "1.0/1.1",
+           "relaxed": True}
+    (result,) = bench_mnist.result_rows([row], "mnist", "cpu")
+    assert result["precision"] == 0.995 and result["precision_4992"] == 0.996
+    assert result["steps"] == 30000
+    assert "load_1_5_min" not in result and "relaxed" not in result
+    assert result["acc"] == 0.9 and result["peak_mib"] == 5.0
+
+
 def test_plot_benchmarks_draws_both_figures_from_the_result_files(tmp_path):
     """``plot_benchmarks.py`` reads ``benchmarks/results/*.csv`` and writes the two
     PNG files the benchmarks page includes; every CUDA case of the files that has
