@@ -15,6 +15,7 @@ from skdiffclust._graphcut._graph import (
     mean_neighbourhood,
     shared_neighbor_graph,
 )
+from skdiffclust._graphcut._start import isolates_a_handful
 
 
 class GraphMeasures:
@@ -102,15 +103,22 @@ class GraphMeasures:
 
     def partition(self, resolved, gamma=0.0):
         """The graph the start reads and its partition into ``n_clusters``
-        (``_spectral.initial_partition``) for ``resolved`` (a ``_start.ResolvedStart``)."""
+        (``_spectral.initial_partition``) for ``resolved`` (a ``_start.ResolvedStart``;
+        its ``fallback`` widths where the partition isolates a handful of samples)."""
         from skdiffclust._graphcut._spectral import initial_partition  # needs torch
 
         graph = self.weights(resolved.shared_neighbours)
-        labels = initial_partition(
-            graph, self.n_clusters, self.components, device=self.device, seed=self.seed,
-            widths=resolved.widths, gamma=gamma,
-            eigenvectors=self._narrow.get(resolved.shared_neighbours),
-            product_threads=self.n_threads)
+
+        def partition(widths):
+            return initial_partition(
+                graph, self.n_clusters, self.components, device=self.device,
+                seed=self.seed, widths=widths, gamma=gamma,
+                eigenvectors=self._narrow.get(resolved.shared_neighbours),
+                product_threads=self.n_threads)
+
+        labels = partition(resolved.widths)
+        if resolved.fallback and isolates_a_handful(labels, self.n_clusters):
+            labels = partition(resolved.fallback)
         return graph, labels
 
 

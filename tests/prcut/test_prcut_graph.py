@@ -23,7 +23,7 @@ from skdiffclust._graphcut._graph import (
     prcut_objective,
     shared_neighbor_graph,
 )
-from skdiffclust._graphcut._start import HUB_SKEWNESS, resolve_start
+from skdiffclust._graphcut._start import HUB_SKEWNESS, isolates_a_handful, resolve_start
 from skdiffclust.prcut._inference import predict_probabilities
 
 
@@ -305,6 +305,15 @@ def test_init_auto_reads_shared_neighbours_only_of_a_graph_with_hubs_and_no_clea
     assert not resolve_start("auto", None, 10, clear).shared_neighbours
 
 
+def test_a_handful_is_a_cluster_under_a_twentieth_of_the_mean_size():
+    # 2 clusters of 1,991 images: under 49.8 is a handful (MNIST's 13 split-off 4s
+    # and 9s); an empty cluster too
+    assert isolates_a_handful(np.repeat([0, 1], [1942, 49]), 2)
+    assert not isolates_a_handful(np.repeat([0, 1], [1941, 50]), 2)
+    assert isolates_a_handful(np.zeros(100, dtype=np.int64), 2)
+    assert not isolates_a_handful(np.repeat(np.arange(10), 10), 10)
+
+
 def test_init_auto_keeps_the_graph_where_clusters_are_about_a_neighbourhood():
     # digits' 10-NN graph has hubs; its mean closed neighbourhood holds about 13
     # samples, so 1,797 samples in 10 clusters span many neighbourhoods and in 100
@@ -331,8 +340,11 @@ def test_n_eigenvectors_auto_widens_only_a_shared_neighbour_start_without_a_clea
     shared = _Measured(hubs)
     assert resolve_start("spectral_snn", "auto", 10, shared).widths == (10, 15, 20, 25, 30)
     assert shared.asked == [True]  # the shared-neighbour graph's gap
-    assert resolve_start("spectral_snn", "auto", 10,
-                         _Measured(hubs, gap=(1.0, 2.0))).widths == (10,)
+    clear = resolve_start("spectral_snn", "auto", 10, _Measured(hubs, gap=(1.0, 2.0)))
+    assert clear.widths == (10,)
+    # ... the wide widths kept for a narrow partition that isolates a handful
+    assert clear.fallback == (10, 15, 20, 25, 30)
+    assert resolve_start("spectral_snn", "auto", 10, shared).fallback == ()
     # a graph of n_clusters components or more starts from them: no gap asked
     split = _Measured(hubs, components=10)
     assert resolve_start("spectral_snn", "auto", 10, split).widths == (10,)
