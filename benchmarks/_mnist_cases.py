@@ -238,7 +238,7 @@ def prcut_mlp_pca_graph(data):
 
 
 # ---------------------------------------------------------------- deep clustering of images
-# DeepImageClustering (issue 44) and its peers on the 60,000 training images of
+# DeepImageClustering and its peers on the 60,000 training images of
 # whatever --data-dir holds (MNIST, Fashion-MNIST, any set in their layout). The
 # recipe is the estimator's defaults, the same on every set; only n_clusters=10
 # and both cores (n_jobs=-1) are given. Three seeds: the main columns are their

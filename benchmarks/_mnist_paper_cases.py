@@ -25,7 +25,7 @@ from skdiffclust.metrics import clustering_accuracy
 FOREST_STEPS_PER_EPOCH = 1000
 FOREST_SETTINGS = dict(batch_size=64, learning_rate=3e-4, weight_decay=1e-4,
                        steps_per_epoch=FOREST_STEPS_PER_EPOCH)
-# the LeNet-5 recipe of the case `forest` (issue 43): the paper's settings but the
+# the LeNet-5 recipe of the case `forest`: the paper's settings but the
 # noise of the authors' code for this experiment, scaled to the standardised
 # similarities (epsilon 3, not 0.1: at 0.1 the perturbed forests barely differ
 # from the exact one and Fashion-MNIST stalls at 0.94), and Adam at 1e-3 decayed
