@@ -188,6 +188,40 @@ def pca50(data, n):
     return features, data.train_labels[:n]
 
 
+GRAPH_IMAGES = 20_000  # the images whose neighbours are counted (an exact search)
+
+
+def share_of_own_class(features, truth, n_neighbors=10):
+    """The share of each point's ``n_neighbors`` nearest neighbours (itself left
+    out) that have its label: how pure the kNN graph of the features is."""
+    from sklearn.neighbors import NearestNeighbors
+
+    search = NearestNeighbors(n_neighbors=n_neighbors).fit(features)
+    neighbours = search.kneighbors(return_distance=False)  # the point itself left out
+    return float(np.mean(truth[neighbours] == truth[:, None]))
+
+
+@case("graph-neighbours", f"The share of each image's 10 nearest neighbours of its class "
+      f"among the first {GRAPH_IMAGES:,} training images: DeepImageClustering's graph "
+      "features (gradient histograms, PCA-50) against the pixels' PCA-50; labels: "
+      "KMeans(10, n_init=3) of the histograms' PCA-50")
+def graph_neighbours(data):
+    from sklearn.cluster import KMeans
+    from sklearn.decomposition import PCA
+
+    from skdiffclust.deep._features import graph_features
+
+    images = data.train_images[:GRAPH_IMAGES]
+    truth = data.train_labels[:GRAPH_IMAGES]
+    channels = images[:, None] if images.ndim == 3 else images  # (n, C, H, W)
+    histograms = graph_features(channels, seed=0)
+    pixels = PCA(50, random_state=0).fit_transform(images.reshape(len(images), -1))
+    extra = {"neighbours in class": share_of_own_class(histograms, truth),
+             "pixels neighbours in class": share_of_own_class(pixels, truth)}
+    labels = KMeans(10, n_init=3, random_state=0).fit_predict(histograms)
+    return Fit(labels, truth, extra=extra)
+
+
 def timed_fit(estimator, X):
     start = time.perf_counter()
     estimator.fit(X)

@@ -242,6 +242,8 @@ ROW_FORMATS = {
     "k_means_acc": score, "ari_before_relax": score,
     "steps": lambda v: f"{v:,.0f}", "pixels": lambda v: f"{v:.0f}",
     "path_steps": lambda v: f"{v:.0f}", "epochs": lambda v: f"{v:.0f}",
+    # its graph-neighbours case: the share of an image's nearest neighbours in its class
+    "neighbours_in_class": lambda v: f"{v:.1%}", "pixels_neighbours_in_class": lambda v: f"{v:.1%}",
 }
 PREFIXES = {"mnist": "", "n_clusters": "n-clusters-"}
 

@@ -158,6 +158,22 @@ def test_bench_mnist_counts_a_cases_peak_after_memory_freed_by_another():
     del kept
 
 
+def test_bench_mnist_graph_neighbours_counts_the_neighbours_of_a_point_s_class():
+    """The guide quotes the share of an image's nearest neighbours of its class
+    (``graph-neighbours``): the point itself is not its own neighbour, and on the
+    digits both graphs' neighbours are mostly of the class."""
+    import numpy as np
+
+    cases = _benchmark("_mnist_cases")
+    points = np.array([[0.0], [1.0], [3.0], [10.0], [11.0], [13.0]])
+    # nearest: 1, 0, 1 (another class), 11, 10, 11
+    assert cases.share_of_own_class(points, np.array([0, 0, 1, 1, 1, 1]), 1) == 5 / 6
+    fit = cases.graph_neighbours(_benchmark("_mnist_data").load_digits_images())
+    assert fit.labels.shape == fit.truth.shape == (1797,)
+    assert 0.9 < fit.extra["neighbours in class"] <= 1
+    assert 0.9 < fit.extra["pixels neighbours in class"] <= 1
+
+
 def _fake_mnist(bench_mnist):
     """Ten classes of 50 to 59 training images, 25 to 30 test images."""
     import numpy as np

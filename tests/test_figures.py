@@ -9,9 +9,9 @@ writes from them. ``README.rst``, rendered without Sphinx, defines its few figur
 itself at its end, and they must equal the generated ones.
 
 So a figure typed by hand is findable: a timing (``12 s``, ``4.5 ms``,
-``2 minutes``), a speed-up (``2.9x``, ``34 times faster``) or a score
-(``0.71``) outside code, literals and substitution definitions. No page holds
-one: a figure no result file holds is said in words.
+``2 minutes``), a speed-up (``2.9x``, ``34 times faster``), a score (``0.71``) or
+a share (``97.1%``) outside code, literals and substitution definitions. No page
+holds one: a figure no result file holds is said in words.
 """
 
 import csv
@@ -48,6 +48,9 @@ FIGURES = {
         r"(?<![\w.,])[01]\.\d{3,4}(?![\d.])"
         r"|\b(?:ARI|NMI|ACC|accuracy|precision|silhouette|scores?)[\s:,(]+[01]\.\d{2}(?![\d.])",
         re.IGNORECASE),
+    # a share measured to a decimal from 2% up ("97.1% of its neighbours"); a
+    # setting is written below it ("0.1% of the samples") or without a decimal
+    "share": re.compile(r"(?<![\w.,])(?:[2-9]|[1-9]\d)\.\d+\s?%"),
 }
 # directives whose content is code or output, not prose
 LITERAL_DIRECTIVES = re.compile(
@@ -159,6 +162,7 @@ def name(path):
     "in about 2 minutes", "12 minutes and 5.5 GiB", "2.9x", "34 times slower",
     "ARI 0.70", "ACC 0.987 / NMI 0.962", "(0.626, 0.625)",
     "a mean NMI of ``0.865``", "from ``0.813`` to\n``0.864``",
+    "97.1% of its neighbours", "for 99.99% of the points", "still 3.7% misassigned",
 ])
 def test_the_scan_finds_typed_figures(text):
     assert figures_in(prose(text)), text
@@ -168,6 +172,7 @@ def test_the_scan_finds_typed_figures(text):
     "10,000 x 16 points", "28 x 28 images", "Python 3.11, NumPy 2.4.6, SciPy 1.17.1",
     "2026-11-27", "ARI |quality-prcut-ari| in |quality-prcut-cpu|",
     "``learning_rate=0.01``", "``LAYER_WEIGHT = 0.001``", "``tol=1e-3``", "the 1990s", "5% of the labels", "n_init=10",
+    "at most 0.1% of the samples", "0.3%, 1%, 1.5% and 10%",
     "a 2-core x86-64 CPU", "version 0.9.7",
     "Example::\n\n    model.fit(X)  # 0.087 s\n\nAfter.",
     ".. code-block:: python\n\n   print(0.71)\n",
