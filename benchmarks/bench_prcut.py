@@ -37,6 +37,7 @@ Usage::
     python benchmarks/bench_prcut.py --small    # at most 1,000 points
     python benchmarks/bench_prcut.py --graph-cases
     python benchmarks/bench_prcut.py --memory   # dense precomputed affinity
+    python benchmarks/bench_prcut.py --memory --csv benchmarks/results/prcut.csv
 """
 
 import argparse
@@ -59,6 +60,7 @@ from sklearn.metrics import adjusted_rand_score, normalized_mutual_info_score
 from sklearn.metrics.pairwise import rbf_kernel
 
 from _memory import PeakMemory
+from _results import load_average, load_span, write_results
 
 from skdiffclust._utils._validation import center_and_scale
 from skdiffclust.datasets import make_graph_case
@@ -228,9 +230,11 @@ def run_graph_cases(n_draws):
               f"{'yes' if met else 'NO'}")
 
 
-def run_memory(sizes):
-    """Peak memory of PRCut on a dense precomputed affinity, in units of the input."""
+def run_memory(sizes, csv=None):
+    """Peak memory of PRCut on a dense precomputed affinity, in units of the input;
+    with ``csv``, each size's row written to that result file."""
     print("\ndense precomputed affinity (RBF kernel, float64): peak memory of the fit")
+    rows, load_start = [], load_average()
     warm = rbf_kernel(make_blobs(100, 8, random_state=0)[0], gamma=0.05)
     warm_up(warm, affinity="precomputed")
     for n in sizes:
@@ -248,6 +252,16 @@ def run_memory(sizes):
         print(f"  n={n:>6,}: input {size / 2**20:7.0f} MiB | peak above it: resident "
               f"{rss / size:4.2f}x, NumPy (tracemalloc) {traced / size:4.2f}x | "
               f"{seconds:5.1f} s, {model.n_iter_} epochs")
+        rows.append({"dataset": f"dense-affinity-{n}", "estimator": "PRCut",
+                     "device": "cpu", "seconds": seconds, "input_mib": size / 2**20,
+                     "peak_mib": rss / 2**20, "peak_ratio": rss / size,
+                     "numpy_ratio": traced / size,
+                     "note": f"affinity='precomputed', a dense {n:,} x {n:,} RBF kernel "
+                             "(float64), max_iter=20: peak memory above the input"})
+    if csv:
+        write_results(csv, rows, "bench_prcut",
+                      load=load_span(load_start, load_average()))
+        print(f"results written to {csv}")
 
 
 def main():
@@ -263,7 +277,9 @@ def main():
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--memory", action="store_true",
                         help="dense precomputed affinity only")
-    parser.add_argument("--memory-sizes", default="2000,6000")
+    parser.add_argument("--memory-sizes", default="4000,6000")
+    parser.add_argument("--csv", help="with --memory: the result file to write its rows to "
+                        "(benchmarks/results/prcut.csv, which the guide quotes)")
     args = parser.parse_args()
 
     if args.small:
@@ -273,7 +289,7 @@ def main():
         run_graph_cases(3)
         return
     if args.memory:
-        run_memory([int(n) for n in args.memory_sizes.split(",")])
+        run_memory([int(n) for n in args.memory_sizes.split(",")], args.csv)
         return
     X, y = load_digits(return_X_y=True)
     warm_up(X[:100])

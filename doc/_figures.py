@@ -167,6 +167,11 @@ def times(value):
     return f"{value:.0f}" if value >= 10 else f"{value:.1f}"
 
 
+def times_of(value):
+    """A multiple of a size, two decimals: ``'0.91 times'``."""
+    return f"{value:.2f} times"
+
+
 def loads(rows):
     """(lowest, highest) load average recorded over ``rows`` (None if none was)."""
     values = [float(x) for row in rows
@@ -244,6 +249,8 @@ ROW_FORMATS = {
     "path_steps": lambda v: f"{v:.0f}", "epochs": lambda v: f"{v:.0f}",
     # its graph-neighbours case: the share of an image's nearest neighbours in its class
     "neighbours_in_class": lambda v: f"{v:.1%}", "pixels_neighbours_in_class": lambda v: f"{v:.1%}",
+    # bench_prcut.py --memory: the input's size and the peaks above it in its units
+    "input_mib": mebibytes, "peak_ratio": times_of, "numpy_ratio": times_of,
 }
 PREFIXES = {"mnist": "", "n_clusters": "n-clusters-"}
 
@@ -682,7 +689,7 @@ def gemini_figures(rows):
 def substitutions(folder=RESULTS):
     """{name: text} of every figure the pages may quote."""
     figures = {}
-    for stem in ("mnist", "gpu", "perturbed", "first_fit", "gemini", "n_clusters"):
+    for stem in ("mnist", "gpu", "perturbed", "first_fit", "gemini", "n_clusters", "prcut"):
         rows = read(stem, folder)
         figures.update(row_figures(stem, rows))
         if stem in ("gpu", "mnist", "perturbed"):
