@@ -10,6 +10,7 @@ None when the package of a peer is missing. The cases run over seeds read
 :data:`DEEP_SEEDS` when they run (``bench_mnist.py --seeds`` sets it).
 """
 
+import importlib.util
 import os
 import time
 from dataclasses import dataclass, field
@@ -369,9 +370,7 @@ N2D_EPOCHS = 8
 @case("n2d", f"N2D: autoencoder d-500-500-2000-10 ({N2D_EPOCHS} epochs), UMAP(10, "
       "n_neighbors=20, min_dist=0) of its code, GaussianMixture(10); random_state 0, 1, 2")
 def n2d(data):
-    try:
-        import umap  # noqa: F401
-    except ImportError:
+    if importlib.util.find_spec("umap") is None:
         print("   skipped: umap-learn is not installed (pip install umap-learn)")
         return None
     runs = []
