@@ -40,6 +40,8 @@ machine has 2 cores shared with other jobs. Usage::
     python benchmarks/bench_scale.py --only prcut,mnist --sizes 70000,1000000
     python benchmarks/bench_scale.py --only mnist --mnist-prcut
     python benchmarks/bench_scale.py --only peers --sizes 70000
+    python benchmarks/bench_scale.py --only prcut,peers --sizes 70000,1000000 \\
+        --csv benchmarks/results/scale.csv
 
 Out of core (``--memmap``, run alone): 10,000,000 x 16 float32 blobs (10
 clusters, standard deviation 6, centres uniform in [-10, 10]; 640 MB) are
@@ -70,6 +72,12 @@ size: what ``X = np.memmap(...); est.partial_fit(X[a:b])`` does)::
         --chunk-rows 250000,PRCut=100000
     python benchmarks/bench_scale.py --memmap --memmap-rows 1000000 --chunk-rows 100000
     python benchmarks/bench_scale.py --memmap --memmap-path /tmp/blobs.f32  # kept, reused
+    python benchmarks/bench_scale.py --memmap --chunk-rows 250000,PRCut=100000 \\
+        --csv benchmarks/results/scale.csv
+    python benchmarks/bench_scale.py --memmap --memmap-access plain \\
+        --memmap-estimators MiniBatchKMeans --csv benchmarks/results/scale.csv
+    python benchmarks/bench_scale.py --memmap --memmap-estimators PRCut \\
+        --csv benchmarks/results/scale.csv                  # 250,000 rows a chunk
 
 ``--memmap-rows`` gives the rows of the file and, as ``NAME=ROWS`` items, caps
 one estimator's stream (the first rows of the file) where the whole file would
@@ -100,6 +108,7 @@ from sklearn.metrics import adjusted_rand_score
 from sklearn.neighbors import NearestNeighbors
 
 from _memory import release_freed_memory
+from _results import load_average, load_span, write_results
 from bench_prcut import measured
 from skdiffclust import _neighbors
 from skdiffclust._utils._validation import center_and_scale
@@ -321,6 +330,12 @@ def run_prcut(sizes, exact_max_n):
                     **params).fit(X))
                 cpu = time.process_time() - cpu
             ari = adjusted_rand_score(y, model.labels_)
+            RESULT_ROWS.append({
+                "dataset": f"blobs-{n}", "estimator": "PRCut" if algorithm in (None, "auto")
+                else f"PRCut-{algorithm}", "seconds": wall, "cpu_seconds": cpu,
+                "peak_mib": memory / 2**20, "ari": ari, "epochs": model.n_iter_,
+                "note": f"PRCut(n_clusters={N_CLUSTERS}) end to end" + (
+                    "" if algorithm is None else f", neighbors_algorithm={algorithm!r}")})
             print(f"  n={n:,} neighbors_algorithm={algorithm!r}: {wall:.1f} / {cpu:.1f} s, "
                   f"peak +{memory / 2**20:,.0f} MiB, ARI {ari:.4f}, {model.n_iter_} "
                   f"epochs ({state})")
@@ -444,6 +459,10 @@ def run_peers(sizes, full_fit_max_n=None):
             cpu = time.process_time() - cpu
             traced = tracemalloc.get_traced_memory()[1]
             tracemalloc.stop()
+            RESULT_ROWS.append({
+                "dataset": f"blobs-{n}", "estimator": name.split(" ")[0], "seconds": wall,
+                "cpu_seconds": cpu, "peak_mib": memory / 2**20, "numpy_mib": traced / 2**20,
+                "ari": adjusted_rand_score(y, labels), "note": f"peers: {name}"})
             print(f"  n={n:>9,} {name:<40} {wall:7.1f} / {cpu:7.1f} s  "
                   f"+{memory / 2**20:7,.0f} MiB RSS  {traced / 2**20:7,.0f} MiB traced  "
                   f"ARI {adjusted_rand_score(y, labels):.4f} ({state})", flush=True)
@@ -638,6 +657,14 @@ def run_memmap(file_rows, rows, chunk_rows, names, accesses, path=None):
                     print(f"  {name} ({access}): failed\n{out.stderr[-2000:]}")
                     continue
                 r = json.loads(out.stdout.strip().splitlines()[-1])
+                RESULT_ROWS.append({
+                    "dataset": f"memmap-{n}-by-{chunk}",
+                    "estimator": f"{name}.partial_fit" + ("" if access == "reopen"
+                                                          else f"-{access}"),
+                    "seconds": r["wall"], "cpu_seconds": r["cpu"],
+                    "peak_mib": r["peak"] / 2**20, "file_mib": r["peak_file"] / 2**20,
+                    "ari": r["ari"], "note": f"out of core: {n:,} rows in chunks of "
+                    f"{chunk:,} ({access}), fit and predict, peak above the level before"})
                 seen = ("" if r["n_samples_seen"] is None
                         else f", n_samples_seen_ {r['n_samples_seen']:,}")
                 print(f"  {name + '.partial_fit':<30} {access:<8} {n:>11,} rows in "
@@ -648,6 +675,10 @@ def run_memmap(file_rows, rows, chunk_rows, names, accesses, path=None):
                       f"{r['before'] / 2**20:,.0f} MiB, process peak "
                       f"{r['max_rss'] / 2**20:,.0f} MiB, ARI {r['ari']:.4f}{seen} ({state})",
                       flush=True)
+
+
+# the rows --csv writes: one per measured fit, appended by the sections
+RESULT_ROWS = []
 
 
 def parse_rows(text, default):
@@ -700,11 +731,24 @@ def main():
                        help="keep the file there (reused when it has the right size) "
                             "instead of a temporary one")
     group.add_argument("--memmap-worker", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--csv", help="the result file to write the rows of the prcut, "
+                        "peers and --memmap runs to (benchmarks/results/scale.csv, which "
+                        "the pages quote); a rerun replaces the rows it measured")
     args = parser.parse_args()
     if args.memmap_worker is not None:
         memmap_worker(json.loads(args.memmap_worker))
         return
     print(f"{os.cpu_count()} CPUs, {load()}")
+    load_start = load_average()
+    run_sections(args)
+    if args.csv and RESULT_ROWS:
+        rows = [{"device": "cpu", **row} for row in RESULT_ROWS]
+        write_results(args.csv, rows, "bench_scale",
+                      load=load_span(load_start, load_average()))
+        print(f"results written to {args.csv}")
+
+
+def run_sections(args):
     if args.memmap:
         file_rows, caps = parse_rows(args.memmap_rows, 10_000_000)
         chunk_rows = parse_rows(args.chunk_rows, 250_000)

@@ -251,6 +251,8 @@ ROW_FORMATS = {
     "neighbours_in_class": lambda v: f"{v:.1%}", "pixels_neighbours_in_class": lambda v: f"{v:.1%}",
     # bench_prcut.py --memory: the input's size and the peaks above it in its units
     "input_mib": mebibytes, "peak_ratio": times_of, "numpy_ratio": times_of,
+    # bench_scale.py: NumPy's peak, and the mapped file's pages of the out-of-core runs
+    "numpy_mib": mebibytes, "file_mib": mebibytes,
 }
 PREFIXES = {"mnist": "", "n_clusters": "n-clusters-"}
 
@@ -689,7 +691,8 @@ def gemini_figures(rows):
 def substitutions(folder=RESULTS):
     """{name: text} of every figure the pages may quote."""
     figures = {}
-    for stem in ("mnist", "gpu", "perturbed", "first_fit", "gemini", "n_clusters", "prcut"):
+    for stem in ("mnist", "gpu", "perturbed", "first_fit", "gemini", "n_clusters", "prcut",
+                 "scale"):
         rows = read(stem, folder)
         figures.update(row_figures(stem, rows))
         if stem in ("gpu", "mnist", "perturbed"):

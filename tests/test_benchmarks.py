@@ -174,6 +174,42 @@ def test_bench_mnist_graph_neighbours_counts_the_neighbours_of_a_point_s_class()
     assert 0.9 < fit.extra["pixels neighbours in class"] <= 1
 
 
+def test_bench_scale_and_bench_prcut_write_the_memory_the_guide_quotes(tmp_path, monkeypatch):
+    """``--csv``: the result files the pages quote the peak memory from (the blobs
+    and the dense affinity), one row per fit, with its ARI and peak."""
+    import csv
+
+    bench_scale = _benchmark("bench_scale")
+    path = tmp_path / "scale.csv"
+    monkeypatch.setattr(sys, "argv", ["bench_scale.py", "--only", "prcut", "--sizes",
+                                      "2000", "--exact-max-n", "0", "--csv", str(path)])
+    monkeypatch.setattr(bench_scale, "RESULT_ROWS", [])
+    bench_scale.main()
+    (row,) = list(csv.DictReader(path.open()))
+    assert (row["dataset"], row["estimator"], row["device"]) == ("blobs-2000", "PRCut", "cpu")
+    assert float(row["ari"]) > 0.9 and float(row["peak_mib"]) >= 0
+
+    # out of core: one row per stream, the file's pages apart, in a fresh process
+    monkeypatch.setattr(sys, "argv", ["bench_scale.py", "--memmap", "--memmap-rows", "20000",
+                                      "--chunk-rows", "5000", "--memmap-estimators",
+                                      "MiniBatchKMeans", "--csv", str(path)])
+    monkeypatch.setattr(bench_scale, "RESULT_ROWS", [])
+    bench_scale.main()
+    rows = {r["dataset"]: r for r in csv.DictReader(path.open())}
+    assert set(rows) == {"blobs-2000", "memmap-20000-by-5000"}, "a rerun keeps the other rows"
+    row = rows["memmap-20000-by-5000"]
+    assert row["estimator"] == "MiniBatchKMeans.partial_fit" and float(row["ari"]) > 0.5
+    assert 0 <= float(row["file_mib"]) <= float(row["peak_mib"]) + 1
+
+    path = tmp_path / "prcut.csv"
+    _benchmark("bench_prcut").run_memory([400], csv=str(path))
+    (row,) = list(csv.DictReader(path.open()))
+    assert row["dataset"] == "dense-affinity-400"
+    assert float(row["input_mib"]) == 400 * 400 * 8 / 2**20
+    assert float(row["peak_ratio"]) == pytest.approx(
+        float(row["peak_mib"]) / float(row["input_mib"]), rel=1e-8)
+
+
 def _fake_mnist(bench_mnist):
     """Ten classes of 50 to 59 training images, 25 to 30 test images."""
     import numpy as np
