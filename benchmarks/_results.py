@@ -5,8 +5,9 @@ then any column of the benchmark's own. ``plot_benchmarks.py`` reads them and
 draws the figures of ``doc/benchmarks.rst``.
 
 ``--csv PATH`` of ``bench_quality.py``, ``bench_gpu.py``, ``bench_mnist.py``,
-``bench_first_fit.py``, ``bench_gemini.py`` and ``bench_perturbed.py`` calls
-:func:`write_results`: the run's rows replace the file's rows of the same
+``bench_first_fit.py``, ``bench_gemini.py``, ``bench_perturbed.py``,
+``bench_n_clusters.py``, ``bench_prcut.py``, ``bench_scale.py`` and
+``bench_forest.py`` calls :func:`write_results`: the run's rows replace the file's rows of the same
 benchmark, dataset, estimator, device and machine; the file's other rows are kept,
 so that runs of different cases, or on different machines, add up in one file
 (``bench_quality.py`` replaces the rows of every machine: its comparison is one

@@ -21,6 +21,10 @@ Usage::
     python benchmarks/bench_forest.py            # all sizes of the issue
     python benchmarks/bench_forest.py --quick    # small sizes, for a smoke run
     python benchmarks/bench_forest.py --memory --predict   # those modes only
+    python benchmarks/bench_forest.py --memory --predict --csv benchmarks/results/forest.csv
+
+``--csv`` writes the rows of ``--memory`` and ``--predict`` to a result file, which
+the pages quote.
 """
 
 import argparse
@@ -34,6 +38,8 @@ from scipy.cluster.hierarchy import fcluster, linkage
 from scipy.spatial.distance import squareform
 from sklearn.cluster import AgglomerativeClustering
 from sklearn.metrics import adjusted_rand_score, pairwise_distances
+
+from _results import load_average, load_span, write_results
 
 from skdiffclust import SpanningForestClustering
 
@@ -128,7 +134,8 @@ def run_case(X, title, peers, ours_fn, limits, repeats):
 
 
 def memory_case(n=20_000, n_labels=10_000):
-    """Peak memory and time of a fit with partial labels of many classes."""
+    """Peak memory and time of a fit with partial labels of many classes, and the
+    size a list of their cannot-linked pairs would take: the result file's row."""
     rng = np.random.default_rng(0)
     X = rng.uniform(size=(n, 2))
     y = rng.permutation(np.arange(n) % n_labels)
@@ -139,26 +146,44 @@ def memory_case(n=20_000, n_labels=10_000):
     est.fit(X, partial_labels=y)
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
+    # every pair of samples of two labels, as two int64 columns
+    per_label = np.bincount(y)
+    pairs = (n * (n - 1) - int(per_label @ (per_label - 1))) // 2
     print(f"\npartial labels: n={n}, {n_labels} labels (2 samples each), "
           f"n_clusters={n_labels}")
     print(f"  fit {seconds:.2f} s, peak memory {peak / 2**20:.1f} MiB "
-          f"(X itself: {X.nbytes / 2**20:.1f} MiB); {est.n_clusters_} clusters")
+          f"(X itself: {X.nbytes / 2**20:.1f} MiB); {est.n_clusters_} clusters; "
+          f"a list of the {pairs:,} cannot-linked pairs: {pairs * 16 / 2**20:,.0f} MiB")
+    return {"dataset": f"partial-labels-{n}-by-{n_labels}",
+            "estimator": "SpanningForestClustering", "seconds": seconds,
+            "numpy_mib": peak / 2**20, "pairs_mib": pairs * 16 / 2**20,
+            "note": f"fit with partial labels of {n_labels:,} classes of 2 samples, "
+                    "n_clusters the number of labels: NumPy's peak (tracemalloc), and "
+                    "the cannot-linked pairs as two int64 columns"}
 
 
 def predict_case(n=1_000_000, n_queries=1_000, repeats=3):
-    """predict against many training points: the index is built once and kept."""
+    """predict against many training points: the index is built once and kept.
+    Returns the result file's row: the first call and the best later one."""
     rng = np.random.default_rng(0)
     X = rng.uniform(size=(n, 2))
     queries = rng.uniform(size=(n_queries, 2))
     est = SpanningForestClustering(n_clusters=N_CLUSTERS).fit(X)
     print(f"\npredict: {n_queries} queries, {n} training points in 2-D")
+    calls = []
     for call in range(repeats):
         seconds, _ = best_time(lambda: est.predict(queries), 1)
+        calls.append(seconds)
         print(f"  call {call + 1}: {seconds:.4f} s")
     clone = pickle.loads(pickle.dumps(est))
     for call in range(2):
         seconds, _ = best_time(lambda: clone.predict(queries), 1)
         print(f"  after unpickling, call {call + 1}: {seconds:.4f} s")
+    return {"dataset": f"predict-{n_queries}-of-{n}", "estimator": "SpanningForestClustering",
+            "seconds": min(calls[1:]), "first_seconds": calls[0],
+            "note": f"predict of {n_queries:,} queries against {n:,} training points in "
+                    "2-D: the best later call (seconds) and the first, which builds the "
+                    "neighbour index"}
 
 
 def main():
@@ -170,12 +195,18 @@ def main():
                         help="only the peak memory of a fit with 10,000 labels")
     parser.add_argument("--predict", action="store_true",
                         help="only predict's time against 1,000,000 training points")
+    parser.add_argument("--csv", help="the result file to write the rows of --memory and "
+                        "--predict to (benchmarks/results/forest.csv, which the pages "
+                        "quote); a rerun replaces the rows it measured")
     args = parser.parse_args()
     if args.memory or args.predict:
-        if args.memory:
-            memory_case()
-        if args.predict:
-            predict_case()
+        load_start = load_average()
+        rows = ([memory_case()] if args.memory else []) + \
+               ([predict_case()] if args.predict else [])
+        if args.csv:
+            write_results(args.csv, [{"device": "cpu", **row} for row in rows],
+                          "bench_forest", load=load_span(load_start, load_average()))
+            print(f"results written to {args.csv}")
         return
     limits = PEER_MAX_N_FULL if args.full else PEER_MAX_N
     cases = [(2000, 16), (4000, 8), (20000, 2)] if args.quick else FEATURE_CASES

@@ -22,7 +22,8 @@ Against k-means (``--csv PATH``): the part of the tour (``python -m skdiffclust
 path's selected model, the dense model fitted again on the features it kept, and
 ``KMeans(n_init=10)`` on every feature and on the 5 informative ones; written with
 the speed rows (mean over the seeds) to the CSV file (``_results.write_results``),
-which the pages quote (``benchmarks/results/gemini.csv``).
+which the pages quote (``benchmarks/results/gemini.csv``); with ``--memory``, the
+memory rows.
 
 Usage::
 
@@ -30,6 +31,7 @@ Usage::
     python benchmarks/bench_gemini.py --seeds 5
     python benchmarks/bench_gemini.py --seeds 3 --no-gemclus --csv benchmarks/results/gemini.csv
     python benchmarks/bench_gemini.py --memory
+    python benchmarks/bench_gemini.py --memory --csv benchmarks/results/gemini.csv
 """
 
 import argparse
@@ -56,13 +58,16 @@ OURS = {
     "ours (defaults)": {},
     "ours (linear)": {"kernel": "linear"},
 }
+# {what the line says: (the result file's estimator, SparseGEMINI's parameters)}
 MEMORY_CASES = {
-    "defaults (rbf, 100 Nystrom features)": {},
-    "linear kernel (exact, from the features)": {"kernel": "linear"},
-    "exact rbf, batch_size='auto' (1024)": {"n_kernel_features": None},
+    "defaults (rbf, 100 Nystrom features)": ("SparseGEMINI", {}),
+    "linear kernel (exact, from the features)": ("SparseGEMINI-linear", {"kernel": "linear"}),
+    "exact rbf, batch_size='auto' (1024)": ("SparseGEMINI-exact-rbf",
+                                            {"n_kernel_features": None}),
 }
 FULL_MATRIX_CASE = {
-    "exact rbf, batch_size=None (n x n)": {"n_kernel_features": None, "batch_size": None},
+    "exact rbf, batch_size=None (n x n)": ("SparseGEMINI-full-matrix",
+                                           {"n_kernel_features": None, "batch_size": None}),
 }
 
 
@@ -187,10 +192,12 @@ def memory_case(params, n_samples):
 
 
 def memory(args):
+    """The ``--memory`` mode; returns the result file's rows."""
     cases = dict(MEMORY_CASES, **(FULL_MATRIX_CASE if args.with_full_matrix else {}))
     print(f"peak memory of one fit, n_samples={args.n_samples}, 10 features, 5 clusters "
           f"(input: {args.n_samples * 10 * 8 / 2**20:.1f} MB)")
-    for name, params in cases.items():
+    rows = []
+    for name, (estimator, params) in cases.items():
         out = subprocess.run(
             [sys.executable, __file__, "--memory-case", json.dumps(params),
              "--n-samples", str(args.n_samples)],
@@ -199,6 +206,13 @@ def memory(args):
         print(f"  {name:42s} RSS +{result['rss_growth_mb']:8.1f} MB   traced peak "
               f"{result['traced_peak_mb']:8.1f} MB   ({result['seconds']:.1f} s, 3 epochs)",
               flush=True)
+        rows.append({"dataset": f"blobs-{args.n_samples}", "estimator": estimator,
+                     "device": "cpu", "seconds": result["seconds"],
+                     "peak_mib": result["rss_growth_mb"],
+                     "numpy_mib": result["traced_peak_mb"],
+                     "note": f"--memory: one fit of 3 epochs, {name}; resident set "
+                             "(ru_maxrss) above the level before, NumPy's peak"})
+    return rows
 
 
 def _positive(text):
@@ -218,14 +232,20 @@ def main():
     parser.add_argument("--with-full-matrix", action="store_true",
                         help="also the n x n kernel matrix (3.2 GB at 20,000 samples)")
     parser.add_argument("--csv", metavar="PATH",
-                        help="also run the tour's comparison with k-means, and write the "
-                             "rows to this CSV file (e.g. benchmarks/results/gemini.csv)")
+                        help="also run the tour's comparison with k-means (with --memory: "
+                             "the memory rows), and write the rows to this CSV file "
+                             "(e.g. benchmarks/results/gemini.csv)")
     parser.add_argument("--memory-case", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.memory_case is not None:
         memory_case(json.loads(args.memory_case), args.n_samples)
     elif args.memory:
-        memory(args)
+        load_start = load_average()
+        rows = memory(args)
+        if args.csv:
+            write_results(args.csv, rows, "bench_gemini",
+                          load=load_span(load_start, load_average()))
+            print(f"results written to {args.csv}")
     else:
         load_start = load_average()
         results = speed(args)

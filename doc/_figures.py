@@ -253,6 +253,8 @@ ROW_FORMATS = {
     "input_mib": mebibytes, "peak_ratio": times_of, "numpy_ratio": times_of,
     # bench_scale.py: NumPy's peak, and the mapped file's pages of the out-of-core runs
     "numpy_mib": mebibytes, "file_mib": mebibytes,
+    # bench_forest.py: a list of cannot-linked pairs; predict's first call
+    "pairs_mib": mebibytes, "first_seconds": seconds,
 }
 PREFIXES = {"mnist": "", "n_clusters": "n-clusters-"}
 
@@ -692,7 +694,7 @@ def substitutions(folder=RESULTS):
     """{name: text} of every figure the pages may quote."""
     figures = {}
     for stem in ("mnist", "gpu", "perturbed", "first_fit", "gemini", "n_clusters", "prcut",
-                 "scale"):
+                 "scale", "forest"):
         rows = read(stem, folder)
         figures.update(row_figures(stem, rows))
         if stem in ("gpu", "mnist", "perturbed"):

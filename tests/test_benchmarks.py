@@ -174,9 +174,10 @@ def test_bench_mnist_graph_neighbours_counts_the_neighbours_of_a_point_s_class()
     assert 0.9 < fit.extra["pixels neighbours in class"] <= 1
 
 
-def test_bench_scale_and_bench_prcut_write_the_memory_the_guide_quotes(tmp_path, monkeypatch):
-    """``--csv``: the result files the pages quote the peak memory from (the blobs
-    and the dense affinity), one row per fit, with its ARI and peak."""
+def test_bench_scale_prcut_and_forest_write_the_memory_the_guide_quotes(tmp_path, monkeypatch):
+    """``--csv``: the result files the pages quote the peak memory from (the blobs,
+    the dense affinity, SparseGEMINI's fit, the forest's partial labels), one row per
+    fit, with its ARI and peak."""
     import csv
 
     bench_scale = _benchmark("bench_scale")
@@ -208,6 +209,22 @@ def test_bench_scale_and_bench_prcut_write_the_memory_the_guide_quotes(tmp_path,
     assert float(row["input_mib"]) == 400 * 400 * 8 / 2**20
     assert float(row["peak_ratio"]) == pytest.approx(
         float(row["peak_mib"]) / float(row["input_mib"]), rel=1e-8)
+
+    path = tmp_path / "gemini.csv"
+    monkeypatch.setattr(sys, "argv", ["bench_gemini.py", "--memory", "--n-samples", "500",
+                                      "--csv", str(path)])
+    _benchmark("bench_gemini").main()
+    rows = {r["estimator"]: r for r in csv.DictReader(path.open())}
+    assert set(rows) == {"SparseGEMINI", "SparseGEMINI-linear", "SparseGEMINI-exact-rbf"}
+    assert all(r["dataset"] == "blobs-500" and float(r["numpy_mib"]) > 0 for r in rows.values())
+
+    bench_forest = _benchmark("bench_forest")
+    row = bench_forest.memory_case(n=200, n_labels=100)
+    # 100 labels of 2 samples: every pair but the 100 within a label, 16 bytes each
+    assert row["pairs_mib"] == (200 * 199 // 2 - 100) * 16 / 2**20
+    assert 0 < row["numpy_mib"] < row["pairs_mib"]
+    row = bench_forest.predict_case(n=2_000, n_queries=10)
+    assert row["dataset"] == "predict-10-of-2000" and row["first_seconds"] > 0
 
 
 def _fake_mnist(bench_mnist):
