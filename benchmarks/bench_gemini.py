@@ -15,7 +15,10 @@ the peak is reached in the first), each configuration in a fresh subprocess:
 the growth of the resident set (``ru_maxrss``) over what the process held
 before the fit, and the peak of the allocations traced by ``tracemalloc``
 (NumPy's included). ``--with-full-matrix`` adds ``batch_size=None`` with an
-exact rbf kernel: the single n x n matrix that ``batch_size='auto'`` avoids.
+exact rbf kernel: the single n x n matrix that ``batch_size='auto'`` avoids. Then
+the peak of ``predict_proba`` of ``--predict-rows`` samples (50,000) through
+hidden layers of 1,200 and 100 units, against the size of every row's hidden
+activations at once.
 
 Against k-means (``--csv PATH``): the part of the tour (``python -m skdiffclust
 --dataset celeux``) on scenario 5, three draws of the data, ``random_state=0``: the
@@ -191,6 +194,35 @@ def memory_case(params, n_samples):
                       "seconds": seconds}))
 
 
+def inference_memory(n_rows=50_000, hidden=(1200, 100)):
+    """NumPy's peak while ``predict_proba`` reads ``n_rows`` samples through an MLP
+    of ``hidden`` units (fitted for one epoch on 2,000), and what the hidden
+    activations of every row would take at once: the result file's row."""
+    X, _ = make_blobs(2_000 + n_rows, n_features=10, centers=5, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # one epoch: not converged, on purpose
+        model = SparseGEMINI(n_clusters=5, hidden_layer_sizes=hidden, max_iter=1,
+                             random_state=0).fit(X[:2_000])
+    X = X[2_000:]
+    tracemalloc.start()
+    start = time.perf_counter()
+    model.predict_proba(X)
+    seconds = time.perf_counter() - start
+    _, traced = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    activations = n_rows * sum(hidden) * X.itemsize / 2**20
+    units = " and ".join(f"{h:,}" for h in hidden)
+    print(f"  predict_proba of {n_rows:,} samples, hidden layers of {units} units: "
+          f"traced peak {traced / 2**20:8.1f} MB ({seconds:.2f} s); every row's hidden "
+          f"activations at once: {activations:,.0f} MB")
+    return {"dataset": f"predict-{n_rows}", "device": "cpu", "seconds": seconds,
+            "estimator": "SparseGEMINI-" + "-".join(map(str, hidden)),
+            "numpy_mib": traced / 2**20, "activations_mib": activations,
+            "note": f"--memory: predict_proba of {n_rows:,} samples (10 features) through "
+                    f"hidden layers of {units} units: NumPy's peak, and every row's "
+                    "hidden activations (float64)"}
+
+
 def memory(args):
     """The ``--memory`` mode; returns the result file's rows."""
     cases = dict(MEMORY_CASES, **(FULL_MATRIX_CASE if args.with_full_matrix else {}))
@@ -212,6 +244,7 @@ def memory(args):
                      "numpy_mib": result["traced_peak_mb"],
                      "note": f"--memory: one fit of 3 epochs, {name}; resident set "
                              "(ru_maxrss) above the level before, NumPy's peak"})
+    rows.append(inference_memory(args.predict_rows))
     return rows
 
 
@@ -229,6 +262,8 @@ def main():
     parser.add_argument("--no-gemclus", action="store_true", help="time ours only")
     parser.add_argument("--memory", action="store_true", help="peak memory of one fit")
     parser.add_argument("--n-samples", type=int, default=20_000)
+    parser.add_argument("--predict-rows", type=int, default=50_000,
+                        help="samples of --memory's predict_proba")
     parser.add_argument("--with-full-matrix", action="store_true",
                         help="also the n x n kernel matrix (3.2 GB at 20,000 samples)")
     parser.add_argument("--csv", metavar="PATH",

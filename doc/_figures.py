@@ -255,6 +255,8 @@ ROW_FORMATS = {
     "numpy_mib": mebibytes, "file_mib": mebibytes,
     # bench_forest.py: a list of cannot-linked pairs; predict's first call
     "pairs_mib": mebibytes, "first_seconds": seconds,
+    # bench_gemini.py --memory: every row's hidden activations at once
+    "activations_mib": mebibytes,
 }
 PREFIXES = {"mnist": "", "n_clusters": "n-clusters-"}
 

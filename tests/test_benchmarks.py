@@ -212,11 +212,15 @@ def test_bench_scale_prcut_and_forest_write_the_memory_the_guide_quotes(tmp_path
 
     path = tmp_path / "gemini.csv"
     monkeypatch.setattr(sys, "argv", ["bench_gemini.py", "--memory", "--n-samples", "500",
-                                      "--csv", str(path)])
+                                      "--predict-rows", "5000", "--csv", str(path)])
     _benchmark("bench_gemini").main()
     rows = {r["estimator"]: r for r in csv.DictReader(path.open())}
+    predict = rows.pop("SparseGEMINI-1200-100")
     assert set(rows) == {"SparseGEMINI", "SparseGEMINI-linear", "SparseGEMINI-exact-rbf"}
     assert all(r["dataset"] == "blobs-500" and float(r["numpy_mib"]) > 0 for r in rows.values())
+    # predict_proba keeps a block's activations, not every row's (5,000 x 1,300 float64)
+    assert float(predict["activations_mib"]) == pytest.approx(5000 * 1300 * 8 / 2**20)
+    assert 0 < float(predict["numpy_mib"]) < float(predict["activations_mib"]) / 2
 
     bench_forest = _benchmark("bench_forest")
     row = bench_forest.memory_case(n=200, n_labels=100)
