@@ -9,8 +9,9 @@ writes from them. ``README.rst``, rendered without Sphinx, defines its few figur
 itself at its end, and they must equal the generated ones.
 
 So a figure typed by hand is findable: a timing (``12 s``, ``4.5 ms``,
-``2 minutes``), a speed-up (``2.9x``, ``34 times faster``), a score (``0.71``) or
-a share (``97.1%``) outside code, literals and substitution definitions. No page
+``2 minutes``), a speed-up (``2.9x``, ``34 times faster``), a score (``0.71``), a
+share (``97.1%``) or a memory peak (``peaks at 7 MB``, ``+623 MB``) outside code,
+literals and substitution definitions. No page
 holds one: a figure no result file holds is said in words.
 """
 
@@ -51,6 +52,11 @@ FIGURES = {
     # a share measured to a decimal from 2% up ("97.1% of its neighbours"); a
     # setting is written below it ("0.1% of the samples") or without a decimal
     "share": re.compile(r"(?<![\w.,])(?:[2-9]|[1-9]\d)\.\d+\s?%"),
+    # a memory peak measured ("peaks at 7 MB", "+623 MB"); a size that follows from
+    # the data or a package ("a 640 MB file", "a 192 MB wheel") is not one
+    "memory": re.compile(
+        r"(?:\bpeak(?:s|ed)?\s+(?:at\s+|of\s+)?(?:about\s+)?|(?<![\w.])\+\s?)"
+        r"\d[\d,]*(?:\.\d+)?\s?[KMGT]i?B\b", re.IGNORECASE),
 }
 # directives whose content is code or output, not prose
 LITERAL_DIRECTIVES = re.compile(
@@ -163,6 +169,7 @@ def name(path):
     "ARI 0.70", "ACC 0.987 / NMI 0.962", "(0.626, 0.625)",
     "a mean NMI of ``0.865``", "from ``0.813`` to\n``0.864``",
     "97.1% of its neighbours", "for 99.99% of the points", "still 3.7% misassigned",
+    "peaks at 7 MB", "it peaked at 0.15 GB", "MiniBatchKMeans +28 MB", "a peak of 38 MiB",
 ])
 def test_the_scan_finds_typed_figures(text):
     assert figures_in(prose(text)), text
@@ -174,6 +181,8 @@ def test_the_scan_finds_typed_figures(text):
     "``learning_rate=0.01``", "``LAYER_WEIGHT = 0.001``", "``tol=1e-3``", "the 1990s", "5% of the labels", "n_init=10",
     "at most 0.1% of the samples", "0.3%, 1%, 1.5% and 10%",
     "a 2-core x86-64 CPU", "version 0.9.7",
+    "a 192 MB wheel, about 790 MB installed", "a 640 MB file", "under 1 GB above it",
+    "shared memory (48 KB)", "peaked at |scale-blobs-70000-prcut-peak-mib|",
     "Example::\n\n    model.fit(X)  # 0.087 s\n\nAfter.",
     ".. code-block:: python\n\n   print(0.71)\n",
     ">>> round(0.713, 2)",
