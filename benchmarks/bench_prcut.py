@@ -38,6 +38,7 @@ Usage::
     python benchmarks/bench_prcut.py --graph-cases
     python benchmarks/bench_prcut.py --memory   # dense precomputed affinity
     python benchmarks/bench_prcut.py --memory --csv benchmarks/results/prcut.csv
+    python benchmarks/bench_prcut.py --csv benchmarks/results/prcut.csv
 """
 
 import argparse
@@ -72,6 +73,10 @@ N_NEIGHBORS = 10
 N_CLUSTERS = 10
 BLOB_SIZES = [10_000, 70_000, 200_000]
 # the paper's settings, then annealing with a small balance (the lower ratio cut)
+# the result file's estimator of each row name
+ESTIMATORS = {"PRCut": "PRCut", "PRCut, the paper's (random, linear, balance=100)": "PRCut-paper",
+              "PRCut annealed (random init, linear)": "PRCut-annealed",
+              "SpectralClustering (+ graph)": "SpectralClustering"}
 DIGITS_SETTINGS = {
     "PRCut": {},
     "PRCut, the paper's (random, linear, balance=100)": {
@@ -125,12 +130,23 @@ def row(name, seconds, memory, s):
           f"ARI={s['ari']:.3f}")
 
 
-def run_case(title, X, y, prcut_settings, run_spectral):
+def result_row(dataset, name, seconds, memory, s, epochs=None):
+    """The result file's row of a printed :func:`row`."""
+    return {"dataset": dataset, "estimator": ESTIMATORS[name], "device": "cpu",
+            "seconds": seconds, "peak_mib": memory / 2**20, "ratio_cut": s["rc"],
+            "acc": s["acc"], "nmi": s["nmi"], "ari": s["ari"], "epochs": epochs,
+            "note": f"{name}, 10-NN graph; SpectralClustering's time and peak include the "
+                    "graph's; peak: resident memory above the level before"}
+
+
+def run_case(title, X, y, prcut_settings, run_spectral, dataset):
     """prcut_settings: {row name: PRCut parameters}, each run and printed. Every
     row's ratio cut is that of the kNN graph, which SpectralClustering clusters;
     PRCut trains on it, or on its shared-neighbour weights where its start reads
-    those (``init='auto'`` on a graph with hubs, as the digits')."""
+    those (``init='auto'`` on a graph with hubs, as the digits'). Returns the
+    result file's rows, ``dataset`` their dataset."""
     print(f"\n{title}")
+    rows = []
     # PRCut's graph: the data centred and scaled globally (ties among the
     # neighbours, as in the integer pixels of digits, then break the same way)
     graph_seconds, graph_memory, W = measured(
@@ -146,19 +162,24 @@ def run_case(title, X, y, prcut_settings, run_spectral):
         trained_on = model.affinity_matrix_
         assert (trained_on.astype(bool) != W.astype(bool)).nnz == 0  # the same edges
         same = (trained_on != W).nnz == 0  # and weights: not the shared neighbours'
+        fit_scores = scores(W, y, model.labels_)
         row(f"{name} ({model.n_iter_} epochs{'' if same else ', shared neighbours'})",
-            seconds, memory, scores(W, y, model.labels_))
+            seconds, memory, fit_scores)
+        rows.append(result_row(dataset, name, seconds, memory, fit_scores, model.n_iter_))
         first_seconds = first_seconds or seconds
     if not run_spectral:
         print(f"  {'SpectralClustering':<60} skipped (--sc-max-n; --full to run it)")
-        return
+        return rows
     sc_seconds, sc_memory, spectral = measured(
         lambda: SpectralClustering(N_CLUSTERS, affinity="precomputed",
                                    random_state=0).fit(W))
-    row("SpectralClustering (+ graph)", graph_seconds + sc_seconds,
-        max(graph_memory, sc_memory), scores(W, y, spectral.labels_))
+    name, memory = "SpectralClustering (+ graph)", max(graph_memory, sc_memory)
+    sc_scores = scores(W, y, spectral.labels_)
+    row(name, graph_seconds + sc_seconds, memory, sc_scores)
+    rows.append(result_row(dataset, name, graph_seconds + sc_seconds, memory, sc_scores))
     ratio = (graph_seconds + sc_seconds) / first_seconds
     print(f"  time SpectralClustering / {next(iter(prcut_settings))} = {ratio:.2f}x")
+    return rows
 
 
 def timed(fit, repeats):
@@ -278,8 +299,9 @@ def main():
     parser.add_argument("--memory", action="store_true",
                         help="dense precomputed affinity only")
     parser.add_argument("--memory-sizes", default="4000,6000")
-    parser.add_argument("--csv", help="with --memory: the result file to write its rows to "
-                        "(benchmarks/results/prcut.csv, which the guide quotes)")
+    parser.add_argument("--csv", help="the result file to write the rows of the default "
+                        "cases (or --quick's) or of --memory to (benchmarks/results/prcut.csv, "
+                        "which the guide quotes); a rerun replaces the rows it measured")
     args = parser.parse_args()
 
     if args.small:
@@ -291,13 +313,17 @@ def main():
     if args.memory:
         run_memory([int(n) for n in args.memory_sizes.split(",")], args.csv)
         return
+    load_start = load_average()
     X, y = load_digits(return_X_y=True)
     warm_up(X[:100])
-    run_case("digits: n=1,797, d=64", X, y, DIGITS_SETTINGS, True)
+    rows = run_case("digits: n=1,797, d=64", X, y, DIGITS_SETTINGS, True, "digits")
     for n in BLOB_SIZES[:1] if args.quick else BLOB_SIZES:
         X, y = make_blobs(n, 32, centers=N_CLUSTERS, cluster_std=6.0, random_state=0)
-        run_case(f"blobs: n={n:,}, d=32", X, y, {"PRCut": {}},
-                 args.full or n <= args.sc_max_n)
+        rows += run_case(f"blobs: n={n:,}, d=32", X, y, {"PRCut": {}},
+                         args.full or n <= args.sc_max_n, f"blobs-{n}")
+    if args.csv:
+        write_results(args.csv, rows, "bench_prcut", load=load_span(load_start, load_average()))
+        print(f"results written to {args.csv}")
 
 
 if __name__ == "__main__":

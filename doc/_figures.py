@@ -251,6 +251,8 @@ ROW_FORMATS = {
     "neighbours_in_class": lambda v: f"{v:.1%}", "pixels_neighbours_in_class": lambda v: f"{v:.1%}",
     # bench_prcut.py --memory: the input's size and the peaks above it in its units
     "input_mib": mebibytes, "peak_ratio": times_of, "numpy_ratio": times_of,
+    # and its cases against SpectralClustering: the ratio cut on the kNN graph
+    "ratio_cut": lambda v: f"{v:.2f}",
     # bench_scale.py: NumPy's peak, and the mapped file's pages of the out-of-core runs
     "numpy_mib": mebibytes, "file_mib": mebibytes,
     # bench_forest.py: a list of cannot-linked pairs; predict's first call

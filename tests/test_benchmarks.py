@@ -116,9 +116,14 @@ def test_bench_prcut_compares_on_the_knn_graph_whatever_graph_prcut_trains_on(ca
 
     bench_prcut = _benchmark("bench_prcut")
     X, y = load_digits(return_X_y=True)
-    bench_prcut.run_case("digits", X[:600], y[:600], {"PRCut": dict(max_iter=5)}, True)
+    rows = bench_prcut.run_case("digits", X[:600], y[:600], {"PRCut": dict(max_iter=5)},
+                                True, "digits-600")
     printed = capsys.readouterr().out
     assert "shared neighbours" in printed and "SpectralClustering (+ graph)" in printed
+    # the result file's rows (--csv): one per fit, scored on the same graph
+    assert [r["estimator"] for r in rows] == ["PRCut", "SpectralClustering"]
+    assert 1 <= rows[0]["epochs"] <= 5 and all(r["dataset"] == "digits-600" for r in rows)
+    assert all(0.5 < r["ari"] <= 1 and r["ratio_cut"] > 0 and r["peak_mib"] >= 0 for r in rows)
 
 
 def test_bench_mnist_unbalanced_copy_shrinks_the_classes_geometrically():
