@@ -39,6 +39,7 @@ Usage::
     python benchmarks/bench_prcut.py --memory   # dense precomputed affinity
     python benchmarks/bench_prcut.py --memory --csv benchmarks/results/prcut.csv
     python benchmarks/bench_prcut.py --csv benchmarks/results/prcut.csv
+    python benchmarks/bench_prcut.py --small --csv benchmarks/results/prcut.csv
 """
 
 import argparse
@@ -195,12 +196,13 @@ def timed(fit, repeats):
 
 
 def run_small(repeats):
-    """PRCut's and SpectralClustering's warm fit times on 300 points.
+    """PRCut's and SpectralClustering's warm fit times on at most 1,000 points.
 
     Each is fitted with random_state 0 .. repeats - 1: the median time, and the
     mean (min) ARI over those seeds (one seed's ARI says little on overlapping
-    blobs).
+    blobs). Returns the result file's rows (dataset ``small-<case>``).
     """
+    rows = []
     print(f"\nat most 1,000 points: warm fit, median over random_state 0..{repeats - 1} "
           "(wall / CPU seconds); ARI mean (min)")
     warm_up(SMALL["two moons"]()[0])
@@ -216,17 +218,28 @@ def run_small(repeats):
                 k, affinity="nearest_neighbors", n_neighbors=N_NEIGHBORS,
                 random_state=seed).fit(X), repeats)
 
+        def aris(fitted):
+            return [adjusted_rand_score(y, model.labels_) for model in fitted]
+
         def ari(fitted):
-            values = [adjusted_rand_score(y, model.labels_) for model in fitted]
-            return f"{np.mean(values):.3f} ({np.min(values):.3f})"
+            return f"{np.mean(aris(fitted)):.3f} ({np.min(aris(fitted)):.3f})"
 
         epochs = statistics.median(model.n_iter_ for model in ours[2])
+        for estimator, (wall, cpu, fitted) in (("PRCut", ours), ("SpectralClustering", theirs)):
+            rows.append({
+                "dataset": f"small-{name}", "estimator": estimator, "device": "cpu",
+                "seconds": wall, "cpu_seconds": cpu, "ari": np.mean(aris(fitted)),
+                "ari_min": np.min(aris(fitted)),
+                "epochs": epochs if estimator == "PRCut" else None,
+                "note": f"--small: {len(X):,} x {X.shape[1]}, warm fits, median seconds and "
+                        f"mean (min) ARI over random_state 0 to {repeats - 1}"})
         slowest = max(slowest, ours[0])
         print(f"  {name:<26} {len(X):>5} x {X.shape[1]:<3} PRCut {ours[0]:5.2f} / "
               f"{ours[1]:5.2f} s ({epochs:g} epochs) ARI {ari(ours[2])}   "
               f"SpectralClustering {theirs[0]:5.2f} / {theirs[1]:5.2f} s ARI "
               f"{ari(theirs[2])}   wall ratio {ours[0] / theirs[0]:.2f}x")
     print(f"  slowest PRCut fit: {slowest:.2f} s (target: under 0.3 s)")
+    return rows
 
 
 def run_graph_cases(n_draws):
@@ -300,12 +313,18 @@ def main():
                         help="dense precomputed affinity only")
     parser.add_argument("--memory-sizes", default="4000,6000")
     parser.add_argument("--csv", help="the result file to write the rows of the default "
-                        "cases (or --quick's) or of --memory to (benchmarks/results/prcut.csv, "
-                        "which the guide quotes); a rerun replaces the rows it measured")
+                        "cases (or --quick's), of --small or of --memory to "
+                        "(benchmarks/results/prcut.csv, which the guide quotes); a rerun "
+                        "replaces the rows it measured")
     args = parser.parse_args()
 
     if args.small:
-        run_small(args.repeats)
+        load_start = load_average()
+        rows = run_small(args.repeats)
+        if args.csv:
+            write_results(args.csv, rows, "bench_prcut",
+                          load=load_span(load_start, load_average()))
+            print(f"results written to {args.csv}")
         return
     if args.graph_cases:
         run_graph_cases(3)

@@ -253,6 +253,7 @@ ROW_FORMATS = {
     "input_mib": mebibytes, "peak_ratio": times_of, "numpy_ratio": times_of,
     # and its cases against SpectralClustering: the ratio cut on the kNN graph
     "ratio_cut": lambda v: f"{v:.2f}",
+    "ari_min": score,
     # bench_scale.py: NumPy's peak, and the mapped file's pages of the out-of-core runs
     "numpy_mib": mebibytes, "file_mib": mebibytes,
     # bench_forest.py: a list of cannot-linked pairs; predict's first call

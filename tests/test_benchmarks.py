@@ -126,6 +126,21 @@ def test_bench_prcut_compares_on_the_knn_graph_whatever_graph_prcut_trains_on(ca
     assert all(0.5 < r["ari"] <= 1 and r["ratio_cut"] > 0 and r["peak_mib"] >= 0 for r in rows)
 
 
+def test_bench_prcut_small_writes_a_row_per_estimator_and_case(monkeypatch):
+    """``--small --csv``: the rows the guide's table of small data quotes, PRCut's
+    with its epochs, each with the mean and the lowest ARI over the seeds."""
+    bench_prcut = _benchmark("bench_prcut")
+    monkeypatch.setattr(bench_prcut, "SMALL", {
+        name: bench_prcut.SMALL[name] for name in ("two moons", "iris")})
+    rows = bench_prcut.run_small(repeats=2)
+    assert [(r["dataset"], r["estimator"]) for r in rows] == [
+        ("small-two moons", "PRCut"), ("small-two moons", "SpectralClustering"),
+        ("small-iris", "PRCut"), ("small-iris", "SpectralClustering")]
+    assert rows[0]["ari"] == 1.0 and rows[1]["ari"] == 1.0  # the moons, found by both
+    assert all(0 < r["ari_min"] <= r["ari"] for r in rows)
+    assert rows[0]["epochs"] >= 0 and rows[1]["epochs"] is None
+
+
 def test_bench_mnist_unbalanced_copy_shrinks_the_classes_geometrically():
     """``--imbalance R``: class c keeps m * R ** (-c / 9) of its images (m the
     smallest class's count), in the training and the test images alike, and the
