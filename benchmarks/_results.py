@@ -7,11 +7,11 @@ draws the figures of ``doc/benchmarks.rst``.
 ``--csv PATH`` of ``bench_quality.py``, ``bench_gpu.py``, ``bench_mnist.py``,
 ``bench_first_fit.py``, ``bench_gemini.py``, ``bench_perturbed.py``,
 ``bench_n_clusters.py``, ``bench_prcut.py``, ``bench_scale.py`` and
-``bench_forest.py`` calls :func:`write_results`: the run's rows replace the file's rows of the same
-benchmark, dataset, estimator, device and machine; the file's other rows are kept,
-so that runs of different cases, or on different machines, add up in one file
-(``bench_quality.py`` replaces the rows of every machine: its comparison is one
-run). Each row records the machine, the date and the load average over the run.
+``bench_forest.py`` calls :func:`write_results` (or :func:`save_run`): the run's
+rows replace the file's rows of the same benchmark, dataset, estimator, device
+and machine; the file's other rows are kept, so that runs of different cases, or
+on different machines, add up in one file (``bench_quality.py`` replaces the rows
+of every machine: its comparison is one run). Each row records the machine, the date and the load average over the run.
 
 The documentation quotes these files (``doc/_figures.py``): its figures change
 with them.
@@ -119,3 +119,10 @@ def write_results(path, rows, benchmark, machine_name=None, load=None, key=KEY):
         writer.writeheader()
         writer.writerows(kept + new)
     return len(new)
+
+
+def save_run(path, rows, benchmark, load_start):
+    """:func:`write_results` of a run that began at the load average ``load_start``
+    (:func:`load_average`), its load span taken now; says where it wrote."""
+    write_results(path, rows, benchmark, load=load_span(load_start, load_average()))
+    print(f"results written to {path}")

@@ -39,7 +39,7 @@ from scipy.spatial.distance import squareform
 from sklearn.cluster import AgglomerativeClustering
 from sklearn.metrics import adjusted_rand_score, pairwise_distances
 
-from _results import load_average, load_span, write_results
+from _results import load_average, save_run
 
 from skdiffclust import SpanningForestClustering
 
@@ -204,9 +204,8 @@ def main():
         rows = ([memory_case()] if args.memory else []) + \
                ([predict_case()] if args.predict else [])
         if args.csv:
-            write_results(args.csv, [{"device": "cpu", **row} for row in rows],
-                          "bench_forest", load=load_span(load_start, load_average()))
-            print(f"results written to {args.csv}")
+            save_run(args.csv, [{"device": "cpu", **row} for row in rows], "bench_forest",
+                     load_start)
         return
     limits = PEER_MAX_N_FULL if args.full else PEER_MAX_N
     cases = [(2000, 16), (4000, 8), (20000, 2)] if args.quick else FEATURE_CASES

@@ -24,7 +24,7 @@ Against k-means (``--csv PATH``): the part of the tour (``python -m skdiffclust
 --dataset celeux``) on scenario 5, three draws of the data, ``random_state=0``: the
 path's selected model, the dense model fitted again on the features it kept, and
 ``KMeans(n_init=10)`` on every feature and on the 5 informative ones; written with
-the speed rows (mean over the seeds) to the CSV file (``_results.write_results``),
+the speed rows (mean over the seeds) to the CSV file (``_results.save_run``),
 which the pages quote (``benchmarks/results/gemini.csv``); with ``--memory``, the
 memory rows.
 
@@ -52,7 +52,7 @@ from sklearn.cluster import KMeans
 from sklearn.datasets import make_blobs
 from sklearn.metrics import adjusted_rand_score, normalized_mutual_info_score
 
-from _results import load_average, load_span, write_results
+from _results import load_average, save_run
 
 from skdiffclust import SparseGEMINI
 from skdiffclust.datasets import make_celeux_one
@@ -278,17 +278,13 @@ def main():
         load_start = load_average()
         rows = memory(args)
         if args.csv:
-            write_results(args.csv, rows, "bench_gemini",
-                          load=load_span(load_start, load_average()))
-            print(f"results written to {args.csv}")
+            save_run(args.csv, rows, "bench_gemini", load_start)
     else:
         load_start = load_average()
         results = speed(args)
         if args.csv:
             rows = speed_rows(results, args.seeds) + against_kmeans()
-            write_results(args.csv, rows, "bench_gemini",
-                          load=load_span(load_start, load_average()))
-            print(f"results written to {args.csv}")
+            save_run(args.csv, rows, "bench_gemini", load_start)
 
 
 if __name__ == "__main__":

@@ -108,7 +108,7 @@ from sklearn.metrics import adjusted_rand_score
 from sklearn.neighbors import NearestNeighbors
 
 from _memory import release_freed_memory
-from _results import load_average, load_span, write_results
+from _results import load_average, save_run
 from bench_prcut import measured
 from skdiffclust import _neighbors
 from skdiffclust._utils._validation import center_and_scale
@@ -742,10 +742,8 @@ def main():
     load_start = load_average()
     run_sections(args)
     if args.csv and RESULT_ROWS:
-        rows = [{"device": "cpu", **row} for row in RESULT_ROWS]
-        write_results(args.csv, rows, "bench_scale",
-                      load=load_span(load_start, load_average()))
-        print(f"results written to {args.csv}")
+        save_run(args.csv, [{"device": "cpu", **row} for row in RESULT_ROWS], "bench_scale",
+                 load_start)
 
 
 def run_sections(args):

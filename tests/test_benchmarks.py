@@ -194,7 +194,7 @@ def test_bench_mnist_graph_neighbours_counts_the_neighbours_of_a_point_s_class()
     assert 0.9 < fit.extra["pixels neighbours in class"] <= 1
 
 
-def test_bench_scale_prcut_and_forest_write_the_memory_the_guide_quotes(tmp_path, monkeypatch):
+def test_the_memory_benchmarks_write_the_figures_the_guide_quotes(tmp_path, monkeypatch):
     """``--csv``: the result files the pages quote the peak memory from (the blobs,
     the dense affinity, SparseGEMINI's fit, the forest's partial labels), one row per
     fit, with its ARI and peak."""
