@@ -18,13 +18,15 @@ Two more modes measure what the estimator keeps between calls:
 Usage::
 
     pip install ".[benchmark]"
-    python benchmarks/bench_forest.py            # all sizes of the issue
+    python benchmarks/bench_forest.py            # every size
     python benchmarks/bench_forest.py --quick    # small sizes, for a smoke run
     python benchmarks/bench_forest.py --memory --predict   # those modes only
+    python benchmarks/bench_forest.py --csv benchmarks/results/forest.csv
     python benchmarks/bench_forest.py --memory --predict --csv benchmarks/results/forest.csv
 
-``--csv`` writes the rows of ``--memory`` and ``--predict`` to a result file, which
-the pages quote.
+``--csv`` writes the run's rows to a result file, which the pages quote: the
+timings (each estimator's best time at each size), or the rows of ``--memory`` and
+``--predict``.
 """
 
 import argparse
@@ -43,7 +45,8 @@ from _results import load_average, save_run
 
 from skdiffclust import SpanningForestClustering
 
-FEATURE_CASES = [(10_000, 16), (20_000, 8), (100_000, 2), (1_000_000, 2)]
+# the last: more dimensions than the k-d tree serves, so the fit is Prim's sweep
+FEATURE_CASES = [(10_000, 16), (20_000, 8), (100_000, 2), (1_000_000, 2), (54_000, 84)]
 PRECOMPUTED_N = 5_000
 N_CLUSTERS = 10
 # largest n each O(n^2) peer is run at (time or memory), unless --full
@@ -113,7 +116,9 @@ def report(title, ours, peer_times, agreement):
         print(f"  ARI(ours, reference single linkage) = {agreement:.3f}")
 
 
-def run_case(X, title, peers, ours_fn, limits, repeats):
+def run_case(X, dataset, title, peers, ours_fn, limits, repeats):
+    """Time ours and each peer on ``X``; returns the result file's rows: ours (its
+    ARI against the first peer's single linkage) and each peer that ran."""
     n = X.shape[0]
     ours, labels = best_time(ours_fn, repeats)
     peer_times, reference = {}, None
@@ -131,6 +136,12 @@ def run_case(X, title, peers, ours_fn, limits, repeats):
             reference = peer_labels
     agreement = None if reference is None else adjusted_rand_score(labels, reference)
     report(title, ours, peer_times, agreement)
+    rows = [{"dataset": dataset, "estimator": "SpanningForestClustering", "seconds": ours,
+             "ari": agreement, "note": f"{title}; warm fit, best of {repeats}; ari: against "
+                                       "the first peer's single linkage"}]
+    rows += [{"dataset": dataset, "estimator": name, "seconds": seconds, "note": title}
+             for name, (seconds, _) in peer_times.items() if seconds is not None]
+    return rows
 
 
 def memory_case(n=20_000, n_labels=10_000):
@@ -195,9 +206,9 @@ def main():
                         help="only the peak memory of a fit with 10,000 labels")
     parser.add_argument("--predict", action="store_true",
                         help="only predict's time against 1,000,000 training points")
-    parser.add_argument("--csv", help="the result file to write the rows of --memory and "
-                        "--predict to (benchmarks/results/forest.csv, which the pages "
-                        "quote); a rerun replaces the rows it measured")
+    parser.add_argument("--csv", help="the result file to write the run's rows to "
+                        "(benchmarks/results/forest.csv, which the pages quote); a rerun "
+                        "replaces the rows it measured")
     args = parser.parse_args()
     if args.memory or args.predict:
         load_start = load_average()
@@ -211,25 +222,32 @@ def main():
     cases = [(2000, 16), (4000, 8), (20000, 2)] if args.quick else FEATURE_CASES
     n_pre = 1000 if args.quick else PRECOMPUTED_N
     rng = np.random.default_rng(0)
+    load_start = load_average()
 
     # warm the numba kernels (compiled once, then cached on disk)
     SpanningForestClustering(n_clusters=2, algorithm="prim").fit(rng.standard_normal((50, 3)))
     SpanningForestClustering(n_clusters=2, metric="precomputed").fit(-np.eye(5))
 
     print(f"warm fit times, best of {args.repeats}; n_clusters={N_CLUSTERS}")
+    rows = []
     for n, d in cases:
         X = rng.standard_normal((n, d))
         est = SpanningForestClustering(n_clusters=N_CLUSTERS)
-        run_case(X, f"features: n={n}, d={d}", feature_peers(X, N_CLUSTERS),
-                 lambda: est.fit(X).labels_, limits, args.repeats)
+        rows += run_case(X, f"{n} x {d}", f"features: n={n}, d={d}",
+                         feature_peers(X, N_CLUSTERS), lambda: est.fit(X).labels_, limits,
+                         args.repeats)
 
     X = rng.standard_normal((n_pre, 8))
     D = pairwise_distances(X)
     S = -(D**2)
     est = SpanningForestClustering(n_clusters=N_CLUSTERS, metric="precomputed")
-    run_case(D, f"precomputed: n={n_pre} (ours: similarity -D^2, peers: distances D)",
-             precomputed_peers(D, N_CLUSTERS), lambda: est.fit(S).labels_, limits,
-             args.repeats)
+    rows += run_case(D, f"precomputed {n_pre} x {n_pre}",
+                     f"precomputed: n={n_pre} (ours: similarity -D^2, peers: distances D)",
+                     precomputed_peers(D, N_CLUSTERS), lambda: est.fit(S).labels_, limits,
+                     args.repeats)
+    if args.csv:
+        save_run(args.csv, [{"device": "cpu", **row} for row in rows], "bench_forest",
+                 load_start)
 
 
 if __name__ == "__main__":

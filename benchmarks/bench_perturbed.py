@@ -19,17 +19,30 @@ Usage::
     python benchmarks/bench_perturbed.py --sizes 256 1024 --samples 100
     python benchmarks/bench_perturbed.py --sizes 4096 --csv benchmarks/results/perturbed.csv
 
+``--small`` times the small problems of learning through clustering instead, on one
+thread (the estimator's default): the loss at n = 64, 128 and 256 with 100 samples
+(median of 15), and an epoch of ``SpanningForestClustering(embedding='mlp')`` on
+scikit-learn's digits, half of them labelled (median of 5 over ten epochs)::
+
+    python benchmarks/bench_perturbed.py --small --csv benchmarks/results/perturbed.csv
+
 ``--csv PATH`` writes each timing (n and samples, operator, device, seconds, GPU
-peak, the machine and the date) to a CSV file, read by ``plot_benchmarks.py``.
+peak, the machine, the date and the load) to a CSV file, read by
+``plot_benchmarks.py`` and quoted by the pages.
 """
 
 import argparse
 import time
+import warnings
 
+import numba
 import numpy as np
 import torch
-from _results import machine, write_results
+from _results import load_average, load_span, machine, write_results
+from sklearn.datasets import load_digits
+from sklearn.exceptions import ConvergenceWarning
 
+from skdiffclust import SpanningForestClustering
 from skdiffclust.torch import partial_fenchel_young_loss, perturbed_spanning_forest
 
 JAXCLUST_SECONDS = {(256, 100): 98.0}  # forward only, 2-core machine
@@ -104,6 +117,68 @@ def warm_up(device):
     adjacency_step(X, labels, 2, generator)
 
 
+def timed(fn):
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def median_of(fn, repeats):
+    return float(np.median([timed(fn) for _ in range(repeats)]))
+
+
+def epoch_seconds(X, partial_labels, repeats=5, epochs=10):
+    """An epoch of ``SpanningForestClustering(embedding='mlp')`` on ``X`` and its
+    ``partial_labels``: the median over ``repeats`` of the difference between fits of
+    ``epochs + 1`` epochs and of one, over ``epochs`` (so that the set-up each fit
+    pays is left out)."""
+    def fit(max_iter):
+        SpanningForestClustering(n_clusters=10, embedding="mlp", max_iter=max_iter, tol=0.0,
+                                 n_iter_no_change=max_iter + 1, device="cpu",
+                                 random_state=0).fit(X, partial_labels=partial_labels)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        fit(1)  # compiles or loads the kernels
+        return float(np.median([timed(lambda: fit(epochs + 1)) - timed(lambda: fit(1))
+                                for _ in range(repeats)])) / epochs
+
+
+def small_rows(sizes=(64, 128, 256), n_samples=100, repeats=15):
+    """The small problems of learning through clustering on one thread: the loss's
+    forward and backward pass at each of ``sizes``, and an epoch on digits."""
+    threads = torch.get_num_threads(), numba.get_num_threads()
+    torch.set_num_threads(1)
+    numba.set_num_threads(1)
+    try:
+        warm_up("cpu")
+        rows = []
+        for n in sizes:
+            X, labels = batch(n, "cpu")
+            generator = torch.Generator().manual_seed(0)
+            seconds = median_of(lambda: loss_step(X, labels, n_samples, generator), repeats)
+            print(f"n = {n:4d}, {n_samples} samples, one thread: loss {milliseconds(seconds)}")
+            rows.append({"dataset": f"n = {n:,}, {n_samples:,} samples, one thread",
+                         "estimator": "partial Fenchel-Young loss", "device": "cpu",
+                         "seconds": seconds,
+                         "note": f"forward and backward, median of {repeats}"})
+        digits = load_digits()
+        partial_labels = digits.target.copy()
+        partial_labels[np.random.default_rng(0).random(partial_labels.size) < 0.5] = -1
+        seconds = epoch_seconds(digits.data / 16.0, partial_labels)
+        print(f"an epoch of SpanningForestClustering(embedding='mlp') on digits, one "
+              f"thread: {milliseconds(seconds)}")
+        rows.append({"dataset": "digits, an epoch, one thread",
+                     "estimator": "SpanningForestClustering(embedding='mlp')",
+                     "device": "cpu", "seconds": seconds,
+                     "note": "batch_size=64, half the images labelled: a pass over the "
+                             "1,797 images; median of 5 differences between fits of 11 "
+                             "epochs and of 1, over 10"})
+        return rows
+    finally:
+        torch.set_num_threads(threads[0])
+        numba.set_num_threads(threads[1])
+
+
 def milliseconds(seconds):
     return f"{seconds * 1e3:10.1f} ms" if seconds is not None else f"{'skipped':>13}"
 
@@ -115,10 +190,20 @@ def main():
     parser.add_argument("--samples", type=int, nargs="+", default=[100, 1000])
     parser.add_argument("--cpu-budget", type=float, default=60.0,
                         help="skip CPU runs estimated to take longer than this (seconds)")
+    parser.add_argument("--small", action="store_true",
+                        help="the small problems of learning through clustering, one thread")
     parser.add_argument("--csv", metavar="PATH",
                         help="write each timing to this CSV file (e.g. "
                              "benchmarks/results/perturbed.csv)")
     args = parser.parse_args()
+    load_start = load_average()
+    if args.small:
+        rows = small_rows()
+        if args.csv:
+            write_results(args.csv, rows, "bench_perturbed",
+                          load=load_span(load_start, load_average()))
+            print(f"results written to {args.csv}")
+        return
     has_cuda = torch.cuda.is_available()
     devices = ["cpu"] + (["cuda"] if has_cuda else [])
     for device in devices:
@@ -154,7 +239,8 @@ def main():
                 rows += result_rows(n, n_samples, "cuda", gpu)
     if args.csv:
         write_results(args.csv, rows, "bench_perturbed",
-                      machine(torch.cuda.get_device_name() if has_cuda else None))
+                      machine(torch.cuda.get_device_name() if has_cuda else None),
+                      load=load_span(load_start, load_average()))
         print(f"results written to {args.csv}")
 
 

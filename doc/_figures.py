@@ -32,16 +32,12 @@ import re
 from collections import defaultdict
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "benchmarks" / "results"
-TABLES = Path(__file__).resolve().parent / "_generated"
+from _figure_formats import (
+    MARGIN, RESULTS, dates, mebibytes, newest, number, ratio, read, score, seconds,
+    short_machine, slug, times, times_of, versus, when)
 
-# a difference of mean ARI under this is "level": over seeds an estimator's mean
-# ARI on the quality datasets moves by about 0.005 (bench_quality.py --seeds)
-MARGIN = 0.02
-# the load average above which a run on the CPU machine shared it with other jobs:
-# the benchmark's own thread counts 1
-BUSY_LOAD = 1.5
+ROOT = Path(__file__).resolve().parents[1]
+TABLES = Path(__file__).resolve().parent / "_generated"
 
 QUALITY_OURS = ["SpanningForest", "ClAM", "PRCut", "SparseGEMINI"]
 QUALITY_PEERS = ["KMeans", "GMM", "Ward", "Spectral", "HDBSCAN", "Genie"]
@@ -104,136 +100,6 @@ N_CLUSTERS_NAMES = {
 }
 
 
-# ---------------------------------------------------------------- reading
-
-
-def read(stem, folder=RESULTS):
-    """The rows of ``<folder>/<stem>.csv`` (dictionaries of strings); [] if absent."""
-    path = Path(folder) / f"{stem}.csv"
-    if not path.exists():
-        return []
-    with open(path, newline="") as file:
-        return list(csv.DictReader(file))
-
-
-def number(row, column):
-    """The cell as a float; None where it is empty or missing."""
-    text = (row.get(column) or "").strip()
-    try:
-        return float(text) if text else None
-    except ValueError:
-        return None
-
-
-def slug(text):
-    """``'mnist (unbalanced 10)'`` -> ``'mnist-unbalanced-10'``."""
-    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
-
-
-# ---------------------------------------------------------------- formats
-
-
-def score(value, digits=3):
-    return "--" if value is None else f"{value:.{digits}f}"
-
-
-def mebibytes(value):
-    """A memory peak given in MiB, two significant digits: ``'56 MB'``, ``'1.5 GB'``."""
-    if value >= 1024:
-        return f"{value / 1024:.1f} GB"
-    return f"{value:.2g} MB" if value < 100 else f"{value:.0f} MB"
-
-
-def seconds(value):
-    """Three significant digits, in seconds: ``'0.240 s'``, ``'66.9 s'``, ``'531 s'``."""
-    if value is None:
-        return "--"
-    if value >= 100:
-        return f"{value:.0f} s"
-    if value >= 10:
-        return f"{value:.1f} s"
-    if value >= 1:
-        return f"{value:.2f} s"
-    return f"{value:.3f} s"
-
-
-def ratio(value):
-    """A speed-up or a ratio of times: ``'4.0x'``, ``'34x'``."""
-    return f"{value:.0f}x" if value >= 10 else f"{value:.1f}x"
-
-
-def times(value):
-    """A ratio of times in words' company: ``'34'`` (times), ``'1.6'``."""
-    return f"{value:.0f}" if value >= 10 else f"{value:.1f}"
-
-
-def times_of(value):
-    """A multiple of a size, two decimals: ``'0.91 times'``."""
-    return f"{value:.2f} times"
-
-
-def loads(rows):
-    """(lowest, highest) load average recorded over ``rows`` (None if none was)."""
-    values = [float(x) for row in rows
-              for x in re.findall(r"\d+(?:\.\d+)?", row.get("load") or "")]
-    return (min(values), max(values)) if values else None
-
-
-def short_machine(name):
-    """``'2-core x86_64 CPU (AMD EPYC)'`` -> ``'2-core CPU'``; ``'NVIDIA H200, 16-core
-    host'`` -> ``'NVIDIA H200'``."""
-    if name.startswith("NVIDIA "):
-        return name.split(",")[0]
-    cores = re.match(r"(\d+)-core", name)
-    return f"{cores.group(1)}-core CPU" if cores else name
-
-
-def dates(rows):
-    found = sorted({row["date"] for row in rows if row.get("date")})
-    if not found:
-        return ""
-    return found[0] if len(found) == 1 else f"{found[0]} to {found[-1]}"
-
-
-def when(rows):
-    """The machine(s), the date(s) and, where recorded, the load of ``rows``:
-    ``'2-core CPU, 2026-11-29, under load: load average 3.0 to 3.4'``."""
-    machines = sorted({short_machine(row["machine"]) for row in rows if row.get("machine")})
-    text = ", ".join([" and ".join(machines), dates(rows)] if machines else [dates(rows)])
-    span = loads(rows)
-    if span is not None:
-        state = "under load" if span[1] >= BUSY_LOAD else "idle"
-        low, high = span
-        text += f", {state}: load average {low:.1f} to {high:.1f}"
-    return text
-
-
-def versus(a, b, name_b, possess=True):
-    """``'level with k-means' (0.63 against 0.63)'``, ``'above ...'``, ``'below ...'``:
-    a mean ARI against another, level within :data:`MARGIN`."""
-    where = "level with" if abs(a - b) <= MARGIN else "above" if a > b else "below"
-    return f"{where} {possessive(name_b) if possess else name_b} ({a:.2f} against {b:.2f})"
-
-
-def possessive(name):
-    """``"KMeans'"``, ``"SpectralClustering's"``."""
-    return f"{name}'" if name.endswith("s") else f"{name}'s"
-
-
-# ---------------------------------------------------------------- rows
-
-
-def newest(rows):
-    """The newest row of each (dataset, estimator, device): the last of the newest
-    date."""
-    best = {}
-    for row in rows:
-        key = (row.get("dataset", ""), row.get("estimator", ""), row.get("device", "cpu"))
-        if key not in best or row.get("date", "") >= best[key].get("date", ""):
-            best[key] = row
-    return best
-
-
 # columns quoted by name, and how each is written
 ROW_FORMATS = {
     "ari": score, "acc": score, "nmi": score, "test_acc": score,
@@ -248,7 +114,8 @@ ROW_FORMATS = {
     "steps": lambda v: f"{v:,.0f}", "pixels": lambda v: f"{v:.0f}",
     "path_steps": lambda v: f"{v:.0f}", "epochs": lambda v: f"{v:.0f}",
     # its graph-neighbours case: the share of an image's nearest neighbours in its class
-    "neighbours_in_class": lambda v: f"{v:.1%}", "pixels_neighbours_in_class": lambda v: f"{v:.1%}",
+    "neighbours_in_class": lambda v: f"{v:.1%}",
+    "pixels_neighbours_in_class": lambda v: f"{v:.1%}",
     # bench_prcut.py --memory: the input's size and the peaks above it in its units
     "input_mib": mebibytes, "peak_ratio": times_of, "numpy_ratio": times_of,
     # and its cases against SpectralClustering: the ratio cut on the kNN graph
@@ -260,6 +127,10 @@ ROW_FORMATS = {
     "pairs_mib": mebibytes, "first_seconds": seconds,
     # bench_gemini.py --memory: every row's hidden activations at once
     "activations_mib": mebibytes,
+    # bench_clam.py: silhouettes, occupied clusters, CPU times and their ratios
+    "silhouette": score, "occupied_min": lambda v: f"{v:.0f}",
+    "occupied_max": lambda v: f"{v:.0f}", "cpu_seconds": seconds,
+    "transform_seconds": seconds, "cpu_ratio": times, "kmeans_ratio": times,
 }
 PREFIXES = {"mnist": "", "n_clusters": "n-clusters-"}
 
@@ -670,6 +541,29 @@ def first_fit_table(rows):
     return [header] + body
 
 
+def forest_table(rows):
+    """bench_forest.py's timings: each size's fit, the fastest single linkage of the
+    peers that ran (the O(n^2) ones stop at 20,000 points) and the spanning tree
+    alone."""
+    timed = defaultdict(dict)
+    for row in rows:
+        if not row["dataset"].startswith(("partial-labels", "predict-")):
+            timed[row["dataset"]][row["estimator"]] = number(row, "seconds")
+    header = ["data", "SpanningForestClustering", "fastest single linkage", "its fit",
+              "peer / ours", "spanning tree alone"]
+    body = []
+    for dataset, fits in timed.items():
+        ours = fits.pop("SpanningForestClustering", None)
+        tree = next((fits.pop(name) for name in list(fits) if "tree only" in name), None)
+        if not ours:
+            continue
+        peer = min(fits, key=fits.get) if fits else None
+        body.append([dataset, seconds(ours), peer or "skipped: O(n^2)",
+                     seconds(fits.get(peer)), ratio(fits[peer] / ours) if peer else "--",
+                     seconds(tree)])
+    return [header] + body
+
+
 # ---------------------------------------------------------------- scenario 5
 
 
@@ -692,6 +586,31 @@ def gemini_figures(rows):
     return figures
 
 
+def clam_figures(rows):
+    """``|clam-uci-<variant>-wins|``: the UCI datasets on which most seeds of a ClAM
+    variant reach k-means' silhouette; ``|clam-uci-<variant>-ratio-range|``: its fit
+    time over k-means' one-thread time, lowest to highest; ``|clam-many-ratio-range|``
+    likewise over the ``--many`` cases."""
+    figures = {}
+    fits = [row for row in newest(rows).values() if number(row, "seeds")]
+    for variant in sorted({row["estimator"] for row in fits}):
+        mine = [row for row in fits if row["estimator"] == variant]
+        name = f"clam-uci-{slug(variant)}"
+        figures[f"{name}-wins"] = str(sum(
+            2 * number(row, "seeds_at_least_kmeans") > number(row, "seeds") for row in mine))
+        figures[f"{name}-ratio-range"] = _range([number(row, "kmeans_ratio") for row in mine])
+    many = [number(row, "cpu_ratio") for row in newest(rows).values()
+            if row["dataset"].startswith("many-") and number(row, "cpu_ratio")]
+    if many:
+        figures["clam-many-ratio-range"] = _range(many)
+    return figures
+
+
+def _range(values):
+    """``'3.1 to 7.4'`` (times)."""
+    return f"{times(min(values))} to {times(max(values))}"
+
+
 # ---------------------------------------------------------------- all
 
 
@@ -699,7 +618,7 @@ def substitutions(folder=RESULTS):
     """{name: text} of every figure the pages may quote."""
     figures = {}
     for stem in ("mnist", "gpu", "perturbed", "first_fit", "gemini", "n_clusters", "prcut",
-                 "scale", "forest"):
+                 "scale", "forest", "clam"):
         rows = read(stem, folder)
         figures.update(row_figures(stem, rows))
         if stem in ("gpu", "mnist", "perturbed"):
@@ -712,6 +631,7 @@ def substitutions(folder=RESULTS):
     figures.update(n_clusters_figures(read("n_clusters", folder)))
     figures.update(first_fit_figures(read("first_fit", folder)))
     figures.update(gemini_figures(read("gemini", folder)))
+    figures.update(clam_figures(read("clam", folder)))
     return figures
 
 
@@ -739,6 +659,9 @@ def tables(folder=RESULTS):
     first_fit = read("first_fit", folder)
     if first_fit:
         made["first_fit.csv"] = first_fit_table(first_fit)
+    forest = read("forest", folder)
+    if forest:
+        made["forest.csv"] = forest_table(forest)
     return made
 
 

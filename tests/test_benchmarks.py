@@ -21,11 +21,20 @@ pytestmark = pytest.mark.torch
 
 def _benchmark(name):
     pytest.importorskip("torch", reason="the benchmark fits torch estimators")
-    sys.path.insert(0, str(BENCHMARKS))
+    return _module(BENCHMARKS, name)
+
+
+def _doc_figures():
+    """``doc/_figures.py``, which turns the result files into the pages' figures."""
+    return _module(BENCHMARKS.parent / "doc", "_figures")
+
+
+def _module(folder, name):
+    sys.path.insert(0, str(folder))
     try:
         return importlib.import_module(name)
     finally:
-        sys.path.remove(str(BENCHMARKS))
+        sys.path.remove(str(folder))
 
 
 @pytest.fixture(scope="module")
@@ -249,6 +258,90 @@ def test_the_memory_benchmarks_write_the_figures_the_guide_quotes(tmp_path, monk
     assert 0 < row["numpy_mib"] < row["pairs_mib"]
     row = bench_forest.predict_case(n=2_000, n_queries=10)
     assert row["dataset"] == "predict-10-of-2000" and row["first_seconds"] > 0
+
+
+def test_bench_forest_writes_each_sizes_timings_and_the_page_tabulates_them():
+    """The single-linkage table: ours equal to scikit-learn's single linkage (ARI 1),
+    a row per peer that ran, and the page's row names the fastest of them."""
+    import numpy as np
+
+    bench_forest = _benchmark("bench_forest")
+    X = np.random.default_rng(0).standard_normal((300, 3))
+    est = bench_forest.SpanningForestClustering(n_clusters=5)
+    rows = bench_forest.run_case(X, "300 x 3", "features", bench_forest.feature_peers(X, 5),
+                                 lambda: est.fit(X).labels_, {"scipy": 100}, 1)
+    ours, *peers = rows
+    assert ours["estimator"] == "SpanningForestClustering" and ours["ari"] == 1.0
+    assert "scipy" not in {row["estimator"] for row in peers}, "skipped above its limit"
+    assert {"sklearn", "quitefastmst (tree only)"} <= {row["estimator"] for row in peers}
+
+    figures = _doc_figures()
+    text = [{k: str(v) for k, v in row.items()} for row in rows]
+    other = {"dataset": "predict-1-of-2", "estimator": "x", "seconds": "1"}
+    header, line = figures.forest_table(text + [other])
+    tree = next(row for row in peers if row["estimator"] == "quitefastmst (tree only)")
+    fastest = min((row for row in peers if row is not tree), key=lambda row: row["seconds"])
+    assert line[:3] == ["300 x 3", figures.seconds(ours["seconds"]), fastest["estimator"]]
+    assert line[4] == figures.ratio(fastest["seconds"] / ours["seconds"])
+    assert line[5] == figures.seconds(tree["seconds"])
+
+
+def test_bench_perturbed_small_problems_run_on_one_thread(monkeypatch):
+    """``--small``: a row per size and one for an epoch, timed on one thread, the
+    thread counts given back after."""
+    import numba
+    import numpy as np
+    import torch
+    from sklearn.utils import Bunch
+
+    bench = _benchmark("bench_perturbed")
+    images = np.random.default_rng(0).uniform(size=(128, 16))
+    monkeypatch.setattr(bench, "load_digits",
+                        lambda: Bunch(data=images * 16, target=np.arange(128) % 10))
+    seen = []
+    step = bench.loss_step
+    monkeypatch.setattr(bench, "loss_step", lambda *args: (
+        seen.append((torch.get_num_threads(), numba.get_num_threads())), step(*args)))
+    before = torch.get_num_threads(), numba.get_num_threads()
+    rows = bench.small_rows(sizes=(16, 32), n_samples=4, repeats=2)
+    assert set(seen) == {(1, 1)}
+    assert (torch.get_num_threads(), numba.get_num_threads()) == before
+    assert [row["dataset"] for row in rows] == [
+        "n = 16, 4 samples, one thread", "n = 32, 4 samples, one thread",
+        "digits, an epoch, one thread"]
+    assert all(row["seconds"] > 0 for row in rows)
+
+
+def test_bench_clam_writes_each_variants_silhouettes_and_the_pages_count_its_wins(
+        monkeypatch):
+    """``bench_clam.py --csv``: k-means' row and each variant's, whose silhouette is
+    the median of its seeds' best over the grid; the pages count the datasets where
+    most seeds reach k-means'."""
+    import argparse
+
+    from sklearn.datasets import make_blobs
+
+    bench = _benchmark("bench_clam")
+    X, _ = make_blobs(120, 4, centers=3, random_state=0)
+    monkeypatch.setattr(bench, "load", lambda name: (X, 3))
+    monkeypatch.setattr(bench, "PAPER_BETAS", [1.0])
+    args = argparse.Namespace(datasets="blobs", seeds=2, ablation=False)
+    kmeans, *variants = bench.uci(args)
+    assert kmeans["estimator"] == "KMeans" and kmeans["silhouette"] > 0.5
+    assert [row["estimator"] for row in variants] == ["ClAM", "ClAM paper"]
+    for row in variants:
+        assert row["seeds"] == 2 and 1 <= row["occupied_min"] <= row["occupied_max"] <= 3
+        assert row["kmeans_ratio"] == pytest.approx(row["seconds"] / kmeans["seconds"])
+
+    figures = _doc_figures()
+    text = [{k: str(v) for k, v in {**row, "date": "2026-01-01"}.items()}
+            for row in [kmeans] + variants]
+    found = figures.clam_figures(text)
+    for row in variants:
+        name = f"clam-uci-{figures.slug(row['estimator'])}"
+        assert found[f"{name}-wins"] == str(int(2 * row["seeds_at_least_kmeans"] > 2))
+        ratio = figures.times(row["kmeans_ratio"])
+        assert found[f"{name}-ratio-range"] == f"{ratio} to {ratio}"
 
 
 def _fake_mnist(bench_mnist):
