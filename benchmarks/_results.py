@@ -7,12 +7,12 @@ draws the figures of ``doc/benchmarks.rst``.
 ``--csv PATH`` of ``bench_quality.py``, ``bench_gpu.py``, ``bench_mnist.py``,
 ``bench_first_fit.py``, ``bench_gemini.py``, ``bench_perturbed.py``,
 ``bench_n_clusters.py``, ``bench_prcut.py``, ``bench_scale.py``,
-``bench_forest.py`` and ``bench_clam.py`` calls :func:`write_results` (or :func:`save_run`): the run's
-rows replace the file's rows of the same benchmark, dataset, estimator, device
-and machine; the file's other rows are kept, so that runs of different cases, or
-on different machines, add up in one file (``bench_quality.py`` replaces the rows
-of every machine: its comparison is one run). Each row records the machine, the
-date and the load average over the run.
+``bench_forest.py`` and ``bench_clam.py`` calls :func:`write_results` (or
+:func:`save_run`): the run's rows replace the file's rows of the same benchmark,
+dataset, estimator, device and machine; the file's other rows are kept, so that
+runs of different cases, or on different machines, add up in one file
+(``bench_quality.py`` replaces the rows of every machine: its comparison is one
+run). Each row records the machine, the date and the load average over the run.
 
 The documentation quotes these files (``doc/_figures.py``): its figures change
 with them.
