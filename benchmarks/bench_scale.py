@@ -1,6 +1,6 @@
 """Scale: kNN search and PRCut from 20,000 to 1,000,000 samples, peers in one process.
 
-Data: ``make_blobs(n, 32, centers=10, cluster_std=6, random_state=0)`` (issue 21),
+Data: ``make_blobs(n, 32, centers=10, cluster_std=6, random_state=0)``,
 scaled as PRCut scales them for its graph (centred, one global scale). Sections,
 in this order (all by default):
 

@@ -20,8 +20,8 @@ datasets of each dataset's mean pairwise ARI, the lowest of those means, and the
 lowest single pair,
 as a reStructuredText table for ``doc/benchmarks.rst`` (with the mean ARI of the
 first copy's labels against the reference labels: ``bench_quality.py``'s, since
-that copy is its data), and whether the target of
-issue 19 (mean >= 0.99, min >= 0.95) holds for ClAM, PRCut and SparseGEMINI.
+that copy is its data), and whether the stability target (mean >= 0.99,
+min >= 0.95) holds for ClAM, PRCut and SparseGEMINI.
 
 Usage::
 

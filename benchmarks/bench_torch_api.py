@@ -1,7 +1,7 @@
 """The public torch objectives (``skdiffclust.torch``): time per training step.
 
 Section ``steps``: one training step (forward and backward, warm: after warm-up
-steps; median of ``--repeats``) of each objective at the sizes of issue 20, on the
+steps; median of ``--repeats``) of each objective at the sizes below, on the
 CPU and, in the same process, on CUDA when torch sees a device (else the CUDA
 column reads "not yet measured"):
 
@@ -32,7 +32,7 @@ comparison), its table of ACC, NMI, ARI and fit time printed, with one more row:
 PRCut's built-in MLP on the same pixels, hence the same 10-NN graph, the
 reference that ``PRCut(module=cnn)`` must reach in accuracy.
 
-Section ``checks``: what the input checks of the blocks cost (issue 29). Each
+Section ``checks``: what the input checks of the blocks cost. Each
 step above (and ClAMLayer's inference, ``predict_proba`` of 4,096 points) is timed
 with the value checks off and on (``set_input_checks('off')`` / ``'auto'``), the
 two taking turns by blocks of steps (about 20 ms each) so that both see the same
@@ -50,9 +50,14 @@ column says whether either synchronised the host with the device (the
 Wasserstein GEMINIs solve their transports on the host, so they always do).
 
 Each section is a function printing its own table, selected with ``--only``.
+``--csv PATH`` writes their rows to a result file (``benchmarks/results/torch_api.csv``,
+which the pages quote): each step's time per device, each block's times with the
+checks off and on and the share of a step spent inside them, and the digits
+example's scores and fit times.
 
 Usage: ``python benchmarks/bench_torch_api.py [--repeats 20] [--threads 1]
-[--only steps,digits,checks]``; the checks alone: ``--only checks --repeats 50``.
+[--only steps,digits,checks] [--csv PATH]``; the checks alone: ``--only checks
+--repeats 50``.
 """
 
 import argparse
@@ -66,6 +71,7 @@ import time
 import numpy as np
 import torch
 from sklearn.datasets import make_blobs
+from _results import load_average, machine, save_run
 from sklearn.neighbors import kneighbors_graph
 
 from skdiffclust.torch import (
@@ -184,6 +190,12 @@ def _milliseconds(seconds):
     return f"{1e3 * seconds:.3g} ms"
 
 
+def _key(name):
+    """A case's short name, its result rows' estimator: ``'PRCutLoss'``,
+    ``'gemini_loss mmd_ovo'``."""
+    return name.split(",")[0]
+
+
 def steps(args):
     """Median time of one training step of each objective, CPU and CUDA."""
     devices = [torch.device("cpu")]
@@ -195,11 +207,17 @@ def steps(args):
           f"CPU: {platform.processor() or platform.machine()}, {args.threads} thread(s)"
           + (f"; CUDA: {torch.cuda.get_device_name()}" if len(devices) > 1 else ""))
     print(f"{'step':<72} {'CPU':>12} {'CUDA':>18}")
+    rows = []
     for name, make_step in cases:
         timings = [median_seconds(make_step(device), device, args.repeats)
                    for device in devices]
         cuda = _milliseconds(timings[1]) if len(timings) > 1 else NOT_MEASURED
         print(f"{name:<72} {_milliseconds(timings[0]):>12} {cuda:>18}", flush=True)
+        rows += [{"dataset": "step", "estimator": _key(name), "device": device.type,
+                  "seconds": seconds, "note": f"{name}; median of {args.repeats}, "
+                                              f"{args.threads} CPU thread(s)"}
+                 for device, seconds in zip(devices, timings)]
+    return rows
 
 
 def clam_inference_case(batch_size=4096, n_features=64, n_clusters=50, n_steps=10):
@@ -312,6 +330,7 @@ def checks(args):
              "; CUDA: not available here"))
     print(f"{'step':<72} {'device':>6} {'off':>10} {'checked':>10} {'overhead':>9} "
           f"{'in checks':>17} {'eager':>10} {'host syncs (off/checked)':>25}")
+    rows = []
     for name, make_step in cases:
         for device in devices:
             step = make_step(device)
@@ -320,6 +339,13 @@ def checks(args):
             times = interleaved_times(step, device, modes, args.repeats)
             overhead = 100.0 * (times["auto"] / times["off"] - 1.0)
             inside = time_in_checks(step, device)
+            rows.append({"dataset": "checks", "estimator": _key(name), "device": device.type,
+                         "seconds": times["off"], "checked_seconds": times["auto"],
+                         "in_checks_share": inside / times["off"],
+                         "note": f"{name}; best of {args.repeats} interleaved blocks, "
+                                 "checks off (seconds) and on (checked_seconds); "
+                                 "in_checks_share: the host time inside the checks "
+                                 "over a step's"})
             inside = f"{_milliseconds(inside)} ({100.0 * inside / times['off']:.1f}%)"
             eager = _milliseconds(times["eager"]) if cuda else "-"
             syncs = (f"{'yes' if synchronises(step, 'off') else 'no'}/"
@@ -328,6 +354,7 @@ def checks(args):
                   f"{_milliseconds(times['auto']):>10} {overhead:>8.1f}% {inside:>17} "
                   f"{eager:>10} "
                   f"{syncs:>25}", flush=True)
+    return rows
 
 
 EXAMPLE = (pathlib.Path(__file__).resolve().parents[1] / "examples"
@@ -362,6 +389,10 @@ def digits(args):
         "PRCut, built-in MLP (same graph)"][0]
     print(f"PRCut(module=cnn) accuracy {cnn:.3f} >= built-in MLP {builtin:.3f}: "
           f"{'yes' if cnn >= builtin else 'NO'}")
+    return [{"dataset": "digits", "estimator": name, "device": "cpu", "acc": acc, "nmi": nmi,
+             "ari": ari, "seconds": fit_time,
+             "note": f"{EXAMPLE.name}, one torch thread"}
+            for name, (acc, nmi, ari, fit_time) in results.items()]
 
 
 SECTIONS = {"steps": steps, "digits": digits, "checks": checks}
@@ -373,11 +404,18 @@ def main():
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--only", default=",".join(SECTIONS),
                         help=f"comma-separated sections among {', '.join(SECTIONS)}")
+    parser.add_argument("--csv", help="the result file to write the rows to "
+                        "(benchmarks/results/torch_api.csv, which the pages quote); a "
+                        "rerun replaces the rows it measured")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     print(f"torch {torch.__version__}, numpy {np.__version__}")
-    for name in args.only.split(","):
-        SECTIONS[name](args)
+    load_start = load_average()
+    rows = [row for name in args.only.split(",") for row in SECTIONS[name](args)]
+    if args.csv:
+        gpu = torch.cuda.get_device_name() if torch.cuda.is_available() else None
+        save_run(args.csv, [{**row, "machine": machine(gpu)} for row in rows],
+                 "bench_torch_api", load_start)
 
 
 if __name__ == "__main__":

@@ -131,6 +131,8 @@ ROW_FORMATS = {
     "silhouette": score, "occupied_min": lambda v: f"{v:.0f}",
     "occupied_max": lambda v: f"{v:.0f}", "cpu_seconds": seconds,
     "transform_seconds": seconds, "cpu_ratio": times, "kmeans_ratio": times,
+    # bench_torch_api.py --only checks: a step with the checks on, the share inside them
+    "checked_seconds": seconds, "in_checks_share": lambda v: f"{v:.1%}",
 }
 PREFIXES = {"mnist": "", "n_clusters": "n-clusters-"}
 
@@ -606,6 +608,27 @@ def clam_figures(rows):
     return figures
 
 
+def torch_api_figures(rows):
+    """``|torch-api-checks-<device>-max-share|``: the largest share of a step spent
+    inside the blocks' input checks, over the blocks timed on that device."""
+    figures = {}
+    checks = [row for row in newest(rows).values() if row["dataset"] == "checks"]
+    for device in sorted({row["device"] for row in checks}):
+        shares = [number(row, "in_checks_share") for row in checks if row["device"] == device]
+        figures[f"torch-api-checks-{device}-max-share"] = f"{max(shares):.1%}"
+    return figures
+
+
+def torch_digits_table(rows):
+    """The digits example's methods (bench_torch_api.py --only digits): ACC, NMI, ARI
+    and fit time."""
+    header = ["method", "ACC", "NMI", "ARI", "fit time"]
+    body = [[row["estimator"], score(number(row, "acc")), score(number(row, "nmi")),
+             score(number(row, "ari")), seconds(number(row, "seconds"))]
+            for row in rows if row["dataset"] == "digits"]
+    return [header] + body
+
+
 def _range(values):
     """``'3.1 to 7.4'`` (times)."""
     return f"{times(min(values))} to {times(max(values))}"
@@ -618,7 +641,7 @@ def substitutions(folder=RESULTS):
     """{name: text} of every figure the pages may quote."""
     figures = {}
     for stem in ("mnist", "gpu", "perturbed", "first_fit", "gemini", "n_clusters", "prcut",
-                 "scale", "forest", "clam"):
+                 "scale", "forest", "clam", "torch_api"):
         rows = read(stem, folder)
         figures.update(row_figures(stem, rows))
         if stem in ("gpu", "mnist", "perturbed"):
@@ -632,6 +655,7 @@ def substitutions(folder=RESULTS):
     figures.update(first_fit_figures(read("first_fit", folder)))
     figures.update(gemini_figures(read("gemini", folder)))
     figures.update(clam_figures(read("clam", folder)))
+    figures.update(torch_api_figures(read("torch_api", folder)))
     return figures
 
 
@@ -662,6 +686,9 @@ def tables(folder=RESULTS):
     forest = read("forest", folder)
     if forest:
         made["forest.csv"] = forest_table(forest)
+    torch_api = read("torch_api", folder)
+    if torch_api:
+        made["torch_digits.csv"] = torch_digits_table(torch_api)
     return made
 
 

@@ -344,6 +344,33 @@ def test_bench_clam_writes_each_variants_silhouettes_and_the_pages_count_its_win
         assert found[f"{name}-ratio-range"] == f"{ratio} to {ratio}"
 
 
+def test_bench_torch_api_writes_each_steps_time_and_each_blocks_checks(bench_torch_api):
+    """``bench_torch_api.py --csv``: a row per step and per block's checks on the CPU,
+    the share inside the checks a fraction of the step; the pages quote the largest
+    share, and tabulate the digits example's rows."""
+    import argparse
+
+    args = argparse.Namespace(repeats=1, threads=1)
+    steps = bench_torch_api.steps(args)
+    assert [row["estimator"] for row in steps] == [
+        "PRCutLoss", "PRCutBatchPairs", "gemini_loss mmd_ovo",
+        "gemini_loss wasserstein_ova", "ClAMLayer + clam_loss"]
+    assert all(row["device"] == "cpu" and row["seconds"] > 0 for row in steps)
+    checks = bench_torch_api.checks(args)
+    assert len(checks) == 5 and all(0 < row["in_checks_share"] < 1 for row in checks)
+
+    figures = _doc_figures()
+    digits = {"dataset": "digits", "estimator": "KMeans", "device": "cpu", "acc": 0.5,
+              "nmi": 0.25, "ari": 0.125, "seconds": 2.0}
+    text = [{k: str(v) for k, v in {**row, "date": "2026-01-01"}.items()}
+            for row in steps + checks + [digits]]
+    largest = max(row["in_checks_share"] for row in checks)
+    assert figures.torch_api_figures(text) == {
+        "torch-api-checks-cpu-max-share": f"{largest:.1%}"}
+    assert figures.torch_digits_table(text)[1] == ["KMeans", "0.500", "0.250", "0.125",
+                                                   "2.00 s"]
+
+
 def _fake_mnist(bench_mnist):
     """Ten classes of 50 to 59 training images, 25 to 30 test images."""
     import numpy as np
