@@ -22,6 +22,11 @@ package: install them to compare (``pip install pynndescent faiss-cpu``)::
     python benchmarks/bench_neighbors.py                          # 70k blobs, MNIST
     python benchmarks/bench_neighbors.py --sizes 20000,70000,1000000 --no-mnist
     python benchmarks/bench_neighbors.py --sizes 0 --searches skdiffclust,faiss-ivf
+    python benchmarks/bench_neighbors.py --sizes 70000,1000000 \
+        --csv benchmarks/results/neighbors.csv
+
+``--csv PATH`` writes each search's row (wall and CPU seconds, recall@k) to a
+result file, which the pages quote; a rerun replaces the rows it measured.
 """
 
 import argparse
@@ -35,6 +40,7 @@ import tempfile
 
 import numpy as np
 
+from _results import load_average, save_run
 from bench_scale import blobs, exact_sample, load, mnist_pixels, recall_rows, timed
 from skdiffclust import _ivf, _neighbors
 
@@ -153,6 +159,7 @@ def run_libraries(cases, n_jobs, wanted):
     print(f"\nANN libraries side by side, n_jobs={n_jobs}: wall / CPU seconds, recall@k "
           f"on {RECALL_SAMPLES:,} samples (warm: after a first call)")
     available = available_libraries(wanted)
+    results = []
     for name, Z, k in cases:
         rows = recall_rows(Z.shape[0])
         truth = exact_sample(Z, rows, k)
@@ -163,9 +170,15 @@ def run_libraries(cases, n_jobs, wanted):
             search(Z[:3000], n_jobs, k)
             state = load()
             wall, cpu, found = timed(lambda: search(Z, n_jobs, k))
+            recall = _neighbors.recall(found[rows], truth)
             print(f"  {name:<20} k={k:<4} {description:<44} {wall:7.1f} / {cpu:7.1f} s  "
-                  f"recall {_neighbors.recall(found[rows], truth):.4f} ({state})",
-                  flush=True)
+                  f"recall {recall:.4f} ({state})", flush=True)
+            results.append({"dataset": f"{name} k={k}", "estimator": search_id,
+                            "device": "cpu", "seconds": wall, "cpu_seconds": cpu,
+                            "recall": recall,
+                            "note": f"{description}; {n_jobs} threads; recall@{k} on "
+                                    f"{len(rows):,} samples"})
+    return results
 
 
 def main():
@@ -179,8 +192,11 @@ def main():
                         help="comma-separated, among " + ", ".join(SEARCHES))
     parser.add_argument("--n-jobs", type=int, default=2,
                         help="threads of the searches (default 2, the machine's cores)")
+    parser.add_argument("--csv", help="the result file to write the searches' rows to "
+                        "(benchmarks/results/neighbors.csv, which the pages quote)")
     args = parser.parse_args()
     print(f"{os.cpu_count()} CPUs, {load()}")
+    load_start = load_average()
     cases = [(f"blobs {n:,} x 32", blobs(n)[2], 10)
              for n in map(int, args.sizes.split(",")) if n]
     if not args.no_mnist:
@@ -188,7 +204,9 @@ def main():
         if loaded is not None:
             cases += [("MNIST 60,000 x 784", loaded[0], int(k))
                       for k in args.mnist_k.split(",")]
-    run_libraries(cases, args.n_jobs, args.searches.split(","))
+    rows = run_libraries(cases, args.n_jobs, args.searches.split(","))
+    if args.csv:
+        save_run(args.csv, rows, "bench_neighbors", load_start)
 
 
 if __name__ == "__main__":

@@ -11,9 +11,9 @@ standardisation of the ``uci`` battery it is up to a few percent of a
 small-scale feature's spread, e.g. on ``uci/wdbc``, where KMeans and
 SpectralClustering too disagree with themselves on a few samples.)
 
-The datasets are those of ``bench_quality.py`` (the ``sipu``, ``fcps`` and ``uci``
-batteries with at most 10,000 points, ``uci`` standardised per feature; other
-batteries with ``--batteries``), the estimators too (ours and scikit-learn's
+The datasets are those of ``bench_quality.py`` (the six batteries' datasets of at
+most 10,000 points, ``uci`` standardised per feature; fewer with
+``--batteries``), the estimators too (ours and scikit-learn's
 KMeans, GMM and SpectralClustering at the same settings). Printed: the pairwise
 ARIs per dataset (the lowest of the three), then, per estimator, the mean over
 datasets of each dataset's mean pairwise ARI, the lowest of those means, and the
@@ -25,14 +25,19 @@ min >= 0.95) holds for ClAM, PRCut and SparseGEMINI.
 
 Usage::
 
-    python benchmarks/bench_stability.py                      # 33 datasets, ~10 min
+    python benchmarks/bench_stability.py                      # the six batteries
     python benchmarks/bench_stability.py --jobs 2             # two processes
     python benchmarks/bench_stability.py --estimators ClAM --datasets uci/yeast
     python benchmarks/bench_stability.py --batteries wut,graves,other
+    python benchmarks/bench_stability.py --jobs 2 --csv benchmarks/results/stability.csv
+
+``--csv PATH`` writes a row per dataset and estimator (the three pairwise ARIs,
+their mean and lowest, the first copy's ARI against the reference labels and the
+three fits' seconds) to a result file, which the pages quote; a rerun replaces
+the rows it measured.
 """
 
 import argparse
-import csv
 import importlib.util
 import itertools
 import sys
@@ -49,6 +54,7 @@ from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_quality as quality  # noqa: E402  (datasets, estimators, tables)
+from _results import load_average, save_run  # noqa: E402
 
 COPIES = (0, 1, 2)
 ESTIMATOR_NAMES = ["ClAM", "PRCut", "SparseGEMINI", "KMeans", "GMM", "Spectral"]
@@ -140,15 +146,17 @@ def parse_args():
     return parser.parse_args()
 
 
-def write_csv(path, results):
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", newline="") as out:
-        writer = csv.writer(out)
-        writer.writerow(["dataset", "estimator", "ari_01", "ari_02", "ari_12",
-                         "ari_labels0", "seconds"])
-        for key, pairs, truth, seconds in results:
-            for name in pairs:
-                writer.writerow([key, name, *pairs[name], truth[name], seconds[name]])
+def result_rows(results):
+    """The result file's rows: per dataset and estimator, the pairwise ARIs of the
+    three copies' labels, their mean and lowest, the first copy's ARI against the
+    reference labels (``ari``) and the seconds of the three fits."""
+    return [{"dataset": key, "estimator": name, "device": "cpu", "ari": truth[name],
+             "pair_mean": float(np.mean(pairs[name])), "pair_min": min(pairs[name]),
+             **dict(zip(("ari_01", "ari_02", "ari_12"), pairs[name])),
+             "seconds": seconds[name],
+             "note": "ari: the first copy against labels0; pair_*: between the labels of "
+                     "the three jittered copies; seconds: the three fits"}
+            for key, pairs, truth, seconds in results for name in pairs]
 
 
 def battery_means(results, names):
@@ -170,7 +178,7 @@ def main():
         names.remove("PRCut")
     keys = (args.datasets.split(",") if args.datasets
             else quality.suite_keys(args.batteries.split(","), args.max_n))
-    start = time.perf_counter()
+    start, load_start = time.perf_counter(), load_average()
     print(f"{len(keys)} datasets x {len(COPIES)} jittered copies, estimators: "
           f"{', '.join(names)}; {args.threads} thread(s) per fit, {args.jobs} job(s)")
     results = []
@@ -201,7 +209,7 @@ def main():
                             [[battery] + [f"{v[name]:.3f}" for name in rows]
                              for battery, v in means.items()]))
     if args.csv:
-        write_csv(args.csv, results)
+        save_run(args.csv, result_rows(results), "bench_stability", load_start)
     print()
     for name in CHECKED:
         if name in rows:

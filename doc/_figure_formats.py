@@ -136,6 +136,10 @@ def possessive(name):
 # ---------------------------------------------------------------- rows
 
 
+def mean_of(values):
+    return sum(values) / len(values) if values else float("nan")
+
+
 def newest(rows):
     """The newest row of each (dataset, estimator, device): the last of the newest
     date."""

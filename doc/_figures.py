@@ -33,8 +33,12 @@ from collections import defaultdict
 from pathlib import Path
 
 from _figure_formats import (
-    MARGIN, RESULTS, dates, mebibytes, newest, number, ratio, read, score, seconds,
-    short_machine, slug, times, times_of, versus, when)
+    MARGIN, RESULTS, dates, mean_of, mebibytes, newest, number, ratio, read, score,
+    seconds, short_machine, slug, times, times_of, versus, when)
+from _summaries import (
+    clam_figures, first_fit_figures, first_fit_table, forest_table, gemini_figures,
+    neighbors_table, quality_seeds_figures, stability_figures, stability_table,
+    torch_api_figures, torch_digits_table)
 
 ROOT = Path(__file__).resolve().parents[1]
 TABLES = Path(__file__).resolve().parent / "_generated"
@@ -101,6 +105,9 @@ N_CLUSTERS_NAMES = {
 
 
 # columns quoted by name, and how each is written
+# the result files' columns that are not figures
+BASE_COLUMNS = {"benchmark", "dataset", "estimator", "device", "machine", "date", "load",
+                "note"}
 ROW_FORMATS = {
     "ari": score, "acc": score, "nmi": score, "test_acc": score,
     "seconds": seconds, "seconds_per_epoch": seconds, "cold_cpu": seconds,
@@ -133,21 +140,40 @@ ROW_FORMATS = {
     "transform_seconds": seconds, "cpu_ratio": times, "kmeans_ratio": times,
     # bench_torch_api.py --only checks: a step with the checks on, the share inside them
     "checked_seconds": seconds, "in_checks_share": lambda v: f"{v:.1%}",
+    # bench_neighbors.py: a search's recall@k
+    "recall": lambda v: f"{v:.3f}",
 }
+# bench_mnist.py's cases' own columns, by their words ('clam_nmi_10k',
+# 'cpu_ratio_raw_60k', 'spectral_s'), where ROW_FORMATS does not name them
+CASE_COLUMN_FORMATS = [(re.compile(r"(^|_)(nmi|acc|ari|sc)(_|$)"), score),
+                       (re.compile(r"(^|_)ratio(_|$)"), times),
+                       (re.compile(r"(^|_)s(_|$)"), seconds)]
 PREFIXES = {"mnist": "", "n_clusters": "n-clusters-"}
+
+
+def _form(stem, column):
+    """How a column of ``stem``'s rows is written, or None if it is not quoted."""
+    if column in ROW_FORMATS:
+        return ROW_FORMATS[column]
+    if stem == "mnist":
+        return next((form for pattern, form in CASE_COLUMN_FORMATS
+                     if pattern.search(column)), None)
+    return None
 
 
 def row_figures(stem, rows):
     """``<stem>-<dataset>-<estimator>[-<device>]-<column>`` of every cell of
-    :data:`ROW_FORMATS`, and ``...-when``, of the newest rows."""
+    :data:`ROW_FORMATS` (and of ``mnist.csv``'s cases' own columns,
+    :data:`CASE_COLUMN_FORMATS`), and ``...-when``, of the newest rows."""
     figures = {}
     prefix = PREFIXES.get(stem, f"{slug(stem)}-")
     for (dataset, estimator, device), row in newest(rows).items():
         name = f"{prefix}{slug(dataset)}-{slug(estimator)}"
         if device and device != "cpu":
             name += f"-{slug(device)}"
-        for column, form in ROW_FORMATS.items():
-            value = number(row, column)
+        for column in row:
+            form = _form(stem, column) if column not in BASE_COLUMNS else None
+            value = number(row, column) if form else None
             if value is not None and math.isfinite(value):
                 figures[f"{name}-{slug(column)}"] = form(value)
         figures[f"{name}-when"] = when([row])
@@ -208,20 +234,16 @@ def quality_summary(rows):
         fits = [fits[n] for fits in by_dataset.values() if ran(fits.get(n))]
         summary[n] = {
             "ran": len(fits),
-            "ari": _mean([number(by_dataset[k][n], "ari") for k in common]),
-            "nmi": _mean([number(by_dataset[k][n], "nmi") for k in common]),
-            "rank": _mean(ranks[n]),
-            "disconnected": _mean([number(by_dataset[k][n], "ari") for k in disconnected]),
+            "ari": mean_of([number(by_dataset[k][n], "ari") for k in common]),
+            "nmi": mean_of([number(by_dataset[k][n], "nmi") for k in common]),
+            "rank": mean_of(ranks[n]),
+            "disconnected": mean_of([number(by_dataset[k][n], "ari") for k in disconnected]),
             "fewer": sum((number(r, "n_clusters_found") or 0) < (number(r, "k") or 0)
                          for r in fits) if n != "HDBSCAN" else None,
             "wall": sum(number(r, "seconds") or 0.0 for r in fits),
             "cpu": sum(number(r, "cpu_seconds") or 0.0 for r in fits),
         }
     return summary, common, disconnected
-
-
-def _mean(values):
-    return sum(values) / len(values) if values else float("nan")
 
 
 def _ranks(values):
@@ -270,7 +292,7 @@ def quality_figures(rows):
         for n in summary:
             mine = [number(row, "ari") for row in rows
                     if row["estimator"] == n and row["dataset"] in keys]
-            figures[f"quality-{slug(n)}-{battery}-ari"] = score(_mean(mine), 3)
+            figures[f"quality-{slug(n)}-{battery}-ari"] = score(mean_of(mine), 3)
     figures.update(quality_advice(summary))
     return figures
 
@@ -386,6 +408,28 @@ def mnist_figures(rows):
                       key=lambda row: -number(row, "acc"))
         if len(ours) == 2:
             figures["digits-verdict"] = digits_verdict(*ours)
+    figures.update(against_kmeans_figures(cpu))
+    return figures
+
+
+def against_kmeans_figures(rows):
+    """``|mnist-clam-nmi-wins|`` of ``|mnist-clam-nmi-settings|``: the settings of the
+    ``clam`` and ``clam-raw`` cases (MNIST and Fashion-MNIST, PCA-50 of 10,000 and
+    60,000 images, the pixels) where ClAM's NMI is at least k-means';
+    ``|mnist-clam-sc-wins|`` likewise for the silhouette; the same for
+    SparseGEMINI's case (``|mnist-gemini-nmi-wins|``)."""
+    figures = {}
+    for name, cases in (("clam", ("clam", "clam-raw")), ("gemini", ("gemini",))):
+        found = [row for row in newest(rows).values()
+                 if row["estimator"] in cases and row["dataset"] in ("mnist", "fashion-mnist")]
+        for measure in ("nmi", "sc"):
+            prefix = f"{name}_{measure}_"
+            pairs = [(number(row, column), number(row, f"kmeans_{column[len(name) + 1:]}"))
+                     for row in found for column in row if column.startswith(prefix)]
+            pairs = [(a, b) for a, b in pairs if a is not None and b is not None]
+            if pairs:
+                figures[f"mnist-{name}-{measure}-wins"] = str(sum(a >= b for a, b in pairs))
+                figures[f"mnist-{name}-{measure}-settings"] = str(len(pairs))
     return figures
 
 
@@ -477,8 +521,8 @@ def n_clusters_summary(rows, batteries):
         summary[method] = {
             "n": len(fits),
             "right": sum(int(number(row, "right") or 0) for row in fits),
-            "ari": _mean([number(row, "ari") for row in scored]),
-            "nmi": _mean([number(row, "nmi") for row in scored]),
+            "ari": mean_of([number(row, "ari") for row in scored]),
+            "nmi": mean_of([number(row, "nmi") for row in scored]),
             "seconds": sum(number(row, "seconds") or 0.0 for row in fits),
         }
     return summary, mine
@@ -517,123 +561,6 @@ def n_clusters_table(rows, group):
     return [header] + body
 
 
-# ---------------------------------------------------------------- first fit
-
-
-def first_fit_figures(rows):
-    """``|first-fit-cold-range|``: the lowest and highest first-fit CPU seconds of the
-    estimators' cases (not the torch operators'); ``|first-fit-when|``."""
-    if not rows:
-        return {}
-    fits = [row for row in rows if row.get("kind") == "estimator"]
-    colds = [number(row, "cold_cpu") for row in fits if number(row, "cold_cpu")]
-    warms = [number(row, "warm_cpu") for row in fits if number(row, "warm_cpu")]
-    figures = {"first-fit-when": when(rows)}
-    if colds:
-        figures["first-fit-cold-range"] = f"{seconds(min(colds))[:-2]} to {seconds(max(colds))}"
-    if warms:
-        figures["first-fit-warm-range"] = f"{seconds(min(warms))[:-2]} to {seconds(max(warms))}"
-    return figures
-
-
-def first_fit_table(rows):
-    header = ["case", "cold (compiles)", "warm", "notice (cold / warm)"]
-    body = [[row["dataset"], seconds(number(row, "cold_cpu")), seconds(number(row, "warm_cpu")),
-             row.get("notice", "")] for row in rows]
-    return [header] + body
-
-
-def forest_table(rows):
-    """bench_forest.py's timings: each size's fit, the fastest single linkage of the
-    peers that ran (the O(n^2) ones stop at 20,000 points) and the spanning tree
-    alone."""
-    timed = defaultdict(dict)
-    for row in rows:
-        if not row["dataset"].startswith(("partial-labels", "predict-")):
-            timed[row["dataset"]][row["estimator"]] = number(row, "seconds")
-    header = ["data", "SpanningForestClustering", "fastest single linkage", "its fit",
-              "peer / ours", "spanning tree alone"]
-    body = []
-    for dataset, fits in timed.items():
-        ours = fits.pop("SpanningForestClustering", None)
-        tree = next((fits.pop(name) for name in list(fits) if "tree only" in name), None)
-        if not ours:
-            continue
-        peer = min(fits, key=fits.get) if fits else None
-        body.append([dataset, seconds(ours), peer or "skipped: O(n^2)",
-                     seconds(fits.get(peer)), ratio(fits[peer] / ours) if peer else "--",
-                     seconds(tree)])
-    return [header] + body
-
-
-# ---------------------------------------------------------------- scenario 5
-
-
-def gemini_figures(rows):
-    """``|gemini-scenario-5-verdict|``: the path's model and the dense model on the
-    features it kept, against k-means on every feature."""
-    best = newest(rows)
-    get = {estimator: row for (_, estimator, _), row in best.items()}
-    kmeans = get.get("KMeans, all features")
-    figures = {}
-    if kmeans is None:
-        return figures
-    k = number(kmeans, "ari")
-    for estimator, name in (("SparseGEMINI path", "path"),
-                            ("SparseGEMINI on its features", "selected")):
-        if estimator in get:
-            figures[f"gemini-scenario-5-{name}-vs-kmeans"] = versus(
-                number(get[estimator], "ari"), k, "k-means on all the features", False)
-    figures["gemini-scenario-5-when"] = when(list(best.values()))
-    return figures
-
-
-def clam_figures(rows):
-    """``|clam-uci-<variant>-wins|``: the UCI datasets on which most seeds of a ClAM
-    variant reach k-means' silhouette; ``|clam-uci-<variant>-ratio-range|``: its fit
-    time over k-means' one-thread time, lowest to highest; ``|clam-many-ratio-range|``
-    likewise over the ``--many`` cases."""
-    figures = {}
-    fits = [row for row in newest(rows).values() if number(row, "seeds")]
-    for variant in sorted({row["estimator"] for row in fits}):
-        mine = [row for row in fits if row["estimator"] == variant]
-        name = f"clam-uci-{slug(variant)}"
-        figures[f"{name}-wins"] = str(sum(
-            2 * number(row, "seeds_at_least_kmeans") > number(row, "seeds") for row in mine))
-        figures[f"{name}-ratio-range"] = _range([number(row, "kmeans_ratio") for row in mine])
-    many = [number(row, "cpu_ratio") for row in newest(rows).values()
-            if row["dataset"].startswith("many-") and number(row, "cpu_ratio")]
-    if many:
-        figures["clam-many-ratio-range"] = _range(many)
-    return figures
-
-
-def torch_api_figures(rows):
-    """``|torch-api-checks-<device>-max-share|``: the largest share of a step spent
-    inside the blocks' input checks, over the blocks timed on that device."""
-    figures = {}
-    checks = [row for row in newest(rows).values() if row["dataset"] == "checks"]
-    for device in sorted({row["device"] for row in checks}):
-        shares = [number(row, "in_checks_share") for row in checks if row["device"] == device]
-        figures[f"torch-api-checks-{device}-max-share"] = f"{max(shares):.1%}"
-    return figures
-
-
-def torch_digits_table(rows):
-    """The digits example's methods (bench_torch_api.py --only digits): ACC, NMI, ARI
-    and fit time."""
-    header = ["method", "ACC", "NMI", "ARI", "fit time"]
-    body = [[row["estimator"], score(number(row, "acc")), score(number(row, "nmi")),
-             score(number(row, "ari")), seconds(number(row, "seconds"))]
-            for row in rows if row["dataset"] == "digits"]
-    return [header] + body
-
-
-def _range(values):
-    """``'3.1 to 7.4'`` (times)."""
-    return f"{times(min(values))} to {times(max(values))}"
-
-
 # ---------------------------------------------------------------- all
 
 
@@ -641,7 +568,7 @@ def substitutions(folder=RESULTS):
     """{name: text} of every figure the pages may quote."""
     figures = {}
     for stem in ("mnist", "gpu", "perturbed", "first_fit", "gemini", "n_clusters", "prcut",
-                 "scale", "forest", "clam", "torch_api"):
+                 "scale", "forest", "clam", "torch_api", "neighbors"):
         rows = read(stem, folder)
         figures.update(row_figures(stem, rows))
         if stem in ("gpu", "mnist", "perturbed"):
@@ -656,6 +583,11 @@ def substitutions(folder=RESULTS):
     figures.update(gemini_figures(read("gemini", folder)))
     figures.update(clam_figures(read("clam", folder)))
     figures.update(torch_api_figures(read("torch_api", folder)))
+    figures.update(quality_seeds_figures(read("quality_seeds", folder)))
+    stability = read("stability", folder)
+    figures.update(stability_figures(stability))
+    if stability:
+        figures["stability-when"] = when(stability)
     return figures
 
 
@@ -686,6 +618,12 @@ def tables(folder=RESULTS):
     forest = read("forest", folder)
     if forest:
         made["forest.csv"] = forest_table(forest)
+    stability = read("stability", folder)
+    if stability:
+        made["stability.csv"] = stability_table(stability)
+    neighbors = read("neighbors", folder)
+    if neighbors:
+        made["neighbors.csv"] = neighbors_table(neighbors)
     torch_api = read("torch_api", folder)
     if torch_api:
         made["torch_digits.csv"] = torch_digits_table(torch_api)

@@ -371,6 +371,93 @@ def test_bench_torch_api_writes_each_steps_time_and_each_blocks_checks(bench_tor
                                                    "2.00 s"]
 
 
+def test_bench_neighbors_writes_each_search_and_the_page_tabulates_them(monkeypatch):
+    """``bench_neighbors.py --csv``: a row per case and search, the exact search's
+    recall 1; the page's table has a column per search."""
+    import numpy as np
+
+    bench = _benchmark("bench_neighbors")
+    monkeypatch.setattr(bench, "first_call_seconds", lambda library: [0.0, 0.0])
+    Z = np.random.default_rng(0).standard_normal((3000, 8))
+    rows = bench.run_libraries([("blobs 3,000 x 8", Z, 5)], 1, ["skdiffclust", "exact"])
+    assert [(row["dataset"], row["estimator"]) for row in rows] == [
+        ("blobs 3,000 x 8 k=5", "skdiffclust"), ("blobs 3,000 x 8 k=5", "exact")]
+    assert rows[1]["recall"] == 1.0 and 0.5 < rows[0]["recall"] <= 1.0
+
+    figures = _doc_figures()
+    text = [{k: str(v) for k, v in {**row, "date": "2026-01-01"}.items()} for row in rows]
+    header, line = figures.neighbors_table(text)
+    assert header[:3] == ["case", "skdiffclust IVF", "exact"]
+    assert line[2] == f"{figures.seconds(rows[1]['cpu_seconds'])}, recall 1.000"
+    assert line[3:] == ["--"] * 3, "searches not run"
+
+
+def test_bench_quality_writes_each_seeds_mean_and_the_pages_quote_their_spread(tmp_path):
+    """``--seeds-csv``: a row per seed and estimator, named by the batteries' group;
+    the pages quote the mean over the seeds, its spread and ClAM against KMeans."""
+    import argparse
+    import csv
+
+    bench = _benchmark("bench_quality")
+    path = tmp_path / "quality_seeds.csv"
+    args = argparse.Namespace(batteries="sipu,fcps,uci", load_start=None)
+    means = {0: {"ClAM": 0.50, "KMeans": 0.52}, 1: {"ClAM": 0.56, "KMeans": 0.52}}
+    bench.write_seeds_csv(str(path), means, ["ClAM", "KMeans"], args, 33)
+    rows = list(csv.DictReader(path.open()))
+    assert [(row["dataset"], row["estimator"]) for row in rows] == [
+        ("development seed 0", "ClAM"), ("development seed 0", "KMeans"),
+        ("development seed 1", "ClAM"), ("development seed 1", "KMeans")]
+
+    found = _doc_figures().quality_seeds_figures(rows)
+    assert found["quality-seeds-development-clam-ari"] == "0.530"
+    assert found["quality-seeds-development-clam-spread"] == "0.060"
+    assert found["quality-seeds-development-kmeans-spread"] == "0.000"
+    assert found["quality-seeds-development-seeds"] == "2"
+    assert found["quality-seeds-development-clam-vs-kmeans"] == \
+        "level with KMeans' (0.53 against 0.52)"
+
+
+def test_bench_stability_writes_each_datasets_pairs_and_the_page_tabulates_them():
+    """``bench_stability.py --csv``: a row per dataset and estimator with its pairwise
+    ARIs; the page's table gives each group's mean and its lowest dataset."""
+    bench = _benchmark("bench_stability")
+    results = [("sipu/a", {"ClAM": [1.0, 1.0, 1.0], "GMM": [1.0, 0.5, 0.75]},
+                {"ClAM": 0.9, "GMM": 0.8}, {"ClAM": 1.0, "GMM": 2.0}),
+               ("wut/b", {"ClAM": [0.5, 0.5, 1.0]}, {"ClAM": 0.7}, {"ClAM": 1.0})]
+    rows = bench.result_rows(results)
+    assert [(row["dataset"], row["estimator"]) for row in rows] == [
+        ("sipu/a", "ClAM"), ("sipu/a", "GMM"), ("wut/b", "ClAM")]
+    assert rows[1]["pair_mean"] == 0.75 and rows[1]["pair_min"] == 0.5
+
+    figures = _doc_figures()
+    text = [{k: str(v) for k, v in {**row, "date": "2026-01-01"}.items()} for row in rows]
+    header, clam, gmm = figures.stability_table(text)
+    assert clam == ["ClAM", "1.000", "1.000 (sipu/a)", "0.667", "0.667 (wut/b)"]
+    assert gmm == ["GaussianMixture", "0.750", "0.750 (sipu/a)", "--", "--"]
+    found = figures.stability_figures(text)
+    assert found["stability-evaluation-clam-lowest-dataset"] == "wut/b"
+    assert found["stability-development-n"] == "1"
+
+
+def test_the_mnist_pages_count_the_settings_where_clam_reaches_kmeans():
+    """bench_mnist.py's ``clam`` and ``clam-raw`` rows: each setting's NMI and
+    silhouette against k-means' counted, and each case's columns quotable."""
+    figures = _doc_figures()
+    rows = [{"dataset": "mnist", "estimator": "clam", "device": "cpu", "date": "2026-01-01",
+             "clam_nmi_10k": "0.5", "kmeans_nmi_10k": "0.4", "clam_sc_10k": "0.1",
+             "kmeans_sc_10k": "0.2", "clam_nmi_60k": "0.5", "kmeans_nmi_60k": "0.5",
+             "cpu_ratio_10k": "2.04", "clam_cpu_s_10k": "1.5"},
+            {"dataset": "fashion-mnist", "estimator": "clam-raw", "device": "cpu",
+             "date": "2026-01-01", "clam_nmi_raw_60k": "0.3", "kmeans_nmi_raw_60k": "0.31"}]
+    found = figures.against_kmeans_figures(rows)
+    assert (found["mnist-clam-nmi-wins"], found["mnist-clam-nmi-settings"]) == ("2", "3")
+    assert (found["mnist-clam-sc-wins"], found["mnist-clam-sc-settings"]) == ("0", "1")
+    cells = figures.row_figures("mnist", rows)
+    assert cells["mnist-clam-cpu-ratio-10k"] == "2.0"
+    assert cells["mnist-clam-clam-cpu-s-10k"] == "1.50 s"
+    assert cells["fashion-mnist-clam-raw-kmeans-nmi-raw-60k"] == "0.310"
+
+
 def _fake_mnist(bench_mnist):
     """Ten classes of 50 to 59 training images, 25 to 30 test images."""
     import numpy as np
