@@ -452,6 +452,7 @@ def test_the_mnist_pages_count_the_settings_where_clam_reaches_kmeans():
     found = figures.against_kmeans_figures(rows)
     assert (found["mnist-clam-nmi-wins"], found["mnist-clam-nmi-settings"]) == ("2", "3")
     assert (found["mnist-clam-sc-wins"], found["mnist-clam-sc-settings"]) == ("0", "1")
+    assert found["mnist-clam-cpu-ratio-range"] == "2.0 to 2.0"
     cells = figures.row_figures("mnist", rows)
     assert cells["mnist-clam-cpu-ratio-10k"] == "2.0"
     assert cells["mnist-clam-clam-cpu-s-10k"] == "1.50 s"
