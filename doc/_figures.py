@@ -611,6 +611,14 @@ def substitutions(folder=RESULTS):
     return figures
 
 
+# the tables made each from one result file: {table: (result file's stem, builder)}
+SINGLE_TABLES = {"gpu.csv": ("gpu", gpu_table), "first_fit.csv": ("first_fit", first_fit_table),
+                 "forest.csv": ("forest", forest_table),
+                 "stability.csv": ("stability", stability_table),
+                 "neighbors.csv": ("neighbors", neighbors_table),
+                 "torch_digits.csv": ("torch_api", torch_digits_table)}
+
+
 def tables(folder=RESULTS):
     """{file name: rows} of the tables the pages include with ``csv-table``."""
     made = {}
@@ -625,28 +633,14 @@ def tables(folder=RESULTS):
             mnist, ("mnist (unbalanced 10)", "fashion-mnist (unbalanced 10)"))
         made["digits.csv"] = digits_table(mnist)
         made["images.csv"] = mnist_table(mnist, cases=IMAGE_CASES)
-    gpu = read("gpu", folder)
-    if gpu:
-        made["gpu.csv"] = gpu_table(gpu)
     n_clusters = read("n_clusters", folder)
     if n_clusters:
         for group in N_CLUSTERS_GROUPS:
             made[f"n_clusters_{group}.csv"] = n_clusters_table(n_clusters, group)
-    first_fit = read("first_fit", folder)
-    if first_fit:
-        made["first_fit.csv"] = first_fit_table(first_fit)
-    forest = read("forest", folder)
-    if forest:
-        made["forest.csv"] = forest_table(forest)
-    stability = read("stability", folder)
-    if stability:
-        made["stability.csv"] = stability_table(stability)
-    neighbors = read("neighbors", folder)
-    if neighbors:
-        made["neighbors.csv"] = neighbors_table(neighbors)
-    torch_api = read("torch_api", folder)
-    if torch_api:
-        made["torch_digits.csv"] = torch_digits_table(torch_api)
+    for name, (stem, table) in SINGLE_TABLES.items():
+        rows = read(stem, folder)
+        if rows:
+            made[name] = table(rows)
     return made
 
 
