@@ -80,6 +80,11 @@ def times(value):
     return f"{value:.0f}" if value >= 10 else f"{value:.1f}"
 
 
+def times_range(values):
+    """The lowest to the highest ratio of times: ``'3.1 to 7.4'``."""
+    return f"{times(min(values))} to {times(max(values))}"
+
+
 def times_of(value):
     """A multiple of a size, two decimals: ``'0.91 times'``."""
     return f"{value:.2f} times"

@@ -34,7 +34,7 @@ from pathlib import Path
 
 from _figure_formats import (
     MARGIN, RESULTS, dates, mean_of, mebibytes, newest, number, ratio, read, score,
-    seconds, short_machine, slug, times, times_of, versus, when)
+    seconds, short_machine, slug, times, times_of, times_range, versus, when)
 from _summaries import (
     clam_figures, first_fit_figures, first_fit_table, forest_table, gemini_figures,
     neighbors_table, quality_seeds_figures, stability_figures, stability_table,
@@ -449,7 +449,7 @@ def _against_kmeans(figure, name, found):
     ratios = [number(row, column) for row in found for column in row
               if column.startswith("cpu_ratio_") and number(row, column)]
     if ratios:
-        figures[f"{figure}-cpu-ratio-range"] = f"{times(min(ratios))} to {times(max(ratios))}"
+        figures[f"{figure}-cpu-ratio-range"] = times_range(ratios)
     return figures
 
 

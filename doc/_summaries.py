@@ -9,7 +9,7 @@ tables.
 from collections import defaultdict
 
 from _figure_formats import (
-    mean_of, newest, number, ratio, score, seconds, slug, times, versus, when)
+    mean_of, newest, number, ratio, score, seconds, slug, times_range, versus, when)
 
 # bench_stability.py's estimators, as the pages name them
 STABILITY_NAMES = {"GMM": "GaussianMixture", "Spectral": "SpectralClustering"}
@@ -104,11 +104,11 @@ def clam_figures(rows):
         name = f"clam-uci-{slug(variant)}"
         figures[f"{name}-wins"] = str(sum(
             2 * number(row, "seeds_at_least_kmeans") > number(row, "seeds") for row in mine))
-        figures[f"{name}-ratio-range"] = _range([number(row, "kmeans_ratio") for row in mine])
+        figures[f"{name}-ratio-range"] = times_range([number(row, "kmeans_ratio") for row in mine])
     many = [number(row, "cpu_ratio") for row in newest(rows).values()
             if row["dataset"].startswith("many-") and number(row, "cpu_ratio")]
     if many:
-        figures["clam-many-ratio-range"] = _range(many)
+        figures["clam-many-ratio-range"] = times_range(many)
     return figures
 
 
@@ -229,8 +229,3 @@ def stability_figures(rows):
         figures[f"{name}-lowest-dataset"] = dataset
         figures[f"stability-{group}-n"] = str(len(found))
     return figures
-
-
-def _range(values):
-    """``'3.1 to 7.4'`` (times)."""
-    return f"{times(min(values))} to {times(max(values))}"
