@@ -261,6 +261,34 @@ def prcut_cnn_pca_graph(data):
                data.test_labels, extra={"epochs": model.n_iter_})
 
 
+# the CNN's starts and searches: (tag, PRCut's parameters); the first is prcut-cnn's
+CNN_STARTS = (("auto approximate", dict(init="auto", neighbors_algorithm="auto")),
+              ("spectral approximate", dict(init="spectral", neighbors_algorithm="auto")),
+              ("auto exact", dict(init="auto", neighbors_algorithm="exact")),
+              ("spectral exact", dict(init="spectral", neighbors_algorithm="exact")),
+              ("narrow approximate", dict(init="spectral", n_eigenvectors=None)))
+
+
+@case("prcut-cnn-inits", "prcut-cnn from each start (init='auto', 'spectral', and the narrow "
+                         "start: 'spectral' with n_eigenvectors=None) on the approximate and "
+                         "the exact graph (ACC and NMI of each)")
+def prcut_cnn_starts(data):
+    from skdiffclust.prcut import PRCut
+
+    extra, first = {}, None
+    for tag, parameters in CNN_STARTS:
+        model = PRCut(10, module=small_cnn(), device=data.device,
+                      **{**PRCUT_PCA_GRAPH, **parameters})
+        model.fit(data.train_images[:, None], graph_input=pca_features(data))
+        extra[f"ACC {tag}"] = clustering_accuracy(data.train_labels, model.labels_)
+        extra[f"NMI {tag}"] = normalized_mutual_info_score(data.train_labels, model.labels_)
+        print(f"   {tag}: ACC {extra[f'ACC {tag}']:.3f}, NMI {extra[f'NMI {tag}']:.3f}",
+              flush=True)
+        first = first or model
+    return Fit(first.labels_, data.train_labels, first.predict(data.test_images[:, None]),
+               data.test_labels, extra=extra)
+
+
 @case("prcut-mlp-pca", "PRCut(10, n_neighbors=10, max_iter=15), built-in MLP on "
                        "the pixels, the same PCA-50 graph as prcut-cnn")
 def prcut_mlp_pca_graph(data):

@@ -235,7 +235,8 @@ def against_kmeans(name, make, data, settings=PCA_SETTINGS):
     long as one), after a fit of each on 2,000 of the first setting's rows
     (numba's compilation, torch's start); returns the last setting's fit and the
     comparison as extra columns: NMI, silhouette (on at most 10,000 of the points,
-    drawn at random), wall-clock and CPU seconds, and their ratios."""
+    drawn at random), wall-clock and CPU seconds, their ratios, and ClAM's fitted
+    ``beta_``."""
     from sklearn.cluster import KMeans
     from sklearn.metrics import silhouette_score
     from threadpoolctl import threadpool_limits
@@ -261,6 +262,8 @@ def against_kmeans(name, make, data, settings=PCA_SETTINGS):
             extra[f"{who} CPU s {tag}"] = spent_cpu
         extra[f"time ratio {tag}"] = seconds / kmeans_seconds
         extra[f"CPU ratio {tag}"] = cpu / kmeans_cpu
+        if hasattr(ours, "beta_"):  # ClAM's fitted inverse temperature
+            extra[f"{name} beta {tag}"] = float(ours.beta_)
         print(f"   {tag}: {name} NMI {extra[f'{name} NMI {tag}']:.3f} "
               f"(KMeans {extra[f'KMeans NMI {tag}']:.3f}), silhouette "
               f"{extra[f'{name} SC {tag}']:.3f} ({extra[f'KMeans SC {tag}']:.3f}), "

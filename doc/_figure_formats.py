@@ -50,6 +50,11 @@ def score(value, digits=3):
     return "--" if value is None else f"{value:.{digits}f}"
 
 
+def significant(value, digits=3):
+    """A fitted parameter, three significant digits: ``'0.0123'``, ``'45.6'``."""
+    return f"{value:.{digits}g}"
+
+
 def mebibytes(value):
     """A memory peak given in MiB, two significant digits: ``'56 MB'``, ``'1.5 GB'``."""
     if value >= 1024:
@@ -81,8 +86,10 @@ def times(value):
 
 
 def times_range(values):
-    """The lowest to the highest ratio of times: ``'3.1 to 7.4'``."""
-    return f"{times(min(values))} to {times(max(values))}"
+    """The lowest to the highest ratio of times: ``'3.1 to 7.4'`` (``'1.4'`` where
+    they are written alike)."""
+    low, high = times(min(values)), times(max(values))
+    return low if low == high else f"{low} to {high}"
 
 
 def times_of(value):

@@ -34,7 +34,8 @@ from pathlib import Path
 
 from _figure_formats import (
     MARGIN, RESULTS, dates, mean_of, mebibytes, newest, number, ratio, read, score,
-    seconds, short_machine, slug, times, times_of, times_range, versus, when)
+    seconds, short_machine, significant, slug, times, times_of, times_range, versus, when)
+from _image_count import check_half_figures, plateau_figures
 from _summaries import (
     clam_figures, first_fit_figures, first_fit_table, forest_table, gemini_figures,
     neighbors_table, quality_seeds_figures, stability_figures, stability_table,
@@ -147,7 +148,8 @@ ROW_FORMATS = {
 # 'cpu_ratio_raw_60k', 'spectral_s'), where ROW_FORMATS does not name them
 CASE_COLUMN_FORMATS = [(re.compile(r"(^|_)(nmi|acc|ari|sc)(_|$)"), score),
                        (re.compile(r"(^|_)ratio(_|$)"), times),
-                       (re.compile(r"(^|_)s(_|$)"), seconds)]
+                       (re.compile(r"(^|_)s(_|$)"), seconds),
+                       (re.compile(r"(^|_)beta(_|$)"), significant)]
 PREFIXES = {"mnist": "", "n_clusters": "n-clusters-"}
 
 
@@ -423,7 +425,8 @@ def against_kmeans_figures(rows):
     """``|mnist-clam-nmi-wins|`` of ``|mnist-clam-nmi-settings|``: the settings of the
     ``clam`` and ``clam-raw`` cases (MNIST and Fashion-MNIST, PCA-50 of 10,000 and
     60,000 images, the pixels) where ClAM's NMI is at least k-means';
-    ``|mnist-clam-sc-wins|`` likewise for the silhouette, and
+    ``|mnist-clam-sc-wins|`` likewise for the silhouette, ``|mnist-clam-sc-gap|``
+    the largest difference from k-means' silhouette (and ``-nmi-gap``), and
     ``|mnist-clam-cpu-ratio-range|`` its CPU time over k-means'; the same for
     SparseGEMINI's case (``|mnist-gemini-nmi-wins|``), and for each unbalanced set
     apart (``|mnist-unbalanced-10-clam-nmi-wins|``)."""
@@ -446,6 +449,7 @@ def _against_kmeans(figure, name, found):
         if pairs:
             figures[f"{figure}-{measure}-wins"] = str(sum(a >= b for a, b in pairs))
             figures[f"{figure}-{measure}-settings"] = str(len(pairs))
+            figures[f"{figure}-{measure}-gap"] = score(max(abs(a - b) for a, b in pairs))
     ratios = [number(row, column) for row in found for column in row
               if column.startswith("cpu_ratio_") and number(row, column)]
     if ratios:
@@ -599,6 +603,9 @@ def substitutions(folder=RESULTS):
     figures.update(mnist_figures(read("mnist", folder)))
     figures.update(quality_figures(read("quality", folder)))
     figures.update(n_clusters_figures(read("n_clusters", folder)))
+    scores = read("n_clusters_scores", folder)
+    figures.update(check_half_figures(read("n_clusters", folder), scores))
+    figures.update(plateau_figures(scores))
     figures.update(first_fit_figures(read("first_fit", folder)))
     figures.update(gemini_figures(read("gemini", folder)))
     figures.update(clam_figures(read("clam", folder)))

@@ -341,7 +341,7 @@ def test_bench_clam_writes_each_variants_silhouettes_and_the_pages_count_its_win
         name = f"clam-uci-{figures.slug(row['estimator'])}"
         assert found[f"{name}-wins"] == str(int(2 * row["seeds_at_least_kmeans"] > 2))
         ratio = figures.times(row["kmeans_ratio"])
-        assert found[f"{name}-ratio-range"] == f"{ratio} to {ratio}"
+        assert found[f"{name}-ratio-range"] == ratio  # one dataset: one ratio
 
 
 def test_bench_torch_api_writes_each_steps_time_and_each_blocks_checks(bench_torch_api):
@@ -441,22 +441,76 @@ def test_bench_stability_writes_each_datasets_pairs_and_the_page_tabulates_them(
 
 def test_the_mnist_pages_count_the_settings_where_clam_reaches_kmeans():
     """bench_mnist.py's ``clam`` and ``clam-raw`` rows: each setting's NMI and
-    silhouette against k-means' counted, and each case's columns quotable."""
+    silhouette against k-means' counted, the largest difference, and each case's
+    columns quotable (ClAM's ``beta_`` too)."""
     figures = _doc_figures()
     rows = [{"dataset": "mnist", "estimator": "clam", "device": "cpu", "date": "2026-01-01",
              "clam_nmi_10k": "0.5", "kmeans_nmi_10k": "0.4", "clam_sc_10k": "0.1",
              "kmeans_sc_10k": "0.2", "clam_nmi_60k": "0.5", "kmeans_nmi_60k": "0.5",
-             "cpu_ratio_10k": "2.04", "clam_cpu_s_10k": "1.5"},
+             "cpu_ratio_10k": "2.04", "clam_cpu_s_10k": "1.5", "clam_beta_10k": "0.01234"},
             {"dataset": "fashion-mnist", "estimator": "clam-raw", "device": "cpu",
              "date": "2026-01-01", "clam_nmi_raw_60k": "0.3", "kmeans_nmi_raw_60k": "0.31"}]
     found = figures.against_kmeans_figures(rows)
     assert (found["mnist-clam-nmi-wins"], found["mnist-clam-nmi-settings"]) == ("2", "3")
     assert (found["mnist-clam-sc-wins"], found["mnist-clam-sc-settings"]) == ("0", "1")
-    assert found["mnist-clam-cpu-ratio-range"] == "2.0 to 2.0"
+    assert found["mnist-clam-cpu-ratio-range"] == "2.0"
+    assert (found["mnist-clam-nmi-gap"], found["mnist-clam-sc-gap"]) == ("0.100", "0.100")
     cells = figures.row_figures("mnist", rows)
+    assert cells["mnist-clam-clam-beta-10k"] == "0.0123"
     assert cells["mnist-clam-cpu-ratio-10k"] == "2.0"
     assert cells["mnist-clam-clam-cpu-s-10k"] == "1.50 s"
     assert cells["fashion-mnist-clam-raw-kmeans-nmi-raw-60k"] == "0.310"
+
+
+def _image_row(dataset, estimator, found, classes, seconds):
+    return {"dataset": f"images/{dataset}", "estimator": estimator, "device": "cpu",
+            "date": "2026-01-01", "n_found": str(found), "seconds": str(seconds),
+            "note": f"found {found} of {classes}"}
+
+
+def test_the_count_of_images_is_summarised_over_the_check_half_from_the_result_files():
+    """The check half's sets (as the battery names them) counted exactly, too high
+    or too low, beside k-means by silhouette; the CPU ratio to the fit given the
+    number; the warnings read from the merges' links; sets of the tuning half and
+    the whole sets left out."""
+    figures = _doc_figures()
+    rows = [_image_row("mnist-t-49", "Deep-auto", 3, 2, 30),
+            _image_row("mnist-t-49", "Deep", 2, 2, 10),
+            _image_row("mnist-test", "Deep-auto", 10, 10, 40),
+            _image_row("mnist-test", "Deep", 10, 10, 20),
+            _image_row("pairs-40-tiny", "Deep-auto", 27, 40, 8),
+            _image_row("pairs-40-tiny", "KMeans-silhouette-Deep", 27, 40, 1),
+            _image_row("mnist-test", "KMeans-silhouette-Deep", 12, 10, 1),
+            _image_row("digits", "Deep-auto", 14, 10, 5),  # the tuning half
+            _image_row("mnist", "Deep-auto", 11, 10, 500)]  # a whole set
+    scores = [{"dataset": "images/mnist-test", "candidate": str(k), "link": str(link)}
+              for k, link in ((9, 0.01), (10, 0.02), (11, 0.05))]
+    scores += [{"dataset": "images/mnist-t-49", "candidate": str(k), "link": str(link)}
+               for k, link in ((2, 0.001), (3, 0.012), (4, 0.04))]
+    found = figures.check_half_figures(rows, scores)
+    assert found["n-clusters-images-check-n"] == "3"
+    assert found["n-clusters-images-check-exact"] == "1"
+    assert found["n-clusters-images-check-exact-sets"] == "``mnist-test``"
+    assert (found["n-clusters-images-check-few-over"],
+            found["n-clusters-images-check-few-excess"]) == ("1", "1")
+    assert found["n-clusters-images-check-many-under"] == "1"
+    assert found["n-clusters-images-check-same-as-silhouette"] == "1"
+    assert found["n-clusters-images-check-cpu-ratio-range"] == "2.0 to 3.0"
+    assert (found["n-clusters-images-check-warned"],
+            found["n-clusters-images-check-warned-exact"]) == ("1", "1")
+    assert (found["n-clusters-images-check-quiet"],
+            found["n-clusters-images-check-quiet-exact"]) == ("1", "0")
+
+
+def test_the_plateau_of_links_near_the_threshold_is_read_from_the_merges():
+    figures = _doc_figures()
+    links = {2: 0.006, 3: 0.028, 4: 0.029, 5: 0.031, 6: 0.0295, 7: 0.034, 8: 0.083}
+    scores = [{"dataset": "images/fashion", "candidate": str(k), "link": str(link)}
+              for k, link in links.items()]
+    found = figures.plateau_figures(scores)
+    assert found == {"n-clusters-images-fashion-plateau": "3 to 7",
+                     "n-clusters-images-fashion-plateau-next": "8",
+                     "n-clusters-images-fashion-plateau-jump": "2.8"}
 
 
 def _fake_mnist(bench_mnist):

@@ -112,13 +112,15 @@ def test_terms_are_scikit_learns():
 
 def _copy_doc(tmp_path):
     """What the site is built from (doc/, the gallery's examples/, the benchmarks'
-    results the pages quote) in its layout, without what a build writes."""
+    results the pages quote and the image battery whose halves they name) in its
+    layout, without what a build writes."""
     generated = shutil.ignore_patterns("_build", "generated", "auto_examples",
                                        "gen_modules", "sg_execution_times.rst", "__pycache__")
     shutil.copytree(DOC, tmp_path / "doc", ignore=generated)
     shutil.copytree(CHECKOUT / "examples", tmp_path / "examples", ignore=generated)
     if (CHECKOUT / "benchmarks" / "results").is_dir():
         shutil.copytree(CHECKOUT / "benchmarks" / "results", tmp_path / "benchmarks" / "results")
+        shutil.copy(CHECKOUT / "benchmarks" / "_image_battery.py", tmp_path / "benchmarks")
     return tmp_path / "doc"
 
 
