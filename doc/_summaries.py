@@ -12,7 +12,11 @@ from _figure_formats import (
     mean_of, newest, number, ratio, score, seconds, slug, times_range, versus, when)
 
 # bench_stability.py's estimators, as the pages name them
-STABILITY_NAMES = {"GMM": "GaussianMixture", "Spectral": "SpectralClustering"}
+STABILITY_NAMES = {"GMM": "GaussianMixture", "Spectral": "SpectralClustering",
+                   "ClAM-unclipped": "ClAM, gradient_clip=None",
+                   "ClAM-unclipped-kmeans++": "ClAM, gradient_clip=None, init='k-means++'"}
+# a dataset's copies agree where their mean pairwise ARI reaches this
+COPIES_AGREE = 0.99
 
 
 # ---------------------------------------------------------------- first fit
@@ -218,14 +222,16 @@ def stability_table(rows):
 
 def stability_figures(rows):
     """``|stability-<group>-<estimator>-mean|``, ``...-lowest`` and
-    ``...-lowest-dataset`` of :func:`stability_table`, and ``|stability-<group>-n|``
-    (datasets)."""
-    figures = {}
+    ``...-lowest-dataset`` of :func:`stability_table`, ``...-disagree``, the datasets
+    whose mean pairwise ARI is below ``|stability-agree|`` (:data:`COPIES_AGREE`),
+    and ``|stability-<group>-n|`` (datasets)."""
+    figures = {"stability-agree": f"{COPIES_AGREE:g}"}
     for (group, estimator), found in _stability_groups(rows).items():
         name = f"stability-{group}-{slug(estimator)}"
         dataset, low = min(found, key=lambda item: item[1])
         figures[f"{name}-mean"] = f"{mean_of([ari for _, ari in found]):.3f}"
         figures[f"{name}-lowest"] = f"{low:.3f}"
         figures[f"{name}-lowest-dataset"] = dataset
+        figures[f"{name}-disagree"] = str(sum(ari < COPIES_AGREE for _, ari in found))
         figures[f"stability-{group}-n"] = str(len(found))
     return figures

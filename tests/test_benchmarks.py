@@ -437,6 +437,27 @@ def test_bench_stability_writes_each_datasets_pairs_and_the_page_tabulates_them(
     found = figures.stability_figures(text)
     assert found["stability-evaluation-clam-lowest-dataset"] == "wut/b"
     assert found["stability-development-n"] == "1"
+    # the datasets whose copies disagree: a mean pairwise ARI below 0.99
+    assert found["stability-agree"] == "0.99"
+    assert found["stability-evaluation-clam-disagree"] == "1"
+    assert found["stability-development-clam-disagree"] == "0"
+    assert found["stability-development-gmm-disagree"] == "1"
+
+
+def test_bench_stability_fits_clam_without_its_clipping_too():
+    """The variants the page compares ClAM with: the paper's plain gradient, from
+    ClAM's starts and from k-means++ starts, at the defaults otherwise."""
+    bench = _benchmark("bench_stability")
+    assert {"ClAM-unclipped", "ClAM-unclipped-kmeans++"} <= set(bench.ESTIMATOR_NAMES)
+    default = bench.make_estimator("ClAM", 3).get_params()
+    plain = bench.make_estimator("ClAM-unclipped", 3).get_params()
+    assert default["gradient_clip"] == 1.5 and plain["gradient_clip"] is None
+    assert {k: v for k, v in plain.items() if v != default[k]} == {"gradient_clip": None}
+    assert bench.make_estimator("ClAM-unclipped-kmeans++", 3).init == "k-means++"
+    rows = bench.result_rows([("sipu/a", {"ClAM-unclipped": [1.0, 0.9, 0.8]},
+                               {"ClAM-unclipped": 0.9}, {"ClAM-unclipped": 1.0})])
+    text = [{k: str(v) for k, v in {**row, "date": "2026-01-01"}.items()} for row in rows]
+    assert _doc_figures().stability_table(text)[1][0] == "ClAM, gradient_clip=None"
 
 
 def test_the_mnist_pages_count_the_settings_where_clam_reaches_kmeans():
