@@ -122,8 +122,15 @@ def write_results(path, rows, benchmark, machine_name=None, load=None, key=KEY):
     return len(new)
 
 
-def save_run(path, rows, benchmark, load_start):
+def save_run(path, rows, benchmark, load_start, threads=None):
     """:func:`write_results` of a run that began at the load average ``load_start``
-    (:func:`load_average`), its load span taken now; says where it wrote."""
+    (:func:`load_average`), its load span taken now; says where it wrote.
+
+    ``threads``: how many threads (processes times threads each) the run kept
+    busy, written to the ``threads`` cells of rows that do not give their own.
+    The load average at the run's end counts them, so the pages judge the
+    machine's other load from the load less the run's own threads."""
+    if threads is not None:
+        rows = [{"threads": threads, **row} for row in rows]
     write_results(path, rows, benchmark, load=load_span(load_start, load_average()))
     print(f"results written to {path}")

@@ -206,7 +206,7 @@ def main():
                       for k in args.mnist_k.split(",")]
     rows = run_libraries(cases, args.n_jobs, args.searches.split(","))
     if args.csv:
-        save_run(args.csv, rows, "bench_neighbors", load_start)
+        save_run(args.csv, rows, "bench_neighbors", load_start, threads=args.n_jobs)
 
 
 if __name__ == "__main__":

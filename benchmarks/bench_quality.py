@@ -480,10 +480,11 @@ def print_acceptance(fits, names, common):
                   f"{'yes' if mean >= kmeans else 'NO'}")
 
 
-def write_csv(path, datasets, fits, names, seed=SEED, load=None):
+def write_csv(path, datasets, fits, names, seed=SEED, load=None, threads=None):
     """One row per dataset and estimator (``_results.write_results``): ARI, NMI and
     fit seconds, with the dataset's shape, the clusters found, the CPU seconds and
-    the warnings in columns of their own; ``load``: the load average over the run."""
+    the warnings in columns of their own; ``load``: the load average over the run,
+    ``threads``: the threads the run kept busy (jobs times threads per fit)."""
     rows = []
     for ds in datasets:
         for n in names:
@@ -497,6 +498,7 @@ def write_csv(path, datasets, fits, names, seed=SEED, load=None):
                 "n_clusters_found": fit.n_found, "cpu_seconds": fit.cpu_seconds,
                 "n_warnings": sum(fit.warnings.values()),
                 "warning_categories": ";".join(sorted({c for c, _ in fit.warnings})),
+                "threads": threads,
             })
     # one run is the comparison: it replaces the rows of its datasets and
     # estimators whatever machine measured them
@@ -573,7 +575,7 @@ def run_seed(args, datasets, names, seed):
     print_acceptance(fits, names, common)
     if args.csv and seed == args.seeds[0]:
         write_csv(args.csv, datasets, fits, names, seed,
-                  load_span(args.load_start, load_average()))
+                  load_span(args.load_start, load_average()), args.jobs * args.threads)
         print(f"per-dataset results written to {args.csv}")
     return {n: mean_ari(fits, common, n) for n in names} if common else {}
 

@@ -225,7 +225,8 @@ def main():
                             [[battery] + [f"{v[name]:.3f}" for name in rows]
                              for battery, v in means.items()]))
     if args.csv:
-        save_run(args.csv, result_rows(results), "bench_stability", load_start)
+        save_run(args.csv, result_rows(results), "bench_stability", load_start,
+                 threads=args.jobs * args.threads)
     print()
     for name in CHECKED:
         if name in rows:

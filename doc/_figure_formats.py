@@ -13,7 +13,7 @@ RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
 # ARI on the quality datasets moves by about 0.005 (bench_quality.py --seeds)
 MARGIN = 0.02
 # the load average above which a run on the CPU machine shared it with other jobs:
-# the benchmark's own thread counts 1
+# the benchmark's own thread counts 1 (its further threads are taken off, other_load)
 BUSY_LOAD = 1.5
 
 
@@ -99,9 +99,29 @@ def times_of(value):
 
 def loads(rows):
     """(lowest, highest) load average recorded over ``rows`` (None if none was)."""
-    values = [float(x) for row in rows
-              for x in re.findall(r"\d+(?:\.\d+)?", row.get("load") or "")]
+    values = [float(x) for row in rows for x in _load_values(row)]
     return (min(values), max(values)) if values else None
+
+
+def _load_values(row):
+    return re.findall(r"\d+(?:\.\d+)?", row.get("load") or "")
+
+
+def own_threads(row):
+    """The threads the run of ``row`` kept busy itself (its ``threads`` cell; 1
+    where it gives none)."""
+    return int(number(row, "threads") or 1)
+
+
+def other_load(row):
+    """The load average ``row``'s run saw besides its own threads: the load at its
+    start (before it ran), and that at its end less its threads but one (one busy
+    thread is an idle machine's benchmark); None where no load was recorded."""
+    values = [float(x) for x in _load_values(row)]
+    if not values:
+        return None
+    start, end = values[0], values[-1]
+    return max(start, end - (own_threads(row) - 1))
 
 
 def short_machine(name):
@@ -122,14 +142,21 @@ def dates(rows):
 
 def when(rows):
     """The machine(s), the date(s) and, where recorded, the load of ``rows``:
-    ``'2-core CPU, 2026-11-29, under load: load average 3.0 to 3.4'``."""
+    ``'2-core CPU, 2026-11-29, under load: load average 3.0 to 3.4'``; ``'idle'``
+    where the load besides the runs' own threads (:func:`other_load`) stayed
+    under :data:`BUSY_LOAD`, ``'... with 2 threads of its own'`` where a run kept
+    more than one busy."""
     machines = sorted({short_machine(row["machine"]) for row in rows if row.get("machine")})
     text = ", ".join([" and ".join(machines), dates(rows)] if machines else [dates(rows)])
     span = loads(rows)
     if span is not None:
-        state = "under load" if span[1] >= BUSY_LOAD else "idle"
+        others = [load for load in map(other_load, rows) if load is not None]
+        state = "under load" if max(others) >= BUSY_LOAD else "idle"
         low, high = span
         text += f", {state}: load average {low:.1f} to {high:.1f}"
+        own = max(own_threads(row) for row in rows if _load_values(row))
+        if own > 1:
+            text += f" with {own} threads of its own"
     return text
 
 

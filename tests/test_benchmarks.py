@@ -647,6 +647,32 @@ def test_result_files_record_the_load_and_a_comparison_replaces_every_machine(tm
     assert (only["machine"], only["ari"]) == ("idle CPU", "0.75")
 
 
+def test_the_load_of_a_run_is_judged_without_its_own_threads(tmp_path, monkeypatch):
+    """A run that keeps both cores busy itself ends at a load average of about 2: the
+    pages call it idle (its threads named), and under load only where the load at
+    its start, or at its end less its own threads, says another job shared the
+    machine. ``save_run`` writes the run's threads to every row."""
+    results, formats = _benchmark("_results"), _module(BENCHMARKS.parent / "doc",
+                                                       "_figure_formats")
+    monkeypatch.setattr(results, "load_average", lambda: 2.0)
+    path = tmp_path / "neighbors.csv"
+    results.save_run(path, [{"dataset": "a", "estimator": "x", "ari": 1.0},
+                            {"dataset": "b", "estimator": "x", "threads": 1}], "bench_x",
+                     0.2, threads=2)
+    rows = results.read_results(path)
+    assert [row["threads"] for row in rows] == ["2", "1"]
+
+    def row(load, threads=""):
+        return {"machine": "2-core x86_64 CPU", "date": "2026-12-01", "load": load,
+                "threads": threads}
+    assert formats.when([row("0.20 to 2.00", "2")]) == \
+        "2-core CPU, 2026-12-01, idle: load average 0.2 to 2.0 with 2 threads of its own"
+    assert "under load" in formats.when([row("0.20 to 2.00")])  # one thread: another job
+    assert "under load" in formats.when([row("0.20 to 2.60", "2")])
+    assert "under load" in formats.when([row("1.60 to 2.00", "2")])  # busy before it ran
+    assert formats.when([row("0.20 to 1.10")]).endswith("idle: load average 0.2 to 1.1")
+
+
 def test_bench_first_fit_rows_say_what_each_case_is():
     bench = _benchmark("bench_first_fit")
     row = bench.result_row("ClAM, 20,000 points (vectorised kernel)",
