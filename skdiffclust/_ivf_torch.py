@@ -87,7 +87,7 @@ def device_ivf_kneighbors(points, n_neighbors, *, seed, device, n_probe=None):
     import torch
 
     points, n_cells, n_probe = index_plan(points, n_neighbors, n_probe)
-    n_samples, n_neighbors = points.shape[0], int(n_neighbors)
+    n_neighbors = int(n_neighbors)
     device = torch.device(device)
     generator = torch.Generator().manual_seed(int(seed))
     rows = torch.as_tensor(points).to(device)

@@ -152,6 +152,9 @@ def test_torch_tensors_numpy_cannot_read_are_refused_clearly(entry):
                           (good.to("meta"), "X is a torch tensor on meta.*X.cpu()")):
         with pytest.raises(ValueError, match=match):
             _quiet(lambda: _make(entry).fit(tensor))
+    # a dtype without a NumPy counterpart: torch's "Got unsupported ScalarType"
+    with pytest.raises(TypeError, match=r"dtype torch.bfloat16.*X.float\(\)"):
+        _quiet(lambda: _make(entry).fit(good.to(torch.bfloat16)))
     estimator = _quiet(lambda: _make(entry).fit(good))  # a CPU tensor is data
     with pytest.raises(ValueError, match="requires grad"):
         estimator.predict(good.clone().requires_grad_())
@@ -566,3 +569,87 @@ def test_a_ragged_list_is_refused_clearly(entry):
     rows = [[0.0, 1.0], [2.0], [3.0, 4.0], [5.0, 6.0]]
     with pytest.raises(ValueError, match="X is a ragged sequence: its rows"):
         entry.make(n_clusters=2).fit(rows)
+
+
+# -- inputs the estimators' checks did not reach ------------------------------------
+
+
+def _malformed_constraints():
+    """A CSR matrix of cannot-links whose first column index lies beyond its shape
+    (10**7 crashed the interpreter in SciPy's ``toarray``; 100 was read silently)."""
+    C = sp.csr_matrix(-(np.ones((6, 6)) - np.eye(6)))
+    C.indices[0] = 100
+    return C
+
+
+def test_a_malformed_sparse_constraint_matrix_is_refused_before_scipy_reads_it():
+    x = np.random.RandomState(0).randn(6, 2)
+    S = -((x[:, None] - x[None]) ** 2).sum(-1)
+    with pytest.raises(ValueError, match="constraints is a malformed CSR sparse matrix"):
+        skdiffclust.spanning_forest(S, 2, _malformed_constraints())
+
+
+@TORCH
+def test_the_torch_forests_refuse_a_malformed_sparse_constraint_matrix():
+    import torch
+
+    from skdiffclust.torch import partial_fenchel_young_loss, perturbed_spanning_forest
+
+    x = np.random.RandomState(0).randn(6, 2)
+    S = torch.tensor(-((x[:, None] - x[None]) ** 2).sum(-1))
+    for call in (lambda C: perturbed_spanning_forest(S, 2, constraints=C),
+                 lambda C: partial_fenchel_young_loss(S, C, 2)):
+        with pytest.raises(ValueError, match="constraints is a malformed CSR"):
+            call(_malformed_constraints())
+
+
+def test_sparse_geminis_transform_checks_x_as_predict_does():
+    """``transform`` (scikit-learn's selector) read X unchecked: a malformed sparse
+    matrix crashed the interpreter, strings came back as strings."""
+    model = _quiet(lambda: skdiffclust.SparseGEMINI(n_clusters=3, max_iter=5,
+                                                    random_state=0).fit(X))
+    kept = model.get_support()
+    bad = sp.csr_matrix(X)
+    bad.indptr[-1] += 1000
+    with pytest.raises(ValueError, match="X is a malformed CSR sparse matrix"):
+        model.transform(bad)
+    with pytest.raises(ValueError, match="strings"):
+        model.transform(np.full(X.shape, "a"))
+    np.testing.assert_array_equal(model.transform(X), X[:, kept])
+    assert model.transform(X.astype(np.float32)).dtype == np.float32
+    assert sp.issparse(model.transform(sp.csr_matrix(X)))
+
+
+@TORCH
+def test_sparse_geminis_transform_refuses_tensors_numpy_cannot_read():
+    import torch
+
+    model = _quiet(lambda: skdiffclust.SparseGEMINI(n_clusters=3, max_iter=5,
+                                                    random_state=0).fit(X))
+    with pytest.raises(ValueError, match="requires grad"):
+        model.transform(torch.tensor(X, requires_grad=True))
+    with pytest.raises(ValueError, match="on meta"):
+        model.transform(torch.tensor(X, device="meta"))
+
+
+def test_complex_numbers_are_refused_where_numpy_would_drop_their_imaginary_parts():
+    with pytest.raises(ValueError, match="init is complex"):
+        ClAM(n_clusters=3, init=X[:3] + 5j).fit(X)
+    with pytest.raises(ValueError, match="init must hold real numbers"):
+        ClAM(n_clusters=3, init=np.full((3, 2), "a")).fit(X)
+    with pytest.raises(ValueError, match="proba is complex"):
+        skdiffclust.gemini_value_and_grad(np.full((4, 2), 0.5) + 0.3j, np.eye(4))
+    with pytest.raises(ValueError, match="constraints is complex"):
+        skdiffclust.spanning_forest(-np.abs(np.subtract.outer(X[:6, 0], X[:6, 0])), 2,
+                                    np.eye(6) + 1j)
+
+
+@TORCH
+def test_tensors_numpy_cannot_read_are_refused_by_the_functions_and_init():
+    import torch
+
+    S = -np.abs(np.subtract.outer(X[:6, 0], X[:6, 0]))
+    with pytest.raises(ValueError, match="S is a torch tensor that requires grad"):
+        skdiffclust.spanning_forest(torch.tensor(S, requires_grad=True), 2)
+    with pytest.raises(ValueError, match="init is a torch tensor that requires grad"):
+        ClAM(n_clusters=3, init=torch.tensor(X[:3], requires_grad=True)).fit(X)

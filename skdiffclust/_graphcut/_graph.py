@@ -331,6 +331,7 @@ def _check_dense_affinity(affinity, name):
             f"Negative values in data: the affinity matrix {name} "
             f"must be non-negative; its smallest entry is {smallest:.3g}."
         )
+    _check_not_vanishing(scale, name)
     tolerance = float(np.sqrt(np.finfo(np.float32).eps)) * scale  # float32 would underflow
     excess = asymmetry - tolerance
     if excess > 0:
@@ -338,6 +339,23 @@ def _check_dense_affinity(affinity, name):
             f"The affinity matrix {name} must be symmetric; |{name} - {name}.T| "
             f"exceeds {tolerance:.3g} by up to {excess:.3g}."
         )
+
+
+# below this largest weight an affinity's entries are subnormal numbers (float64's
+# smallest normal is 2.2e-308), whose digits are lost: at 1e-308 times a Gaussian
+# affinity of 60 points the spectral start's SVD met infinities, at 1e-307 and 3e-308
+# it ran as at 1 (a margin of ten above the first)
+MIN_LARGEST_WEIGHT = 1e-306
+
+
+def _check_not_vanishing(largest, name):
+    """A ValueError where an affinity's largest weight, though positive, is too small
+    to compute with (:data:`MIN_LARGEST_WEIGHT`)."""
+    if 0 < largest < MIN_LARGEST_WEIGHT:
+        raise ValueError(
+            f"The affinity matrix {name}'s largest entry is {largest:.3g}: so small that "
+            f"its sums and products underflow float64. Rescale it (for example "
+            f"{name} / {name}.max()): a common factor does not change the ratio cut.")
 
 
 def _checked_sparse(W, name):
@@ -350,6 +368,7 @@ def _checked_sparse(W, name):
         )
     asymmetry = abs(W - W.T)
     scale = float(W.data.max()) if W.data.size else 0.0
+    _check_not_vanishing(scale, name)
     tolerance = float(np.sqrt(np.finfo(np.float32).eps)) * scale  # float32 would underflow
     if asymmetry.nnz and asymmetry.data.max() > tolerance:
         raise ValueError(

@@ -32,6 +32,10 @@ N_JOBS = [NumberInterval(numbers.Integral, None, -1, closed="right"),
           NumberInterval(numbers.Integral, 1, None, closed="left"), None]
 
 
+# torch dtypes without a NumPy counterpart (``Tensor.numpy()`` refuses them)
+TORCH_DTYPES_NUMPY_LACKS = ("torch.bfloat16", "torch.complex32")
+
+
 def check_host_array(X, name="X"):
     """Refuse, clearly, a torch tensor that NumPy cannot read: one that requires grad
     or lives elsewhere than on the CPU (NumPy's conversion would raise torch's own
@@ -47,6 +51,28 @@ def check_host_array(X, name="X"):
         raise ValueError(
             f"{name} is a torch tensor on {device}: the estimator reads host (NumPy) "
             f"arrays, its device parameter says where it trains. Pass {name}.cpu().")
+    dtype = str(getattr(X, "dtype", ""))
+    if dtype in TORCH_DTYPES_NUMPY_LACKS or dtype.startswith("torch.float8"):
+        raise TypeError(
+            f"{name} is a torch tensor of dtype {dtype}, which NumPy cannot read. Pass "
+            f"{name}.float() (float32) or {name}.double().")
+
+
+def real_array(values, name, dtype=np.float64):
+    """``values`` as a NumPy array of ``dtype`` (float64), or a clear error naming
+    ``name``: a torch tensor NumPy cannot read (:func:`check_host_array`), a ragged
+    sequence, complex numbers (their imaginary parts would be dropped with only
+    NumPy's ComplexWarning) or values that are not numbers."""
+    check_host_array(values, name)
+    check_not_ragged(values, name)
+    array = np.asarray(values)
+    if np.iscomplexobj(array):
+        raise ValueError(f"{name} is complex: complex data is not supported.")
+    try:
+        return array.astype(dtype, copy=False)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"{name} must hold real numbers, got an array of dtype "
+                         f"{array.dtype} ({error}).") from None
 
 
 def check_not_ragged(X, name="X"):
@@ -82,7 +108,8 @@ def check_sparse_structure(X, name="X"):
         elif indptr[0] != 0 or np.any(np.diff(indptr) < 0):
             problem = "indptr does not start at 0 and increase"
         elif indptr[-1] > min(indices.size, np.size(X.data)):
-            problem = f"indptr ends at {indptr[-1]}, beyond the {indices.size} stored entries"
+            problem = (f"indptr ends at {indptr[-1]}, beyond the {indices.size} stored "
+                       f"indices or {np.size(X.data)} stored values")
         elif indptr[-1] and (indices[:indptr[-1]].min() < 0
                              or indices[:indptr[-1]].max() >= n_minor):
             problem = f"an index is outside [0, {n_minor})"

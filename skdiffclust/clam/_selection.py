@@ -11,7 +11,7 @@ import numpy as np
 from sklearn.cluster import kmeans_plusplus
 
 from skdiffclust._utils._random import numpy_generator
-from skdiffclust._utils._validation import check_magnitude
+from skdiffclust._utils._validation import check_magnitude, real_array
 from skdiffclust._utils._warn import warn_user
 from skdiffclust.clam._data import squared_distances
 
@@ -165,7 +165,7 @@ def initial_prototypes(data, seed, *, n_clusters, init, n_init, cosine, n_thread
     ``'random'``)."""
     k, d = n_clusters, data.n_features
     if not isinstance(init, str):
-        given = np.asarray(init, dtype=np.float64)
+        given = real_array(init, "init")
         if given.shape != (k, d):
             raise ValueError(
                 f"init must have shape (n_clusters, n_features) = ({k}, {d}), "

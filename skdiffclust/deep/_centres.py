@@ -161,4 +161,3 @@ def _kmeans(rows, n_clusters, rng):
             if inertia < least:
                 best, least = labels, inertia
     return best
-

@@ -1,9 +1,9 @@
 """The functional form of the clustering operator, in the paper's notation."""
 
 import numpy as np
-from sklearn.utils import check_array
 
 from skdiffclust._utils._validation import (
+    check_array,
     check_similarity_matrix,
     warn_if_looks_like_distances,
 )

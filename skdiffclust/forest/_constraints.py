@@ -15,6 +15,7 @@ from scipy.sparse.csgraph import connected_components
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import column_or_1d
 
+from skdiffclust._utils._validation import check_sparse_structure, real_array
 from skdiffclust._utils._warn import warn_user
 
 UNLABELLED = -1
@@ -342,7 +343,9 @@ def constraints_from_labels(y):
 def check_constraint_matrix(constraints, n_samples):
     """Validate an n x n matrix of +1 / -1 / 0 constraints (dense, or a SciPy sparse
     matrix, whose unstored entries are 0)."""
-    C = constraints.toarray() if sp.issparse(constraints) else np.asarray(constraints)
+    check_sparse_structure(constraints, "constraints")  # SciPy reads indices unchecked
+    C = constraints.toarray() if sp.issparse(constraints) else \
+        real_array(constraints, "constraints")
     if C.shape != (n_samples, n_samples):
         raise ValueError(
             f"constraints must have shape ({n_samples}, {n_samples}) like the "

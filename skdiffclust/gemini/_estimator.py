@@ -23,6 +23,7 @@ from skdiffclust._utils._validation import (
     NumberInterval,
     RenamedParameters,
     refusing_former_names,
+    check_array,
     check_hidden_layer_sizes,
     check_magnitude,
     check_n_clusters,
@@ -587,6 +588,25 @@ default='mmd_ovo'
         if not self._support.any():
             return -1.0
         return silhouette(self._inputs(X).data[:, self._support], labels)
+
+    def transform(self, X):
+        """Reduce X to the selected features (those of ``get_support()``).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        X_selected : {ndarray, sparse matrix} of shape (n_samples, n_selected_features)
+            The columns of X that the model kept, in X's dtype.
+        """
+        check_is_fitted(self)
+        # scikit-learn's selector reads X as it is: a torch tensor NumPy cannot read,
+        # a malformed sparse matrix (SciPy reads its indices unchecked) or strings
+        # are refused here, before it
+        check_array(X, accept_sparse=True, dtype="numeric", ensure_all_finite=False)
+        return super().transform(X)
 
     def _get_support_mask(self):
         check_is_fitted(self)

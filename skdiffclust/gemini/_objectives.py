@@ -25,7 +25,7 @@ product); the gradients w.r.t. alpha and pi are chained to T once, in
 import numpy as np
 import scipy.sparse as sp
 
-from skdiffclust._utils._validation import check_host_array
+from skdiffclust._utils._validation import real_array
 from skdiffclust.gemini._data import MatrixKernel, diagonal_and_mean
 
 OBJECTIVES = ("mmd_ova", "mmd_ovo", "wasserstein_ova", "wasserstein_ovo", "mi")
@@ -61,14 +61,16 @@ def gemini_value_and_grad(proba, affinity, objective="mmd_ovo"):
     Raises
     ------
     ValueError
-        For an unknown objective, no samples, non-finite or mis-shaped inputs,
+        For an unknown objective, no samples, non-finite, complex or mis-shaped
+        inputs, an ``affinity`` so large that sums over its entries overflow,
         ``proba`` whose rows are not probabilities (negative entries, such as
         logits, or sums other than 1), an MMD's ``affinity`` that is not a kernel
         or a Wasserstein's that holds negative values or is not a distance
         matrix, or a torch tensor that requires grad (the torch objective is
         ``skdiffclust.torch.gemini_loss``).
     TypeError
-        For a sparse ``proba`` or ``affinity``.
+        For a sparse ``proba`` or ``affinity``, or a torch tensor of a dtype NumPy
+        lacks (``torch.bfloat16``).
 
     Examples
     --------
@@ -110,8 +112,7 @@ def _dense_array(values, name):
     if sp.issparse(values):
         raise TypeError(f"{name} must be a dense array, got a sparse "
                         f"{type(values).__name__}: pass {name}.toarray().")
-    check_host_array(values, name)
-    return np.asarray(values, dtype=np.float64)
+    return real_array(values, name)
 
 
 def _check_probabilities(T):
@@ -142,6 +143,11 @@ def _check_affinity(A, objective):
     if not np.all(np.isfinite(A)):
         raise ValueError(f"affinity (the {kind} matrix) contains NaN or infinity.")
     scale = float(np.abs(A).max()) if A.size else 0.0
+    if scale * A.shape[0] > np.finfo(np.float64).max / A.shape[0]:
+        # the GEMINI sums n^2 such values: a NaN value and gradient before
+        raise ValueError(f"affinity (the {kind} matrix) holds values too large for "
+                         f"float64 (up to {scale:.4g}: sums over its {A.shape[0]}^2 "
+                         "entries overflow): rescale them.")
     if not kernel and A.min() < -np.sqrt(np.finfo(np.float64).eps) * scale:
         raise ValueError(f"affinity must hold non-negative distances for "
                          f"objective={objective!r}, got entries down to {A.min():.4g}.")

@@ -187,7 +187,10 @@ class PRCut(RenamedParameters, ClassNamePrefixFeaturesOutMixin, TransformerMixin
     Attributes
     ----------
     labels_ : ndarray of shape (n_samples,)
-        Cluster of each training sample: the argmax of its probabilities.
+        Cluster of each training sample: the argmax of its probabilities, or, where
+        the graph's components are returned whole (``keep_components``), its
+        component's cluster, which ``predict`` (the network) may not give a sample
+        on a component's edge.
 
     n_clusters_ : int
         Number of non-empty clusters (unused outputs are removed, with a

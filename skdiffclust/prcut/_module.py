@@ -26,7 +26,6 @@ from skdiffclust._utils._torch import (
 )
 
 
-
 def check_is_module(module):
     """``module`` must be an ``nn.Module`` (the estimator's parameter)."""
     if not isinstance(module, nn.Module):
@@ -56,4 +55,3 @@ def copy_module(module, X, n_clusters):
         raise ValueError("module has no parameter that requires a gradient: PRCut would "
                          "have nothing to train.")
     return network
-

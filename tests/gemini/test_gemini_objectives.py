@@ -109,6 +109,17 @@ def test_non_finite_affinity_raises(objective):
         gemini_value_and_grad(proba, affinity, objective)
 
 
+@pytest.mark.parametrize("objective", [o for o in OBJECTIVES if o != "mi"])
+def test_an_affinity_whose_sum_overflows_says_to_rescale(objective):
+    """A NaN value and gradient, with only NumPy's RuntimeWarnings, before; the torch
+    objective refuses the same matrix."""
+    proba, affinity, _ = _problem(6, 2, 0, objective)
+    with pytest.raises(ValueError, match="too large for float64.*rescale"):
+        gemini_value_and_grad(proba, affinity / np.abs(affinity).max() * 1e308, objective)
+    value, grad = gemini_value_and_grad(proba, affinity * 1e200, objective)
+    assert np.isfinite(value) and np.isfinite(grad).all()
+
+
 @pytest.mark.parametrize("objective", OBJECTIVES)
 def test_no_samples_raise(objective):
     with pytest.raises(ValueError, match="at least one sample"):

@@ -336,3 +336,24 @@ def test_score_reads_the_graph_input_of_fit_or_none(blobs):
     without = PRCut(n_clusters=3, random_state=0).fit(X)
     with pytest.raises(ValueError, match="fitted without a graph_input"):
         without.score(X[:10], graph_input=X[:10, :1])
+
+
+@pytest.mark.parametrize("as_given", [np.asarray, sp.csr_matrix])
+def test_an_affinity_of_subnormal_weights_says_to_rescale(blobs, as_given):
+    """Weights of about 1e-308 (subnormal numbers) reached the spectral start's SVD as
+    infinities, torch's LinAlgError; a common factor changes nothing of the cut."""
+    from skdiffclust._graphcut._graph import check_precomputed_affinity
+
+    W = rbf_kernel(blobs[0][:60])
+    np.fill_diagonal(W, 0)
+    with pytest.raises(ValueError, match=r"largest entry is 1e-308.*X / X.max\(\)"):
+        check_precomputed_affinity(as_given(W / W.max() * 1e-308))
+    assert check_precomputed_affinity(as_given(W * 1e-300)).shape == W.shape  # runs
+
+
+@TORCH
+def test_prcut_refuses_an_affinity_of_subnormal_weights(blobs):
+    W = rbf_kernel(blobs[0][:60])
+    np.fill_diagonal(W, 0)
+    with pytest.raises(ValueError, match="Rescale it"):
+        PRCut(n_clusters=3, affinity="precomputed").fit(W / W.max() * 1e-308)
