@@ -50,9 +50,11 @@ def squared_norms(x):
 
 
 def unit_rows(x):
-    """Rows scaled to unit norm; zero rows stay zero (no NaN)."""
+    """Rows scaled to unit norm; zero rows stay zero (no NaN), and a gradient passes
+    through them unscaled (dividing by the dtype's smallest number, as before, made
+    it infinite)."""
     norms = torch.linalg.vector_norm(x, dim=-1, keepdim=True)
-    return x / norms.clamp_min(torch.finfo(x.dtype).tiny)
+    return x / torch.where(norms > 0, norms, torch.ones_like(norms))
 
 
 def squared_distances(x, prototypes):

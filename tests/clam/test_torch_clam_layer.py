@@ -202,6 +202,23 @@ def test_forward_and_loss_pass_gradcheck_for_inputs_and_prototypes(metric, weigh
     assert torch.autograd.gradcheck(with_parameters(loss, "layer."), inputs)
 
 
+def test_a_zero_input_of_the_cosine_layer_has_a_finite_gradient():
+    """A zero row stays zero when scaled to unit norm; its gradient was infinite
+    (the scaling divided by the dtype's smallest number), and the other rows' and
+    the forward pass are as before."""
+    layer = _layer("cosine", False)
+    x = torch.cat([_points(4), torch.zeros(1, layer.n_features, dtype=torch.float64)])
+    x.requires_grad_(True)
+    out = layer(x)
+    out.sum().backward()
+    assert torch.isfinite(out).all() and torch.isfinite(x.grad).all()
+    assert torch.isfinite(layer.prototypes.grad).all()
+    alone = _points(4).requires_grad_(True)
+    layer(alone).sum().backward()
+    torch.testing.assert_close(out[:4], layer(alone), rtol=0, atol=0)
+    torch.testing.assert_close(x.grad[:4], alone.grad, rtol=0, atol=0)
+
+
 class _CompletionLoss(torch.nn.Module):
     """clam_loss with fixed masks (a fresh generator each call), as a module, so that
     functional_call can substitute the layer's parameters."""
