@@ -363,7 +363,8 @@ class PRCutLoss(nn.Module):
         affinity : torch.Tensor of shape (n_left, n_right)
             The block of the affinity graph between the two batches: a dense
             tensor, or a sparse COO or CSR tensor (duplicate entries add up), with
-            non-negative weights; divided by its total inside (a block without
+            non-negative weights, read in the probabilities' dtype (integer or
+            boolean weights too); divided by its total inside (a block without
             edges gives no ratio-cut term). :class:`PRCutBatchPairs` draws them.
         hardness : float in (0, 1], default=1.0
             Weight s of the hardness part of the edge term, ``(p_i - q_j)^2 + s
@@ -383,8 +384,8 @@ class PRCutLoss(nn.Module):
             NaN or negative proportions; on CUDA after the first
             call, a device-side assertion instead (see :func:`set_input_checks`).
         TypeError
-            For inputs that are not tensors, or not in the loss's dtype and on its
-            device.
+            For inputs that are not tensors, complex weights, probabilities not in
+            the loss's dtype, or inputs not on its device.
         """
         block, hardness = self._block(affinity, proba_left, proba_right, hardness)
         probabilities = torch.cat([proba_left, proba_right])
