@@ -59,15 +59,18 @@ def check_host_array(X, name="X"):
 
 
 def real_array(values, name, dtype=np.float64):
-    """``values`` as a NumPy array of ``dtype`` (float64), or a clear error naming
-    ``name``: a torch tensor NumPy cannot read (:func:`check_host_array`), a ragged
-    sequence, complex numbers (their imaginary parts would be dropped with only
-    NumPy's ComplexWarning) or values that are not numbers."""
+    """``values`` as a NumPy array of ``dtype`` (float64; None: its own dtype, which
+    the caller checks), or a clear error naming ``name``: a torch tensor NumPy
+    cannot read (:func:`check_host_array`), a ragged sequence, complex numbers
+    (their imaginary parts would be dropped with only NumPy's ComplexWarning) or
+    values that are not numbers."""
     check_host_array(values, name)
     check_not_ragged(values, name)
     array = np.asarray(values)
     if np.iscomplexobj(array):
         raise ValueError(f"{name} is complex: complex data is not supported.")
+    if dtype is None:
+        return array
     try:
         return array.astype(dtype, copy=False)
     except (TypeError, ValueError) as error:

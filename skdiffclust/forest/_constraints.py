@@ -344,8 +344,9 @@ def check_constraint_matrix(constraints, n_samples):
     """Validate an n x n matrix of +1 / -1 / 0 constraints (dense, or a SciPy sparse
     matrix, whose unstored entries are 0)."""
     check_sparse_structure(constraints, "constraints")  # SciPy reads indices unchecked
+    # in their own dtype: an int8 matrix of n^2 entries is not copied to float64
     C = constraints.toarray() if sp.issparse(constraints) else \
-        real_array(constraints, "constraints")
+        real_array(constraints, "constraints", dtype=None)
     if C.shape != (n_samples, n_samples):
         raise ValueError(
             f"constraints must have shape ({n_samples}, {n_samples}) like the "
