@@ -67,10 +67,11 @@ class DeepImageClustering(RenamedParameters, ClassNamePrefixFeaturesOutMixin,
     max_clusters : int, default=50
         The number of clusters ``n_clusters='auto'`` trains on (at most the
         images less one, and an integer ``n_eigenvectors``), so the most it can
-        find. A fit costs about what a fit given ``max_clusters`` costs, the
-        merges one nearest-neighbour search of the embedding and four forward
-        passes over the images, and the network trained on the merged clusters
-        about a fit given their number, less its graph and start.
+        find. Its first network costs at most what a fit given ``max_clusters``
+        costs (see ``max_iter``), the merges one nearest-neighbour search of
+        the embedding and four forward passes over the images, and the network
+        trained on the merged clusters about a fit given their number, less its
+        graph and start.
 
     image_shape : tuple of int, default=None
         ``(height, width)``, ``(channels, height, width)`` or ``(height, width,
@@ -149,7 +150,9 @@ class DeepImageClustering(RenamedParameters, ClassNamePrefixFeaturesOutMixin,
         when they run out before ``tol`` and ``n_iter_no_change`` stop it).
         ``'auto'``: a schedule of about 1,000 steps, at least 3 epochs, which
         the stopping rule may shorten; running it to its end is not warned
-        about.
+        about. With ``n_clusters='auto'``, the network trained on
+        ``max_clusters`` clusters runs at most 300 of these steps (at least 15
+        epochs), the network on the clusters found the whole schedule.
 
     tol : float, default=1e-3
         The clustering phase stops when its objective has not decreased by
@@ -402,7 +405,8 @@ class DeepImageClustering(RenamedParameters, ClassNamePrefixFeaturesOutMixin,
         name = type(self).__name__
         input_side = reduced_side(self.image_shape_, settings.max_side)
         # 'auto': both networks' clustering phases on one bar, with one warning
-        session = (TrainingSession(name, verbose=settings.verbose, total=2 * settings.max_iter,
+        session = (TrainingSession(name, verbose=settings.verbose,
+                                   total=settings.max_iter + settings.refit_max_iter,
                                    warn=not settings.scheduled) if settings.merge else None)
         with session or contextlib.nullcontext():
             fitted = fit_network(scaled, settings, seeds, name, session)

@@ -246,7 +246,7 @@ def refit_network(images, settings, seeds, name, fitted, labels, session=None):
     move; its clustering phase reports to ``session`` as the first network's
     does. Returns a :class:`FittedNetwork` (``moved`` None)."""
     settings = replace(settings, n_clusters=int(labels.max()) + 1, merge=False,
-                       merge_neighbors=0)
+                       merge_neighbors=0, max_iter=settings.refit_max_iter)
     with float32_by_default():
         return _fit_network(images, settings, seeds, name,
                             prepared=(fitted.neighbours, fitted.graph, labels),

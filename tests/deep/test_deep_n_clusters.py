@@ -156,6 +156,38 @@ def test_small_sets_merge_along_fewer_neighbours_than_their_clusters_images():
     assert DeepImageClustering(n_clusters=10, device="cpu")._settings(400).merge_neighbors == 0
 
 
+def test_the_first_networks_schedule_is_capped_and_the_seconds_is_not():
+    """max_iter='auto' with n_clusters='auto': the network of max_clusters
+    clusters runs at most 300 steps of its clustering phase (at least 15
+    epochs), the network on the merged clusters the whole schedule; an integer
+    max_iter, or a given number, is kept."""
+    auto = DeepImageClustering(n_clusters="auto", device="cpu")
+    settings = auto._settings(2550)  # 9 steps an epoch: a schedule of 112 epochs
+    assert (settings.max_iter, settings.refit_max_iter) == (34, 112)
+    settings = auto._settings(5000)  # 19 steps: 53 epochs, capped at 16
+    assert (settings.max_iter, settings.refit_max_iter) == (16, 53)
+    settings = auto._settings(400)  # 1 step: capped at 300 of the 1,000
+    assert (settings.max_iter, settings.refit_max_iter) == (300, 1000)
+    settings = auto._settings(60_000)  # 234 steps: 5 epochs, below the 15
+    assert (settings.max_iter, settings.refit_max_iter) == (5, 5)
+    settings = auto.set_params(max_iter=40)._settings(2550)
+    assert (settings.max_iter, settings.refit_max_iter) == (40, 40)
+    assert DeepImageClustering(n_clusters=6, device="cpu")._settings(2550).max_iter == 112
+
+
+def test_the_second_network_trains_on_the_whole_schedule(monkeypatch):
+    import skdiffclust.deep._fit as fit_module
+
+    trained = []
+    monkeypatch.setattr(fit_module, "_fit_network",
+                        lambda images, settings, *args, **kwargs: trained.append(settings))
+    settings = DeepImageClustering(n_clusters="auto", device="cpu")._settings(2550)
+    fitted = fit_module.FittedNetwork(None, None, None, None, 0, False)
+    fit_module.refit_network(None, settings, None, "DeepImageClustering", fitted,
+                             np.array([0, 1, 2, 1]))
+    assert (trained[0].max_iter, trained[0].n_clusters, trained[0].merge) == (112, 3, False)
+
+
 def test_wider_views_count_fewer_clusters_and_narrower_views_more():
     """The user guide's claim: the weak views' ranges (max_rotation, max_scale,
     max_shift) set the count's scale, since images the views turn into one
